@@ -1,0 +1,293 @@
+//! Address and page-size newtypes.
+//!
+//! Virtual and physical addresses, page numbers and frame numbers are distinct types so that a
+//! VPN can never be handed where a PFN is expected. Page numbers are always in units of the 4 KiB
+//! base page, whatever the size of the page that contains them.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// log2 of the base page size (4 KiB).
+pub const BASE_PAGE_SHIFT: u32 = 12;
+/// Size of the base page in bytes.
+pub const BASE_PAGE_BYTES: u64 = 1 << BASE_PAGE_SHIFT;
+/// Size of a cache line in bytes (all caches and page-table lines use it).
+pub const LINE_BYTES: u64 = 64;
+/// log2 of [`LINE_BYTES`].
+pub const LINE_SHIFT: u32 = 6;
+/// Size of one page-table entry in bytes.
+pub const PTE_BYTES: u64 = 8;
+
+/// Address-space identifier of a simulated process.
+pub type Asid = u16;
+
+/// A virtual address.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct Vaddr(pub u64);
+
+/// A physical address.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct Paddr(pub u64);
+
+/// A virtual page number in 4 KiB units (`Vaddr >> 12`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct Vpn(pub u64);
+
+/// A physical frame number in 4 KiB units (`Paddr >> 12`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct Pfn(pub u64);
+
+macro_rules! hex_debug {
+    ($($t:ident),*) => {$(
+        impl fmt::Debug for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!(stringify!($t), "({:#x})"), self.0)
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{:#x}", self.0)
+            }
+        }
+    )*};
+}
+hex_debug!(Vaddr, Paddr, Vpn, Pfn);
+
+impl Vaddr {
+    /// The 4 KiB virtual page containing this address.
+    #[inline]
+    pub fn vpn(self) -> Vpn {
+        Vpn(self.0 >> BASE_PAGE_SHIFT)
+    }
+}
+
+impl Paddr {
+    /// The 4 KiB frame containing this address.
+    #[inline]
+    pub fn pfn(self) -> Pfn {
+        Pfn(self.0 >> BASE_PAGE_SHIFT)
+    }
+    /// The cache-line number of this address.
+    #[inline]
+    pub fn line(self) -> u64 {
+        self.0 >> LINE_SHIFT
+    }
+}
+
+impl Vpn {
+    /// First byte of the page.
+    #[inline]
+    pub fn addr(self) -> Vaddr {
+        Vaddr(self.0 << BASE_PAGE_SHIFT)
+    }
+    /// This VPN rounded down to the first 4 KiB VPN of the enclosing page of `size`.
+    #[inline]
+    pub fn align_down(self, size: PageSize) -> Vpn {
+        Vpn(self.0 & !(size.base_pages() - 1))
+    }
+}
+
+impl Pfn {
+    /// First byte of the frame.
+    #[inline]
+    pub fn addr(self) -> Paddr {
+        Paddr(self.0 << BASE_PAGE_SHIFT)
+    }
+}
+
+/// Page (translation) sizes known to the OS model and the MMU.
+///
+/// Contract: `shift()` is the log2 of the size in bytes; sizes are ordered from smallest to largest.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+pub enum PageSize {
+    /// 4 KiB base page.
+    #[serde(rename = "4KiB")]
+    Size4K,
+    /// 2 MiB huge page (x86-64 PD leaf).
+    #[serde(rename = "2MiB")]
+    Size2M,
+    /// 1 GiB huge page (x86-64 PDPT leaf).
+    #[serde(rename = "1GiB")]
+    Size1G,
+}
+
+impl PageSize {
+    /// All sizes, smallest first.
+    pub const ALL: [PageSize; 3] = [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G];
+
+    /// log2 of the size in bytes.
+    #[inline]
+    pub const fn shift(self) -> u32 {
+        match self {
+            PageSize::Size4K => 12,
+            PageSize::Size2M => 21,
+            PageSize::Size1G => 30,
+        }
+    }
+    /// Size in bytes.
+    #[inline]
+    pub const fn bytes(self) -> u64 {
+        1 << self.shift()
+    }
+    /// Number of 4 KiB base pages in one page of this size.
+    #[inline]
+    pub const fn base_pages(self) -> u64 {
+        1 << (self.shift() - BASE_PAGE_SHIFT)
+    }
+    /// Buddy-allocator order of one page of this size.
+    #[inline]
+    pub const fn order(self) -> u8 {
+        (self.shift() - BASE_PAGE_SHIFT) as u8
+    }
+    /// Dense index 0..3 (4 KiB, 2 MiB, 1 GiB), for per-size arrays.
+    #[inline]
+    pub const fn index(self) -> usize {
+        match self {
+            PageSize::Size4K => 0,
+            PageSize::Size2M => 1,
+            PageSize::Size1G => 2,
+        }
+    }
+    /// Short label used in stats keys: `4k`, `2m`, `1g`.
+    pub const fn label(self) -> &'static str {
+        match self {
+            PageSize::Size4K => "4k",
+            PageSize::Size2M => "2m",
+            PageSize::Size1G => "1g",
+        }
+    }
+}
+
+/// One translation: the page of `size` starting at `vpn` maps to the frames starting at `pfn`.
+///
+/// Contract: `vpn` and `pfn` are aligned to `size` (their low `size.order()` bits are zero).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+pub struct Mapping {
+    /// First 4 KiB VPN of the page.
+    pub vpn: Vpn,
+    /// First 4 KiB PFN of the frame block.
+    pub pfn: Pfn,
+    /// Page size.
+    pub size: PageSize,
+    /// Whether stores are allowed.
+    pub writable: bool,
+}
+
+impl Mapping {
+    /// Whether `vpn` falls inside this page.
+    #[inline]
+    pub fn contains(&self, vpn: Vpn) -> bool {
+        vpn.0 >= self.vpn.0 && vpn.0 < self.vpn.0 + self.size.base_pages()
+    }
+    /// Physical address for virtual address `va`, which must lie inside this page.
+    #[inline]
+    pub fn translate(&self, va: Vaddr) -> Paddr {
+        let offset = va.0 & (self.size.bytes() - 1);
+        Paddr((self.pfn.0 << BASE_PAGE_SHIFT) | offset)
+    }
+}
+
+/// Parse a byte size such as `4096`, `64KiB`, `1GiB`, `2MB`, `512M` (binary units throughout).
+///
+/// Returns an error string naming the problem.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    parse_scaled(text, 1024, &["b", "kib", "mib", "gib", "tib"], &["", "k", "m", "g", "t"])
+        .or_else(|_| {
+            parse_scaled(text, 1024, &["", "kb", "mb", "gb", "tb"], &["b", "kb", "mb", "gb", "tb"])
+        })
+        .map_err(|_| {
+            format!("cannot read '{text}' as a size in bytes (examples: 4096, 64KiB, 512MiB, 1GiB)")
+        })
+}
+
+/// Parse a count such as `1000`, `10M`, `5k`, `2G` (decimal units: k = 1e3, M = 1e6, G = 1e9).
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    parse_scaled(text, 1000, &["", "k", "m", "g", "t"], &["", "k", "m", "g", "t"])
+        .map_err(|_| format!("cannot read '{text}' as a count (examples: 1000, 5k, 10M, 1G)"))
+}
+
+fn parse_scaled(text: &str, base: u64, a: &[&str], b: &[&str]) -> Result<u64, ()> {
+    let t = text.trim().replace('_', "");
+    let lower = t.to_ascii_lowercase();
+    let digits_end = lower
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(digits_end);
+    if num.is_empty() {
+        return Err(());
+    }
+    let unit = unit.trim();
+    let power = a
+        .iter()
+        .position(|u| *u == unit)
+        .or_else(|| b.iter().position(|u| *u == unit))
+        .ok_or(())?;
+    let scale = base.checked_pow(power as u32).ok_or(())?;
+    if num.contains('.') {
+        let v: f64 = num.parse().map_err(|_| ())?;
+        let r = v * scale as f64;
+        if !(0.0..1.8e19).contains(&r) || r.fract() != 0.0 {
+            return Err(());
+        }
+        Ok(r as u64)
+    } else {
+        let v: u64 = num.parse().map_err(|_| ())?;
+        v.checked_mul(scale).ok_or(())
+    }
+}
+
+/// Format a byte count with a binary unit (`1GiB`, `64KiB`, `1536B`), exact when possible.
+pub fn format_bytes(bytes: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if bytes >= (1 << shift) && bytes % (1 << shift) == 0 {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes}B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_bytes("1GiB").unwrap(), 1 << 30);
+        assert_eq!(parse_bytes("512MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_bytes("64KiB").unwrap(), 64 << 10);
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert_eq!(parse_bytes("2MB").unwrap(), 2 << 20);
+        assert_eq!(parse_bytes("1.5GiB").unwrap(), 3 << 29);
+        assert!(parse_bytes("12 parsecs").is_err());
+        assert!(parse_bytes("").is_err());
+    }
+
+    #[test]
+    fn counts_parse_with_decimal_units() {
+        assert_eq!(parse_count("10M").unwrap(), 10_000_000);
+        assert_eq!(parse_count("5k").unwrap(), 5_000);
+        assert_eq!(parse_count("1_000").unwrap(), 1_000);
+        assert!(parse_count("ten").is_err());
+    }
+
+    #[test]
+    fn a_mapping_translates_offsets_inside_its_page() {
+        let m = Mapping {
+            vpn: Vpn(0x200),
+            pfn: Pfn(0x400),
+            size: PageSize::Size2M,
+            writable: true,
+        };
+        assert!(m.contains(Vpn(0x3ff)));
+        assert!(!m.contains(Vpn(0x400)));
+        assert_eq!(m.translate(Vaddr(0x20_1234)), Paddr(0x40_1234));
+    }
+
+    #[test]
+    fn page_sizes_know_their_order() {
+        assert_eq!(PageSize::Size4K.order(), 0);
+        assert_eq!(PageSize::Size2M.order(), 9);
+        assert_eq!(PageSize::Size1G.order(), 18);
+        assert_eq!(format_bytes(1 << 30), "1GiB");
+    }
+}

@@ -1,0 +1,196 @@
+//! Translation designs and their registry.
+//!
+//! # Adding a design
+//! 1. Create `designs/<name>/mod.rs` with a config struct (serde, `deny_unknown_fields`, defaults)
+//!    and a type implementing [`Design`]. Its module doc has the sections Model, Configuration,
+//!    Deviations from the paper, References.
+//! 2. Add one row to the `designs!` table at the bottom of this file.
+//!
+//! The row generates the config section (`[<name>]`, so `--set <name>.field=...` works), the
+//! arm of [`build_and_visit`] through which the engine gets the design as its concrete type (the
+//! hot loop is monomorphized per design: no dynamic dispatch per reference), the entry in [`REGISTRY`]
+//! (which drives `xlat designs`, the conformance suite and the golden runs), and the stats key.
+
+pub mod ideal;
+pub mod perfect_tlb;
+pub mod radix;
+
+use crate::addr::{Asid, Mapping, Pfn, Vpn, BASE_PAGE_BYTES};
+use crate::mem::MemSystem;
+use crate::os::{FrameUse, OsError, PhysMem};
+use crate::stats::Stats;
+use serde::{Deserialize, Serialize};
+
+/// What a walk found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkResult {
+    /// The translation, or `None` when the page is not mapped (the walk ended at an empty entry).
+    pub mapping: Option<Mapping>,
+    /// Cycles from the start of the walk to the translation (dependent accesses add up, a
+    /// parallel group costs its slowest member, design-owned MMU caches add their latency).
+    pub latency_cycles: u32,
+    /// Page-table memory references issued (every probe of a parallel group counts).
+    pub mem_accesses: u32,
+}
+
+/// Page-table memory a design holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PtFootprint {
+    /// Bytes held now.
+    pub bytes: u64,
+    /// Most bytes held at any time.
+    pub peak_bytes: u64,
+    /// Largest single physically contiguous allocation the design made, in bytes.
+    pub max_contiguous_bytes: u64,
+}
+
+/// A translation design: owns its page-table structures and its own MMU caches.
+///
+/// Contract:
+/// - after `map(asid, m)` returns `Ok`, `walk(asid, v)` for every VPN `v` inside `m` yields `m`,
+///   until `unmap(asid, m)`; for a VPN that no mapped page contains, `walk` yields `None`;
+/// - the OS model never maps overlapping pages; `unmap` is only called for a mapping that was mapped;
+/// - `walk` never changes what is mapped; every memory reference it makes is issued through `mem`
+///   so that its latency and cache pollution are counted;
+/// - all page-table memory comes from `phys` (so contiguity needs are real and the memory is
+///   counted), and is returned to it when no longer needed.
+pub trait Design: Sized {
+    /// The design's configuration section.
+    type Config;
+    /// When true, every translation hits the L1 TLB (the engine skips the TLBs and walks at no
+    /// cost; walks still happen to discover unmapped pages).
+    const PERFECT_TLB: bool = false;
+
+    /// Build an empty design.
+    fn new(cfg: &Self::Config, phys: &mut PhysMem) -> Result<Self, OsError>;
+    /// Install a translation.
+    fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError>;
+    /// Remove a translation.
+    fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping);
+    /// Translate `vpn` after a TLB miss.
+    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult;
+    /// Page-table memory held.
+    fn footprint(&self) -> PtFootprint;
+    /// Write design-specific statistics (into the section named after the design).
+    fn stats(&self, out: &mut Stats);
+}
+
+/// Allocation bookkeeping for a design's page-table memory: every block comes from the buddy
+/// allocator and is tallied, so `page_table.*` figures are exact.
+#[derive(Clone, Debug, Default)]
+pub struct PtMemory {
+    bytes: u64,
+    peak_bytes: u64,
+    max_contiguous_bytes: u64,
+}
+
+impl PtMemory {
+    /// Allocate a naturally aligned block of `2^order` frames for page-table use.
+    pub fn alloc(&mut self, phys: &mut PhysMem, order: u8) -> Result<Pfn, OsError> {
+        let pfn = phys.alloc(order, FrameUse::PageTable)?;
+        let bytes = BASE_PAGE_BYTES << order;
+        self.bytes += bytes;
+        self.peak_bytes = self.peak_bytes.max(self.bytes);
+        self.max_contiguous_bytes = self.max_contiguous_bytes.max(bytes);
+        Ok(pfn)
+    }
+
+    /// Return a block obtained from [`PtMemory::alloc`].
+    pub fn free(&mut self, phys: &mut PhysMem, pfn: Pfn, order: u8) {
+        phys.free(pfn, order, FrameUse::PageTable);
+        self.bytes -= BASE_PAGE_BYTES << order;
+    }
+
+    /// The tallies.
+    pub fn footprint(&self) -> PtFootprint {
+        PtFootprint {
+            bytes: self.bytes,
+            peak_bytes: self.peak_bytes,
+            max_contiguous_bytes: self.max_contiguous_bytes,
+        }
+    }
+}
+
+/// Issue a group of independent page-table reads in parallel: the group costs the latency of
+/// its slowest member, and every member counts as a memory reference.
+pub fn parallel_reads(mem: &mut MemSystem, addrs: &[crate::addr::Paddr]) -> u32 {
+    addrs
+        .iter()
+        .map(|pa| mem.pt_access(*pa).latency_cycles)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Receives a freshly built design as its concrete type (see [`build_and_visit`]).
+pub trait DesignVisitor {
+    /// What the visitor makes of the design.
+    type Output;
+    /// Take the design.
+    fn visit<D: Design + 'static>(self, design: D) -> Self::Output;
+}
+
+/// Registry entry of one design.
+#[derive(Clone, Copy, Debug)]
+pub struct DesignInfo {
+    /// Name: config tag, folder name, Python name and stats key.
+    pub name: &'static str,
+    /// One-line description.
+    pub summary: &'static str,
+}
+
+/// Look-ups in [`REGISTRY`].
+pub struct Registry;
+
+impl Registry {
+    /// The entry named `name`.
+    pub fn find(name: &str) -> Option<&'static DesignInfo> {
+        REGISTRY.iter().find(|d| d.name == name)
+    }
+}
+
+macro_rules! designs {
+    ($( $name:ident : $ty:ident ( $cfg:ident ) $summary:literal ;)*) => {
+        /// One config section per registered design.
+        #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+        #[serde(default)]
+        pub struct DesignsConfig {
+            $(
+                #[doc = $summary]
+                pub $name: $name::$cfg,
+            )*
+        }
+
+        impl DesignsConfig {
+            /// Validate every design section.
+            pub fn validate(&self) -> Result<(), String> {
+                $( self.$name.validate().map_err(|e| format!("{}.{e}", stringify!($name)))?; )*
+                Ok(())
+            }
+        }
+
+        /// Every registered design, in registry order.
+        pub const REGISTRY: &[DesignInfo] = &[
+            $( DesignInfo { name: stringify!($name), summary: $summary }, )*
+        ];
+
+        /// Build the design named `name` from its section of `cfg` and hand it, as its concrete
+        /// type, to `visitor` (static dispatch: the visitor's code is monomorphized per design).
+        pub fn build_and_visit<V: DesignVisitor>(
+            name: &str,
+            cfg: &DesignsConfig,
+            phys: &mut PhysMem,
+            visitor: V,
+        ) -> Result<V::Output, OsError> {
+            match name {
+                $( stringify!($name) => Ok(visitor.visit($name::$ty::new(&cfg.$name, phys)?)), )*
+                other => Err(OsError(format!("unknown design '{other}'"))),
+            }
+        }
+    };
+}
+
+designs! {
+    radix: Radix(RadixConfig) "x86-64 radix page table (4- or 5-level) with page-walk caches and 2 MiB / 1 GiB leaves";
+    ideal: Ideal(IdealConfig) "every TLB miss is resolved by exactly one memory access to the leaf entry";
+    perfect_tlb: PerfectTlb(PerfectTlbConfig) "every translation hits the L1 TLB (upper bound)";
+}

@@ -1,0 +1,287 @@
+//! # radix — x86-64 multi-level radix page table with page-walk caches
+//!
+//! ## Model
+//! A 4-level (or 5-level) tree of 4 KiB nodes of 512 8-byte entries per process; 2 MiB pages are
+//! leaves in the page directory (level 1), 1 GiB pages leaves in the PDPT (level 2). A walk reads
+//! one entry per level, each read dependent on the previous one, through the data-cache hierarchy
+//! (entering at L2 by default), so page-table lines compete with data. Page-walk caches (PWCs), one
+//! per upper level, cache entries that point to the next node: a hit in the PWC of the deepest
+//! level skips every level above it. All PWCs are probed in parallel (one latency).
+//!
+//! ## Configuration
+//! `[radix]`: `levels` (4 or 5), `pwc_levels` (how many upper levels, counted from the page
+//! directory upwards, have a PWC; default 3: PDE, PDPTE and PML4E caches), `pwc_entries` and
+//! `pwc_ways` per PWC (32, 4), `pwc_latency_cycles` (2).
+//!
+//! ## Deviations from the paper
+//! The PWCs are ASID-tagged, as with PCID. Accessed/dirty bit updates are not modeled (no writes by
+//! the walker). Page-table frames are single 4 KiB frames from the buddy allocator and are freed as
+//! soon as they become empty.
+//!
+//! ## References
+//! Intel SDM Vol. 3A §4.5 (4-level and 5-level paging) and §4.10.3 (paging-structure caches);
+//! Bhattacharjee, "Large-reach memory management unit caches", MICRO 2013; the PWC configuration
+//! of LVM Table 1 and Utopia Table 1.
+
+mod table;
+
+pub use table::{RadixTable, Step};
+
+use crate::addr::{Asid, Mapping, Vpn};
+use crate::designs::{Design, PtFootprint, WalkResult};
+use crate::mem::MemSystem;
+use crate::mmu::assoc::AssocCache;
+use crate::os::{OsError, PhysMem};
+use crate::stats::{ratio, Stats, StatsExt};
+use serde::{Deserialize, Serialize};
+
+/// `[radix]` section.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RadixConfig {
+    /// Levels of the tree: 4 (48-bit VA) or 5 (57-bit VA).
+    pub levels: u32,
+    /// Upper levels with a page-walk cache, counted from the page directory upwards.
+    pub pwc_levels: u32,
+    /// Entries per page-walk cache (0 disables them).
+    pub pwc_entries: u32,
+    /// Associativity of each page-walk cache.
+    pub pwc_ways: u32,
+    /// Latency of the (parallel) PWC lookup in cycles.
+    pub pwc_latency_cycles: u32,
+}
+
+impl Default for RadixConfig {
+    fn default() -> Self {
+        RadixConfig {
+            levels: 4,
+            pwc_levels: 3,
+            pwc_entries: 32,
+            pwc_ways: 4,
+            pwc_latency_cycles: 2,
+        }
+    }
+}
+
+impl RadixConfig {
+    /// Check ranges.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.levels == 4 || self.levels == 5) {
+            return Err(format!("levels must be 4 or 5, got {}", self.levels));
+        }
+        if self.pwc_levels > self.levels - 1 {
+            return Err(format!(
+                "pwc_levels must be at most {} for a {}-level table, got {}",
+                self.levels - 1,
+                self.levels,
+                self.pwc_levels
+            ));
+        }
+        if self.pwc_entries > 0 && (self.pwc_ways == 0 || self.pwc_entries % self.pwc_ways != 0)
+        {
+            return Err(format!(
+                "pwc_entries ({}) must be a multiple of pwc_ways ({})",
+                self.pwc_entries, self.pwc_ways
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The page-walk caches: `pwcs[j]` maps (ASID, VPN prefix) to the node at level `j` that the
+/// prefix leads to, i.e. it caches entries of the level-`j+1` nodes.
+struct PageWalkCaches {
+    pwcs: Vec<AssocCache>,
+    latency_cycles: u32,
+    hits: Vec<u64>,
+    lookups: u64,
+}
+
+#[inline]
+fn pwc_key(asid: Asid, vpn: Vpn, node_level: u32) -> u64 {
+    ((asid as u64) << 48) | (vpn.0 >> (9 * (node_level + 1)))
+}
+
+impl PageWalkCaches {
+    fn new(cfg: &RadixConfig) -> Self {
+        let n = if cfg.pwc_entries == 0 { 0 } else { cfg.pwc_levels as usize };
+        PageWalkCaches {
+            pwcs: (0..n)
+                .map(|_| AssocCache::new(cfg.pwc_entries as usize, cfg.pwc_ways as usize))
+                .collect(),
+            latency_cycles: cfg.pwc_latency_cycles,
+            hits: vec![0; n],
+            lookups: 0,
+        }
+    }
+}
+
+/// x86-64 radix page table with page-walk caches.
+pub struct Radix {
+    table: RadixTable,
+    pwc: PageWalkCaches,
+    walks: u64,
+}
+
+impl Design for Radix {
+    type Config = RadixConfig;
+
+    fn new(cfg: &RadixConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
+        Ok(Radix {
+            table: RadixTable::new(cfg.levels),
+            pwc: PageWalkCaches::new(cfg),
+            walks: 0,
+        })
+    }
+
+    fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+        self.table.map(phys, asid, m)
+    }
+
+    fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
+        let pwcs = &mut self.pwc.pwcs;
+        self.table.unmap(phys, asid, m, |level| {
+            // A freed node must not be reachable through a stale PWC entry.
+            if let Some(c) = pwcs.get_mut(level as usize) {
+                c.remove(pwc_key(asid, m.vpn, level));
+            }
+        });
+    }
+
+    #[inline]
+    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+        self.walks += 1;
+        let Some(root) = self.table.root(asid) else {
+            return WalkResult { mapping: None, latency_cycles: 0, mem_accesses: 0 };
+        };
+        let mut latency = 0;
+        let mut start = (root, self.table.levels() - 1);
+        if !self.pwc.pwcs.is_empty() {
+            latency += self.pwc.latency_cycles;
+            self.pwc.lookups += 1;
+            // The deepest hit wins: it skips the most levels.
+            for j in 0..self.pwc.pwcs.len() {
+                if let Some(node) = self.pwc.pwcs[j].get(pwc_key(asid, vpn, j as u32)) {
+                    self.pwc.hits[j] += 1;
+                    start = (node as u32, j as u32);
+                    break;
+                }
+            }
+        }
+        let (mut node, mut level) = start;
+        let mut accesses = 0;
+        loop {
+            latency += mem.pt_access(self.table.entry_addr(node, vpn, level)).latency_cycles;
+            accesses += 1;
+            match self.table.read(node, vpn, level) {
+                Step::Empty => {
+                    return WalkResult { mapping: None, latency_cycles: latency, mem_accesses: accesses }
+                }
+                Step::Leaf(m) => {
+                    return WalkResult { mapping: Some(m), latency_cycles: latency, mem_accesses: accesses }
+                }
+                Step::Next(child) => {
+                    level -= 1;
+                    if let Some(c) = self.pwc.pwcs.get_mut(level as usize) {
+                        c.insert(pwc_key(asid, vpn, level), child as u64);
+                    }
+                    node = child;
+                }
+            }
+        }
+    }
+
+    fn footprint(&self) -> PtFootprint {
+        self.table.footprint()
+    }
+
+    fn stats(&self, out: &mut Stats) {
+        let s = out.section("radix");
+        s.put_u64("levels", self.table.levels() as u64);
+        s.put_u64("pwc_lookups", self.pwc.lookups);
+        let names = ["pde", "pdpte", "pml4e", "pml5e"];
+        let mut remaining = self.pwc.lookups;
+        for (j, hits) in self.pwc.hits.iter().enumerate() {
+            s.put_u64(&format!("pwc_{}_hits", names[j]), *hits);
+            // Lookups that reached this level's PWC (all deeper ones missed) and missed it too.
+            s.put_f64(&format!("pwc_{}_miss_rate", names[j]), 1.0 - ratio(*hits, remaining));
+            remaining -= hits;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::{PageSize, Pfn};
+    use crate::mem::{MemConfig, MemSystem};
+
+    fn setup(cfg: RadixConfig) -> (Radix, PhysMem, MemSystem) {
+        let mut phys = PhysMem::new(4 << 30);
+        let r = Radix::new(&cfg, &mut phys).unwrap();
+        (r, phys, MemSystem::new(&MemConfig::default()))
+    }
+
+    fn m(vpn: u64, pfn: u64, size: PageSize) -> Mapping {
+        Mapping { vpn: Vpn(vpn), pfn: Pfn(pfn), size, writable: true }
+    }
+
+    #[test]
+    fn a_cold_4_level_walk_makes_4_references() {
+        let (mut r, mut phys, mut mem) = setup(RadixConfig::default());
+        r.map(&mut phys, 0, m(0x1_2345, 9, PageSize::Size4K)).unwrap();
+        let w = r.walk(0, Vpn(0x1_2345), &mut mem);
+        assert_eq!(w.mapping.unwrap().pfn, Pfn(9));
+        assert_eq!(w.mem_accesses, 4);
+    }
+
+    #[test]
+    fn a_cold_5_level_walk_makes_5_references() {
+        let cfg = RadixConfig { levels: 5, ..RadixConfig::default() };
+        let (mut r, mut phys, mut mem) = setup(cfg);
+        r.map(&mut phys, 0, m(0x1_2345, 9, PageSize::Size4K)).unwrap();
+        assert_eq!(r.walk(0, Vpn(0x1_2345), &mut mem).mem_accesses, 5);
+    }
+
+    #[test]
+    fn a_cold_2m_walk_makes_3_references_and_a_1g_walk_2() {
+        let (mut r, mut phys, mut mem) = setup(RadixConfig::default());
+        r.map(&mut phys, 0, m(512, 1024, PageSize::Size2M)).unwrap();
+        r.map(&mut phys, 0, m(1 << 18, 1 << 18, PageSize::Size1G)).unwrap();
+        assert_eq!(r.walk(0, Vpn(600), &mut mem).mem_accesses, 3);
+        let (mut r2, mut phys2, mut mem2) = setup(RadixConfig::default());
+        r2.map(&mut phys2, 0, m(1 << 18, 1 << 18, PageSize::Size1G)).unwrap();
+        assert_eq!(r2.walk(0, Vpn((1 << 18) + 5), &mut mem2).mem_accesses, 2);
+    }
+
+    #[test]
+    fn a_warm_pde_cache_leaves_one_reference_per_walk() {
+        let (mut r, mut phys, mut mem) = setup(RadixConfig::default());
+        r.map(&mut phys, 0, m(0x1000, 1, PageSize::Size4K)).unwrap();
+        r.map(&mut phys, 0, m(0x1001, 2, PageSize::Size4K)).unwrap();
+        assert_eq!(r.walk(0, Vpn(0x1000), &mut mem).mem_accesses, 4);
+        assert_eq!(r.walk(0, Vpn(0x1001), &mut mem).mem_accesses, 1);
+    }
+
+    #[test]
+    fn without_pwcs_every_walk_makes_4_references() {
+        let cfg = RadixConfig { pwc_entries: 0, ..RadixConfig::default() };
+        let (mut r, mut phys, mut mem) = setup(cfg);
+        r.map(&mut phys, 0, m(0x1000, 1, PageSize::Size4K)).unwrap();
+        for _ in 0..3 {
+            assert_eq!(r.walk(0, Vpn(0x1000), &mut mem).mem_accesses, 4);
+        }
+    }
+
+    #[test]
+    fn a_freed_table_is_not_reached_through_a_stale_pwc_entry() {
+        let (mut r, mut phys, mut mem) = setup(RadixConfig::default());
+        r.map(&mut phys, 0, m(0x1000, 1, PageSize::Size4K)).unwrap();
+        r.walk(0, Vpn(0x1000), &mut mem);
+        r.unmap(&mut phys, 0, m(0x1000, 1, PageSize::Size4K));
+        assert_eq!(r.walk(0, Vpn(0x1000), &mut mem).mapping, None);
+        // A new table for another range reuses the freed node slot.
+        r.map(&mut phys, 0, m(0x9_0000_0000 >> 12, 5, PageSize::Size4K)).unwrap();
+        assert_eq!(r.walk(0, Vpn(0x1000), &mut mem).mapping, None);
+    }
+}

@@ -1,0 +1,288 @@
+//! The radix page-table structure itself (nodes of 512 8-byte entries in 4 KiB frames), shared by
+//! `radix`, `ideal` and `perfect_tlb`, which differ only in how the hardware reaches the entries.
+//!
+//! Contract: a node lives in one 4 KiB frame from the buddy allocator; the entry for index `i` of
+//! a node is at physical address `node_frame + 8 * i`; a node that holds no entry (other than a
+//! root) is freed at once, as Linux frees page tables of unmapped ranges.
+
+use crate::addr::{Asid, Mapping, PageSize, Paddr, Pfn, Vpn, PTE_BYTES};
+use crate::designs::{PtFootprint, PtMemory};
+use crate::os::{OsError, PhysMem};
+
+/// Entries per node.
+pub const FANOUT: u64 = 512;
+const PRESENT: u64 = 1;
+const LEAF: u64 = 2;
+const WRITABLE: u64 = 4;
+const NO_NODE: u32 = u32::MAX;
+
+/// Node index in the arena.
+pub type NodeId = u32;
+
+struct Node {
+    frame: Pfn,
+    /// Non-leaf: `child_id << 12 | PRESENT`; leaf: `pfn << 12 | PRESENT | LEAF | WRITABLE?`.
+    entries: Box<[u64; FANOUT as usize]>,
+    used: u16,
+}
+
+/// One step of a walk: the entry read and where it lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The entry points to the next node.
+    Next(NodeId),
+    /// The entry is a leaf: the translation.
+    Leaf(Mapping),
+    /// The entry is empty: the page is not mapped.
+    Empty,
+}
+
+/// A set of radix trees, one per ASID.
+pub struct RadixTable {
+    levels: u32,
+    nodes: Vec<Option<Node>>,
+    free_ids: Vec<NodeId>,
+    roots: Vec<NodeId>,
+    mem: PtMemory,
+}
+
+/// Index into a node at `level` (0 = the 4 KiB leaf level) for `vpn`.
+#[inline]
+pub fn index_at(vpn: Vpn, level: u32) -> u64 {
+    (vpn.0 >> (9 * level)) & (FANOUT - 1)
+}
+
+/// The level whose entries are leaves of `size` (0 for 4 KiB, 1 for 2 MiB, 2 for 1 GiB).
+#[inline]
+pub fn leaf_level(size: PageSize) -> u32 {
+    size.index() as u32
+}
+
+impl RadixTable {
+    /// Empty tables with `levels` levels (4 or 5).
+    pub fn new(levels: u32) -> RadixTable {
+        RadixTable {
+            levels,
+            nodes: Vec::new(),
+            free_ids: Vec::new(),
+            roots: Vec::new(),
+            mem: PtMemory::default(),
+        }
+    }
+
+    /// Number of levels.
+    pub fn levels(&self) -> u32 {
+        self.levels
+    }
+
+    /// The root node of `asid`, if it has one.
+    #[inline]
+    pub fn root(&self, asid: Asid) -> Option<NodeId> {
+        self.roots
+            .get(asid as usize)
+            .copied()
+            .filter(|r| *r != NO_NODE)
+    }
+
+    #[inline]
+    fn node(&self, id: NodeId) -> &Node {
+        self.nodes[id as usize].as_ref().expect("live node")
+    }
+
+    #[inline]
+    fn node_mut(&mut self, id: NodeId) -> &mut Node {
+        self.nodes[id as usize].as_mut().expect("live node")
+    }
+
+    /// Physical address of the entry of node `id` that `vpn` selects at `level`.
+    #[inline]
+    pub fn entry_addr(&self, id: NodeId, vpn: Vpn, level: u32) -> Paddr {
+        Paddr(self.node(id).frame.addr().0 + index_at(vpn, level) * PTE_BYTES)
+    }
+
+    /// Read the entry of node `id` (at `level`) that `vpn` selects.
+    #[inline]
+    pub fn read(&self, id: NodeId, vpn: Vpn, level: u32) -> Step {
+        let e = self.node(id).entries[index_at(vpn, level) as usize];
+        if e & PRESENT == 0 {
+            Step::Empty
+        } else if e & LEAF != 0 {
+            let size = PageSize::ALL[level as usize];
+            Step::Leaf(Mapping {
+                vpn: vpn.align_down(size),
+                pfn: Pfn(e >> 12),
+                size,
+                writable: e & WRITABLE != 0,
+            })
+        } else {
+            Step::Next((e >> 12) as NodeId)
+        }
+    }
+
+    /// Software lookup (no timing): the translation and the address of its leaf entry.
+    pub fn lookup(&self, asid: Asid, vpn: Vpn) -> Option<(Mapping, Paddr)> {
+        let mut node = self.root(asid)?;
+        for level in (0..self.levels).rev() {
+            match self.read(node, vpn, level) {
+                Step::Empty => return None,
+                Step::Leaf(m) => return Some((m, self.entry_addr(node, vpn, level))),
+                Step::Next(child) => node = child,
+            }
+        }
+        None
+    }
+
+    fn new_node(&mut self, phys: &mut PhysMem) -> Result<NodeId, OsError> {
+        let frame = self.mem.alloc(phys, 0)?;
+        let node = Node {
+            frame,
+            entries: Box::new([0; FANOUT as usize]),
+            used: 0,
+        };
+        Ok(match self.free_ids.pop() {
+            Some(id) => {
+                self.nodes[id as usize] = Some(node);
+                id
+            }
+            None => {
+                self.nodes.push(Some(node));
+                (self.nodes.len() - 1) as NodeId
+            }
+        })
+    }
+
+    fn free_node(&mut self, phys: &mut PhysMem, id: NodeId) {
+        let node = self.nodes[id as usize].take().expect("live node");
+        self.mem.free(phys, node.frame, 0);
+        self.free_ids.push(id);
+    }
+
+    /// Install `m`, creating intermediate nodes as needed.
+    pub fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+        if self.roots.len() <= asid as usize {
+            self.roots.resize(asid as usize + 1, NO_NODE);
+        }
+        if self.roots[asid as usize] == NO_NODE {
+            self.roots[asid as usize] = self.new_node(phys)?;
+        }
+        let mut node = self.roots[asid as usize];
+        let leaf = leaf_level(m.size);
+        for level in (leaf + 1..self.levels).rev() {
+            match self.read(node, m.vpn, level) {
+                Step::Next(child) => node = child,
+                Step::Empty => {
+                    let child = self.new_node(phys)?;
+                    let n = self.node_mut(node);
+                    n.entries[index_at(m.vpn, level) as usize] = ((child as u64) << 12) | PRESENT;
+                    n.used += 1;
+                    node = child;
+                }
+                Step::Leaf(existing) => {
+                    return Err(OsError(format!(
+                        "radix: mapping {m:?} overlaps the existing {existing:?} (OS model bug)"
+                    )))
+                }
+            }
+        }
+        let n = self.node_mut(node);
+        let slot = &mut n.entries[index_at(m.vpn, leaf) as usize];
+        if *slot & PRESENT != 0 {
+            return Err(OsError(format!(
+                "radix: mapping {m:?} over a present entry (OS model bug)"
+            )));
+        }
+        *slot = (m.pfn.0 << 12) | PRESENT | LEAF | if m.writable { WRITABLE } else { 0 };
+        n.used += 1;
+        Ok(())
+    }
+
+    /// Remove `m`; frees nodes left empty. Calls `on_free(level, vpn)` for every freed non-root
+    /// node (its level and a VPN it covered), so MMU caches pointing at it can be invalidated.
+    pub fn unmap(
+        &mut self,
+        phys: &mut PhysMem,
+        asid: Asid,
+        m: Mapping,
+        mut on_free: impl FnMut(u32),
+    ) {
+        let Some(root) = self.root(asid) else { return };
+        let leaf = leaf_level(m.size);
+        let mut path = [NO_NODE; 6];
+        let mut node = root;
+        for level in (leaf..self.levels).rev() {
+            path[level as usize] = node;
+            if level == leaf {
+                break;
+            }
+            match self.read(node, m.vpn, level) {
+                Step::Next(child) => node = child,
+                _ => return,
+            }
+        }
+        let n = self.node_mut(node);
+        let slot = &mut n.entries[index_at(m.vpn, leaf) as usize];
+        if *slot & (PRESENT | LEAF) != PRESENT | LEAF {
+            return;
+        }
+        *slot = 0;
+        n.used -= 1;
+        // Free empty nodes bottom-up (never the root).
+        for level in leaf..self.levels - 1 {
+            let id = path[level as usize];
+            if self.node(id).used != 0 {
+                break;
+            }
+            self.free_node(phys, id);
+            on_free(level);
+            let parent = self.node_mut(path[level as usize + 1]);
+            parent.entries[index_at(m.vpn, level + 1) as usize] = 0;
+            parent.used -= 1;
+        }
+    }
+
+    /// Page-table memory held.
+    pub fn footprint(&self) -> PtFootprint {
+        self.mem.footprint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(vpn: u64, pfn: u64, size: PageSize) -> Mapping {
+        Mapping { vpn: Vpn(vpn), pfn: Pfn(pfn), size, writable: true }
+    }
+
+    #[test]
+    fn a_4k_mapping_needs_one_node_per_level_and_frees_them_on_unmap() {
+        let mut phys = PhysMem::new(1 << 30);
+        let mut t = RadixTable::new(4);
+        t.map(&mut phys, 0, m(0x12345, 7, PageSize::Size4K)).unwrap();
+        assert_eq!(t.footprint().bytes, 4 * 4096);
+        assert_eq!(t.lookup(0, Vpn(0x12345)).unwrap().0.pfn, Pfn(7));
+        let mut freed = Vec::new();
+        t.unmap(&mut phys, 0, m(0x12345, 7, PageSize::Size4K), |l| freed.push(l));
+        assert_eq!(freed, vec![0, 1, 2]);
+        assert_eq!(t.footprint().bytes, 4096, "only the root remains");
+        assert!(t.lookup(0, Vpn(0x12345)).is_none());
+    }
+
+    #[test]
+    fn a_2m_mapping_is_a_leaf_at_the_page_directory() {
+        let mut phys = PhysMem::new(1 << 30);
+        let mut t = RadixTable::new(4);
+        t.map(&mut phys, 0, m(512, 1024, PageSize::Size2M)).unwrap();
+        assert_eq!(t.footprint().bytes, 3 * 4096);
+        let (got, _) = t.lookup(0, Vpn(700)).unwrap();
+        assert_eq!(got, m(512, 1024, PageSize::Size2M));
+    }
+
+    #[test]
+    fn mapping_over_a_present_entry_is_refused() {
+        let mut phys = PhysMem::new(1 << 30);
+        let mut t = RadixTable::new(4);
+        t.map(&mut phys, 0, m(5, 1, PageSize::Size4K)).unwrap();
+        assert!(t.map(&mut phys, 0, m(5, 2, PageSize::Size4K)).is_err());
+    }
+}

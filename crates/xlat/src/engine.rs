@@ -1,0 +1,460 @@
+//! The simulation loop: event -> OS model -> MMU (TLBs, design walk) -> oracle -> memory ->
+//! timing -> stats.
+//!
+//! Contract: given the same config and event stream, a run produces bit-identical statistics
+//! (wall-clock fields aside), however it is chunked by [`Simulation::step`]. Any disagreement
+//! between a design's translation and the OS model's mapping aborts the run with
+//! [`SimError::Oracle`]: a mismatch is a bug, never a statistic.
+
+use crate::addr::{Asid, Mapping, Vaddr, Vpn};
+use crate::config::Config;
+use crate::designs::{build_and_visit, Design, DesignVisitor};
+use crate::mem::MemSystem;
+use crate::mmu::{Mmu, TlbOutcome};
+use crate::os::{MapChange, Os, OsError};
+use crate::stats::{ratio, Stats, StatsExt};
+use crate::timing::Timing;
+use crate::trace::{AccessKind, Event, EventSource, SourceError};
+use serde_json::Value;
+use std::fmt;
+use std::time::Instant;
+
+/// Why a run stopped early.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimError {
+    /// Bad configuration.
+    Config(String),
+    /// The trace or generator failed (names file, offset and problem).
+    Source(SourceError),
+    /// The OS model refused an event (out of memory, access outside any VMA, ...).
+    Os {
+        /// Index of the event (0-based) in the stream.
+        event: u64,
+        /// What went wrong.
+        error: OsError,
+    },
+    /// A design's translation disagreed with the OS model.
+    Oracle(String),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Config(e) => write!(f, "configuration error: {e}"),
+            SimError::Source(e) => write!(f, "trace error: {e}"),
+            SimError::Os { event, error } => write!(f, "OS model error at event {event}: {error}"),
+            SimError::Oracle(e) => write!(f, "oracle mismatch (simulator bug): {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// Counters of the main loop.
+#[derive(Clone, Debug, Default)]
+struct Counters {
+    events: u64,
+    refs: u64,
+    loads: u64,
+    stores: u64,
+    ifetches: u64,
+    instructions: u64,
+    walks: u64,
+    walk_mem_accesses: u64,
+    walk_cycles: u64,
+    fault_walks: u64,
+    oracle_checked: u64,
+    syscalls: u64,
+}
+
+/// What the engine needs from a design-specialized simulator; implemented by `Sim<D>` for every
+/// registered design, so the per-reference loop is monomorphized.
+trait Runner {
+    fn step(&mut self, max_refs: u64) -> Result<bool, SimError>;
+    fn refs(&self) -> u64;
+    fn record(&self, wall_seconds: f64) -> Value;
+}
+
+struct Sim<D: Design> {
+    cfg: Config,
+    source: Box<dyn EventSource>,
+    os: Os,
+    mmu: Mmu,
+    mem: MemSystem,
+    design: D,
+    timing: Timing,
+    c: Counters,
+    asid: Asid,
+    buf: Vec<Event>,
+    pos: usize,
+    changes: Vec<MapChange>,
+    finished: bool,
+    truncated_by_refs: bool,
+}
+
+/// Builds the runner once the design exists; the OS is handed over afterwards because the
+/// design's constructor borrows its physical memory.
+struct MakeSim {
+    cfg: Config,
+    source: Box<dyn EventSource>,
+}
+
+type RunnerFactory = Box<dyn FnOnce(Os) -> Box<dyn Runner>>;
+
+impl DesignVisitor for MakeSim {
+    type Output = RunnerFactory;
+    fn visit<D: Design + 'static>(self, design: D) -> RunnerFactory {
+        let MakeSim { cfg, source } = self;
+        Box::new(move |mut os: Os| -> Box<dyn Runner> {
+            let asid = os.process(0);
+            Box::new(Sim {
+                mmu: Mmu::new(&cfg.tlb),
+                mem: MemSystem::new(&cfg.mem),
+                cfg,
+                source,
+                os,
+                design,
+                timing: Timing::default(),
+                c: Counters::default(),
+                asid,
+                buf: Vec::with_capacity(CHUNK),
+                pos: 0,
+                changes: Vec::new(),
+                finished: false,
+                truncated_by_refs: false,
+            })
+        })
+    }
+}
+
+const CHUNK: usize = 4096;
+
+impl<D: Design> Sim<D> {
+    /// Apply OS mapping changes to the design and the TLBs.
+    fn apply_changes(&mut self) -> Result<(), OsError> {
+        for ch in self.changes.drain(..) {
+            match ch {
+                MapChange::Map(asid, m) => self.design.map(&mut self.os.phys, asid, m)?,
+                MapChange::Unmap(asid, m) => {
+                    self.design.unmap(&mut self.os.phys, asid, m);
+                    self.mmu.invalidate(asid, m);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn os_err(&self, error: OsError) -> SimError {
+        SimError::Os { event: self.c.events, error }
+    }
+
+    fn handle_syscall(&mut self, ev: Event) -> Result<(), SimError> {
+        self.c.syscalls += 1;
+        let asid = self.asid;
+        let r = match ev {
+            Event::Mmap { addr, len, prot, flags } => self.os.mmap(asid, addr, len, prot, flags),
+            Event::Munmap { addr, len } => self.os.munmap(asid, addr, len, &mut self.changes),
+            Event::Brk { new_brk } => self.os.brk(asid, new_brk, &mut self.changes),
+            Event::Mprotect { addr, len, prot } => {
+                self.os.mprotect(asid, addr, len, prot, &mut self.changes)
+            }
+            Event::Madvise { addr, len, advice } => {
+                self.os.madvise(asid, addr, len, advice, &mut self.changes)
+            }
+            Event::Switch { pid } => {
+                self.asid = self.os.process(pid);
+                Ok(())
+            }
+            Event::Exit { pid } => {
+                let a = self.os.process(pid);
+                let r = self.os.exit(a, &mut self.changes);
+                self.mmu.invalidate_asid(a);
+                r
+            }
+            Event::Access { .. } => unreachable!("accesses are handled by the caller"),
+        };
+        r.map_err(|e| self.os_err(e))?;
+        self.apply_changes().map_err(|e| self.os_err(e))
+    }
+
+    /// Check a translation against the OS model (the oracle).
+    #[inline]
+    fn check(&mut self, vpn: Vpn, got: Option<Mapping>, what: &str) -> Result<(), SimError> {
+        if !self.cfg.sim.oracle {
+            return Ok(());
+        }
+        self.c.oracle_checked += 1;
+        let want = self.os.translate(self.asid, vpn);
+        if got != want {
+            return Err(SimError::Oracle(format!(
+                "design '{}' {what} for ASID {} VPN {vpn} (reference #{}) gave {got:?}, \
+                 the OS model maps {want:?}",
+                self.cfg.sim.design, self.asid, self.c.refs
+            )));
+        }
+        Ok(())
+    }
+
+    /// Walk, and on an unmapped page take the fault and walk again. Returns the translation and
+    /// the walk cycles.
+    #[inline]
+    fn walk(&mut self, va: Vaddr, kind: AccessKind) -> Result<(Mapping, u64), SimError> {
+        let vpn = va.vpn();
+        let mut cycles = 0u64;
+        for attempt in 0..2 {
+            let w = self.design.walk(self.asid, vpn, &mut self.mem);
+            if !D::PERFECT_TLB {
+                self.c.walks += 1;
+                self.c.walk_mem_accesses += w.mem_accesses as u64;
+                self.c.walk_cycles += w.latency_cycles as u64;
+                cycles += w.latency_cycles as u64;
+            }
+            if let Some(m) = w.mapping {
+                self.check(vpn, Some(m), "walk")?;
+                return Ok((m, cycles));
+            }
+            if attempt == 1 {
+                break;
+            }
+            // Not mapped: the design must agree with the OS before we fault.
+            self.check(vpn, None, "walk")?;
+            self.c.fault_walks += 1;
+            self.timing.page_faults += 1;
+            self.os
+                .fault(self.asid, va, kind, &mut self.changes)
+                .map_err(|e| self.os_err(e))?;
+            self.apply_changes().map_err(|e| self.os_err(e))?;
+        }
+        Err(SimError::Oracle(format!(
+            "design '{}' cannot find the page the OS just mapped at {va} (ASID {})",
+            self.cfg.sim.design, self.asid
+        )))
+    }
+
+    #[inline]
+    fn access(&mut self, kind: AccessKind, va: Vaddr, instrs: u32) -> Result<(), SimError> {
+        self.c.refs += 1;
+        self.c.instructions += instrs as u64;
+        let vpn = va.vpn();
+        let ifetch = kind == AccessKind::IFetch;
+        match kind {
+            AccessKind::Load => self.c.loads += 1,
+            AccessKind::Store => self.c.stores += 1,
+            AccessKind::IFetch => self.c.ifetches += 1,
+        }
+        let (mut m, mut xlat_cycles) = if D::PERFECT_TLB {
+            let (m, _) = self.walk(va, kind)?;
+            (m, 0)
+        } else {
+            let outcome = if ifetch {
+                self.mmu.lookup_ifetch(self.asid, vpn)
+            } else {
+                self.mmu.lookup_data(self.asid, vpn)
+            };
+            match outcome {
+                TlbOutcome::L1Hit(m) => {
+                    self.check(vpn, Some(m), "L1 TLB entry")?;
+                    (m, 0)
+                }
+                TlbOutcome::L2Hit(m) => {
+                    self.check(vpn, Some(m), "L2 TLB entry")?;
+                    (m, self.mmu.l2_latency_cycles as u64)
+                }
+                TlbOutcome::Miss => {
+                    let (m, walk_cycles) = self.walk(va, kind)?;
+                    self.mmu.fill(self.asid, m, ifetch);
+                    (m, self.mmu.l2_latency_cycles as u64 + walk_cycles)
+                }
+            }
+        };
+        if kind == AccessKind::Store && !m.writable {
+            // A store to a read-only translation: the OS decides (error for a protection
+            // violation); a changed mapping is walked again.
+            self.timing.page_faults += 1;
+            let nm = self
+                .os
+                .fault(self.asid, va, kind, &mut self.changes)
+                .map_err(|e| self.os_err(e))?;
+            self.apply_changes().map_err(|e| self.os_err(e))?;
+            if !D::PERFECT_TLB {
+                let (wm, wc) = self.walk(va, kind)?;
+                self.mmu.fill(self.asid, wm, ifetch);
+                xlat_cycles += wc;
+                m = wm;
+            } else {
+                m = nm;
+            }
+        }
+        self.timing.mmu_overhead_cycles += xlat_cycles;
+        let pa = m.translate(va);
+        let a = self.mem.data_access(pa, kind == AccessKind::Store);
+        self.timing.data_stall_cycles += a
+            .latency_cycles
+            .saturating_sub(self.cfg.mem.l1d.latency_cycles) as u64;
+        Ok(())
+    }
+}
+
+impl<D: Design> Runner for Sim<D> {
+    fn step(&mut self, max_refs: u64) -> Result<bool, SimError> {
+        let target = self.c.refs.saturating_add(max_refs).min(self.cfg.sim.refs);
+        while !self.finished && self.c.refs < target {
+            if self.pos == self.buf.len() {
+                self.buf.clear();
+                self.pos = 0;
+                let n = self
+                    .source
+                    .fill(&mut self.buf, CHUNK)
+                    .map_err(SimError::Source)?;
+                if n == 0 {
+                    self.finished = true;
+                    break;
+                }
+            }
+            while self.pos < self.buf.len() && self.c.refs < target {
+                let ev = self.buf[self.pos];
+                self.pos += 1;
+                match ev {
+                    Event::Access { kind, va, instrs, .. } => self.access(kind, va, instrs)?,
+                    other => self.handle_syscall(other)?,
+                }
+                self.c.events += 1;
+            }
+        }
+        if self.c.refs >= self.cfg.sim.refs && !self.finished {
+            self.finished = true;
+            self.truncated_by_refs = true;
+        }
+        Ok(self.finished)
+    }
+
+    fn refs(&self) -> u64 {
+        self.c.refs
+    }
+
+    fn record(&self, wall_seconds: f64) -> Value {
+        let c = &self.c;
+        let mut r = Stats::new();
+        r.put_str("design", &self.cfg.sim.design);
+        r.put_str("workload", &self.source.name());
+        r.put_u64("seed", self.cfg.sim.seed);
+        r.put_str("version", crate::VERSION);
+        r.put_u64("refs", c.refs);
+        r.put_u64("instructions", c.instructions);
+        r.put_u64("loads", c.loads);
+        r.put_u64("stores", c.stores);
+        r.put_u64("ifetches", c.ifetches);
+        r.put_u64("events", c.events);
+        r.put_u64("syscalls", c.syscalls);
+        r.insert(
+            "ended_by".into(),
+            Value::from(if self.truncated_by_refs { "refs_limit" } else { "end_of_trace" }),
+        );
+        self.mmu.stats(&mut r, c.instructions);
+        if D::PERFECT_TLB {
+            // Every translation is an L1 hit by definition.
+            let t = r.section("tlb");
+            for k in ["l1_misses", "l2_misses", "l2_lookups", "itlb_misses", "itlb_l2_misses"] {
+                t.put_u64(k, 0);
+            }
+            t.put_u64("l1_lookups", c.refs);
+            t.put_f64("l1_miss_rate", 0.0);
+            t.put_f64("l1_mpki", 0.0);
+            t.put_f64("l2_mpki", 0.0);
+        }
+        {
+            let w = r.section("walk");
+            w.put_u64("count", c.walks);
+            w.put_u64("mem_accesses", c.walk_mem_accesses);
+            w.put_u64("cycles", c.walk_cycles);
+            w.put_f64("avg_cycles", ratio(c.walk_cycles, c.walks));
+            w.put_f64("avg_mem_accesses", ratio(c.walk_mem_accesses, c.walks));
+            w.put_u64("fault_walks", c.fault_walks);
+        }
+        self.timing.stats(&self.cfg.timing, c.instructions, &mut r);
+        {
+            let fp = self.design.footprint();
+            let p = r.section("page_table");
+            p.put_u64("bytes", fp.bytes);
+            p.put_u64("peak_bytes", fp.peak_bytes);
+            p.put_u64("max_contiguous_bytes", fp.max_contiguous_bytes);
+        }
+        {
+            let o = r.section("oracle");
+            o.put_u64("checked", c.oracle_checked);
+            // A mismatch aborts the run, so a finished record always carries 0.
+            o.put_u64("mismatches", 0);
+            o.insert("enabled".into(), Value::from(self.cfg.sim.oracle));
+        }
+        self.mem.stats(&mut r);
+        self.os.stats(&mut r);
+        self.design.stats(&mut r);
+        {
+            let s = r.section("sim");
+            s.put_f64("wall_seconds", wall_seconds);
+            s.put_f64(
+                "refs_per_sec",
+                if wall_seconds > 0.0 { c.refs as f64 / wall_seconds } else { 0.0 },
+            );
+        }
+        r.insert("config".into(), self.cfg.to_json());
+        Value::Object(r)
+    }
+}
+
+/// A run in progress: build it, call [`Simulation::step`] until it returns `true`, then take the
+/// [`Simulation::record`].
+pub struct Simulation {
+    runner: Box<dyn Runner>,
+    wall_seconds: f64,
+}
+
+impl Simulation {
+    /// Boot the OS model, build the design named in `cfg.sim.design`, and attach `source`.
+    pub fn new(cfg: &Config, source: Box<dyn EventSource>) -> Result<Simulation, SimError> {
+        cfg.validate().map_err(|e| SimError::Config(e.0))?;
+        let mut os = Os::new(&cfg.os, cfg.sim.seed).map_err(|e| SimError::Os { event: 0, error: e })?;
+        // The design allocates from the same physical memory as everything else.
+        let factory = build_and_visit(
+            &cfg.sim.design,
+            &cfg.designs,
+            &mut os.phys,
+            MakeSim { cfg: cfg.clone(), source },
+        )
+        .map_err(|e| SimError::Os { event: 0, error: e })?;
+        Ok(Simulation { runner: factory(os), wall_seconds: 0.0 })
+    }
+
+    /// Simulate up to `max_refs` more references. Returns `true` when the run is complete (the
+    /// trace ended or `sim.refs` were simulated).
+    pub fn step(&mut self, max_refs: u64) -> Result<bool, SimError> {
+        let t = Instant::now();
+        let r = self.runner.step(max_refs);
+        self.wall_seconds += t.elapsed().as_secs_f64();
+        r
+    }
+
+    /// References simulated so far.
+    pub fn refs(&self) -> u64 {
+        self.runner.refs()
+    }
+
+    /// The result record (see `docs/results.md`).
+    pub fn record(&self) -> Value {
+        self.runner.record(self.wall_seconds)
+    }
+}
+
+/// Run a whole simulation of `cfg` over `source` and return its record.
+pub fn run(cfg: &Config, source: Box<dyn EventSource>) -> Result<Value, SimError> {
+    let mut sim = Simulation::new(cfg, source)?;
+    while !sim.step(u64::MAX)? {}
+    Ok(sim.record())
+}
+
+/// Run the built-in workload named in `cfg.workload`.
+pub fn run_workload(cfg: &Config) -> Result<Value, SimError> {
+    let source = crate::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed)
+        .map_err(SimError::Config)?;
+    run(cfg, source)
+}

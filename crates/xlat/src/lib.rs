@@ -1,0 +1,27 @@
+//! # xlat — a fast, checked simulator of virtual-memory address translation
+//!
+//! One engine, one trace, many translation designs. Every design translates the same stream of
+//! references against the same TLBs, caches, DRAM and OS memory-manager model, and every
+//! translation it returns is checked against the OS model's mapping (the oracle).
+//!
+//! Layout: [`trace`] (event stream), [`workloads`] (built-in generators), [`os`] (memory manager),
+//! [`mmu`] (TLBs), [`mem`] (caches, DRAM), [`designs`] (one folder per design, one registry row
+//! each), [`timing`] (core model), [`engine`] (the loop), [`config`], [`stats`].
+
+pub mod addr;
+pub mod config;
+pub mod designs;
+pub mod engine;
+pub mod mem;
+pub mod mmu;
+pub mod os;
+pub mod stats;
+pub mod timing;
+pub mod trace;
+pub mod workloads;
+
+/// Version of the simulator, written into every result record.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+pub use config::Config;
+pub use engine::{run, run_workload, SimError, Simulation};

@@ -1,0 +1,218 @@
+//! The MMU's TLB hierarchy: an L1 DTLB per page size, a unified L2 TLB, and an ITLB for
+//! instruction fetches. Design-specific MMU caches (PWCs, CWCs, ...) live in the designs.
+//!
+//! Contract: a translation is looked up in the L1 TLB of every size (in parallel, as hardware
+//! does), then in the L2 TLB; an L2 hit refills the L1; a walk result fills both. Invalidation
+//! removes the translation from every level.
+
+pub mod assoc;
+pub mod tlb;
+
+use crate::addr::{Asid, Mapping, PageSize, Vpn};
+use crate::stats::{ratio, Stats, StatsExt};
+use serde::{Deserialize, Serialize};
+pub use tlb::Tlb;
+
+/// One TLB structure.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TlbLevelConfig {
+    /// Entries (0 disables the structure).
+    pub entries: u32,
+    /// Associativity (`ways == entries` is fully associative).
+    pub ways: u32,
+    /// Lookup latency in core cycles.
+    pub latency_cycles: u32,
+}
+
+/// The TLB hierarchy.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlbConfig {
+    /// L1 DTLB for 4 KiB pages.
+    pub l1_4k: TlbLevelConfig,
+    /// L1 DTLB for 2 MiB pages.
+    pub l1_2m: TlbLevelConfig,
+    /// L1 DTLB for 1 GiB pages.
+    pub l1_1g: TlbLevelConfig,
+    /// Unified L2 TLB (all page sizes share it).
+    pub l2: TlbLevelConfig,
+    /// Instruction TLB (used only by instruction fetches).
+    pub itlb: TlbLevelConfig,
+}
+
+impl Default for TlbConfig {
+    fn default() -> Self {
+        let level = |entries, ways, latency_cycles| TlbLevelConfig { entries, ways, latency_cycles };
+        TlbConfig {
+            l1_4k: level(64, 4, 1),
+            l1_2m: level(32, 4, 1),
+            l1_1g: level(4, 4, 1),
+            l2: level(1536, 12, 12),
+            itlb: level(128, 8, 1),
+        }
+    }
+}
+
+impl TlbConfig {
+    /// Check that every structure is a whole number of sets.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, l) in [
+            ("l1_4k", &self.l1_4k),
+            ("l1_2m", &self.l1_2m),
+            ("l1_1g", &self.l1_1g),
+            ("l2", &self.l2),
+            ("itlb", &self.itlb),
+        ] {
+            if l.entries > 0 && (l.ways == 0 || l.entries % l.ways != 0) {
+                return Err(format!(
+                    "tlb.{name}: {} entries is not a whole number of {}-way sets",
+                    l.entries, l.ways
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a TLB lookup was satisfied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlbOutcome {
+    /// Hit in an L1 TLB (or the ITLB).
+    L1Hit(Mapping),
+    /// Missed L1, hit the L2 TLB.
+    L2Hit(Mapping),
+    /// Missed everywhere: a walk is needed.
+    Miss,
+}
+
+/// The TLB hierarchy.
+pub struct Mmu {
+    l1: [Tlb; 3],
+    l2: Tlb,
+    itlb: Tlb,
+    /// L1 hit latency in cycles (the cost every translation pays, not counted as overhead).
+    pub l1_latency_cycles: u32,
+    /// L2 TLB lookup latency in cycles.
+    pub l2_latency_cycles: u32,
+    /// Data-side L1 misses.
+    pub l1_misses: u64,
+    /// Data-side L2 misses.
+    pub l2_misses: u64,
+    /// Instruction-side ITLB misses.
+    pub itlb_misses: u64,
+    /// Instruction-side L2 misses.
+    pub itlb_l2_misses: u64,
+    /// Translations invalidated because the OS changed a mapping.
+    pub invalidations: u64,
+}
+
+impl Mmu {
+    /// Build cold TLBs from the config.
+    pub fn new(cfg: &TlbConfig) -> Mmu {
+        let t = |l: &TlbLevelConfig| Tlb::new(l.entries, l.ways.max(1));
+        Mmu {
+            l1: [t(&cfg.l1_4k), t(&cfg.l1_2m), t(&cfg.l1_1g)],
+            l2: t(&cfg.l2),
+            itlb: t(&cfg.itlb),
+            l1_latency_cycles: cfg.l1_4k.latency_cycles,
+            l2_latency_cycles: cfg.l2.latency_cycles,
+            l1_misses: 0,
+            l2_misses: 0,
+            itlb_misses: 0,
+            itlb_l2_misses: 0,
+            invalidations: 0,
+        }
+    }
+
+    /// Look up a data translation.
+    #[inline]
+    pub fn lookup_data(&mut self, asid: Asid, vpn: Vpn) -> TlbOutcome {
+        // Hardware probes the per-size L1s in parallel; at most one can hold the page.
+        for t in self.l1.iter_mut() {
+            if t.ever_filled() {
+                if let Some(m) = t.lookup(asid, vpn) {
+                    return TlbOutcome::L1Hit(m);
+                }
+            }
+        }
+        self.l1_misses += 1;
+        match self.l2.lookup(asid, vpn) {
+            Some(m) => {
+                self.l1[m.size.index()].fill(asid, m);
+                TlbOutcome::L2Hit(m)
+            }
+            None => {
+                self.l2_misses += 1;
+                TlbOutcome::Miss
+            }
+        }
+    }
+
+    /// Look up an instruction-fetch translation.
+    #[inline]
+    pub fn lookup_ifetch(&mut self, asid: Asid, vpn: Vpn) -> TlbOutcome {
+        if let Some(m) = self.itlb.lookup(asid, vpn) {
+            return TlbOutcome::L1Hit(m);
+        }
+        self.itlb_misses += 1;
+        match self.l2.lookup(asid, vpn) {
+            Some(m) => {
+                self.itlb.fill(asid, m);
+                TlbOutcome::L2Hit(m)
+            }
+            None => {
+                self.itlb_l2_misses += 1;
+                TlbOutcome::Miss
+            }
+        }
+    }
+
+    /// Install a walked translation in the L2 and the right L1 (ITLB for fetches).
+    #[inline]
+    pub fn fill(&mut self, asid: Asid, m: Mapping, ifetch: bool) {
+        self.l2.fill(asid, m);
+        if ifetch {
+            self.itlb.fill(asid, m);
+        } else {
+            self.l1[m.size.index()].fill(asid, m);
+        }
+    }
+
+    /// Remove a translation from every level (TLB shootdown for one page).
+    pub fn invalidate(&mut self, asid: Asid, m: Mapping) {
+        self.invalidations += 1;
+        self.l1[m.size.index()].invalidate(asid, m);
+        self.l2.invalidate(asid, m);
+        self.itlb.invalidate(asid, m);
+    }
+
+    /// Remove every translation of `asid`.
+    pub fn invalidate_asid(&mut self, asid: Asid) {
+        for t in self.l1.iter_mut() {
+            t.invalidate_asid(asid);
+        }
+        self.l2.invalidate_asid(asid);
+        self.itlb.invalidate_asid(asid);
+    }
+
+    /// Write the `tlb` section of the result record.
+    pub fn stats(&self, out: &mut Stats, instructions: u64) {
+        let s = out.section("tlb");
+        let l1_lookups: u64 = self.l1_misses + self.l1.iter().map(|t| t.hits).sum::<u64>();
+        s.put_u64("l1_lookups", l1_lookups);
+        s.put_u64("l1_misses", self.l1_misses);
+        s.put_u64("l2_lookups", self.l2.hits + self.l2.misses);
+        s.put_u64("l2_misses", self.l2_misses);
+        s.put_u64("itlb_misses", self.itlb_misses);
+        s.put_u64("itlb_l2_misses", self.itlb_l2_misses);
+        s.put_f64("l1_miss_rate", ratio(self.l1_misses, l1_lookups));
+        s.put_f64("l1_mpki", ratio(self.l1_misses * 1000, instructions));
+        s.put_f64("l2_mpki", ratio(self.l2_misses * 1000, instructions));
+        s.put_u64("invalidations", self.invalidations);
+        for size in PageSize::ALL {
+            s.put_u64(&format!("l1_{}_hits", size.label()), self.l1[size.index()].hits);
+        }
+    }
+}
+

@@ -1,0 +1,165 @@
+//! ASID-tagged TLB holding one or several page sizes, built on [`AssocCache`].
+//!
+//! Contract: `lookup` returns an entry only if it was filled for the same ASID and a page that
+//! contains the VPN, and has not been invalidated or evicted since; capacity never exceeds the
+//! configured entries; replacement is LRU within a set.
+
+use super::assoc::AssocCache;
+use crate::addr::{Asid, Mapping, PageSize, Pfn, Vpn};
+
+const WRITABLE_BIT: u64 = 1 << 63;
+
+/// One TLB structure.
+#[derive(Clone, Debug)]
+pub struct Tlb {
+    cache: AssocCache,
+    /// Bit i set when an entry of `PageSize::ALL[i]` was ever filled: sizes never seen are not
+    /// probed, so a 4 KiB-only run does not pay for three probes per lookup.
+    sizes_seen: u8,
+    /// Lookups that hit.
+    pub hits: u64,
+    /// Lookups that missed.
+    pub misses: u64,
+}
+
+#[inline]
+fn key(asid: Asid, vpn: Vpn, size: PageSize) -> u64 {
+    ((asid as u64) << 48) | ((size.index() as u64) << 46) | (vpn.0 >> size.order())
+}
+
+impl Tlb {
+    /// A TLB of `entries` entries in sets of `ways` (`ways == entries` is fully associative).
+    pub fn new(entries: u32, ways: u32) -> Tlb {
+        Tlb {
+            cache: AssocCache::new(entries as usize, ways as usize),
+            sizes_seen: 0,
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    /// Number of entries.
+    pub fn capacity(&self) -> usize {
+        self.cache.capacity()
+    }
+
+    /// Whether any entry was ever filled (an unused per-size L1 need not be probed).
+    #[inline]
+    pub fn ever_filled(&self) -> bool {
+        self.sizes_seen != 0
+    }
+
+    /// Look up the translation of `vpn`; counts a hit or a miss.
+    #[inline]
+    pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> Option<Mapping> {
+        for size in PageSize::ALL {
+            if self.sizes_seen & (1 << size.index()) == 0 {
+                continue;
+            }
+            if let Some(v) = self.cache.get(key(asid, vpn, size)) {
+                self.hits += 1;
+                return Some(Mapping {
+                    vpn: vpn.align_down(size),
+                    pfn: Pfn(v & !WRITABLE_BIT),
+                    size,
+                    writable: v & WRITABLE_BIT != 0,
+                });
+            }
+        }
+        self.misses += 1;
+        None
+    }
+
+    /// Insert `m`, evicting the least recently used entry of its set.
+    #[inline]
+    pub fn fill(&mut self, asid: Asid, m: Mapping) {
+        self.sizes_seen |= 1 << m.size.index();
+        let val = m.pfn.0 | if m.writable { WRITABLE_BIT } else { 0 };
+        self.cache.insert(key(asid, m.vpn, m.size), val);
+    }
+
+    /// Remove the entry for exactly this translation, if present.
+    pub fn invalidate(&mut self, asid: Asid, m: Mapping) {
+        self.cache.remove(key(asid, m.vpn, m.size));
+    }
+
+    /// Remove every entry of `asid`.
+    pub fn invalidate_asid(&mut self, asid: Asid) {
+        self.cache.remove_if(|k| (k >> 48) as Asid == asid);
+    }
+
+    /// Number of valid entries.
+    pub fn occupancy(&self) -> usize {
+        self.cache.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    fn m4k(vpn: u64, pfn: u64) -> Mapping {
+        Mapping { vpn: Vpn(vpn), pfn: Pfn(pfn), size: PageSize::Size4K, writable: true }
+    }
+
+    #[test]
+    fn a_filled_entry_hits_and_an_invalidated_one_misses() {
+        let mut t = Tlb::new(64, 4);
+        assert!(t.lookup(1, Vpn(5)).is_none());
+        t.fill(1, m4k(5, 9));
+        assert_eq!(t.lookup(1, Vpn(5)).unwrap().pfn, Pfn(9));
+        assert!(t.lookup(2, Vpn(5)).is_none(), "another ASID must not hit");
+        t.invalidate(1, m4k(5, 9));
+        assert!(t.lookup(1, Vpn(5)).is_none());
+        assert_eq!((t.hits, t.misses), (1, 3));
+    }
+
+    #[test]
+    fn a_huge_page_entry_covers_every_base_page_inside_it() {
+        let mut t = Tlb::new(32, 4);
+        let m = Mapping { vpn: Vpn(512), pfn: Pfn(1024), size: PageSize::Size2M, writable: false };
+        t.fill(0, m);
+        assert_eq!(t.lookup(0, Vpn(512 + 300)).unwrap(), m);
+        assert!(t.lookup(0, Vpn(1024)).is_none());
+    }
+
+    #[test]
+    fn invalidating_an_asid_leaves_other_asids_alone() {
+        let mut t = Tlb::new(16, 4);
+        t.fill(1, m4k(5, 9));
+        t.fill(2, m4k(5, 7));
+        t.invalidate_asid(1);
+        assert!(t.lookup(1, Vpn(5)).is_none());
+        assert_eq!(t.lookup(2, Vpn(5)).unwrap().pfn, Pfn(7));
+    }
+
+    proptest! {
+        /// The TLB never returns a translation other than the last one filled for that page,
+        /// and never holds more entries than its capacity.
+        #[test]
+        fn the_tlb_only_returns_the_last_fill_of_a_page(
+            ops in prop::collection::vec((0u64..64, 0u64..1000, any::<bool>()), 1..400)
+        ) {
+            let mut t = Tlb::new(16, 4);
+            let mut truth: HashMap<u64, u64> = HashMap::new();
+            for (vpn, pfn, inval) in ops {
+                if inval {
+                    if let Some(p) = truth.remove(&vpn) {
+                        t.invalidate(0, m4k(vpn, p));
+                    }
+                } else {
+                    t.fill(0, m4k(vpn, pfn));
+                    truth.insert(vpn, pfn);
+                }
+                prop_assert!(t.occupancy() <= 16);
+                for v in 0..64 {
+                    if let Some(m) = t.lookup(0, Vpn(v)) {
+                        prop_assert_eq!(Some(&m.pfn.0), truth.get(&v));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Trace events and the streaming source interface shared by trace readers and the built-in
+//! workload generators.
+//!
+//! A trace is a stream of [`Event`]s in program order: memory references interleaved with the
+//! address-space system calls (with their results) that a real program makes. Sources stream:
+//! memory use must not depend on the length of the trace.
+
+use crate::addr::Vaddr;
+use std::fmt;
+
+/// Kind of a memory reference.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+pub enum AccessKind {
+    /// Data read.
+    Load,
+    /// Data write.
+    Store,
+    /// Instruction fetch (uses the ITLB).
+    IFetch,
+}
+
+/// `prot` bits of mmap/mprotect, as in Linux.
+pub mod prot {
+    /// Readable.
+    pub const READ: u32 = 1;
+    /// Writable.
+    pub const WRITE: u32 = 2;
+    /// Executable.
+    pub const EXEC: u32 = 4;
+}
+
+/// `madvise` advice values used by the OS model, as in Linux.
+pub mod advice {
+    /// Discard the range's pages (they fault in again, zero-filled, on the next touch).
+    pub const DONTNEED: u32 = 4;
+    /// Allow transparent huge pages in the range (THP policy `madvise`).
+    pub const HUGEPAGE: u32 = 14;
+    /// Forbid transparent huge pages in the range.
+    pub const NOHUGEPAGE: u32 = 15;
+}
+
+/// One event of a trace.
+///
+/// Contract: system-call events carry the call's *result* (the address the kernel chose), so
+/// replaying them needs no address-placement policy; `Mmap.len`, `Munmap.len` etc. are in bytes and
+/// need not be page-aligned (the OS model rounds up to whole pages, as Linux does).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Event {
+    /// A memory reference.
+    Access {
+        /// Load, store or instruction fetch.
+        kind: AccessKind,
+        /// Virtual address referenced.
+        va: Vaddr,
+        /// Access size in bytes (1..=64).
+        size: u8,
+        /// Instructions retired since the previous `Access` event (including this one's).
+        instrs: u32,
+    },
+    /// `mmap` that returned `addr`.
+    Mmap {
+        /// Start of the new mapping (the call's result).
+        addr: Vaddr,
+        /// Length in bytes.
+        len: u64,
+        /// `prot` bits (see [`prot`]).
+        prot: u32,
+        /// Linux `MAP_*` flags, kept for the record.
+        flags: u32,
+    },
+    /// `munmap(addr, len)`.
+    Munmap {
+        /// Start of the range.
+        addr: Vaddr,
+        /// Length in bytes.
+        len: u64,
+    },
+    /// `brk` that set the program break to `new_brk` (the call's result).
+    Brk {
+        /// New program break.
+        new_brk: Vaddr,
+    },
+    /// `mprotect(addr, len, prot)`.
+    Mprotect {
+        /// Start of the range.
+        addr: Vaddr,
+        /// Length in bytes.
+        len: u64,
+        /// New `prot` bits.
+        prot: u32,
+    },
+    /// `madvise(addr, len, advice)`.
+    Madvise {
+        /// Start of the range.
+        addr: Vaddr,
+        /// Length in bytes.
+        len: u64,
+        /// Advice value (see [`advice`]).
+        advice: u32,
+    },
+    /// The CPU switches to process `pid` (created on first appearance).
+    Switch {
+        /// Process identifier, as in the trace.
+        pid: u32,
+    },
+    /// Process `pid` exits; its address space is torn down.
+    Exit {
+        /// Process identifier.
+        pid: u32,
+    },
+}
+
+/// An error from a trace source: names where in which input the problem is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceError {
+    /// The file or generator the problem is in.
+    pub source: String,
+    /// Byte offset in the file, when the source is a file.
+    pub offset: Option<u64>,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.offset {
+            Some(off) => write!(f, "{}: at byte offset {}: {}", self.source, off, self.problem),
+            None => write!(f, "{}: {}", self.source, self.problem),
+        }
+    }
+}
+
+impl std::error::Error for SourceError {}
+
+/// A stream of events.
+///
+/// Contract: `fill` appends at most `max` events to `out` (never clears it) and returns how many
+/// it appended; it returns `Ok(0)` only when the stream has ended and will keep returning `Ok(0)`.
+/// An error is final: the stream is broken at that point and the caller must not treat what came
+/// before it as a complete trace. Memory held by a source must not grow with the events produced.
+pub trait EventSource {
+    /// Append up to `max` events to `out`.
+    fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError>;
+    /// Human-readable name of the source (workload name or file path).
+    fn name(&self) -> String;
+}
