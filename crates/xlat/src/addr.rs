@@ -191,19 +191,34 @@ impl Mapping {
 ///
 /// Returns an error string naming the problem.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    parse_scaled(text, 1024, &["b", "kib", "mib", "gib", "tib"], &["", "k", "m", "g", "t"])
-        .or_else(|_| {
-            parse_scaled(text, 1024, &["", "kb", "mb", "gb", "tb"], &["b", "kb", "mb", "gb", "tb"])
-        })
-        .map_err(|_| {
-            format!("cannot read '{text}' as a size in bytes (examples: 4096, 64KiB, 512MiB, 1GiB)")
-        })
+    parse_scaled(
+        text,
+        1024,
+        &["b", "kib", "mib", "gib", "tib"],
+        &["", "k", "m", "g", "t"],
+    )
+    .or_else(|_| {
+        parse_scaled(
+            text,
+            1024,
+            &["", "kb", "mb", "gb", "tb"],
+            &["b", "kb", "mb", "gb", "tb"],
+        )
+    })
+    .map_err(|_| {
+        format!("cannot read '{text}' as a size in bytes (examples: 4096, 64KiB, 512MiB, 1GiB)")
+    })
 }
 
 /// Parse a count such as `1000`, `10M`, `5k`, `2G` (decimal units: k = 1e3, M = 1e6, G = 1e9).
 pub fn parse_count(text: &str) -> Result<u64, String> {
-    parse_scaled(text, 1000, &["", "k", "m", "g", "t"], &["", "k", "m", "g", "t"])
-        .map_err(|_| format!("cannot read '{text}' as a count (examples: 1000, 5k, 10M, 1G)"))
+    parse_scaled(
+        text,
+        1000,
+        &["", "k", "m", "g", "t"],
+        &["", "k", "m", "g", "t"],
+    )
+    .map_err(|_| format!("cannot read '{text}' as a count (examples: 1000, 5k, 10M, 1G)"))
 }
 
 fn parse_scaled(text: &str, base: u64, a: &[&str], b: &[&str]) -> Result<u64, ()> {

@@ -164,9 +164,7 @@ fn merge_checked(
     origin: &str,
 ) -> Result<(), ConfigError> {
     let (toml::Value::Table(d), toml::Value::Table(s)) = (dst, src) else {
-        return Err(ConfigError(format!(
-            "{origin}: '{prefix}' must be a table"
-        )));
+        return Err(ConfigError(format!("{origin}: '{prefix}' must be a table")));
     };
     for (k, v) in s {
         let path = if prefix.is_empty() {
@@ -324,8 +322,8 @@ mod tests {
 
     #[test]
     fn an_override_changes_exactly_its_key() {
-        let cfg = Config::resolve(None, &set(&[("os.thp", "always"), ("radix.levels", "5")]))
-            .unwrap();
+        let cfg =
+            Config::resolve(None, &set(&[("os.thp", "always"), ("radix.levels", "5")])).unwrap();
         assert_eq!(cfg.designs.radix.levels, 5);
         let mut expect = Config::default();
         expect.designs.radix.levels = 5;

@@ -145,14 +145,22 @@ impl<D: Design> Sim<D> {
     }
 
     fn os_err(&self, error: OsError) -> SimError {
-        SimError::Os { event: self.c.events, error }
+        SimError::Os {
+            event: self.c.events,
+            error,
+        }
     }
 
     fn handle_syscall(&mut self, ev: Event) -> Result<(), SimError> {
         self.c.syscalls += 1;
         let asid = self.asid;
         let r = match ev {
-            Event::Mmap { addr, len, prot, flags } => self.os.mmap(asid, addr, len, prot, flags),
+            Event::Mmap {
+                addr,
+                len,
+                prot,
+                flags,
+            } => self.os.mmap(asid, addr, len, prot, flags),
             Event::Munmap { addr, len } => self.os.munmap(asid, addr, len, &mut self.changes),
             Event::Brk { new_brk } => self.os.brk(asid, new_brk, &mut self.changes),
             Event::Mprotect { addr, len, prot } => {
@@ -288,9 +296,9 @@ impl<D: Design> Sim<D> {
         self.timing.mmu_overhead_cycles += xlat_cycles;
         let pa = m.translate(va);
         let a = self.mem.data_access(pa, kind == AccessKind::Store);
-        self.timing.data_stall_cycles += a
-            .latency_cycles
-            .saturating_sub(self.cfg.mem.l1d.latency_cycles) as u64;
+        self.timing.data_stall_cycles +=
+            a.latency_cycles
+                .saturating_sub(self.cfg.mem.l1d.latency_cycles) as u64;
         Ok(())
     }
 }
@@ -315,7 +323,9 @@ impl<D: Design> Runner for Sim<D> {
                 let ev = self.buf[self.pos];
                 self.pos += 1;
                 match ev {
-                    Event::Access { kind, va, instrs, .. } => self.access(kind, va, instrs)?,
+                    Event::Access {
+                        kind, va, instrs, ..
+                    } => self.access(kind, va, instrs)?,
                     other => self.handle_syscall(other)?,
                 }
                 self.c.events += 1;
@@ -348,13 +358,23 @@ impl<D: Design> Runner for Sim<D> {
         r.put_u64("syscalls", c.syscalls);
         r.insert(
             "ended_by".into(),
-            Value::from(if self.truncated_by_refs { "refs_limit" } else { "end_of_trace" }),
+            Value::from(if self.truncated_by_refs {
+                "refs_limit"
+            } else {
+                "end_of_trace"
+            }),
         );
         self.mmu.stats(&mut r, c.instructions);
         if D::PERFECT_TLB {
             // Every translation is an L1 hit by definition.
             let t = r.section("tlb");
-            for k in ["l1_misses", "l2_misses", "l2_lookups", "itlb_misses", "itlb_l2_misses"] {
+            for k in [
+                "l1_misses",
+                "l2_misses",
+                "l2_lookups",
+                "itlb_misses",
+                "itlb_l2_misses",
+            ] {
                 t.put_u64(k, 0);
             }
             t.put_u64("l1_lookups", c.refs);
@@ -394,7 +414,11 @@ impl<D: Design> Runner for Sim<D> {
             s.put_f64("wall_seconds", wall_seconds);
             s.put_f64(
                 "refs_per_sec",
-                if wall_seconds > 0.0 { c.refs as f64 / wall_seconds } else { 0.0 },
+                if wall_seconds > 0.0 {
+                    c.refs as f64 / wall_seconds
+                } else {
+                    0.0
+                },
             );
         }
         r.insert("config".into(), self.cfg.to_json());
@@ -413,16 +437,23 @@ impl Simulation {
     /// Boot the OS model, build the design named in `cfg.sim.design`, and attach `source`.
     pub fn new(cfg: &Config, source: Box<dyn EventSource>) -> Result<Simulation, SimError> {
         cfg.validate().map_err(|e| SimError::Config(e.0))?;
-        let mut os = Os::new(&cfg.os, cfg.sim.seed).map_err(|e| SimError::Os { event: 0, error: e })?;
+        let mut os =
+            Os::new(&cfg.os, cfg.sim.seed).map_err(|e| SimError::Os { event: 0, error: e })?;
         // The design allocates from the same physical memory as everything else.
         let factory = build_and_visit(
             &cfg.sim.design,
             &cfg.designs,
             &mut os.phys,
-            MakeSim { cfg: cfg.clone(), source },
+            MakeSim {
+                cfg: cfg.clone(),
+                source,
+            },
         )
         .map_err(|e| SimError::Os { event: 0, error: e })?;
-        Ok(Simulation { runner: factory(os), wall_seconds: 0.0 })
+        Ok(Simulation {
+            runner: factory(os),
+            wall_seconds: 0.0,
+        })
     }
 
     /// Simulate up to `max_refs` more references. Returns `true` when the run is complete (the

@@ -54,5 +54,6 @@ pub fn ratio(num: u64, den: u64) -> f64 {
 
 /// Look up a dotted key path (`"tlb.l1_misses"`) in a nested record.
 pub fn get_path<'a>(record: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(record, |node, part| node.get(part))
+    path.split('.')
+        .try_fold(record, |node, part| node.get(part))
 }

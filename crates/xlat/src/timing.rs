@@ -48,7 +48,10 @@ impl TimingConfig {
             }
         }
         if !(self.base_cpi > 0.0) {
-            return Err(format!("timing.base_cpi must be positive, got {}", self.base_cpi));
+            return Err(format!(
+                "timing.base_cpi must be positive, got {}",
+                self.base_cpi
+            ));
         }
         Ok(())
     }
@@ -82,7 +85,14 @@ impl Timing {
         let t = out.section("timing");
         t.put_f64("cycles", core);
         t.put_f64("os_cycles", os);
-        t.put_f64("ipc", if core > 0.0 { instructions as f64 / core } else { 0.0 });
+        t.put_f64(
+            "ipc",
+            if core > 0.0 {
+                instructions as f64 / core
+            } else {
+                0.0
+            },
+        );
         t.put_u64("data_stall_cycles", self.data_stall_cycles);
         t.put_f64(
             "mmu_overhead_share",
@@ -101,8 +111,17 @@ mod tests {
 
     #[test]
     fn cycles_follow_the_documented_formula() {
-        let cfg = TimingConfig { base_cpi: 0.5, data_overlap: 0.25, translation_overlap: 0.5, page_fault_cycles: 0 };
-        let t = Timing { mmu_overhead_cycles: 100, data_stall_cycles: 40, page_faults: 0 };
+        let cfg = TimingConfig {
+            base_cpi: 0.5,
+            data_overlap: 0.25,
+            translation_overlap: 0.5,
+            page_fault_cycles: 0,
+        };
+        let t = Timing {
+            mmu_overhead_cycles: 100,
+            data_stall_cycles: 40,
+            page_faults: 0,
+        };
         assert_eq!(t.core_cycles(&cfg, 1000), 500.0 + 50.0 + 30.0);
     }
 }

@@ -26,7 +26,11 @@ impl AssocCache {
     pub fn new(entries: usize, ways: usize) -> AssocCache {
         let ways = ways.clamp(1, entries.max(1));
         let sets = (entries / ways).max(1) as u64;
-        let entries = if entries == 0 { 0 } else { sets as usize * ways };
+        let entries = if entries == 0 {
+            0
+        } else {
+            sets as usize * ways
+        };
         AssocCache {
             sets,
             ways,
@@ -100,7 +104,8 @@ impl AssocCache {
                 break;
             }
             // Ages relative to the clock stay correct when the clock wraps.
-            if self.clock.wrapping_sub(self.stamps[i]) > self.clock.wrapping_sub(self.stamps[victim])
+            if self.clock.wrapping_sub(self.stamps[i])
+                > self.clock.wrapping_sub(self.stamps[victim])
             {
                 victim = i;
             }

@@ -43,7 +43,11 @@ pub struct TlbConfig {
 
 impl Default for TlbConfig {
     fn default() -> Self {
-        let level = |entries, ways, latency_cycles| TlbLevelConfig { entries, ways, latency_cycles };
+        let level = |entries, ways, latency_cycles| TlbLevelConfig {
+            entries,
+            ways,
+            latency_cycles,
+        };
         TlbConfig {
             l1_4k: level(64, 4, 1),
             l1_2m: level(32, 4, 1),
@@ -211,8 +215,10 @@ impl Mmu {
         s.put_f64("l2_mpki", ratio(self.l2_misses * 1000, instructions));
         s.put_u64("invalidations", self.invalidations);
         for size in PageSize::ALL {
-            s.put_u64(&format!("l1_{}_hits", size.label()), self.l1[size.index()].hits);
+            s.put_u64(
+                &format!("l1_{}_hits", size.label()),
+                self.l1[size.index()].hits,
+            );
         }
     }
 }
-

@@ -101,7 +101,12 @@ mod tests {
     use std::collections::HashMap;
 
     fn m4k(vpn: u64, pfn: u64) -> Mapping {
-        Mapping { vpn: Vpn(vpn), pfn: Pfn(pfn), size: PageSize::Size4K, writable: true }
+        Mapping {
+            vpn: Vpn(vpn),
+            pfn: Pfn(pfn),
+            size: PageSize::Size4K,
+            writable: true,
+        }
     }
 
     #[test]
@@ -119,7 +124,12 @@ mod tests {
     #[test]
     fn a_huge_page_entry_covers_every_base_page_inside_it() {
         let mut t = Tlb::new(32, 4);
-        let m = Mapping { vpn: Vpn(512), pfn: Pfn(1024), size: PageSize::Size2M, writable: false };
+        let m = Mapping {
+            vpn: Vpn(512),
+            pfn: Pfn(1024),
+            size: PageSize::Size2M,
+            writable: false,
+        };
         t.fill(0, m);
         assert_eq!(t.lookup(0, Vpn(512 + 300)).unwrap(), m);
         assert!(t.lookup(0, Vpn(1024)).is_none());

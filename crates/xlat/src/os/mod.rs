@@ -57,7 +57,10 @@ impl OsConfig {
     /// Check ranges.
     pub fn validate(&self) -> Result<(), String> {
         if !(0.0..=1.0).contains(&self.fmfi_target) {
-            return Err(format!("os.fmfi_target must be in [0, 1], got {}", self.fmfi_target));
+            return Err(format!(
+                "os.fmfi_target must be in [0, 1], got {}",
+                self.fmfi_target
+            ));
         }
         Ok(())
     }
@@ -116,7 +119,9 @@ impl PhysMem {
         let n = 1u64 << order;
         let start = (self.next + n - 1) & !(n - 1);
         if start + n > self.total_pages {
-            return Err(OsError(format!("out of physical memory allocating order {order}")));
+            return Err(OsError(format!(
+                "out of physical memory allocating order {order}"
+            )));
         }
         self.next = start + n;
         let i = use_ as usize;
@@ -171,29 +176,61 @@ impl Os {
     }
 
     /// `mmap` that returned `addr`.
-    pub fn mmap(&mut self, asid: Asid, addr: Vaddr, len: u64, prot: u32, _flags: u32) -> Result<(), OsError> {
+    pub fn mmap(
+        &mut self,
+        asid: Asid,
+        addr: Vaddr,
+        len: u64,
+        prot: u32,
+        _flags: u32,
+    ) -> Result<(), OsError> {
         self.vmas[asid as usize].push((addr.0, addr.0 + len, prot));
         Ok(())
     }
 
     /// `munmap`; removed translations are appended to `changes`.
-    pub fn munmap(&mut self, _asid: Asid, _addr: Vaddr, _len: u64, _changes: &mut Vec<MapChange>) -> Result<(), OsError> {
+    pub fn munmap(
+        &mut self,
+        _asid: Asid,
+        _addr: Vaddr,
+        _len: u64,
+        _changes: &mut Vec<MapChange>,
+    ) -> Result<(), OsError> {
         Ok(())
     }
 
     /// `brk` to `new_brk`.
-    pub fn brk(&mut self, asid: Asid, new_brk: Vaddr, _changes: &mut Vec<MapChange>) -> Result<(), OsError> {
+    pub fn brk(
+        &mut self,
+        asid: Asid,
+        new_brk: Vaddr,
+        _changes: &mut Vec<MapChange>,
+    ) -> Result<(), OsError> {
         self.vmas[asid as usize].push((0x5555_0000_0000, new_brk.0, 3));
         Ok(())
     }
 
     /// `mprotect`.
-    pub fn mprotect(&mut self, _asid: Asid, _addr: Vaddr, _len: u64, _prot: u32, _changes: &mut Vec<MapChange>) -> Result<(), OsError> {
+    pub fn mprotect(
+        &mut self,
+        _asid: Asid,
+        _addr: Vaddr,
+        _len: u64,
+        _prot: u32,
+        _changes: &mut Vec<MapChange>,
+    ) -> Result<(), OsError> {
         Ok(())
     }
 
     /// `madvise`.
-    pub fn madvise(&mut self, _asid: Asid, _addr: Vaddr, _len: u64, _advice: u32, _changes: &mut Vec<MapChange>) -> Result<(), OsError> {
+    pub fn madvise(
+        &mut self,
+        _asid: Asid,
+        _addr: Vaddr,
+        _len: u64,
+        _advice: u32,
+        _changes: &mut Vec<MapChange>,
+    ) -> Result<(), OsError> {
         Ok(())
     }
 
@@ -210,13 +247,28 @@ impl Os {
 
     /// Demand paging: handle a fault on `va`; installs and returns the new translation
     /// (also appended to `changes`).
-    pub fn fault(&mut self, asid: Asid, va: Vaddr, _kind: AccessKind, changes: &mut Vec<MapChange>) -> Result<Mapping, OsError> {
-        let inside = self.vmas[asid as usize].iter().any(|&(s, e, _)| va.0 >= s && va.0 < e);
+    pub fn fault(
+        &mut self,
+        asid: Asid,
+        va: Vaddr,
+        _kind: AccessKind,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<Mapping, OsError> {
+        let inside = self.vmas[asid as usize]
+            .iter()
+            .any(|&(s, e, _)| va.0 >= s && va.0 < e);
         if !inside {
-            return Err(OsError(format!("segmentation fault: {va} is outside every VMA")));
+            return Err(OsError(format!(
+                "segmentation fault: {va} is outside every VMA"
+            )));
         }
         let pfn = self.phys.alloc(0, FrameUse::Data)?;
-        let m = Mapping { vpn: va.vpn(), pfn, size: PageSize::Size4K, writable: true };
+        let m = Mapping {
+            vpn: va.vpn(),
+            pfn,
+            size: PageSize::Size4K,
+            writable: true,
+        };
         self.pages.insert((asid, va.vpn().0), m);
         self.faults += 1;
         changes.push(MapChange::Map(asid, m));

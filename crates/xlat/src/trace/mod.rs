@@ -124,7 +124,11 @@ pub struct SourceError {
 impl fmt::Display for SourceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.offset {
-            Some(off) => write!(f, "{}: at byte offset {}: {}", self.source, off, self.problem),
+            Some(off) => write!(
+                f,
+                "{}: at byte offset {}: {}",
+                self.source, off, self.problem
+            ),
             None => write!(f, "{}: {}", self.source, self.problem),
         }
     }

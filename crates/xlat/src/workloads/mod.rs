@@ -40,11 +40,18 @@ impl WorkloadConfig {
 }
 
 /// Registered workloads: name and one-line description.
-pub const WORKLOADS: &[(&str, &str)] = &[("gups", "random read-modify-write updates of a large table")];
+pub const WORKLOADS: &[(&str, &str)] =
+    &[("gups", "random read-modify-write updates of a large table")];
 
 /// Build the generator named in `cfg`.
 pub fn create(cfg: &WorkloadConfig, refs: u64, seed: u64) -> Result<Box<dyn EventSource>, String> {
-    Ok(Box::new(Gups { footprint: cfg.footprint, refs, emitted: 0, state: seed | 1, started: false }))
+    Ok(Box::new(Gups {
+        footprint: cfg.footprint,
+        refs,
+        emitted: 0,
+        state: seed | 1,
+        started: false,
+    }))
 }
 
 struct Gups {
@@ -62,7 +69,12 @@ impl EventSource for Gups {
         let mut n = 0;
         if !self.started {
             self.started = true;
-            out.push(Event::Mmap { addr: Vaddr(BASE), len: self.footprint, prot: 3, flags: 0x22 });
+            out.push(Event::Mmap {
+                addr: Vaddr(BASE),
+                len: self.footprint,
+                prot: 3,
+                flags: 0x22,
+            });
             n += 1;
         }
         while n < max && self.emitted < self.refs {
@@ -70,8 +82,17 @@ impl EventSource for Gups {
             self.state ^= self.state >> 7;
             self.state ^= self.state << 17;
             let va = Vaddr(BASE + (self.state % (self.footprint / 8)) * 8);
-            let kind = if self.emitted % 2 == 0 { AccessKind::Load } else { AccessKind::Store };
-            out.push(Event::Access { kind, va, size: 8, instrs: 4 });
+            let kind = if self.emitted % 2 == 0 {
+                AccessKind::Load
+            } else {
+                AccessKind::Store
+            };
+            out.push(Event::Access {
+                kind,
+                va,
+                size: 8,
+                instrs: 4,
+            });
             self.emitted += 1;
             n += 1;
         }

@@ -58,7 +58,10 @@ impl Design for Ideal {
     type Config = IdealConfig;
 
     fn new(cfg: &IdealConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
-        Ok(Ideal { table: RadixTable::new(cfg.levels), walks: 0 })
+        Ok(Ideal {
+            table: RadixTable::new(cfg.levels),
+            walks: 0,
+        })
     }
 
     fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
@@ -79,7 +82,11 @@ impl Design for Ideal {
                 mem_accesses: 1,
             },
             // Discovering that nothing is mapped costs nothing: the fault path dominates anyway.
-            None => WalkResult { mapping: None, latency_cycles: 0, mem_accesses: 0 },
+            None => WalkResult {
+                mapping: None,
+                latency_cycles: 0,
+                mem_accesses: 0,
+            },
         }
     }
 
@@ -104,7 +111,12 @@ mod tests {
         let mut d = Ideal::new(&IdealConfig::default(), &mut phys).unwrap();
         let mut mem = MemSystem::new(&MemConfig::default());
         for (vpn, size) in [(0x1234u64, PageSize::Size4K), (0x200, PageSize::Size2M)] {
-            let m = Mapping { vpn: Vpn(vpn), pfn: Pfn(vpn), size, writable: true };
+            let m = Mapping {
+                vpn: Vpn(vpn),
+                pfn: Pfn(vpn),
+                size,
+                writable: true,
+            };
             d.map(&mut phys, 0, m).unwrap();
             let w = d.walk(0, Vpn(vpn + size.base_pages() - 1), &mut mem);
             assert_eq!(w.mem_accesses, 1);

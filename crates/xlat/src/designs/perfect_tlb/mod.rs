@@ -56,7 +56,9 @@ impl Design for PerfectTlb {
     const PERFECT_TLB: bool = true;
 
     fn new(cfg: &PerfectTlbConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
-        Ok(PerfectTlb { table: RadixTable::new(cfg.levels) })
+        Ok(PerfectTlb {
+            table: RadixTable::new(cfg.levels),
+        })
     }
 
     fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {

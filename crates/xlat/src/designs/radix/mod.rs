@@ -77,8 +77,7 @@ impl RadixConfig {
                 self.pwc_levels
             ));
         }
-        if self.pwc_entries > 0 && (self.pwc_ways == 0 || self.pwc_entries % self.pwc_ways != 0)
-        {
+        if self.pwc_entries > 0 && (self.pwc_ways == 0 || self.pwc_entries % self.pwc_ways != 0) {
             return Err(format!(
                 "pwc_entries ({}) must be a multiple of pwc_ways ({})",
                 self.pwc_entries, self.pwc_ways
@@ -104,7 +103,11 @@ fn pwc_key(asid: Asid, vpn: Vpn, node_level: u32) -> u64 {
 
 impl PageWalkCaches {
     fn new(cfg: &RadixConfig) -> Self {
-        let n = if cfg.pwc_entries == 0 { 0 } else { cfg.pwc_levels as usize };
+        let n = if cfg.pwc_entries == 0 {
+            0
+        } else {
+            cfg.pwc_levels as usize
+        };
         PageWalkCaches {
             pwcs: (0..n)
                 .map(|_| AssocCache::new(cfg.pwc_entries as usize, cfg.pwc_ways as usize))
@@ -152,7 +155,11 @@ impl Design for Radix {
     fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
         self.walks += 1;
         let Some(root) = self.table.root(asid) else {
-            return WalkResult { mapping: None, latency_cycles: 0, mem_accesses: 0 };
+            return WalkResult {
+                mapping: None,
+                latency_cycles: 0,
+                mem_accesses: 0,
+            };
         };
         let mut latency = 0;
         let mut start = (root, self.table.levels() - 1);
@@ -171,14 +178,24 @@ impl Design for Radix {
         let (mut node, mut level) = start;
         let mut accesses = 0;
         loop {
-            latency += mem.pt_access(self.table.entry_addr(node, vpn, level)).latency_cycles;
+            latency += mem
+                .pt_access(self.table.entry_addr(node, vpn, level))
+                .latency_cycles;
             accesses += 1;
             match self.table.read(node, vpn, level) {
                 Step::Empty => {
-                    return WalkResult { mapping: None, latency_cycles: latency, mem_accesses: accesses }
+                    return WalkResult {
+                        mapping: None,
+                        latency_cycles: latency,
+                        mem_accesses: accesses,
+                    }
                 }
                 Step::Leaf(m) => {
-                    return WalkResult { mapping: Some(m), latency_cycles: latency, mem_accesses: accesses }
+                    return WalkResult {
+                        mapping: Some(m),
+                        latency_cycles: latency,
+                        mem_accesses: accesses,
+                    }
                 }
                 Step::Next(child) => {
                     level -= 1;
@@ -204,7 +221,10 @@ impl Design for Radix {
         for (j, hits) in self.pwc.hits.iter().enumerate() {
             s.put_u64(&format!("pwc_{}_hits", names[j]), *hits);
             // Lookups that reached this level's PWC (all deeper ones missed) and missed it too.
-            s.put_f64(&format!("pwc_{}_miss_rate", names[j]), 1.0 - ratio(*hits, remaining));
+            s.put_f64(
+                &format!("pwc_{}_miss_rate", names[j]),
+                1.0 - ratio(*hits, remaining),
+            );
             remaining -= hits;
         }
     }
@@ -223,13 +243,19 @@ mod tests {
     }
 
     fn m(vpn: u64, pfn: u64, size: PageSize) -> Mapping {
-        Mapping { vpn: Vpn(vpn), pfn: Pfn(pfn), size, writable: true }
+        Mapping {
+            vpn: Vpn(vpn),
+            pfn: Pfn(pfn),
+            size,
+            writable: true,
+        }
     }
 
     #[test]
     fn a_cold_4_level_walk_makes_4_references() {
         let (mut r, mut phys, mut mem) = setup(RadixConfig::default());
-        r.map(&mut phys, 0, m(0x1_2345, 9, PageSize::Size4K)).unwrap();
+        r.map(&mut phys, 0, m(0x1_2345, 9, PageSize::Size4K))
+            .unwrap();
         let w = r.walk(0, Vpn(0x1_2345), &mut mem);
         assert_eq!(w.mapping.unwrap().pfn, Pfn(9));
         assert_eq!(w.mem_accesses, 4);
@@ -237,9 +263,13 @@ mod tests {
 
     #[test]
     fn a_cold_5_level_walk_makes_5_references() {
-        let cfg = RadixConfig { levels: 5, ..RadixConfig::default() };
+        let cfg = RadixConfig {
+            levels: 5,
+            ..RadixConfig::default()
+        };
         let (mut r, mut phys, mut mem) = setup(cfg);
-        r.map(&mut phys, 0, m(0x1_2345, 9, PageSize::Size4K)).unwrap();
+        r.map(&mut phys, 0, m(0x1_2345, 9, PageSize::Size4K))
+            .unwrap();
         assert_eq!(r.walk(0, Vpn(0x1_2345), &mut mem).mem_accesses, 5);
     }
 
@@ -247,10 +277,12 @@ mod tests {
     fn a_cold_2m_walk_makes_3_references_and_a_1g_walk_2() {
         let (mut r, mut phys, mut mem) = setup(RadixConfig::default());
         r.map(&mut phys, 0, m(512, 1024, PageSize::Size2M)).unwrap();
-        r.map(&mut phys, 0, m(1 << 18, 1 << 18, PageSize::Size1G)).unwrap();
+        r.map(&mut phys, 0, m(1 << 18, 1 << 18, PageSize::Size1G))
+            .unwrap();
         assert_eq!(r.walk(0, Vpn(600), &mut mem).mem_accesses, 3);
         let (mut r2, mut phys2, mut mem2) = setup(RadixConfig::default());
-        r2.map(&mut phys2, 0, m(1 << 18, 1 << 18, PageSize::Size1G)).unwrap();
+        r2.map(&mut phys2, 0, m(1 << 18, 1 << 18, PageSize::Size1G))
+            .unwrap();
         assert_eq!(r2.walk(0, Vpn((1 << 18) + 5), &mut mem2).mem_accesses, 2);
     }
 
@@ -265,7 +297,10 @@ mod tests {
 
     #[test]
     fn without_pwcs_every_walk_makes_4_references() {
-        let cfg = RadixConfig { pwc_entries: 0, ..RadixConfig::default() };
+        let cfg = RadixConfig {
+            pwc_entries: 0,
+            ..RadixConfig::default()
+        };
         let (mut r, mut phys, mut mem) = setup(cfg);
         r.map(&mut phys, 0, m(0x1000, 1, PageSize::Size4K)).unwrap();
         for _ in 0..3 {
@@ -281,7 +316,8 @@ mod tests {
         r.unmap(&mut phys, 0, m(0x1000, 1, PageSize::Size4K));
         assert_eq!(r.walk(0, Vpn(0x1000), &mut mem).mapping, None);
         // A new table for another range reuses the freed node slot.
-        r.map(&mut phys, 0, m(0x9_0000_0000 >> 12, 5, PageSize::Size4K)).unwrap();
+        r.map(&mut phys, 0, m(0x9_0000_0000 >> 12, 5, PageSize::Size4K))
+            .unwrap();
         assert_eq!(r.walk(0, Vpn(0x1000), &mut mem).mapping, None);
     }
 }

@@ -5,7 +5,7 @@
 //! a node is at physical address `node_frame + 8 * i`; a node that holds no entry (other than a
 //! root) is freed at once, as Linux frees page tables of unmapped ranges.
 
-use crate::addr::{Asid, Mapping, PageSize, Paddr, Pfn, Vpn, PTE_BYTES};
+use crate::addr::{Asid, Mapping, Paddr, PageSize, Pfn, Vpn, PTE_BYTES};
 use crate::designs::{PtFootprint, PtMemory};
 use crate::os::{OsError, PhysMem};
 
@@ -251,18 +251,26 @@ mod tests {
     use super::*;
 
     fn m(vpn: u64, pfn: u64, size: PageSize) -> Mapping {
-        Mapping { vpn: Vpn(vpn), pfn: Pfn(pfn), size, writable: true }
+        Mapping {
+            vpn: Vpn(vpn),
+            pfn: Pfn(pfn),
+            size,
+            writable: true,
+        }
     }
 
     #[test]
     fn a_4k_mapping_needs_one_node_per_level_and_frees_them_on_unmap() {
         let mut phys = PhysMem::new(1 << 30);
         let mut t = RadixTable::new(4);
-        t.map(&mut phys, 0, m(0x12345, 7, PageSize::Size4K)).unwrap();
+        t.map(&mut phys, 0, m(0x12345, 7, PageSize::Size4K))
+            .unwrap();
         assert_eq!(t.footprint().bytes, 4 * 4096);
         assert_eq!(t.lookup(0, Vpn(0x12345)).unwrap().0.pfn, Pfn(7));
         let mut freed = Vec::new();
-        t.unmap(&mut phys, 0, m(0x12345, 7, PageSize::Size4K), |l| freed.push(l));
+        t.unmap(&mut phys, 0, m(0x12345, 7, PageSize::Size4K), |l| {
+            freed.push(l)
+        });
         assert_eq!(freed, vec![0, 1, 2]);
         assert_eq!(t.footprint().bytes, 4096, "only the root remains");
         assert!(t.lookup(0, Vpn(0x12345)).is_none());
