@@ -1,0 +1,54 @@
+# xlat — make targets mirror CI. `make demo` and `make test` work on a fresh clone.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: all setup build demo test test-rust test-python bench lint fmt clean
+
+all: build
+
+# Virtual environment with the build and test tools (re-run only when the requirements change).
+$(VENV)/.ready: requirements-dev.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+setup: $(VENV)/.ready
+
+# Build the Rust core and the Python extension into the venv (release build).
+build: setup
+	$(VENV)/bin/maturin develop --release --quiet
+
+# The main job: compare every registered design on the built-in demo workload, with a report.
+demo: build
+	$(VENV)/bin/xlat compare --preset demo --report out/
+	@echo "report: out/report.html and out/report.md"
+
+test: build test-rust test-python
+
+test-rust:
+	cargo test -p xlat --release
+
+test-python: build
+	$(PY) -m pytest -q tests python/xlat --doctest-modules
+
+bench:
+	cargo bench -p xlat --bench throughput
+
+lint: setup
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(VENV)/bin/ruff check python tests
+	$(VENV)/bin/ruff format --check python tests
+
+fmt: setup
+	cargo fmt --all
+	$(VENV)/bin/ruff format python tests
+
+clean:
+	cargo clean
+	rm -rf $(VENV) out
