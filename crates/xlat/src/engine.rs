@@ -489,3 +489,93 @@ pub fn run_workload(cfg: &Config) -> Result<Value, SimError> {
         .map_err(SimError::Config)?;
     run(cfg, source)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::designs::radix::{Radix, RadixConfig};
+    use crate::designs::{PtFootprint, WalkResult};
+    use crate::os::PhysMem;
+
+    fn small(design: &str) -> Config {
+        let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+        Config::resolve(
+            None,
+            &[
+                o("sim.design", design),
+                o("sim.refs", "20000"),
+                o("workload.footprint", "16MiB"),
+                o("os.phys_mem_bytes", "1GiB"),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn without_wall_clock(mut v: Value) -> Value {
+        v.as_object_mut().unwrap().remove("sim");
+        v
+    }
+
+    #[test]
+    fn the_same_seed_gives_identical_records_however_the_run_is_chunked() {
+        for design in ["radix", "ideal", "perfect_tlb"] {
+            let cfg = small(design);
+            let whole = run_workload(&cfg).unwrap();
+            let source = crate::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).unwrap();
+            let mut sim = Simulation::new(&cfg, source).unwrap();
+            while !sim.step(777).unwrap() {}
+            assert_eq!(without_wall_clock(whole), without_wall_clock(sim.record()), "{design}");
+        }
+    }
+
+    #[test]
+    fn a_run_stops_after_exactly_the_configured_references() {
+        let r = run_workload(&small("radix")).unwrap();
+        assert_eq!(r["refs"], 20000);
+        assert_eq!(r["ended_by"], "refs_limit");
+        assert!(r["oracle"]["checked"].as_u64().unwrap() >= 20000);
+    }
+
+    /// A design that returns the right page but the wrong frame for VPNs with bit 3 set.
+    struct Broken(Radix);
+
+    impl Design for Broken {
+        type Config = RadixConfig;
+        fn new(cfg: &RadixConfig, phys: &mut PhysMem) -> Result<Self, OsError> {
+            Ok(Broken(Radix::new(cfg, phys)?))
+        }
+        fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+            self.0.map(phys, asid, m)
+        }
+        fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
+            self.0.unmap(phys, asid, m)
+        }
+        fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+            let mut w = self.0.walk(asid, vpn, mem);
+            if let Some(m) = w.mapping.as_mut() {
+                if vpn.0 & 8 != 0 {
+                    m.pfn.0 += 1;
+                }
+            }
+            w
+        }
+        fn footprint(&self) -> PtFootprint {
+            self.0.footprint()
+        }
+        fn stats(&self, _out: &mut Stats) {}
+    }
+
+    #[test]
+    fn the_oracle_aborts_a_run_whose_design_returns_a_wrong_frame() {
+        let cfg = small("radix");
+        let mut os = Os::new(&cfg.os, 1).unwrap();
+        let design = Broken::new(&cfg.designs.radix, &mut os.phys).unwrap();
+        let source = crate::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).unwrap();
+        let mut runner = MakeSim { cfg, source }.visit(design)(os);
+        let err = runner.step(u64::MAX).unwrap_err();
+        match err {
+            SimError::Oracle(msg) => assert!(msg.contains("the OS model maps"), "{msg}"),
+            other => panic!("expected an oracle error, got {other}"),
+        }
+    }
+}
