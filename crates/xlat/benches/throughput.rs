@@ -33,7 +33,8 @@ fn peak_rss_kib() -> u64 {
 fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
     let refs = parse_count(&env_or("XLAT_BENCH_REFS", "10M")).expect("XLAT_BENCH_REFS");
-    let footprint = parse_bytes(&env_or("XLAT_BENCH_FOOTPRINT", "1GiB")).expect("XLAT_BENCH_FOOTPRINT");
+    let footprint =
+        parse_bytes(&env_or("XLAT_BENCH_FOOTPRINT", "1GiB")).expect("XLAT_BENCH_FOOTPRINT");
     let designs_env = env_or("XLAT_BENCH_DESIGNS", "");
     let designs: Vec<&str> = if designs_env.is_empty() {
         REGISTRY.iter().map(|d| d.name).collect()
@@ -42,7 +43,10 @@ fn main() {
     };
     let workloads = ["gups", "stream"];
     let mut rows = Vec::new();
-    println!("{:<14} {:<8} {:>12} {:>10} {:>12}", "design", "workload", "refs", "seconds", "Mrefs/s");
+    println!(
+        "{:<14} {:<8} {:>12} {:>10} {:>12}",
+        "design", "workload", "refs", "seconds", "Mrefs/s"
+    );
     for workload in workloads {
         for design in &designs {
             let overrides = vec![
@@ -80,7 +84,9 @@ fn main() {
         return;
     }
     // cargo runs benches from the crate directory; the docs live at the workspace root.
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(&target);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(&target);
     let mut section = String::new();
     section.push_str(BEGIN);
     section.push_str(&format!(
@@ -91,9 +97,14 @@ fn main() {
     ));
     section.push_str("| design | workload | refs | seconds | M refs/s | setup s |\n|---|---|---:|---:|---:|---:|\n");
     for (d, w, n, s, r, setup) in &rows {
-        section.push_str(&format!("| {d} | {w} | {n} | {s:.3} | {r:.2} | {setup:.2} |\n"));
+        section.push_str(&format!(
+            "| {d} | {w} | {n} | {s:.3} | {r:.2} | {setup:.2} |\n"
+        ));
     }
-    section.push_str(&format!("\nPeak resident memory of the whole benchmark process: {} MiB.\n", rss / 1024));
+    section.push_str(&format!(
+        "\nPeak resident memory of the whole benchmark process: {} MiB.\n",
+        rss / 1024
+    ));
     section.push_str(END);
     let old = std::fs::read_to_string(&path).unwrap_or_default();
     let new = match (old.find(BEGIN), old.find(END)) {

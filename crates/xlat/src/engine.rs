@@ -521,10 +521,15 @@ mod tests {
         for design in ["radix", "ideal", "perfect_tlb"] {
             let cfg = small(design);
             let whole = run_workload(&cfg).unwrap();
-            let source = crate::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).unwrap();
+            let source =
+                crate::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).unwrap();
             let mut sim = Simulation::new(&cfg, source).unwrap();
             while !sim.step(777).unwrap() {}
-            assert_eq!(without_wall_clock(whole), without_wall_clock(sim.record()), "{design}");
+            assert_eq!(
+                without_wall_clock(whole),
+                without_wall_clock(sim.record()),
+                "{design}"
+            );
         }
     }
 

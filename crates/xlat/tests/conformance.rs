@@ -14,7 +14,11 @@ use xlat::os::PhysMem;
 #[derive(Clone, Debug)]
 enum Op {
     /// Map a page of `size` in `slot` of ASID `asid` (slots are aligned for the size).
-    Map { asid: Asid, size: PageSize, slot: u64 },
+    Map {
+        asid: Asid,
+        size: PageSize,
+        slot: u64,
+    },
     /// Unmap the `nth` live mapping (modulo the number live).
     Unmap { nth: usize },
     /// Walk VPN `offset` inside the `nth` live mapping, or a random VPN when none is live.
@@ -104,7 +108,9 @@ impl DesignVisitor for Conformance {
                     let vpn = Vpn(m.vpn.0 + offset % m.size.base_pages());
                     let got = d.walk(asid, vpn, &mut mem).mapping;
                     if got != Some(m) {
-                        return Err(format!("op {i}: walk of mapped {vpn:?} (asid {asid}) gave {got:?}, want {m:?}"));
+                        return Err(format!(
+                            "op {i}: walk of mapped {vpn:?} (asid {asid}) gave {got:?}, want {m:?}"
+                        ));
                     }
                 }
                 Op::WalkAny { asid, vpn } => {
@@ -112,7 +118,9 @@ impl DesignVisitor for Conformance {
                     let want = reference_lookup(&live, asid, vpn);
                     let got = d.walk(asid, vpn, &mut mem).mapping;
                     if got != want {
-                        return Err(format!("op {i}: walk of {vpn:?} (asid {asid}) gave {got:?}, want {want:?}"));
+                        return Err(format!(
+                            "op {i}: walk of {vpn:?} (asid {asid}) gave {got:?}, want {want:?}"
+                        ));
                     }
                 }
             }
@@ -178,8 +186,17 @@ fn page_table_memory_returns_to_the_allocator_when_everything_is_unmapped() {
     }
     for info in REGISTRY {
         let mut phys = PhysMem::new(8 << 30);
-        let (full, after) = build_and_visit(info.name, &Config::default().designs, &mut phys, Check).unwrap();
-        assert!(full > after, "{}: page-table memory did not shrink ({full} -> {after})", info.name);
-        assert!(after <= 64 << 10, "{}: {after} bytes left after unmapping everything", info.name);
+        let (full, after) =
+            build_and_visit(info.name, &Config::default().designs, &mut phys, Check).unwrap();
+        assert!(
+            full > after,
+            "{}: page-table memory did not shrink ({full} -> {after})",
+            info.name
+        );
+        assert!(
+            after <= 64 << 10,
+            "{}: {after} bytes left after unmapping everything",
+            info.name
+        );
     }
 }

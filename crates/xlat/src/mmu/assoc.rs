@@ -91,23 +91,31 @@ impl AssocCache {
             return None;
         }
         self.clock = self.clock.wrapping_add(1);
-        if let Some(i) = self.find(k) {
-            self.vals[i] = v;
-            self.stamps[i] = self.clock;
-            return None;
-        }
         let base = self.set_base(k);
+        // One pass over the set: the key itself, else the first empty slot, else the LRU slot.
         let mut victim = base;
+        let mut victim_age = 0u32;
+        let mut found_empty = false;
         for i in base..base + self.ways {
-            if self.keys[i] == EMPTY {
+            let key = self.keys[i];
+            if key == k {
+                self.vals[i] = v;
+                self.stamps[i] = self.clock;
+                return None;
+            }
+            if found_empty {
+                continue;
+            }
+            if key == EMPTY {
                 victim = i;
-                break;
+                found_empty = true;
+                continue;
             }
             // Ages relative to the clock stay correct when the clock wraps.
-            if self.clock.wrapping_sub(self.stamps[i])
-                > self.clock.wrapping_sub(self.stamps[victim])
-            {
+            let age = self.clock.wrapping_sub(self.stamps[i]);
+            if age > victim_age {
                 victim = i;
+                victim_age = age;
             }
         }
         let evicted = self.keys[victim];

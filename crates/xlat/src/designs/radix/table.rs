@@ -19,13 +19,6 @@ const NO_NODE: u32 = u32::MAX;
 /// Node index in the arena.
 pub type NodeId = u32;
 
-struct Node {
-    frame: Pfn,
-    /// Non-leaf: `child_id << 12 | PRESENT`; leaf: `pfn << 12 | PRESENT | LEAF | WRITABLE?`.
-    entries: Box<[u64; FANOUT as usize]>,
-    used: u16,
-}
-
 /// One step of a walk: the entry read and where it lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
@@ -38,9 +31,16 @@ pub enum Step {
 }
 
 /// A set of radix trees, one per ASID.
+///
+/// Nodes live in flat arrays indexed by [`NodeId`] (entries of node `n` at `entries[n * 512..]`):
+/// one indirection less per level than boxed nodes, which matters because the simulator's own
+/// cache misses on these arrays dominate a random-access run.
 pub struct RadixTable {
     levels: u32,
-    nodes: Vec<Option<Node>>,
+    /// Non-leaf: `child_id << 12 | PRESENT`; leaf: `pfn << 12 | PRESENT | LEAF | WRITABLE?`.
+    entries: Vec<u64>,
+    frames: Vec<Pfn>,
+    used: Vec<u16>,
     free_ids: Vec<NodeId>,
     roots: Vec<NodeId>,
     mem: PtMemory,
@@ -63,7 +63,9 @@ impl RadixTable {
     pub fn new(levels: u32) -> RadixTable {
         RadixTable {
             levels,
-            nodes: Vec::new(),
+            entries: Vec::new(),
+            frames: Vec::new(),
+            used: Vec::new(),
             free_ids: Vec::new(),
             roots: Vec::new(),
             mem: PtMemory::default(),
@@ -85,25 +87,20 @@ impl RadixTable {
     }
 
     #[inline]
-    fn node(&self, id: NodeId) -> &Node {
-        self.nodes[id as usize].as_ref().expect("live node")
-    }
-
-    #[inline]
-    fn node_mut(&mut self, id: NodeId) -> &mut Node {
-        self.nodes[id as usize].as_mut().expect("live node")
+    fn slot(id: NodeId, vpn: Vpn, level: u32) -> usize {
+        id as usize * FANOUT as usize + index_at(vpn, level) as usize
     }
 
     /// Physical address of the entry of node `id` that `vpn` selects at `level`.
     #[inline]
     pub fn entry_addr(&self, id: NodeId, vpn: Vpn, level: u32) -> Paddr {
-        Paddr(self.node(id).frame.addr().0 + index_at(vpn, level) * PTE_BYTES)
+        Paddr(self.frames[id as usize].addr().0 + index_at(vpn, level) * PTE_BYTES)
     }
 
     /// Read the entry of node `id` (at `level`) that `vpn` selects.
     #[inline]
     pub fn read(&self, id: NodeId, vpn: Vpn, level: u32) -> Step {
-        let e = self.node(id).entries[index_at(vpn, level) as usize];
+        let e = self.entries[Self::slot(id, vpn, level)];
         if e & PRESENT == 0 {
             Step::Empty
         } else if e & LEAF != 0 {
@@ -134,26 +131,25 @@ impl RadixTable {
 
     fn new_node(&mut self, phys: &mut PhysMem) -> Result<NodeId, OsError> {
         let frame = self.mem.alloc(phys, 0)?;
-        let node = Node {
-            frame,
-            entries: Box::new([0; FANOUT as usize]),
-            used: 0,
-        };
         Ok(match self.free_ids.pop() {
             Some(id) => {
-                self.nodes[id as usize] = Some(node);
+                // A freed node's entries are all zero already (it was freed because empty).
+                self.frames[id as usize] = frame;
+                self.used[id as usize] = 0;
                 id
             }
             None => {
-                self.nodes.push(Some(node));
-                (self.nodes.len() - 1) as NodeId
+                self.frames.push(frame);
+                self.used.push(0);
+                self.entries.resize(self.entries.len() + FANOUT as usize, 0);
+                (self.frames.len() - 1) as NodeId
             }
         })
     }
 
     fn free_node(&mut self, phys: &mut PhysMem, id: NodeId) {
-        let node = self.nodes[id as usize].take().expect("live node");
-        self.mem.free(phys, node.frame, 0);
+        debug_assert_eq!(self.used[id as usize], 0);
+        self.mem.free(phys, self.frames[id as usize], 0);
         self.free_ids.push(id);
     }
 
@@ -172,9 +168,8 @@ impl RadixTable {
                 Step::Next(child) => node = child,
                 Step::Empty => {
                     let child = self.new_node(phys)?;
-                    let n = self.node_mut(node);
-                    n.entries[index_at(m.vpn, level) as usize] = ((child as u64) << 12) | PRESENT;
-                    n.used += 1;
+                    self.entries[Self::slot(node, m.vpn, level)] = ((child as u64) << 12) | PRESENT;
+                    self.used[node as usize] += 1;
                     node = child;
                 }
                 Step::Leaf(existing) => {
@@ -184,15 +179,14 @@ impl RadixTable {
                 }
             }
         }
-        let n = self.node_mut(node);
-        let slot = &mut n.entries[index_at(m.vpn, leaf) as usize];
+        let slot = &mut self.entries[Self::slot(node, m.vpn, leaf)];
         if *slot & PRESENT != 0 {
             return Err(OsError(format!(
                 "radix: mapping {m:?} over a present entry (OS model bug)"
             )));
         }
         *slot = (m.pfn.0 << 12) | PRESENT | LEAF | if m.writable { WRITABLE } else { 0 };
-        n.used += 1;
+        self.used[node as usize] += 1;
         Ok(())
     }
 
@@ -219,24 +213,23 @@ impl RadixTable {
                 _ => return,
             }
         }
-        let n = self.node_mut(node);
-        let slot = &mut n.entries[index_at(m.vpn, leaf) as usize];
+        let slot = &mut self.entries[Self::slot(node, m.vpn, leaf)];
         if *slot & (PRESENT | LEAF) != PRESENT | LEAF {
             return;
         }
         *slot = 0;
-        n.used -= 1;
+        self.used[node as usize] -= 1;
         // Free empty nodes bottom-up (never the root).
         for level in leaf..self.levels - 1 {
             let id = path[level as usize];
-            if self.node(id).used != 0 {
+            if self.used[id as usize] != 0 {
                 break;
             }
             self.free_node(phys, id);
             on_free(level);
-            let parent = self.node_mut(path[level as usize + 1]);
-            parent.entries[index_at(m.vpn, level + 1) as usize] = 0;
-            parent.used -= 1;
+            let parent = path[level as usize + 1];
+            self.entries[Self::slot(parent, m.vpn, level + 1)] = 0;
+            self.used[parent as usize] -= 1;
         }
     }
 
