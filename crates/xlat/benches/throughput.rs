@@ -48,8 +48,15 @@ fn main() {
         "design", "workload", "refs", "seconds", "Mrefs/s"
     );
     for workload in workloads {
-        for design in &designs {
+        // The first design runs once more with the oracle off, to measure what the oracle costs.
+        let variants = designs
+            .iter()
+            .map(|d| (*d, true))
+            .chain(designs.first().map(|d| (*d, false)));
+        for (design, oracle) in variants {
+            let label = if oracle { design.to_string() } else { format!("{design} (oracle off)") };
             let overrides = vec![
+                ("sim.oracle".to_string(), oracle.to_string()),
                 ("sim.design".to_string(), design.to_string()),
                 ("sim.refs".to_string(), refs.to_string()),
                 ("workload.name".to_string(), workload.to_string()),
@@ -72,8 +79,8 @@ fn main() {
             let secs = record["sim"]["wall_seconds"].as_f64().unwrap_or(0.0);
             let done = record["refs"].as_u64().unwrap_or(0);
             let rate = done as f64 / secs / 1e6;
-            println!("{design:<14} {workload:<8} {done:>12} {secs:>10.3} {rate:>12.2}   (setup {setup:.2}s)");
-            rows.push((design.to_string(), workload, done, secs, rate, setup));
+            println!("{label:<22} {workload:<8} {done:>12} {secs:>10.3} {rate:>12.2}   (setup {setup:.2}s)");
+            rows.push((label, workload, done, secs, rate, setup));
         }
     }
     let rss = peak_rss_kib();
