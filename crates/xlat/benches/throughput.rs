@@ -54,7 +54,11 @@ fn main() {
             .map(|d| (*d, true))
             .chain(designs.first().map(|d| (*d, false)));
         for (design, oracle) in variants {
-            let label = if oracle { design.to_string() } else { format!("{design} (oracle off)") };
+            let label = if oracle {
+                design.to_string()
+            } else {
+                format!("{design} (oracle off)")
+            };
             let overrides = vec![
                 ("sim.oracle".to_string(), oracle.to_string()),
                 ("sim.design".to_string(), design.to_string()),

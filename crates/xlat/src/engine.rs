@@ -69,7 +69,7 @@ struct Counters {
 
 /// What the engine needs from a design-specialized simulator; implemented by `Sim<D>` for every
 /// registered design, so the per-reference loop is monomorphized.
-trait Runner {
+trait Runner: Send {
     fn step(&mut self, max_refs: u64) -> Result<bool, SimError>;
     fn refs(&self) -> u64;
     fn record(&self, wall_seconds: f64) -> Value;
@@ -99,7 +99,7 @@ struct MakeSim {
     source: Box<dyn EventSource>,
 }
 
-type RunnerFactory = Box<dyn FnOnce(Os) -> Box<dyn Runner>>;
+type RunnerFactory = Box<dyn FnOnce(Os) -> Box<dyn Runner> + Send>;
 
 impl DesignVisitor for MakeSim {
     type Output = RunnerFactory;

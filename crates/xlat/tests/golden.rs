@@ -17,7 +17,11 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
     match v {
         Value::Object(m) => {
             for (k, child) in m {
-                let p = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
                 flatten(&p, child, out);
             }
         }
@@ -55,14 +59,20 @@ fn preset_statistics_match_their_golden_snapshots() {
                 let cfg = Config::resolve(Some(("configs/golden.toml", &preset)), &overrides)
                     .expect("golden config");
                 let record = stable(xlat::run_workload(&cfg).expect("golden run"));
-                let file = root.join(format!("tests/golden/{}__{}__thp_{}.json", design.name, workload, thp));
+                let file = root.join(format!(
+                    "tests/golden/{}__{}__thp_{}.json",
+                    design.name, workload, thp
+                ));
                 let text = serde_json::to_string_pretty(&record).unwrap() + "\n";
                 if update {
                     std::fs::write(&file, &text).unwrap();
                     continue;
                 }
                 let Ok(stored) = std::fs::read_to_string(&file) else {
-                    failures.push(format!("{}: no snapshot (run with UPDATE_SNAPSHOT=1)", file.display()));
+                    failures.push(format!(
+                        "{}: no snapshot (run with UPDATE_SNAPSHOT=1)",
+                        file.display()
+                    ));
                     continue;
                 };
                 let stored: Value = serde_json::from_str(&stored).unwrap();
@@ -70,7 +80,8 @@ fn preset_statistics_match_their_golden_snapshots() {
                     let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
                     flatten("", &stored, &mut a);
                     flatten("", &record, &mut b);
-                    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+                    let keys: std::collections::BTreeSet<&String> =
+                        a.keys().chain(b.keys()).collect();
                     let diffs: Vec<String> = keys
                         .into_iter()
                         .filter(|k| a.get(*k) != b.get(*k))
@@ -82,5 +93,9 @@ fn preset_statistics_match_their_golden_snapshots() {
             }
         }
     }
-    assert!(failures.is_empty(), "golden statistics changed:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "golden statistics changed:\n{}",
+        failures.join("\n")
+    );
 }

@@ -54,7 +54,7 @@ pub struct PtFootprint {
 ///   so that its latency and cache pollution are counted;
 /// - all page-table memory comes from `phys` (so contiguity needs are real and the memory is
 ///   counted), and is returned to it when no longer needed.
-pub trait Design: Sized {
+pub trait Design: Sized + Send {
     /// The design's configuration section.
     type Config;
     /// When true, every translation hits the L1 TLB (the engine skips the TLBs and walks at no

@@ -142,7 +142,7 @@ impl std::error::Error for SourceError {}
 /// it appended; it returns `Ok(0)` only when the stream has ended and will keep returning `Ok(0)`.
 /// An error is final: the stream is broken at that point and the caller must not treat what came
 /// before it as a complete trace. Memory held by a source must not grow with the events produced.
-pub trait EventSource {
+pub trait EventSource: Send {
     /// Append up to `max` events to `out`.
     fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError>;
     /// Human-readable name of the source (workload name or file path).

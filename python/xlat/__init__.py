@@ -1,0 +1,39 @@
+"""xlat: a fast, checked simulator of virtual-memory address translation.
+
+The simulation runs in the Rust core (``xlat._core``); this package is the front: the
+:func:`run` and :func:`compare` API, the ``xlat`` command line, presets and reports.
+
+Examples
+--------
+>>> import xlat
+>>> "radix" in xlat.designs()
+True
+>>> rec = xlat.run(design="radix", workload="gups", footprint="16MiB", refs="20k")
+>>> rec["refs"], rec["oracle"]["mismatches"]
+(20000, 0)
+"""
+
+from xlat._core import XlatError
+from xlat.run import (
+    compare,
+    designs,
+    flatten,
+    get_path,
+    run,
+    speedups,
+    version,
+    workloads,
+)
+
+__all__ = [
+    "XlatError",
+    "compare",
+    "designs",
+    "flatten",
+    "get_path",
+    "run",
+    "speedups",
+    "version",
+    "workloads",
+]
+__version__ = version()

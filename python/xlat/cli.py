@@ -1,0 +1,180 @@
+"""The ``xlat`` command line.
+
+Forms scripts rely on (kept exactly so)::
+
+    xlat run --design radix --workload gups --footprint 1GiB --refs 10M --seed 1 --json
+    xlat compare --designs radix,ideal --workload bfs --footprint 512MiB --refs 5M --json
+    xlat designs
+    xlat workloads
+
+Exit codes: 0 success, 1 simulation error (trace, OS model, oracle), 2 bad usage or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from xlat import _core
+from xlat.report import format_table, table_rows, write_report
+from xlat.run import compare, designs, load_preset, resolve_config, run, workloads
+
+
+class UsageError(Exception):
+    """A problem with the command line or the configuration (exit code 2)."""
+
+
+def _parse_set(items: list[str] | None) -> list[tuple[str, str]]:
+    out = []
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--set expects key=value (e.g. os.thp=always), got '{item}'")
+        out.append((key.strip(), value.strip()))
+    return out
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", help="preset name in configs/ or path to a TOML file")
+    p.add_argument("--workload", help="built-in workload (see `xlat workloads`)")
+    p.add_argument("--footprint", help="workload footprint, e.g. 256MiB, 1GiB")
+    p.add_argument("--refs", help="memory references to simulate, e.g. 1M, 10M")
+    p.add_argument("--seed", type=int, help="seed of every random choice")
+    p.add_argument(
+        "--set", action="append", metavar="KEY=VALUE",
+        help="override any configuration key, e.g. --set os.thp=always (repeatable)",
+    )
+    p.add_argument("--json", action="store_true", help="print the result record(s) as JSON")
+    p.add_argument("--progress", action="store_true", help="show a progress bar on stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="xlat", description="Fast, checked simulator of virtual-memory address translation."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="simulate one design on one workload")
+    p.add_argument("--design", help="design to simulate (see `xlat designs`)")
+    _common(p)
+
+    p = sub.add_parser("compare", help="simulate several designs on the same workload")
+    p.add_argument("--designs", help="comma-separated designs (default: all registered)")
+    p.add_argument("--baseline", help="design the speedups are relative to (default: first)")
+    p.add_argument(
+        "--report", nargs="?", const="out", metavar="DIR",
+        help="write report.md, report.html, figures and results.json to DIR (default out/)",
+    )
+    _common(p)
+
+    p = sub.add_parser("designs", help="list registered designs, one per line")
+    p.add_argument("--verbose", "-v", action="store_true", help="with one-line summaries")
+    p = sub.add_parser("workloads", help="list built-in workloads, one per line")
+    p.add_argument("--verbose", "-v", action="store_true", help="with one-line descriptions")
+
+    p = sub.add_parser("config", help="configuration tools")
+    csub = p.add_subparsers(dest="config_command", required=True)
+    c = csub.add_parser("show", help="print the resolved configuration tree as TOML")
+    c.add_argument("preset", nargs="?", help="preset name in configs/ or path to a TOML file")
+    c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a key")
+    c = csub.add_parser("keys", help="list every configuration key")
+    return parser
+
+
+def _kwargs(args: argparse.Namespace) -> dict:
+    return dict(
+        workload=args.workload, footprint=args.footprint, refs=args.refs, seed=args.seed,
+        preset=args.preset, set=_parse_set(args.set),
+    )
+
+
+def _validate(args: argparse.Namespace, design_names: list[str]) -> None:
+    """Resolve the configuration once per design before running, so that configuration
+    problems exit with code 2 and nothing is simulated."""
+    kw = _kwargs(args)
+    preset = kw.pop("preset")
+    for d in design_names:
+        try:
+            resolve_config(preset, design=d, **kw)
+        except _core.XlatError as e:
+            raise UsageError(str(e)) from None
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    return args.progress or (not args.json and sys.stderr.isatty())
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    _validate(args, [args.design])
+    rec = run(design=args.design, progress=_progress(args), **_kwargs(args))
+    if args.json:
+        print(json.dumps(rec))
+    else:
+        print(format_table(table_rows([rec])))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    names = [d.strip() for d in args.designs.split(",")] if args.designs else designs()
+    if args.baseline and args.baseline not in names:
+        raise UsageError(f"--baseline {args.baseline} is not among the compared designs {names}")
+    _validate(args, names)
+    recs = compare(names, progress=_progress(args), **_kwargs(args))
+    if args.json:
+        print(json.dumps(recs))
+    else:
+        print(format_table(table_rows(recs, args.baseline)))
+    if args.report:
+        paths = write_report(recs, args.report, args.baseline)
+        print(f"report written: {paths['html']} and {paths['markdown']}", file=sys.stderr)
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    if args.config_command == "keys":
+        print("\n".join(_core.config_keys()))
+        return 0
+    try:
+        print(resolve_config(args.preset, set=_parse_set(args.set)), end="")
+    except _core.XlatError as e:
+        raise UsageError(str(e)) from None
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``xlat`` command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "designs":
+            for name, summary in _core.designs():
+                print(f"{name:<14} {summary}" if args.verbose else name)
+            return 0
+        if args.command == "workloads":
+            for name, summary in _core.workloads():
+                print(f"{name:<14} {summary}" if args.verbose else name)
+            return 0
+        if args.command == "config":
+            return cmd_config(args)
+        if args.preset is not None:
+            try:
+                load_preset(args.preset)
+            except _core.XlatError as e:
+                raise UsageError(str(e)) from None
+        if args.command == "run":
+            return cmd_run(args)
+        return cmd_compare(args)
+    except UsageError as e:
+        print(f"xlat: error: {e}", file=sys.stderr)
+        return 2
+    except _core.XlatError as e:
+        print(f"xlat: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("xlat: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

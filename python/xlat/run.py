@@ -1,0 +1,271 @@
+"""Running simulations from Python: presets, overrides, progress, and result records."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from xlat import _core
+
+#: Chunk of references simulated between two progress updates.
+STEP_REFS = 1_000_000
+
+
+def designs() -> list[str]:
+    """Names of the registered designs, in registry order.
+
+    Examples
+    --------
+    >>> designs()[:3]
+    ['radix', 'ideal', 'perfect_tlb']
+    """
+    return [name for name, _ in _core.designs()]
+
+
+def workloads() -> list[str]:
+    """Names of the built-in workloads.
+
+    Examples
+    --------
+    >>> "gups" in workloads()
+    True
+    """
+    return [name for name, _ in _core.workloads()]
+
+
+def version() -> str:
+    """Version of the simulator core.
+
+    Examples
+    --------
+    >>> version().count(".")
+    2
+    """
+    return _core.version()
+
+
+def preset_dirs() -> list[Path]:
+    """Folders searched for preset names: ``./configs`` then the repository's ``configs``."""
+    here = Path(__file__).resolve()
+    return [Path.cwd() / "configs", here.parents[2] / "configs"]
+
+
+def load_preset(preset: str | None) -> tuple[str | None, str]:
+    """Return ``(toml_text, origin)`` for a preset name or path (``(None, "defaults")`` if none).
+
+    A name is looked up as ``configs/NAME.toml``; anything with a slash or ending in ``.toml`` is
+    a path.
+
+    Examples
+    --------
+    >>> load_preset(None)
+    (None, 'defaults')
+    >>> text, origin = load_preset("test-small")
+    >>> origin.endswith("test-small.toml")
+    True
+    """
+    if preset is None:
+        return None, "defaults"
+    candidates: list[Path]
+    if "/" in preset or preset.endswith(".toml"):
+        candidates = [Path(preset)]
+    else:
+        candidates = [d / f"{preset}.toml" for d in preset_dirs()]
+    for path in candidates:
+        if path.is_file():
+            return path.read_text(), str(path)
+    names = sorted({p.stem for d in preset_dirs() if d.is_dir() for p in d.glob("*.toml")})
+    raise _core.XlatError(
+        f"preset '{preset}' not found (looked for {', '.join(map(str, candidates))}); "
+        f"available presets: {', '.join(names) or 'none'}"
+    )
+
+
+def build_overrides(
+    design: str | None = None,
+    workload: str | None = None,
+    footprint: str | int | None = None,
+    refs: str | int | None = None,
+    seed: int | None = None,
+    set: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
+) -> list[tuple[str, str]]:
+    """Turn keyword arguments into ``(key, value)`` overrides, applied after the preset.
+
+    Examples
+    --------
+    >>> build_overrides(design="ideal", refs="1M", set={"os.thp": "always"})
+    [('sim.design', 'ideal'), ('sim.refs', '1M'), ('os.thp', 'always')]
+    """
+    out: list[tuple[str, str]] = []
+    for key, value in (
+        ("sim.design", design),
+        ("workload.name", workload),
+        ("workload.footprint", footprint),
+        ("sim.refs", refs),
+        ("sim.seed", seed),
+    ):
+        if value is not None:
+            out.append((key, str(value)))
+    items = set.items() if isinstance(set, Mapping) else (set or [])
+    for key, value in items:
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        out.append((str(key), str(value)))
+    return out
+
+
+def resolve_config(preset: str | None = None, **kwargs: Any) -> str:
+    """The resolved configuration tree as TOML text (raises XlatError on a bad key or value).
+
+    Examples
+    --------
+    >>> "levels = 5" in resolve_config(set={"radix.levels": 5})
+    True
+    """
+    text, origin = load_preset(preset)
+    return _core.resolve_config(text, origin, build_overrides(**kwargs))
+
+
+class Progress:
+    """A one-line progress display on stderr: references done, rate and ETA."""
+
+    def __init__(self, label: str, total: int, enabled: bool) -> None:
+        self.label, self.total, self.enabled = label, max(total, 1), enabled
+        self.start = time.monotonic()
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        rate = done / elapsed
+        frac = min(done / self.total, 1.0)
+        eta = (self.total - done) / rate if rate > 0 else float("inf")
+        bar = "#" * int(frac * 30)
+        sys.stderr.write(
+            f"\r{self.label:<14} [{bar:<30}] {done / 1e6:8.2f}/{self.total / 1e6:.2f} M refs "
+            f"{rate / 1e6:6.2f} M/s ETA {eta:5.0f}s"
+        )
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def run(
+    design: str | None = None,
+    workload: str | None = None,
+    footprint: str | int | None = None,
+    refs: str | int | None = None,
+    seed: int | None = None,
+    preset: str | None = None,
+    set: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
+    progress: bool = False,
+) -> dict:
+    """Run one simulation and return its result record (a nested dict; see docs/results.md).
+
+    Arguments left as None take the preset's (or the built-in default) value; ``set`` holds
+    any further ``section.field`` overrides.
+
+    Examples
+    --------
+    >>> rec = run(design="ideal", workload="gups", footprint="16MiB", refs=20000)
+    >>> rec["walk"]["mem_accesses"] <= rec["walk"]["count"]
+    True
+    """
+    text, origin = load_preset(preset)
+    overrides = build_overrides(design, workload, footprint, refs, seed, set)
+    sim = _core.Simulation(text, origin, overrides)
+    label = design or dict(overrides).get("sim.design", "")
+    bar = Progress(label, sim.total_refs, progress)
+    try:
+        while not sim.step(STEP_REFS):
+            bar.update(sim.refs)
+        bar.update(sim.refs)
+    finally:
+        bar.close()
+    return json.loads(sim.record())
+
+
+def compare(
+    designs: Iterable[str] | None = None,
+    workload: str | None = None,
+    footprint: str | int | None = None,
+    refs: str | int | None = None,
+    seed: int | None = None,
+    preset: str | None = None,
+    set: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
+    progress: bool = False,
+) -> list[dict]:
+    """Run the same workload on several designs (all registered ones when None).
+
+    Examples
+    --------
+    >>> recs = compare(["radix", "perfect_tlb"], workload="gups", footprint="16MiB", refs=20000)
+    >>> [r["design"] for r in recs]
+    ['radix', 'perfect_tlb']
+    >>> recs[1]["mmu"]["overhead_cycles"]
+    0
+    """
+    names = list(designs) if designs is not None else globals()["designs"]()
+    return [
+        run(d, workload, footprint, refs, seed, preset, set, progress) for d in names
+    ]
+
+
+def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Flatten a nested record into dotted keys (``{"tlb": {"l1_misses": 3}}`` -> ``tlb.l1_misses``).
+
+    Examples
+    --------
+    >>> flatten({"tlb": {"l1_misses": 3}, "refs": 10})
+    {'tlb.l1_misses': 3, 'refs': 10}
+    """
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, Mapping):
+            out.update(flatten(value, path))
+        else:
+            out[path] = value
+    return out
+
+
+def get_path(record: Mapping[str, Any], path: str) -> Any:
+    """Value at a dotted path of a nested record (KeyError naming the path if absent).
+
+    Examples
+    --------
+    >>> get_path({"walk": {"count": 4}}, "walk.count")
+    4
+    """
+    node: Any = record
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise KeyError(path)
+        node = node[part]
+    return node
+
+
+def speedups(records: list[dict], baseline: str | None = None) -> dict[str, float]:
+    """Speedup of each design over ``baseline`` (default: the first record): cycles ratio.
+
+    Examples
+    --------
+    >>> speedups([{"design": "a", "timing": {"cycles": 200.0}},
+    ...           {"design": "b", "timing": {"cycles": 100.0}}])
+    {'a': 1.0, 'b': 2.0}
+    """
+    if not records:
+        return {}
+    base = next((r for r in records if r["design"] == baseline), records[0])
+    base_cycles = base["timing"]["cycles"]
+    return {
+        r["design"]: (base_cycles / r["timing"]["cycles"]) if r["timing"]["cycles"] else 0.0
+        for r in records
+    }
