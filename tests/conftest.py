@@ -1,0 +1,37 @@
+"""Shared helpers for the end-to-end tests: run the real `xlat` command in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--footprint", "16MiB", "--refs", "20k"]
+
+
+def xlat(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run `python -m xlat ARGS` from the repository root and capture its output."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "xlat", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"xlat {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def run_json():
+    """Run `xlat run ... --json` and return the parsed record."""
+
+    def go(*args: str) -> dict:
+        return json.loads(xlat("run", *args, "--json").stdout)
+
+    return go

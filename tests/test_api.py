@@ -1,0 +1,41 @@
+"""Tests of the Python API and of figures that must follow from the model."""
+
+from __future__ import annotations
+
+import pytest
+
+import xlat
+
+SMALL = dict(workload="gups", footprint="16MiB", refs=20000)
+
+
+def test_perfect_tlb_has_no_translation_overhead():
+    rec = xlat.run("perfect_tlb", **SMALL)
+    assert rec["mmu"]["overhead_cycles"] == 0
+    assert rec["tlb"]["l1_misses"] == 0 and rec["walk"]["count"] == 0
+
+
+def test_ideal_makes_at_most_one_reference_per_walk_and_radix_more():
+    ideal = xlat.run("ideal", **SMALL)
+    radix = xlat.run("radix", **SMALL)
+    assert ideal["walk"]["mem_accesses"] <= ideal["walk"]["count"]
+    assert radix["walk"]["mem_accesses"] > ideal["walk"]["mem_accesses"]
+    assert radix["tlb"]["l1_misses"] == ideal["tlb"]["l1_misses"]  # same trace, same TLBs
+
+
+def test_disabling_page_walk_caches_makes_every_radix_walk_four_references():
+    rec = xlat.run("radix", set={"radix.pwc_entries": 0}, **SMALL)
+    mapped_walks = rec["walk"]["count"] - 2 * rec["walk"]["fault_walks"]
+    # Every walk of a mapped page reads 4 entries; fault walks read at most 4.
+    assert rec["walk"]["mem_accesses"] >= 4 * mapped_walks
+
+
+def test_an_invalid_value_raises_xlat_error_with_the_key():
+    with pytest.raises(xlat.XlatError, match="radix.levels"):
+        xlat.run("radix", set={"radix.levels": 7}, **SMALL)
+
+
+def test_flatten_and_get_path_agree():
+    rec = xlat.run("radix", **SMALL)
+    flat = xlat.flatten(rec)
+    assert flat["tlb.l1_misses"] == xlat.get_path(rec, "tlb.l1_misses")

@@ -1,0 +1,102 @@
+"""End-to-end tests of the `xlat` command line (the forms scripts depend on)."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import SMALL, xlat
+
+import xlat as api
+
+REQUIRED_KEYS = [
+    "refs", "instructions", "tlb.l1_misses", "tlb.l2_misses", "walk.count",
+    "walk.mem_accesses", "walk.cycles", "mmu.overhead_cycles", "page_table.bytes",
+    "page_table.max_contiguous_bytes", "oracle.checked", "oracle.mismatches",
+    "sim.refs_per_sec", "sim.wall_seconds", "design", "workload", "seed", "version", "config",
+]
+
+
+def without_wall_clock(rec: dict) -> dict:
+    return {k: v for k, v in rec.items() if k != "sim"}
+
+
+def test_run_json_prints_one_json_object_with_the_required_keys():
+    proc = xlat("run", "--design", "radix", "--workload", "gups", *SMALL, "--seed", "1", "--json")
+    rec = json.loads(proc.stdout)  # the whole of stdout is one JSON object
+    assert isinstance(rec, dict)
+    for key in REQUIRED_KEYS:
+        api.get_path(rec, key)
+    assert rec["design"] == "radix" and rec["workload"] == "gups" and rec["seed"] == 1
+    assert rec["refs"] == 20000
+    assert rec["oracle"]["checked"] >= rec["refs"] and rec["oracle"]["mismatches"] == 0
+
+
+def test_compare_json_prints_a_list_of_records_in_the_order_asked():
+    proc = xlat("compare", "--designs", "radix,ideal", "--workload", "gups", *SMALL, "--json")
+    recs = json.loads(proc.stdout)
+    assert [r["design"] for r in recs] == ["radix", "ideal"]
+    assert all(r["workload"] == "gups" for r in recs)
+
+
+def test_designs_and_workloads_print_one_name_per_line():
+    assert xlat("designs").stdout.split("\n")[:3] == ["radix", "ideal", "perfect_tlb"]
+    names = xlat("workloads").stdout.strip().split("\n")
+    assert "gups" in names and all(" " not in n for n in names)
+
+
+def test_an_unknown_set_key_exits_2_naming_the_closest_key():
+    proc = xlat("run", "--design", "radix", *SMALL, "--set", "radix.levls=5", check=False)
+    assert proc.returncode == 2
+    assert "radix.levls" in proc.stderr and "radix.levels" in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_an_unknown_design_exits_2_with_a_suggestion():
+    proc = xlat("run", "--design", "radx", *SMALL, check=False)
+    assert proc.returncode == 2 and "radix" in proc.stderr
+
+
+def test_set_overrides_reach_the_resolved_config(run_json):
+    rec = run_json("--design", "radix", *SMALL, "--set", "radix.levels=5", "--set", "os.thp=always")
+    assert rec["config"]["radix"]["levels"] == 5
+    assert rec["config"]["os"]["thp"] == "always"
+
+
+def test_the_same_seed_gives_identical_records_apart_from_wall_clock(run_json):
+    a = run_json("--design", "radix", *SMALL, "--seed", "3")
+    b = run_json("--design", "radix", *SMALL, "--seed", "3")
+    c = run_json("--design", "radix", *SMALL, "--seed", "4")
+    assert without_wall_clock(a) == without_wall_clock(b)
+    assert without_wall_clock(a) != without_wall_clock(c)
+
+
+def test_config_show_prints_the_resolved_tree_with_overrides():
+    out = xlat("config", "show", "default", "--set", "radix.levels=5").stdout
+    assert "[radix]" in out and "levels = 5" in out
+
+
+def test_a_missing_preset_is_a_usage_error():
+    proc = xlat("run", "--preset", "no-such-preset", check=False)
+    assert proc.returncode == 2 and "no-such-preset" in proc.stderr
+
+
+def test_compare_report_writes_markdown_html_json_and_valid_pngs(tmp_path):
+    out = tmp_path / "report"
+    xlat("compare", "--preset", "test-small", "--report", str(out))
+    for name in ["report.md", "report.html", "results.json", "speedup.png", "walks.png"]:
+        assert (out / name).is_file(), name
+    for png in out.glob("*.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 4
+    md = (out / "report.md").read_text()
+    for design in api.designs():
+        assert f"| {design} |" in md
+    assert "first-order" in md  # the report says what is approximated
+
+
+def test_the_table_output_lists_every_compared_design():
+    out = xlat("compare", "--designs", "radix,perfect_tlb", *SMALL).stdout
+    lines = out.strip().split("\n")
+    assert lines[0].startswith("design")
+    assert [ln.split()[0] for ln in lines[1:]] == ["radix", "perfect_tlb"]
