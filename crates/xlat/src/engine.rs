@@ -160,7 +160,9 @@ impl<D: Design> Sim<D> {
                 len,
                 prot,
                 flags,
-            } => self.os.mmap(asid, addr, len, prot, flags),
+            } => self
+                .os
+                .mmap(asid, addr, len, prot, flags, &mut self.changes),
             Event::Munmap { addr, len } => self.os.munmap(asid, addr, len, &mut self.changes),
             Event::Brk { new_brk } => self.os.brk(asid, new_brk, &mut self.changes),
             Event::Mprotect { addr, len, prot } => {
