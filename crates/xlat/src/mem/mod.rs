@@ -6,10 +6,43 @@
 //! page-table share of each cache and misses by kind. Page-table references from the walker enter
 //! at L2 by default (`mem.walk_entry = "l1"` makes them enter at L1D).
 //!
-//! STUB: fixed latencies; replaced by the full model.
+//! ## Model
+//! - Three set-associative levels (L1D, L2, LLC), 64-byte lines, LRU or SRRIP; write-allocate,
+//!   write-back. Non-inclusive: a miss fills every level it passed through; a dirty victim is
+//!   written into the next level if that level holds the line, else to DRAM (as a DRAM write that
+//!   moves row buffers but costs no latency).
+//! - Lookups are serial: an access pays the hit latency of every level it looked up, plus the DRAM
+//!   latency when all missed.
+//! - DRAM: see [`dram`] (channels, banks, open-page row buffers, DDR4-3200-like defaults).
+//! - Every line carries the kind of the access that filled it (data or page table).
+//!
+//! ## Configuration
+//! `mem.l1d`, `mem.l2`, `mem.llc` (`size_bytes`, `ways`, `latency_cycles`, `policy`),
+//! `mem.walk_entry` (`l2` | `l1`), `mem.dram.*` (see [`DramConfig`]).
+//!
+//! ## Deviations and limits
+//! No MSHRs, prefetchers, queueing or bandwidth limits; no coherence (one core); the page-table
+//! share of a cache is sampled every 1024 hierarchy accesses.
+//!
+//! ## Stats
+//! `cache.{l1d,l2,llc}.{accesses,hits,misses,data_accesses,data_misses,pt_accesses,pt_misses,
+//! miss_rate,evictions,writebacks,pt_line_share,pt_line_share_avg}`,
+//! `cache.pt_served_{l1,l2,llc,dram}` (page-walk references by the level that served them),
+//! `dram.{accesses,reads,writes,pt_reads,row_hits,row_empty,row_conflicts,row_hit_rate,
+//! avg_read_latency_cycles}`.
+//!
+//! ## References
+//! Jaleel et al., "High performance cache replacement using re-reference interval prediction
+//! (RRIP)", ISCA 2010; JEDEC DDR4 timing; the machine tables of the LVM / Utopia / ME-HPT papers.
+
+pub mod cache;
+pub mod dram;
+
+use cache::{Cache, Evicted, DATA, PT};
+use dram::Dram;
 
 use crate::addr::Paddr;
-use crate::stats::{Stats, StatsExt};
+use crate::stats::{ratio, Stats, StatsExt};
 use serde::{Deserialize, Serialize};
 
 /// Replacement policy of a cache.
@@ -134,12 +167,22 @@ impl MemConfig {
     pub fn validate(&self) -> Result<(), String> {
         for (name, c) in [("l1d", &self.l1d), ("l2", &self.l2), ("llc", &self.llc)] {
             let lines = c.size_bytes / 64;
-            if c.ways == 0 || lines == 0 || lines % c.ways as u64 != 0 {
+            if c.ways == 0 || c.ways > cache::MAX_WAYS || lines == 0 || lines % c.ways as u64 != 0 {
                 return Err(format!(
-                    "mem.{name}: size_bytes {} is not a whole number of {}-way sets of 64-byte lines",
+                    "mem.{name}.size_bytes ({}) is not a whole number of {}-way sets of 64-byte \
+                     lines (mem.{name}.ways)",
                     c.size_bytes, c.ways
                 ));
             }
+        }
+        let d = &self.dram;
+        if d.channels == 0 || d.banks_per_channel == 0 || d.row_bytes < 64 {
+            return Err(
+                "mem.dram: channels, banks_per_channel must be positive and row_bytes >= 64".into(),
+            );
+        }
+        if d.dram_clock_mhz == 0 || d.core_clock_mhz == 0 {
+            return Err("mem.dram: dram_clock_mhz and core_clock_mhz must be positive".into());
         }
         Ok(())
     }
@@ -169,43 +212,210 @@ pub struct MemAccess {
 
 /// The cache hierarchy plus DRAM.
 pub struct MemSystem {
-    cfg: MemConfig,
-    data_accesses: u64,
-    pt_accesses: u64,
+    l1: Cache,
+    l2: Cache,
+    llc: Cache,
+    dram: Dram,
+    walk_entry: WalkEntry,
+    pt_served: [u64; 4],
+    accesses: u64,
+    share_samples: u64,
+    share_sum: [f64; 3],
 }
+
+/// How often (in hierarchy accesses) the page-table share of each cache is sampled.
+const SHARE_SAMPLE_PERIOD: u64 = 1024;
 
 impl MemSystem {
     /// Build an empty (cold) hierarchy.
     pub fn new(cfg: &MemConfig) -> Self {
         MemSystem {
-            cfg: cfg.clone(),
-            data_accesses: 0,
-            pt_accesses: 0,
+            l1: Cache::new(&cfg.l1d),
+            l2: Cache::new(&cfg.l2),
+            llc: Cache::new(&cfg.llc),
+            dram: Dram::new(&cfg.dram),
+            walk_entry: cfg.walk_entry,
+            pt_served: [0; 4],
+            accesses: 0,
+            share_samples: 0,
+            share_sum: [0.0; 3],
+        }
+    }
+
+    #[inline]
+    fn sample(&mut self) {
+        self.accesses += 1;
+        if self.accesses % SHARE_SAMPLE_PERIOD == 0 {
+            self.share_samples += 1;
+            for (i, c) in [&self.l1, &self.l2, &self.llc].into_iter().enumerate() {
+                self.share_sum[i] += c.pt_lines as f64 / c.lines() as f64;
+            }
+        }
+    }
+
+    fn writeback_from(&mut self, level: usize, ev: Option<Evicted>) {
+        let Some(ev) = ev.filter(|e| e.dirty) else {
+            return;
+        };
+        if level < 1 && self.l2.absorb_writeback(ev.line) {
+            return;
+        }
+        if level < 2 && self.llc.absorb_writeback(ev.line) {
+            return;
+        }
+        self.dram.write(ev.line);
+    }
+
+    /// Look `line` up from level `start` (0 = L1, 1 = L2) down; fill on the way back.
+    #[inline]
+    fn access(&mut self, line: u64, kind: u8, write: bool, start: usize) -> MemAccess {
+        self.sample();
+        let mut lat = 0;
+        if start == 0 {
+            lat += self.l1.latency_cycles;
+            if self.l1.lookup(line, kind, write) {
+                return MemAccess {
+                    latency_cycles: lat,
+                    served_by: ServedBy::L1,
+                };
+            }
+        }
+        lat += self.l2.latency_cycles;
+        let served_by = if self.l2.lookup(line, kind, false) {
+            ServedBy::L2
+        } else {
+            lat += self.llc.latency_cycles;
+            let served = if self.llc.lookup(line, kind, false) {
+                ServedBy::Llc
+            } else {
+                lat += self.dram.read(line, kind == PT).0;
+                let ev = self.llc.fill(line, kind, false);
+                self.writeback_from(2, ev);
+                ServedBy::Dram
+            };
+            let ev = self.l2.fill(line, kind, false);
+            self.writeback_from(1, ev);
+            served
+        };
+        if start == 0 {
+            let ev = self.l1.fill(line, kind, write);
+            self.writeback_from(0, ev);
+        }
+        MemAccess {
+            latency_cycles: lat,
+            served_by,
         }
     }
 
     /// A data reference from the core (enters at L1D).
-    pub fn data_access(&mut self, _pa: Paddr, _is_write: bool) -> MemAccess {
-        self.data_accesses += 1;
-        MemAccess {
-            latency_cycles: self.cfg.l1d.latency_cycles,
-            served_by: ServedBy::L1,
-        }
+    #[inline]
+    pub fn data_access(&mut self, pa: Paddr, is_write: bool) -> MemAccess {
+        self.access(pa.line(), DATA, is_write, 0)
     }
 
     /// A page-table read by the walker (enters at `walk_entry`).
-    pub fn pt_access(&mut self, _pa: Paddr) -> MemAccess {
-        self.pt_accesses += 1;
-        MemAccess {
-            latency_cycles: self.cfg.l2.latency_cycles,
-            served_by: ServedBy::L2,
-        }
+    #[inline]
+    pub fn pt_access(&mut self, pa: Paddr) -> MemAccess {
+        let start = match self.walk_entry {
+            WalkEntry::L1 => 0,
+            WalkEntry::L2 => 1,
+        };
+        let a = self.access(pa.line(), PT, false, start);
+        self.pt_served[a.served_by as usize] += 1;
+        a
     }
 
     /// Write the `cache` and `dram` sections of the result record.
     pub fn stats(&self, out: &mut Stats) {
         let c = out.section("cache");
-        c.put_u64("data_accesses", self.data_accesses);
-        c.put_u64("pt_accesses", self.pt_accesses);
+        for (i, (name, level)) in [("l1d", &self.l1), ("l2", &self.l2), ("llc", &self.llc)]
+            .into_iter()
+            .enumerate()
+        {
+            let s = c.section(name);
+            let k = &level.c;
+            let acc = k.accesses[0] + k.accesses[1];
+            let miss = k.misses[0] + k.misses[1];
+            s.put_u64("accesses", acc);
+            s.put_u64("hits", acc - miss);
+            s.put_u64("misses", miss);
+            s.put_u64("data_accesses", k.accesses[0]);
+            s.put_u64("data_misses", k.misses[0]);
+            s.put_u64("pt_accesses", k.accesses[1]);
+            s.put_u64("pt_misses", k.misses[1]);
+            s.put_f64("miss_rate", ratio(miss, acc));
+            s.put_u64("evictions", k.evictions);
+            s.put_u64("writebacks", k.writebacks);
+            s.put_f64(
+                "pt_line_share",
+                level.pt_lines as f64 / level.lines() as f64,
+            );
+            s.put_f64(
+                "pt_line_share_avg",
+                if self.share_samples == 0 {
+                    0.0
+                } else {
+                    self.share_sum[i] / self.share_samples as f64
+                },
+            );
+        }
+        for (i, name) in ["l1", "l2", "llc", "dram"].iter().enumerate() {
+            c.put_u64(&format!("pt_served_{name}"), self.pt_served[i]);
+        }
+        let d = out.section("dram");
+        let k = &self.dram.c;
+        d.put_u64("accesses", k.reads + k.writes);
+        d.put_u64("reads", k.reads);
+        d.put_u64("writes", k.writes);
+        d.put_u64("pt_reads", k.pt_reads);
+        d.put_u64("row_hits", k.row[0]);
+        d.put_u64("row_empty", k.row[1]);
+        d.put_u64("row_conflicts", k.row[2]);
+        d.put_f64("row_hit_rate", ratio(k.row[0], k.row.iter().sum()));
+        d.put_f64("avg_read_latency_cycles", ratio(k.read_cycles, k.reads));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cold_access_pays_every_level_and_dram_and_a_second_one_hits_l1() {
+        let cfg = MemConfig::default();
+        let mut m = MemSystem::new(&cfg);
+        let dram_empty = Dram::new(&cfg.dram).latencies()[1];
+        let a = m.data_access(Paddr(0x1000), false);
+        assert_eq!(a.served_by, ServedBy::Dram);
+        assert_eq!(a.latency_cycles, 4 + 14 + 40 + dram_empty);
+        let b = m.data_access(Paddr(0x1008), false);
+        assert_eq!((b.served_by, b.latency_cycles), (ServedBy::L1, 4));
+    }
+
+    #[test]
+    fn page_walk_references_enter_at_l2_by_default_and_at_l1_on_request() {
+        let mut m = MemSystem::new(&MemConfig::default());
+        m.pt_access(Paddr(0x2000));
+        let a = m.pt_access(Paddr(0x2000));
+        assert_eq!((a.served_by, a.latency_cycles), (ServedBy::L2, 14));
+        assert_eq!(m.l1.c.accesses[PT as usize], 0, "the walker bypasses L1D");
+        let cfg = MemConfig {
+            walk_entry: WalkEntry::L1,
+            ..MemConfig::default()
+        };
+        let mut m = MemSystem::new(&cfg);
+        m.pt_access(Paddr(0x2000));
+        assert_eq!(m.pt_access(Paddr(0x2000)).served_by, ServedBy::L1);
+        assert_eq!(m.pt_served, [1, 0, 0, 1]);
+    }
+
+    #[test]
+    fn page_table_lines_are_counted_separately_from_data() {
+        let mut m = MemSystem::new(&MemConfig::default());
+        m.pt_access(Paddr(0x40));
+        m.data_access(Paddr(0x80), true);
+        assert_eq!(m.l2.pt_lines, 1);
+        assert_eq!(m.llc.pt_lines, 1);
+        assert_eq!(m.l2.c.misses, [1, 1]);
     }
 }
