@@ -1,8 +1,11 @@
 //! Virtual memory areas of one process: sorted, non-overlapping ranges with protection and THP
 //! advice, split and merged as mmap / munmap / mprotect / madvise demand.
 //!
-//! Contract: areas never overlap; `set_range` over a range replaces whatever was there (as
+//! Contract: areas never overlap; `insert` over a range replaces whatever was there (as
 //! `MAP_FIXED` does) and splits areas at the range's edges; all bounds are 4 KiB-aligned.
+//! Adjacent areas with the same protection and advice are merged, as Linux's `vma_merge` does
+//! for anonymous memory; this matters for THP, which needs a whole aligned 2 MiB range inside
+//! one area (a heap grown by many small `brk` steps is one area, as on Linux).
 
 use std::collections::BTreeMap;
 
@@ -88,6 +91,30 @@ impl VmaSet {
                 thp: None,
             },
         );
+        self.merge_around(start, end);
+    }
+
+    /// Merge the areas touching `[start, end)` with their neighbours where contiguous and
+    /// compatible (same protection and advice).
+    fn merge_around(&mut self, start: u64, end: u64) {
+        let first = self
+            .areas
+            .range(..start)
+            .next_back()
+            .map_or(start, |(k, _)| *k);
+        let keys: Vec<u64> = self.areas.range(first..=end).map(|(k, _)| *k).collect();
+        let mut current: Option<Vma> = None;
+        for k in keys {
+            let v = self.areas[&k];
+            match current {
+                Some(ref mut c) if c.end == v.start && c.prot == v.prot && c.thp == v.thp => {
+                    c.end = v.end;
+                    self.areas.remove(&k);
+                    self.areas.insert(c.start, *c);
+                }
+                _ => current = Some(v),
+            }
+        }
     }
 
     /// Apply `f` to the parts of existing areas inside `[start, end)` (areas are split at the
@@ -100,6 +127,7 @@ impl VmaSet {
             covered += p.end - p.start;
             self.areas.insert(p.start, p);
         }
+        self.merge_around(start, end);
         covered
     }
 
@@ -151,5 +179,23 @@ mod tests {
         s.insert(0x2000, 0x3000, 1);
         assert_eq!(s.len(), 3);
         assert_eq!(s.find(0x2800).unwrap().prot, 1);
+    }
+
+    #[test]
+    fn adjacent_compatible_areas_merge_and_incompatible_ones_do_not() {
+        let mut s = VmaSet::default();
+        s.insert(0x0, 0x2000, 3);
+        s.insert(0x2000, 0x5000, 3);
+        s.insert(0x5000, 0x6000, 1);
+        let areas: Vec<(u64, u64)> = s.iter().map(|v| (v.start, v.end)).collect();
+        assert_eq!(areas, vec![(0, 0x5000), (0x5000, 0x6000)]);
+        s.update_range(0x5000, 0x6000, |v| v.prot = 3);
+        assert_eq!(
+            s.len(),
+            1,
+            "restoring the protection merges the areas again"
+        );
+        s.update_range(0x1000, 0x2000, |v| v.thp = Some(true));
+        assert_eq!(s.len(), 3, "different advice keeps areas apart");
     }
 }

@@ -1,13 +1,38 @@
 //! Built-in workload generators: seeded, parameterized by footprint and length, each issuing
-//! mmap/munmap/brk the way a real program's allocator would.
+//! mmap / munmap / brk the way a real program's allocator would (see [`heap`]).
 //!
 //! Contract: a generator is deterministic in (config, refs, seed); it emits at most `refs`
-//! `Access` events; its memory use depends on the footprint, never on `refs`.
+//! `Access` events (exactly `refs` unless the program ends first: none here does, they loop);
+//! its memory use depends on the footprint, never on `refs`.
 //!
-//! STUB: gups only; replaced by the full set.
+//! | workload | what runs | per operation |
+//! |---|---|---|
+//! | `gups` | HPCC RandomAccess on a table of u64 | load + store of a random entry (5 instr) |
+//! | `stream` | STREAM triad `a[i] = b[i] + s*c[i]` over three arrays | 2 loads + 1 store (6 instr) |
+//! | `pointer_chase` | one random cycle over 64-byte nodes (Sattolo) | 1 dependent load (3 instr) |
+//! | `bfs` | top-down BFS on an RMAT graph in CSR, new source when done | loads of frontier, offsets, neighbours, parent; stores of parent and next frontier |
+//! | `pagerank` | pull-style PageRank iterations on the same graph | loads of offsets, neighbours, contributions; stores of ranks |
+//! | `kv` | hash table (linear probing) with zipfian gets/sets over items in 1 MiB slabs | bucket loads, item load or store |
+//! | `xsbench` | XSBench-like macroscopic cross-section lookups | binary search of the unionized grid, index-grid and nuclide-grid loads |
+//!
+//! Every workload starts by allocating its arrays and writing one word per 4 KiB page of each
+//! (its initialization loop's first touch, compressed: building or loading the data would
+//! otherwise take far more references); these stores count toward `refs`.
+//!
+//! Configuration: `workload.name`, `workload.footprint` (bytes of the main data structures),
+//! `workload.degree` (graph average degree, 16), `workload.zipf_theta` (kv, 0.99),
+//! `workload.get_ratio` (kv, 0.95), `workload.madvise_hugepage` (mark large arrays
+//! MADV_HUGEPAGE, false).
+//!
+//! Approximations: instruction counts are per-loop constants, not measured; graph construction
+//! and table loading are not simulated beyond the first-touch stores; xsbench uses uniform energy
+//! grids (so the index grid is implied) and 68 nuclides in 12 materials as XSBench's "small".
 
-use crate::addr::Vaddr;
+pub mod heap;
+mod programs;
+
 use crate::trace::{AccessKind, Event, EventSource, SourceError};
+use heap::AddressSpace;
 use serde::{Deserialize, Serialize};
 
 /// Workload generator settings.
@@ -18,6 +43,14 @@ pub struct WorkloadConfig {
     pub name: String,
     /// Bytes of data the workload's main structures occupy.
     pub footprint: u64,
+    /// Average degree of the generated graph (bfs, pagerank).
+    pub degree: u32,
+    /// Zipf skew of key popularity (kv); 0 = uniform.
+    pub zipf_theta: f64,
+    /// Share of gets among kv operations (the rest are sets).
+    pub get_ratio: f64,
+    /// Mark every mmap'ed array MADV_HUGEPAGE.
+    pub madvise_hugepage: bool,
 }
 
 impl Default for WorkloadConfig {
@@ -25,6 +58,10 @@ impl Default for WorkloadConfig {
         WorkloadConfig {
             name: "gups".into(),
             footprint: 1 << 30,
+            degree: 16,
+            zipf_theta: 0.99,
+            get_ratio: 0.95,
+            madvise_hugepage: false,
         }
     }
 }
@@ -33,72 +70,197 @@ impl WorkloadConfig {
     /// Check the name and ranges.
     pub fn validate(&self) -> Result<(), String> {
         if !WORKLOADS.iter().any(|(n, _)| *n == self.name) {
-            return Err(format!("unknown workload '{}'", self.name));
+            let names: Vec<&str> = WORKLOADS.iter().map(|(n, _)| *n).collect();
+            return Err(format!(
+                "workload.name: unknown workload '{}'{}; built-in workloads: {}",
+                self.name,
+                crate::config::closest(&self.name, names.iter().copied())
+                    .map(|c| format!(" (did you mean '{c}'?)"))
+                    .unwrap_or_default(),
+                names.join(", ")
+            ));
+        }
+        if self.footprint < 64 << 10 {
+            return Err(format!(
+                "workload.footprint must be at least 64KiB, got {}",
+                self.footprint
+            ));
+        }
+        if self.footprint > 1 << 40 {
+            return Err(format!(
+                "workload.footprint must be at most 1TiB, got {}",
+                self.footprint
+            ));
+        }
+        if !(1..=1024).contains(&self.degree) {
+            return Err(format!(
+                "workload.degree must be in 1..=1024, got {}",
+                self.degree
+            ));
+        }
+        if !(0.0..1.0).contains(&self.zipf_theta) {
+            return Err(format!(
+                "workload.zipf_theta must be in [0, 1), got {}",
+                self.zipf_theta
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.get_ratio) {
+            return Err(format!(
+                "workload.get_ratio must be in [0, 1], got {}",
+                self.get_ratio
+            ));
         }
         Ok(())
     }
 }
 
 /// Registered workloads: name and one-line description.
-pub const WORKLOADS: &[(&str, &str)] =
-    &[("gups", "random read-modify-write updates of a large table")];
+pub const WORKLOADS: &[(&str, &str)] = &[
+    (
+        "gups",
+        "HPCC RandomAccess: random read-modify-write updates of a large table",
+    ),
+    ("stream", "STREAM triad over three arrays (sequential)"),
+    (
+        "pointer_chase",
+        "dependent loads along one random cycle of 64-byte nodes",
+    ),
+    (
+        "bfs",
+        "top-down breadth-first search on an RMAT (Graph500) graph in CSR",
+    ),
+    (
+        "pagerank",
+        "pull-style PageRank on an RMAT (Graph500) graph in CSR",
+    ),
+    (
+        "kv",
+        "key-value store: hash table with zipfian gets and sets",
+    ),
+    ("xsbench", "XSBench-like Monte Carlo cross-section lookups"),
+];
 
-/// Build the generator named in `cfg`.
-pub fn create(cfg: &WorkloadConfig, refs: u64, seed: u64) -> Result<Box<dyn EventSource>, String> {
-    Ok(Box::new(Gups {
-        footprint: cfg.footprint,
-        refs,
-        emitted: 0,
-        state: seed | 1,
-        started: false,
-    }))
+/// One simulated program: `setup` allocates and initializes, `step` performs one operation.
+///
+/// Contract: both push events in program order onto `q` (system calls from the address space
+/// first); `step` pushes at least one `Access` every call and never ends.
+pub(crate) trait Program: Send {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Vec<Event>);
+    fn step(&mut self, mem: &mut AddressSpace, q: &mut Vec<Event>);
 }
 
-struct Gups {
-    footprint: u64,
-    refs: u64,
-    emitted: u64,
-    state: u64,
+/// Push a load.
+#[inline]
+pub(crate) fn load(q: &mut Vec<Event>, va: u64, size: u8, instrs: u32) {
+    q.push(Event::Access {
+        kind: AccessKind::Load,
+        va: crate::addr::Vaddr(va),
+        size,
+        instrs,
+    });
+}
+
+/// Push a store.
+#[inline]
+pub(crate) fn store(q: &mut Vec<Event>, va: u64, size: u8, instrs: u32) {
+    q.push(Event::Access {
+        kind: AccessKind::Store,
+        va: crate::addr::Vaddr(va),
+        size,
+        instrs,
+    });
+}
+
+/// Push one store per 4 KiB page of `[addr, addr + len)` (first touch by an init loop).
+pub(crate) fn touch_pages(q: &mut Vec<Event>, addr: u64, len: u64) {
+    let mut a = addr;
+    while a < addr + len {
+        store(q, a, 8, 2);
+        a = (a & !4095) + 4096;
+    }
+}
+
+struct Driver<P: Program> {
+    name: &'static str,
+    program: P,
+    mem: AddressSpace,
+    q: Vec<Event>,
+    pos: usize,
+    refs_left: u64,
     started: bool,
 }
 
-const BASE: u64 = 0x7f00_0000_0000;
-
-impl EventSource for Gups {
+impl<P: Program> EventSource for Driver<P> {
     fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError> {
         let mut n = 0;
-        if !self.started {
-            self.started = true;
-            out.push(Event::Mmap {
-                addr: Vaddr(BASE),
-                len: self.footprint,
-                prot: 3,
-                flags: 0x22,
-            });
-            n += 1;
-        }
-        while n < max && self.emitted < self.refs {
-            self.state ^= self.state << 13;
-            self.state ^= self.state >> 7;
-            self.state ^= self.state << 17;
-            let va = Vaddr(BASE + (self.state % (self.footprint / 8)) * 8);
-            let kind = if self.emitted % 2 == 0 {
-                AccessKind::Load
-            } else {
-                AccessKind::Store
-            };
-            out.push(Event::Access {
-                kind,
-                va,
-                size: 8,
-                instrs: 4,
-            });
-            self.emitted += 1;
+        while n < max {
+            if self.pos == self.q.len() {
+                if self.refs_left == 0 {
+                    break;
+                }
+                self.q.clear();
+                self.pos = 0;
+                if self.started {
+                    self.program.step(&mut self.mem, &mut self.q);
+                } else {
+                    self.started = true;
+                    self.program.setup(&mut self.mem, &mut self.q);
+                }
+                // System calls the operation needed go first.
+                if !self.mem.pending.is_empty() {
+                    let calls: Vec<Event> = self.mem.pending.drain(..).collect();
+                    self.q.splice(0..0, calls);
+                }
+                continue;
+            }
+            let ev = self.q[self.pos];
+            if matches!(ev, Event::Access { .. }) {
+                if self.refs_left == 0 {
+                    self.pos = self.q.len();
+                    break;
+                }
+                self.refs_left -= 1;
+            }
+            self.pos += 1;
+            out.push(ev);
             n += 1;
         }
         Ok(n)
     }
+
     fn name(&self) -> String {
-        "gups".into()
+        self.name.to_string()
     }
 }
+
+/// Build the generator named in `cfg`.
+pub fn create(cfg: &WorkloadConfig, refs: u64, seed: u64) -> Result<Box<dyn EventSource>, String> {
+    cfg.validate()?;
+    let mem = AddressSpace::new(cfg.madvise_hugepage);
+    macro_rules! driver {
+        ($name:literal, $p:expr) => {
+            Box::new(Driver {
+                name: $name,
+                program: $p,
+                mem,
+                q: Vec::new(),
+                pos: 0,
+                refs_left: refs,
+                started: false,
+            })
+        };
+    }
+    Ok(match cfg.name.as_str() {
+        "gups" => driver!("gups", programs::Gups::new(cfg, seed)),
+        "stream" => driver!("stream", programs::Stream::new(cfg)),
+        "pointer_chase" => driver!("pointer_chase", programs::PointerChase::new(cfg, seed)),
+        "bfs" => driver!("bfs", programs::Bfs::new(cfg, seed)),
+        "pagerank" => driver!("pagerank", programs::PageRank::new(cfg, seed)),
+        "kv" => driver!("kv", programs::Kv::new(cfg, seed)),
+        "xsbench" => driver!("xsbench", programs::XsBench::new(cfg, seed)),
+        other => return Err(format!("unknown workload '{other}'")),
+    })
+}
+
+#[cfg(test)]
+mod tests;
