@@ -254,7 +254,7 @@ fn parse_scaled(text: &str, base: u64, a: &[&str], b: &[&str]) -> Result<u64, ()
 /// Format a byte count with a binary unit (`1GiB`, `64KiB`, `1536B`), exact when possible.
 pub fn format_bytes(bytes: u64) -> String {
     for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if bytes >= (1 << shift) && bytes % (1 << shift) == 0 {
+        if bytes >= (1 << shift) && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }

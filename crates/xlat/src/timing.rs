@@ -47,7 +47,7 @@ impl TimingConfig {
                 return Err(format!("timing.{name} must be in [0, 1], got {v}"));
             }
         }
-        if !(self.base_cpi > 0.0) {
+        if self.base_cpi.is_nan() || self.base_cpi <= 0.0 {
             return Err(format!(
                 "timing.base_cpi must be positive, got {}",
                 self.base_cpi

@@ -245,7 +245,7 @@ impl MemSystem {
     #[inline]
     fn sample(&mut self) {
         self.accesses += 1;
-        if self.accesses % SHARE_SAMPLE_PERIOD == 0 {
+        if self.accesses.is_multiple_of(SHARE_SAMPLE_PERIOD) {
             self.share_samples += 1;
             for (i, c) in [&self.l1, &self.l2, &self.llc].into_iter().enumerate() {
                 self.share_sum[i] += c.pt_lines as f64 / c.lines() as f64;

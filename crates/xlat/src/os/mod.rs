@@ -416,7 +416,7 @@ impl Os {
     }
 
     fn check_range(addr: Vaddr, len: u64, what: &str) -> Result<(u64, u64), OsError> {
-        if addr.0 % BASE_PAGE_BYTES != 0 {
+        if !addr.0.is_multiple_of(BASE_PAGE_BYTES) {
             return Err(OsError(format!(
                 "{what}: address {addr} is not page-aligned"
             )));
@@ -870,8 +870,8 @@ mod tests {
         o.munmap(0, Vaddr(0x4000_0000), 0x1000, &mut ch).unwrap();
         assert_eq!(ch[0], MapChange::Unmap(0, huge));
         assert_eq!(ch.len(), 1 + 511);
-        assert_eq!(o.translate(0, Vpn(0x4000_0)), None);
-        let rest = o.translate(0, Vpn(0x4000_1)).unwrap();
+        assert_eq!(o.translate(0, Vpn(0x40000)), None);
+        let rest = o.translate(0, Vpn(0x40001)).unwrap();
         assert_eq!(
             (rest.size, rest.pfn),
             (PageSize::Size4K, Pfn(huge.pfn.0 + 1))

@@ -28,7 +28,7 @@ impl Hasher for IntHasher {
     }
     #[inline]
     fn write_u64(&mut self, v: u64) {
-        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ self.0;
+        self.0 ^= (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
 }
 
@@ -218,7 +218,7 @@ mod tests {
             vpn: Vpn(vpn),
             pfn: Pfn(pfn),
             size,
-            writable: vpn % 2 == 0,
+            writable: vpn.is_multiple_of(2),
         }
     }
 
