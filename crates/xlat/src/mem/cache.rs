@@ -2,10 +2,11 @@
 //! they hold data or page-table entries.
 //!
 //! Contract: at most `ways` lines per set; `lookup` never changes which lines are present (only
-//! recency and the dirty bit); `fill` of a line already present refreshes it; the kind of a line is
+//! recency and the dirty bit); `fill` is only called after a miss at this level; the kind of a line is
 //! the kind of the access that filled it (a later access of the other kind does not change it).
 
 use super::{CacheLevelConfig, ReplacementPolicy};
+use crate::recency::move_to_front;
 
 /// Line kind: program data.
 pub const DATA: u8 = 0;
@@ -15,7 +16,12 @@ const RRPV_MAX: u64 = 3;
 
 // One u64 per line keeps a whole set in one or two host cache lines (the simulator's own cache
 // misses dominate its speed): bits 0..56 = line + 1 (0 = invalid), 56 = kind, 57 = dirty,
-// 58..64 = replacement state (LRU: recency rank, 0 = most recent; SRRIP: RRPV).
+// 58..64 = replacement state (SRRIP: RRPV; unused under LRU).
+//
+// LRU keeps each set in recency order instead (slot 0 most recent, valid lines a prefix, so the
+// victim is always the last slot): a hit moves its line to the front, a fill shifts the set by
+// one. Both are one small memmove, where per-line recency ranks cost a pass of arithmetic over
+// every way on every access (measured: the cache was half the simulator's instructions).
 const TAG_MASK: u64 = (1 << 56) - 1;
 const KIND_SHIFT: u32 = 56;
 const DIRTY: u64 = 1 << 57;
@@ -113,19 +119,12 @@ impl Cache {
     fn touch(policy: ReplacementPolicy, set: &mut [u64], i: usize) {
         match policy {
             ReplacementPolicy::Lru => {
-                let r = repl(set[i]);
-                // Branch-free over the set so the compiler can vectorize it.
-                for x in set.iter_mut() {
-                    let younger = (*x & TAG_MASK != 0) & (repl(*x) < r);
-                    *x += (younger as u64) << REPL_SHIFT;
-                }
-                set[i] &= !REPL_MASK;
+                move_to_front(set, i);
             }
             ReplacementPolicy::Srrip => set[i] &= !REPL_MASK,
         }
     }
 
-    /// Index of `tag` in `set` (branch-free scan, vectorizable).
     #[inline]
     fn find(set: &[u64], tag: u64) -> Option<usize> {
         let mut mask = 0u64;
@@ -144,10 +143,11 @@ impl Cache {
         let set = &mut self.slots[base..base + self.ways];
         match Self::find(set, line + 1) {
             Some(i) => {
-                Self::touch(self.policy, set, i);
+                // Mark before touching: under LRU the touch moves the line to slot 0.
                 if write {
                     set[i] |= DIRTY;
                 }
+                Self::touch(self.policy, set, i);
                 true
             }
             None => {
@@ -183,27 +183,26 @@ impl Cache {
             Self::find(set, line + 1).is_none(),
             "fill of a present line"
         );
-        let v = Self::victim(policy, set);
-        let old = set[v];
+        let fresh = (line + 1) | ((kind as u64) << KIND_SHIFT) | if dirty { DIRTY } else { 0 };
+        let old = match policy {
+            ReplacementPolicy::Lru => {
+                let old = set[ways - 1];
+                set[ways - 1] = fresh;
+                move_to_front(set, ways - 1);
+                old
+            }
+            ReplacementPolicy::Srrip => {
+                let v = Self::srrip_victim(set);
+                let old = set[v];
+                set[v] = with_repl(fresh, RRPV_MAX - 1);
+                old
+            }
+        };
         let evicted = (old & TAG_MASK != 0).then(|| Evicted {
             line: (old & TAG_MASK) - 1,
             dirty: old & DIRTY != 0,
             kind: ((old >> KIND_SHIFT) & 1) as u8,
         });
-        let fresh = (line + 1) | ((kind as u64) << KIND_SHIFT) | if dirty { DIRTY } else { 0 };
-        match policy {
-            ReplacementPolicy::Lru => {
-                // The victim is invalid or the least recent: every other valid line ages by one
-                // and the new line becomes the most recent, so ranks stay distinct.
-                set[v] = 0;
-                for x in set.iter_mut() {
-                    *x += ((*x & TAG_MASK != 0) as u64) << REPL_SHIFT;
-                }
-                set[v] = fresh;
-            }
-            // SRRIP inserts with a long re-reference prediction (RRPV 2 of 0..3).
-            ReplacementPolicy::Srrip => set[v] = with_repl(fresh, RRPV_MAX - 1),
-        }
         if let Some(e) = evicted {
             self.c.evictions += 1;
             self.c.writebacks += e.dirty as u64;
@@ -216,26 +215,31 @@ impl Cache {
     /// The slot to fill: the first invalid one, else the policy's victim (SRRIP ages the set
     /// as many rounds as needed for some line to reach the distant re-reference value).
     #[inline]
-    fn victim(policy: ReplacementPolicy, set: &mut [u64]) -> usize {
-        let mut best = 0;
-        let mut best_r = 0;
-        for (j, x) in set.iter().enumerate() {
-            if *x & TAG_MASK == 0 {
-                return j;
-            }
-            let r = repl(*x);
-            if r > best_r {
-                best = j;
-                best_r = r;
+    fn srrip_victim(set: &mut [u64]) -> usize {
+        // Two branch-free passes (both vectorize): the highest key, then the first slot holding
+        // it. An empty slot's key (64) beats every RRPV (< 64), so the first empty slot wins;
+        // among full slots the first with the highest RRPV wins, after ageing the set so that
+        // it reaches RRPV_MAX.
+        #[inline]
+        fn key(x: u64) -> u64 {
+            if x & TAG_MASK == 0 {
+                64
+            } else {
+                repl(x)
             }
         }
-        if policy == ReplacementPolicy::Srrip && best_r < RRPV_MAX {
+        let best_r = set.iter().fold(0, |m, x| m.max(key(*x)));
+        let mut mask = 0u64;
+        for (j, x) in set.iter().enumerate() {
+            mask |= ((key(*x) == best_r) as u64) << j;
+        }
+        if best_r < RRPV_MAX {
             let bump = RRPV_MAX - best_r;
             for x in set.iter_mut() {
                 *x += bump << REPL_SHIFT;
             }
         }
-        best
+        mask.trailing_zeros() as usize
     }
 
     /// Whether `line` is present (no side effects).
@@ -302,6 +306,26 @@ mod tests {
         let ev = c.fill(4, DATA, false).unwrap();
         assert!(ev.dirty);
         assert_eq!(c.c.writebacks, 1);
+    }
+
+    #[test]
+    fn a_write_hit_dirties_the_line_written_and_no_other() {
+        for policy in [ReplacementPolicy::Lru, ReplacementPolicy::Srrip] {
+            let mut c = cache(1, 3, policy);
+            for l in [1, 2, 3] {
+                c.fill(l, DATA, false);
+            }
+            assert!(c.lookup(2, DATA, true));
+            let mut dirty_victims = Vec::new();
+            for l in 4..20 {
+                if let Some(e) = c.fill(l, DATA, false) {
+                    if e.dirty {
+                        dirty_victims.push(e.line);
+                    }
+                }
+            }
+            assert_eq!(dirty_victims, vec![2], "{policy:?}");
+        }
     }
 
     proptest! {

@@ -5,10 +5,17 @@
 //! evicted since; at most `ways` keys live in one set; eviction picks the least recently used key
 //! of the set (`get` and `insert` both count as a use). Key `u64::MAX` is reserved.
 
+use crate::recency::move_to_front;
+
 /// Reserved key marking an empty slot.
 pub const EMPTY: u64 = u64::MAX;
 
 /// Set-associative LRU key/value store.
+///
+/// Each set is kept in recency order (slot 0 most recent): a use moves the key to the front, an
+/// insertion of a new key shifts the set and drops the last slot (the least recently used key,
+/// or an empty slot when the set has one). One short memmove per use, where per-slot timestamps
+/// cost a victim search on every insertion and wrap around on long runs.
 #[derive(Clone, Debug)]
 pub struct AssocCache {
     sets: u64,
@@ -16,13 +23,11 @@ pub struct AssocCache {
     set_mask: Option<u64>,
     keys: Vec<u64>,
     vals: Vec<u64>,
-    stamps: Vec<u32>,
-    clock: u32,
 }
 
 impl AssocCache {
-    /// `entries` slots in sets of `ways` (`ways >= entries` is fully associative; 0 entries is a
-    /// cache that never hits).
+    /// A cache of `entries` keys in sets of `ways` (fully associative when `ways >= entries`;
+    /// `entries == 0` gives a cache that never hits).
     pub fn new(entries: usize, ways: usize) -> AssocCache {
         let ways = ways.clamp(1, entries.max(1));
         let sets = (entries / ways).max(1) as u64;
@@ -37,8 +42,6 @@ impl AssocCache {
             set_mask: sets.is_power_of_two().then_some(sets - 1),
             keys: vec![EMPTY; entries],
             vals: vec![0; entries],
-            stamps: vec![0; entries],
-            clock: 0,
         }
     }
 
@@ -50,7 +53,7 @@ impl AssocCache {
 
     #[inline]
     fn set_base(&self, k: u64) -> usize {
-        // Fold high bits (ASID, size, level tags) into the index so tagged keys spread out.
+        // Mix high bits in so that keys carrying an ASID or a page size above the VPN spread.
         let h = k ^ (k >> 29) ^ (k >> 46);
         let set = match self.set_mask {
             Some(m) => h & m,
@@ -59,81 +62,75 @@ impl AssocCache {
         set as usize * self.ways
     }
 
+    /// Slot of `k` within its set (early exit: TLB hits are usually near the front).
     #[inline]
-    fn find(&self, k: u64) -> Option<usize> {
+    fn position(set: &[u64], k: u64) -> Option<usize> {
+        set.iter().position(|x| *x == k)
+    }
+
+    /// Move slot `i` of the set at `base` to the front, shifting slots `0..i` back by one.
+    #[inline]
+    fn to_front(&mut self, base: usize, i: usize) {
+        move_to_front(&mut self.keys[base..], i);
+        move_to_front(&mut self.vals[base..], i);
+    }
+
+    /// Value of `k`, counting as a use.
+    #[inline]
+    pub fn get(&mut self, k: u64) -> Option<u64> {
         if self.keys.is_empty() {
             return None;
         }
         let base = self.set_base(k);
-        (base..base + self.ways).find(|&i| self.keys[i] == k)
+        let i = Self::position(&self.keys[base..base + self.ways], k)?;
+        self.to_front(base, i);
+        Some(self.vals[base])
     }
 
-    /// The value stored for `k`, refreshing its recency.
-    #[inline]
-    pub fn get(&mut self, k: u64) -> Option<u64> {
-        let i = self.find(k)?;
-        self.clock = self.clock.wrapping_add(1);
-        self.stamps[i] = self.clock;
-        Some(self.vals[i])
-    }
-
-    /// Whether `k` is present, without touching recency.
+    /// Whether `k` is present (not a use).
     #[inline]
     pub fn contains(&self, k: u64) -> bool {
-        self.find(k).is_some()
+        if self.keys.is_empty() {
+            return false;
+        }
+        let base = self.set_base(k);
+        Self::position(&self.keys[base..base + self.ways], k).is_some()
     }
 
-    /// Store `v` for `k`; returns the evicted key, if a valid one was evicted.
+    /// Insert or update `k` (a use); returns the key evicted to make room, if any.
     #[inline]
     pub fn insert(&mut self, k: u64, v: u64) -> Option<u64> {
         debug_assert_ne!(k, EMPTY);
         if self.keys.is_empty() {
             return None;
         }
-        self.clock = self.clock.wrapping_add(1);
         let base = self.set_base(k);
-        // One pass over the set: the key itself, else the first empty slot, else the LRU slot.
-        let mut victim = base;
-        let mut victim_age = 0u32;
-        let mut found_empty = false;
-        for i in base..base + self.ways {
-            let key = self.keys[i];
-            if key == k {
-                self.vals[i] = v;
-                self.stamps[i] = self.clock;
-                return None;
-            }
-            if found_empty {
-                continue;
-            }
-            if key == EMPTY {
-                victim = i;
-                found_empty = true;
-                continue;
-            }
-            // Ages relative to the clock stay correct when the clock wraps.
-            let age = self.clock.wrapping_sub(self.stamps[i]);
-            if age > victim_age {
-                victim = i;
-                victim_age = age;
-            }
-        }
-        let evicted = self.keys[victim];
-        self.keys[victim] = k;
-        self.vals[victim] = v;
-        self.stamps[victim] = self.clock;
-        (evicted != EMPTY).then_some(evicted)
+        let set = &self.keys[base..base + self.ways];
+        // Present: update in place. Absent: take an empty slot if there is one (the first),
+        // else the least recently used (the last); either way the new key goes to the front.
+        let i = Self::position(set, k)
+            .or_else(|| Self::position(set, EMPTY))
+            .unwrap_or(self.ways - 1);
+        let evicted = self.keys[base + i];
+        self.keys[base + i] = k;
+        self.vals[base + i] = v;
+        self.to_front(base, i);
+        (evicted != EMPTY && evicted != k).then_some(evicted)
     }
 
     /// Remove `k` if present.
     #[inline]
     pub fn remove(&mut self, k: u64) {
-        if let Some(i) = self.find(k) {
-            self.keys[i] = EMPTY;
+        if self.keys.is_empty() {
+            return;
+        }
+        let base = self.set_base(k);
+        if let Some(i) = Self::position(&self.keys[base..base + self.ways], k) {
+            self.keys[base + i] = EMPTY;
         }
     }
 
-    /// Remove every key for which `pred` holds.
+    /// Remove every key for which `pred` holds (used for ASID and range shootdowns).
     pub fn remove_if(&mut self, mut pred: impl FnMut(u64) -> bool) {
         for k in self.keys.iter_mut() {
             if *k != EMPTY && pred(*k) {
@@ -142,12 +139,12 @@ impl AssocCache {
         }
     }
 
-    /// Number of keys present.
+    /// Number of keys held.
     pub fn len(&self) -> usize {
         self.keys.iter().filter(|k| **k != EMPTY).count()
     }
 
-    /// Whether no key is present.
+    /// Whether no key is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -182,14 +179,20 @@ mod tests {
         /// Against a reference model: a fully associative LRU list.
         #[test]
         fn a_fully_associative_cache_behaves_as_an_lru_list(
-            ops in prop::collection::vec((0u64..12, any::<bool>()), 1..300)
+            ops in prop::collection::vec((0u64..12, 0u8..5), 1..300)
         ) {
             let mut c = AssocCache::new(4, 4);
             let mut lru: Vec<u64> = Vec::new(); // most recent last
             let mut vals: HashMap<u64, u64> = HashMap::new();
-            for (step, (k, write)) in ops.into_iter().enumerate() {
-                if write {
-                    c.insert(k, step as u64);
+            for (step, (k, op)) in ops.into_iter().enumerate() {
+                if op == 0 {
+                    c.remove(k);
+                    lru.retain(|x| *x != k);
+                    vals.remove(&k);
+                } else if op <= 2 {
+                    let evicted = c.insert(k, step as u64);
+                    let want = (!lru.contains(&k) && lru.len() == 4).then(|| lru[0]);
+                    prop_assert_eq!(evicted, want);
                     lru.retain(|x| *x != k);
                     lru.push(k);
                     if lru.len() > 4 { let gone = lru.remove(0); vals.remove(&gone); }
