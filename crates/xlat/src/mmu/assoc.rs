@@ -70,7 +70,7 @@ impl AssocCache {
 
     /// Move slot `i` of the set at `base` to the front, shifting slots `0..i` back by one.
     #[inline]
-    fn to_front(&mut self, base: usize, i: usize) {
+    fn move_slot_to_front(&mut self, base: usize, i: usize) {
         move_to_front(&mut self.keys[base..], i);
         move_to_front(&mut self.vals[base..], i);
     }
@@ -83,7 +83,7 @@ impl AssocCache {
         }
         let base = self.set_base(k);
         let i = Self::position(&self.keys[base..base + self.ways], k)?;
-        self.to_front(base, i);
+        self.move_slot_to_front(base, i);
         Some(self.vals[base])
     }
 
@@ -114,7 +114,7 @@ impl AssocCache {
         let evicted = self.keys[base + i];
         self.keys[base + i] = k;
         self.vals[base + i] = v;
-        self.to_front(base, i);
+        self.move_slot_to_front(base, i);
         (evicted != EMPTY && evicted != k).then_some(evicted)
     }
 
