@@ -75,15 +75,17 @@ impl Design for Ideal {
     #[inline]
     fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
         self.walks += 1;
-        match self.table.lookup(asid, vpn) {
-            Some((m, entry)) => WalkResult {
-                mapping: Some(m),
+        // One access to the last entry the lookup reads: the leaf, or for an unmapped page the
+        // empty entry that proves it (nothing at all before the address space has a table).
+        let (mapping, entry) = self.table.lookup_entry(asid, vpn);
+        match entry {
+            Some(entry) => WalkResult {
+                mapping,
                 latency_cycles: mem.pt_access(entry).latency_cycles,
                 mem_accesses: 1,
             },
-            // Discovering that nothing is mapped costs nothing: the fault path dominates anyway.
             None => WalkResult {
-                mapping: None,
+                mapping,
                 latency_cycles: 0,
                 mem_accesses: 0,
             },
@@ -121,6 +123,24 @@ mod tests {
             let w = d.walk(0, Vpn(vpn + size.base_pages() - 1), &mut mem);
             assert_eq!(w.mem_accesses, 1);
             assert_eq!(w.mapping, Some(m));
+        }
+    }
+
+    #[test]
+    fn a_walk_that_finds_nothing_mapped_also_makes_exactly_one_reference() {
+        let mut phys = PhysMem::new(1 << 30);
+        let mut d = Ideal::new(&IdealConfig::default(), &mut phys).unwrap();
+        let mut mem = MemSystem::new(&MemConfig::default());
+        let m = Mapping {
+            vpn: Vpn(0x1234),
+            pfn: Pfn(9),
+            size: PageSize::Size4K,
+            writable: true,
+        };
+        d.map(&mut phys, 0, m).unwrap();
+        for unmapped in [0x1235u64, 0x7_0000_0000] {
+            let w = d.walk(0, Vpn(unmapped), &mut mem);
+            assert_eq!((w.mapping, w.mem_accesses), (None, 1));
         }
     }
 }

@@ -118,15 +118,28 @@ impl RadixTable {
 
     /// Software lookup (no timing): the translation and the address of its leaf entry.
     pub fn lookup(&self, asid: Asid, vpn: Vpn) -> Option<(Mapping, Paddr)> {
-        let mut node = self.root(asid)?;
+        match self.lookup_entry(asid, vpn) {
+            (Some(m), Some(entry)) => Some((m, entry)),
+            _ => None,
+        }
+    }
+
+    /// Software lookup (no timing): the translation, if any, and the address of the last entry
+    /// read (the leaf entry, or the empty entry that ended the lookup; `None` when the address
+    /// space has no table yet).
+    pub fn lookup_entry(&self, asid: Asid, vpn: Vpn) -> (Option<Mapping>, Option<Paddr>) {
+        let Some(mut node) = self.root(asid) else {
+            return (None, None);
+        };
         for level in (0..self.levels).rev() {
+            let entry = Some(self.entry_addr(node, vpn, level));
             match self.read(node, vpn, level) {
-                Step::Empty => return None,
-                Step::Leaf(m) => return Some((m, self.entry_addr(node, vpn, level))),
+                Step::Empty => return (None, entry),
+                Step::Leaf(m) => return (Some(m), entry),
                 Step::Next(child) => node = child,
             }
         }
-        None
+        unreachable!("level 0 entries are leaves or empty")
     }
 
     fn new_node(&mut self, phys: &mut PhysMem) -> Result<NodeId, OsError> {
