@@ -61,7 +61,7 @@ COLUMNS = [
     ("l1_tlb_mpki", "L1 TLB MPKI", "{:.2f}"),
     ("l2_tlb_mpki", "L2 TLB MPKI", "{:.2f}"),
     ("walks", "walks", "{:,}"),
-    ("walk_refs_per_walk", "refs/walk", "{:.2f}"),
+    ("walk_refs_per_walk", "PT refs/walk", "{:.2f}"),
     ("avg_walk_cycles", "cycles/walk", "{:.1f}"),
     ("mmu_overhead_cycles", "MMU overhead cycles", "{:,}"),
     ("page_table_bytes", "page-table bytes", "{:,}"),
