@@ -87,6 +87,8 @@ struct Sim<D: Design> {
     asid: Asid,
     buf: Vec<Event>,
     pos: usize,
+    /// Pages last prefetched at each look-ahead distance (see `prefetch_ahead`).
+    prefetched: [RecentPages; 2],
     changes: Vec<MapChange>,
     finished: bool,
     truncated_by_refs: bool,
@@ -119,6 +121,7 @@ impl DesignVisitor for MakeSim {
                 asid,
                 buf: Vec::with_capacity(CHUNK),
                 pos: 0,
+                prefetched: [RecentPages::new(); 2],
                 changes: Vec::new(),
                 finished: false,
                 truncated_by_refs: false,
@@ -305,6 +308,64 @@ impl<D: Design> Sim<D> {
     }
 }
 
+/// How many events ahead the engine prefetches the host memory a reference will touch (the
+/// oracle's page-map entry at twice this distance, then — translated through it — the simulated
+/// caches' sets and the design's page-table entries). Speed only; results do not depend on it.
+const PREFETCH_DISTANCE: usize = 8;
+
+/// Pages remembered per look-ahead distance: enough for a loop over a few arrays at once.
+const PREFETCH_RECENT_PAGES: usize = 4;
+
+/// The last few pages prefetched at one look-ahead distance.
+#[derive(Clone, Copy)]
+struct RecentPages {
+    vpns: [u64; PREFETCH_RECENT_PAGES],
+    next: usize,
+}
+
+impl RecentPages {
+    fn new() -> Self {
+        RecentPages {
+            vpns: [u64::MAX; PREFETCH_RECENT_PAGES],
+            next: 0,
+        }
+    }
+
+    /// Whether `vpn` is new (and remember it).
+    #[inline]
+    fn admit(&mut self, vpn: Vpn) -> bool {
+        if self.vpns.contains(&vpn.0) {
+            return false;
+        }
+        self.vpns[self.next] = vpn.0;
+        self.next = (self.next + 1) % PREFETCH_RECENT_PAGES;
+        true
+    }
+}
+
+impl<D: Design> Sim<D> {
+    /// Prefetch for the events ahead, once per recently seen page: loops over a few arrays
+    /// (streams) find everything cached already, and the hint would only cost them time.
+    #[inline]
+    fn prefetch_ahead(&mut self) {
+        if let Some(Event::Access { va, .. }) = self.buf.get(self.pos + 2 * PREFETCH_DISTANCE) {
+            let vpn = va.vpn();
+            if self.prefetched[0].admit(vpn) {
+                self.os.prefetch(self.asid, vpn);
+            }
+        }
+        if let Some(Event::Access { va, .. }) = self.buf.get(self.pos + PREFETCH_DISTANCE) {
+            let vpn = va.vpn();
+            if self.prefetched[1].admit(vpn) {
+                if let Some(m) = self.os.translate(self.asid, vpn) {
+                    self.mem.prefetch(m.translate(*va));
+                }
+                self.design.prefetch(self.asid, vpn, &self.mem);
+            }
+        }
+    }
+}
+
 impl<D: Design> Runner for Sim<D> {
     fn step(&mut self, max_refs: u64) -> Result<bool, SimError> {
         let target = self.c.refs.saturating_add(max_refs).min(self.cfg.sim.refs);
@@ -322,6 +383,7 @@ impl<D: Design> Runner for Sim<D> {
                 }
             }
             while self.pos < self.buf.len() && self.c.refs < target {
+                self.prefetch_ahead();
                 let ev = self.buf[self.pos];
                 self.pos += 1;
                 match ev {

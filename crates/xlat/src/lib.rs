@@ -15,6 +15,7 @@ pub mod engine;
 pub mod mem;
 pub mod mmu;
 pub mod os;
+pub mod prefetch;
 pub mod recency;
 pub mod rng;
 pub mod stats;

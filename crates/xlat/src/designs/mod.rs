@@ -73,6 +73,11 @@ pub trait Design: Sized + Send {
     fn footprint(&self) -> PtFootprint;
     /// Write design-specific statistics (into the section named after the design).
     fn stats(&self, out: &mut Stats);
+    /// Speed hint: a walk of `vpn` may come soon; prefetch into the host's caches what it will
+    /// read (the design's own arrays, and through `mem.prefetch` the simulated-cache sets of its
+    /// page-table lines). Must not change any state a walk can observe.
+    #[inline]
+    fn prefetch(&self, _asid: Asid, _vpn: Vpn, _mem: &MemSystem) {}
 }
 
 /// Allocation bookkeeping for a design's page-table memory: every block comes from the buddy

@@ -242,6 +242,16 @@ impl Cache {
         mask.trailing_zeros() as usize
     }
 
+    /// Prefetch (host caches) the set `line` maps to.
+    #[inline]
+    pub fn prefetch(&self, line: u64) {
+        let base = self.set_base(line);
+        let set = &self.slots[base..base + self.ways];
+        crate::prefetch::host_prefetch(&set[0]);
+        // A set of more than 8 ways spans a second host line.
+        crate::prefetch::host_prefetch(&set[self.ways - 1]);
+    }
+
     /// Whether `line` is present (no side effects).
     pub fn contains(&self, line: u64) -> bool {
         let base = self.set_base(line);

@@ -307,6 +307,16 @@ impl MemSystem {
         }
     }
 
+    /// Prefetch (host caches) the simulated-cache sets an access to `pa` will touch. A hint for
+    /// the simulator's speed only: no simulated state changes.
+    #[inline]
+    pub fn prefetch(&self, pa: Paddr) {
+        let line = pa.line();
+        self.l1.prefetch(line);
+        self.l2.prefetch(line);
+        self.llc.prefetch(line);
+    }
+
     /// A data reference from the core (enters at L1D).
     #[inline]
     pub fn data_access(&mut self, pa: Paddr, is_write: bool) -> MemAccess {

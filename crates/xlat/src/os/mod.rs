@@ -627,6 +627,14 @@ impl Os {
         self.procs.get(asid as usize)?.pages.get(vpn)
     }
 
+    /// Prefetch (host caches) what `translate(asid, vpn)` will read.
+    #[inline]
+    pub fn prefetch(&self, asid: Asid, vpn: Vpn) {
+        if let Some(p) = self.procs.get(asid as usize) {
+            p.pages.prefetch(vpn);
+        }
+    }
+
     /// Demand paging: handle a fault on `va`; installs and returns the new translation
     /// (also appended to `changes`).
     pub fn fault(

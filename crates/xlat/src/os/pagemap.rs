@@ -59,6 +59,14 @@ pub struct PageMap {
 }
 
 impl PageMap {
+    /// Prefetch (host caches) the entry `get(vpn)` will read.
+    #[inline]
+    pub fn prefetch(&self, vpn: Vpn) {
+        if let Some(Region::Small { entries, .. }) = self.regions.get(&(vpn.0 >> 9)) {
+            crate::prefetch::host_prefetch(&entries[(vpn.0 & 511) as usize]);
+        }
+    }
+
     /// The mapping containing `vpn`.
     #[inline]
     pub fn get(&self, vpn: Vpn) -> Option<Mapping> {

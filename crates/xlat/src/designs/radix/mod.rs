@@ -210,6 +210,13 @@ impl Design for Radix {
         }
     }
 
+    #[inline]
+    fn prefetch(&self, asid: Asid, vpn: Vpn, mem: &MemSystem) {
+        if let Some(pa) = self.table.prefetch(asid, vpn) {
+            mem.prefetch(pa);
+        }
+    }
+
     fn footprint(&self) -> PtFootprint {
         self.table.footprint()
     }

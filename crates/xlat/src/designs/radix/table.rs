@@ -116,6 +116,22 @@ impl RadixTable {
         }
     }
 
+    /// Prefetch (host caches) the entry a walk of `vpn` ends at; returns its physical address
+    /// (for prefetching the simulated caches), or `None` when the walk would end above the
+    /// last level. Upper-level nodes are few and stay cached, so only the last read misses.
+    #[inline]
+    pub fn prefetch(&self, asid: Asid, vpn: Vpn) -> Option<Paddr> {
+        let mut node = self.root(asid)?;
+        for level in (1..self.levels).rev() {
+            match self.read(node, vpn, level) {
+                Step::Next(child) => node = child,
+                _ => return None,
+            }
+        }
+        crate::prefetch::host_prefetch(&self.entries[Self::slot(node, vpn, 0)]);
+        Some(self.entry_addr(node, vpn, 0))
+    }
+
     /// Software lookup (no timing): the translation and the address of its leaf entry.
     pub fn lookup(&self, asid: Asid, vpn: Vpn) -> Option<(Mapping, Paddr)> {
         match self.lookup_entry(asid, vpn) {

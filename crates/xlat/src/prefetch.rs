@@ -1,0 +1,25 @@
+//! Host-memory prefetch hints for the simulator's own data structures.
+//!
+//! On large footprints the simulator is bound by its own cache misses (page-table node arrays,
+//! the oracle's page map, the simulated caches' tag arrays are megabytes, touched at random). The
+//! engine looks a few events ahead in its buffer and asks each structure to prefetch what that
+//! event will touch. Hints only: they never change a simulated figure.
+
+/// Hint the host CPU to bring the cache line holding `*p` into its caches (no effect elsewhere).
+///
+/// The crate's one exception to `unsafe_code = "deny"`: the intrinsic is `unsafe` only because
+/// it is a `target_feature` function; SSE is part of the x86-64 baseline, and a prefetch never
+/// faults nor has an architectural effect.
+#[inline(always)]
+#[allow(unsafe_code)]
+pub fn host_prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: see above; `p` is a valid reference in any case.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+            p as *const T as *const i8,
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
