@@ -737,6 +737,14 @@ impl HashedPt {
                 hpt.moved_fraction_sum / hpt.upsizes_measured as f64
             },
         );
+        s.put_f64(
+            "moved_fraction_per_in_place_upsize",
+            if hpt.in_place_upsizes_measured == 0 {
+                0.0
+            } else {
+                hpt.in_place_moved_fraction_sum / hpt.in_place_upsizes_measured as f64
+            },
+        );
         s.put_u64("updates", hpt.updates);
         s.put_u64("updates_during_resize", hpt.updates_during_resize);
         s.put_f64(

@@ -360,6 +360,10 @@ pub struct TableStats {
     pub upsizes_measured: u64,
     /// Sum over those upsizes of (entries moved / entries rehashed).
     pub moved_fraction_sum: f64,
+    /// In-place upsizes among them (chunk switches and ECPT resizes are out of place).
+    pub in_place_upsizes_measured: u64,
+    /// Sum of the moved fractions of those in-place upsizes.
+    pub in_place_moved_fraction_sum: f64,
     /// Entries rehashed by upsizes.
     pub upsize_examined: u64,
     /// Entries that changed slot in those rehashes.
@@ -389,6 +393,8 @@ impl TableStats {
         }
         self.upsizes_measured += o.upsizes_measured;
         self.moved_fraction_sum += o.moved_fraction_sum;
+        self.in_place_upsizes_measured += o.in_place_upsizes_measured;
+        self.in_place_moved_fraction_sum += o.in_place_moved_fraction_sum;
         self.upsize_examined += o.upsize_examined;
         self.upsize_moved += o.upsize_moved;
         self.forced_rebuilds += o.forced_rebuilds;
@@ -697,8 +703,13 @@ impl ClusterTable {
             self.stats.upsize_examined += m.examined;
             self.stats.upsize_moved += m.moved;
             if m.examined > 0 {
+                let fraction = m.moved as f64 / m.examined as f64;
                 self.stats.upsizes_measured += 1;
-                self.stats.moved_fraction_sum += m.moved as f64 / m.examined as f64;
+                self.stats.moved_fraction_sum += fraction;
+                if m.mode == Mode::InPlace {
+                    self.stats.in_place_upsizes_measured += 1;
+                    self.stats.in_place_moved_fraction_sum += fraction;
+                }
             }
         }
         self.sync_l2p(ctx, w);
