@@ -8,6 +8,13 @@
 use xlat::stats::get_path;
 use xlat::Config;
 
+/// A row of the comparison: label, design, extra `--set` overrides.
+type Variant = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize, d: &str| args.get(i).cloned().unwrap_or_else(|| d.to_string());
@@ -15,7 +22,7 @@ fn main() {
     let workloads = arg(3, "gups,bfs,kv");
     let thps = arg(4, "never,always");
     let only = args.get(5).cloned();
-    let variants: [(&str, &str, &[(&str, &str)]); 5] = [
+    let variants: [Variant; 5] = [
         ("radix", "radix", &[]),
         ("ecpt", "ecpt", &[]),
         ("mehpt", "mehpt", &[]),
@@ -24,7 +31,7 @@ fn main() {
     ];
     println!(
         "| workload | pages | design | walk cycles | walk refs | PT peak | PT final | max contiguous | \
-         alloc Mcycles | re-ins/insert | moved/upsize (in place) | L2P max | Mcycles |"
+         alloc Mcycles | re-ins/insert (none) | moved/upsize (in place) | L2P max/end | Mcycles |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for w in workloads.split(',') {
@@ -81,7 +88,15 @@ fn main() {
                     } else {
                         "-".into()
                     },
-                    opt("reinsertions_per_insert", 2),
+                    if hashed {
+                        format!(
+                            "{:.2} ({:.0} %)",
+                            f(&d("reinsertions_per_insert")),
+                            100.0 * f(&d("no_reinsertion_share"))
+                        )
+                    } else {
+                        "-".into()
+                    },
                     if hashed {
                         format!(
                             "{:.2} ({:.2})",
@@ -92,7 +107,11 @@ fn main() {
                         "-".into()
                     },
                     if design == "mehpt" {
-                        opt("l2p_entries_used_max", 0)
+                        format!(
+                            "{}/{}",
+                            opt("l2p_entries_used_max", 0),
+                            opt("l2p_entries_used", 0)
+                        )
                     } else {
                         "-".into()
                     },

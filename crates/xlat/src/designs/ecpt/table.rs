@@ -996,3 +996,142 @@ impl ClusterTable {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Env {
+        phys: PhysMem,
+        mem: PtMemory,
+        cost: AllocCost,
+        l2p: [[u32; L2P_SUBTABLES]; MAX_WAYS],
+    }
+
+    impl Env {
+        fn new() -> Env {
+            Env {
+                phys: PhysMem::new(1 << 30),
+                mem: PtMemory::default(),
+                cost: AllocCost::default(),
+                l2p: Default::default(),
+            }
+        }
+        fn ctx(&mut self) -> Ctx<'_> {
+            Ctx {
+                phys: &mut self.phys,
+                mem: &mut self.mem,
+                cost: &mut self.cost,
+                l2p: &mut self.l2p,
+                sub: 0,
+                name: "test",
+            }
+        }
+    }
+
+    fn ecpt_policy() -> Policy {
+        Policy {
+            ways: 3,
+            hash: HashKind::Crc,
+            initial_slots: 128,
+            upsize_occupancy: 0.6,
+            downsize_occupancy: 0.2,
+            max_kicks: 32,
+            rehash_per_update: 4,
+            per_way: false,
+            in_place: false,
+            chunks: None,
+        }
+    }
+
+    #[test]
+    fn dense_sequential_keys_never_force_a_rebuild_with_the_crc_hash() {
+        let mut env = Env::new();
+        let mut ctx = env.ctx();
+        let mut t = ClusterTable::new(&ecpt_policy(), &mut ctx, 1).unwrap();
+        // 16000 pages with a stride of 3: 6000 dense lines, through 5 upsizes.
+        for v in 0..16_000u64 {
+            let n = v * 3;
+            t.set(&mut ctx, n >> 3, (n & 7) as usize, v + 1).unwrap();
+        }
+        assert_eq!(t.stats.forced_rebuilds, 0);
+        assert!(t.stats.upsizes[0] >= 4);
+        for v in 0..16_000u64 {
+            let n = v * 3;
+            assert_eq!(t.get(n >> 3).unwrap().vals[(n & 7) as usize], v + 1);
+        }
+    }
+
+    #[test]
+    fn a_failed_cuckoo_insertion_rebuilds_larger_ways_and_keeps_every_entry() {
+        let mut env = Env::new();
+        let mut ctx = env.ctx();
+        let p = Policy {
+            max_kicks: 1,
+            initial_slots: 64,
+            upsize_occupancy: 0.95,
+            downsize_occupancy: 0.0,
+            ..ecpt_policy()
+        };
+        let mut t = ClusterTable::new(&p, &mut ctx, 1).unwrap();
+        let mut rng = Rng::new(2, 0);
+        let keys: Vec<u64> = (0..150).map(|_| rng.next_u64() >> 1).collect();
+        for (i, k) in keys.iter().enumerate() {
+            t.set(&mut ctx, *k, 3, i as u64 + 1).unwrap();
+        }
+        assert!(t.stats.forced_rebuilds > 0);
+        assert!(t.way_bytes().all(|b| b > 64 * 64));
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(t.get(*k).unwrap().vals[3], i as u64 + 1);
+        }
+        assert_eq!(t.clusters(), 150);
+        // Every way is one block: the table's memory is exactly its ways.
+        assert_eq!(t.bytes(), t.way_bytes().sum::<u64>());
+    }
+
+    #[test]
+    fn an_out_of_place_resize_keeps_both_tables_reachable_and_frees_the_old_one_at_the_end() {
+        let mut env = Env::new();
+        let mut t = ClusterTable::new(&ecpt_policy(), &mut env.ctx(), 1).unwrap();
+        let mut rng = Rng::new(4, 0);
+        let mut keys = Vec::new();
+        while !t.resizing() {
+            let k = rng.next_u64() >> 1;
+            t.set(&mut env.ctx(), k, 0, 9).unwrap();
+            keys.push(k);
+        }
+        // Old (3 x 8 KiB) and new (3 x 16 KiB) tables co-exist.
+        assert_eq!(t.bytes(), 3 * 8192 + 3 * 16384);
+        assert_eq!(env.mem.footprint().max_contiguous_bytes, 16384);
+        // Half-way through the rehash every entry is found, in the old or the new table.
+        for _ in 0..20 {
+            t.set(&mut env.ctx(), keys[0], 1, 5).unwrap();
+        }
+        assert!(t.resizing());
+        assert!(keys.iter().all(|k| t.get(*k).is_some()));
+        t.finish_resizes(&mut env.ctx()).unwrap();
+        assert!(!t.resizing());
+        assert_eq!(t.bytes(), 3 * 16384);
+        assert_eq!(env.mem.footprint().bytes, 3 * 16384);
+        assert!(keys.iter().all(|k| t.get(*k).is_some()));
+        assert_eq!(t.stats.upsize_moved, t.stats.upsize_examined);
+    }
+
+    #[test]
+    fn stealing_lets_a_subtable_use_up_to_twice_its_entries_from_a_shared_pool() {
+        let cp = ChunkPolicy {
+            sizes_bytes: vec![8192],
+            entries_per_subtable: 32,
+            stealing: true,
+        };
+        assert_eq!(cp.allowance(&[0, 0, 0], 0), 64);
+        assert_eq!(cp.allowance(&[0, 50, 0], 0), 46);
+        assert_eq!(cp.allowance(&[64, 0, 0], 2), 32);
+        assert_eq!(cp.allowance(&[64, 32, 0], 2), 0);
+        let no = ChunkPolicy {
+            stealing: false,
+            ..cp
+        };
+        assert_eq!(no.allowance(&[0, 0, 0], 0), 32);
+    }
+}

@@ -47,7 +47,7 @@
 //! - Everything listed under the deviations of `ecpt` applies too.
 //!
 //! ## References
-//! Stojkovic et al., "ME-HPT: Memory-Efficient Hashed Page Tables", HPCA 2023: §IV-A..D, §V-A..D,
+//! Stojkovic et al., "Memory-Efficient Hashed Page Tables" (ME-HPT), HPCA 2023: §IV-A..D, §V-A..D,
 //! Table II (chunk sizes), Table III (parameters), §VII (figures this design reports).
 
 use crate::addr::{Asid, Mapping, Vpn};
