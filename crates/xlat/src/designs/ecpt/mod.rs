@@ -857,6 +857,29 @@ mod tests {
     }
 
     #[test]
+    fn a_4_way_table_issues_4_parallel_probes_costing_the_slowest() {
+        let cfg = EcptConfig {
+            ways: 4,
+            ..EcptConfig::default()
+        };
+        let mut phys = PhysMem::new(4 << 30);
+        let mut e = Ecpt::new(&cfg, &mut phys).unwrap();
+        let mut mem = MemSystem::new(&MemConfig::default());
+        e.map(&mut phys, 0, m(0x777, 3, PageSize::Size4K)).unwrap();
+        let w = e.walk(0, Vpn(0x777), &mut mem);
+        assert_eq!(w.mem_accesses, 4);
+        // The same 4 lines again, now cached: the walk costs the CWC lookup plus one (parallel)
+        // cache hit, not four.
+        let again = e.walk(0, Vpn(0x777), &mut mem);
+        let hit = mem.pt_access(e.0.table(0, 0).unwrap().probe(0, 0x777 >> 3).0);
+        assert_eq!(
+            again.latency_cycles,
+            cfg.cwc_latency_cycles + hit.latency_cycles
+        );
+        assert!(again.latency_cycles < w.latency_cycles);
+    }
+
+    #[test]
     fn a_cwc_entry_is_invalidated_when_its_region_gains_a_page_size() {
         let (mut e, mut phys, mut mem) = setup();
         e.map(&mut phys, 0, m(0x1234, 7, PageSize::Size4K)).unwrap();
