@@ -490,6 +490,145 @@ mod tests {
         assert!(w.mem_accesses >= 3);
     }
 
+    /// Random maps, unmaps and walks of 4 KiB and 2 MiB pages against a reference map, through
+    /// many upsizes, downsizes and chunk switches (tiny L2P so 1 MiB chunks come early).
+    fn churn<D: Design>(mut d: D, phys: &mut PhysMem, seed: u64) -> D {
+        use std::collections::HashMap;
+        let mut mem = MemSystem::new(&MemConfig::default());
+        let mut rng = Rng::new(seed, 0);
+        let mut live: HashMap<u64, Mapping> = HashMap::new();
+        let mut keys: Vec<u64> = Vec::new();
+        let lookup = |live: &HashMap<u64, Mapping>, v: u64| {
+            live.get(&v)
+                .or_else(|| live.get(&(v & !511)).filter(|m| m.size == PageSize::Size2M))
+                .copied()
+        };
+        for step in 0..40_000u64 {
+            let grow = step < 24_000 || step % 5 == 0;
+            match rng.below(4) {
+                0 | 1 if grow => {
+                    let (v, size) = if rng.below(16) == 0 {
+                        ((1 << 20) + rng.below(256) * 512, PageSize::Size2M)
+                    } else {
+                        (rng.below(1 << 16), PageSize::Size4K)
+                    };
+                    if !live.contains_key(&v) {
+                        let x = Mapping {
+                            vpn: Vpn(v),
+                            pfn: Pfn(step << 9),
+                            size,
+                            writable: step % 3 == 0,
+                        };
+                        d.map(phys, 1, x).unwrap();
+                        live.insert(v, x);
+                        keys.push(v);
+                    }
+                }
+                0 | 1 | 2 if !keys.is_empty() => {
+                    let v = keys.swap_remove(rng.below(keys.len() as u64) as usize);
+                    d.unmap(phys, 1, live.remove(&v).unwrap());
+                }
+                _ => {
+                    let v = if rng.below(2) == 0 {
+                        rng.below(1 << 16)
+                    } else {
+                        (1 << 20) + rng.below(1 << 17)
+                    };
+                    assert_eq!(
+                        d.walk(1, Vpn(v), &mut mem).mapping,
+                        lookup(&live, v),
+                        "step {step}"
+                    );
+                }
+            }
+        }
+        for v in &keys {
+            assert_eq!(d.walk(1, Vpn(*v), &mut mem).mapping, live.get(v).copied());
+        }
+        for v in keys.drain(..) {
+            d.unmap(phys, 1, live.remove(&v).unwrap());
+        }
+        assert_eq!(d.footprint().bytes, 0);
+        d
+    }
+
+    #[test]
+    fn every_technique_combination_translates_like_a_reference_map_through_resizes() {
+        let base = MehptConfig {
+            initial_entries: 64,
+            l2p_entries: 2,
+            ..MehptConfig::default()
+        };
+        let variants = [
+            base.clone(),
+            MehptConfig {
+                in_place: false,
+                ..base.clone()
+            },
+            MehptConfig {
+                per_way: false,
+                ..base.clone()
+            },
+            MehptConfig {
+                l2p_stealing: false,
+                hash: HashKind::Mix,
+                ..base.clone()
+            },
+            MehptConfig {
+                dynamic_chunks: false,
+                chunk_bytes: 16 << 10,
+                l2p_entries: 32,
+                ..base.clone()
+            },
+            MehptConfig {
+                l2p: false,
+                in_place: false,
+                ..base.clone()
+            },
+        ];
+        for (i, cfg) in variants.iter().enumerate() {
+            let mut phys = PhysMem::new(4 << 30);
+            let d = churn(Mehpt::new(cfg, &mut phys).unwrap(), &mut phys, i as u64);
+            let t = TableTotals::of(&d.0);
+            assert!(t.upsizes >= 6 && t.downsizes >= 1, "variant {i}: {t:?}");
+            if cfg.l2p && cfg.dynamic_chunks {
+                assert!(t.chunk_switches >= 1, "variant {i}: {t:?}");
+            }
+        }
+        let mut phys = PhysMem::new(4 << 30);
+        let ecpt = EcptConfig {
+            initial_entries: 64,
+            ..EcptConfig::default()
+        };
+        churn(
+            crate::designs::ecpt::Ecpt::new(&ecpt, &mut phys).unwrap(),
+            &mut phys,
+            9,
+        );
+    }
+
+    /// Resize counters summed from the design's stats section.
+    #[derive(Debug)]
+    struct TableTotals {
+        upsizes: u64,
+        downsizes: u64,
+        chunk_switches: u64,
+    }
+
+    impl TableTotals {
+        fn of(h: &HashedPt) -> TableTotals {
+            let mut out = Stats::new();
+            h.write_stats(&mut out);
+            let s = &out["mehpt"];
+            let n = |k: &str| s.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+            TableTotals {
+                upsizes: n("upsizes"),
+                downsizes: n("downsizes"),
+                chunk_switches: n("chunk_switches"),
+            }
+        }
+    }
+
     #[test]
     fn in_place_requires_the_l2p_table() {
         let bad = MehptConfig {
