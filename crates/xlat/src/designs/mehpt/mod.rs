@@ -512,7 +512,7 @@ mod tests {
                     } else {
                         (rng.below(1 << 16), PageSize::Size4K)
                     };
-                    if !live.contains_key(&v) {
+                    if let std::collections::hash_map::Entry::Vacant(e) = live.entry(v) {
                         let x = Mapping {
                             vpn: Vpn(v),
                             pfn: Pfn(step << 9),
@@ -520,11 +520,11 @@ mod tests {
                             writable: step % 3 == 0,
                         };
                         d.map(phys, 1, x).unwrap();
-                        live.insert(v, x);
+                        e.insert(x);
                         keys.push(v);
                     }
                 }
-                0 | 1 | 2 if !keys.is_empty() => {
+                0..=2 if !keys.is_empty() => {
                     let v = keys.swap_remove(rng.below(keys.len() as u64) as usize);
                     d.unmap(phys, 1, live.remove(&v).unwrap());
                 }
