@@ -455,7 +455,12 @@ impl<D: Design> Runner for Sim<D> {
             w.put_f64("avg_mem_accesses", ratio(c.walk_mem_accesses, c.walks));
             w.put_u64("fault_walks", c.fault_walks);
         }
-        self.timing.stats(&self.cfg.timing, c.instructions, &mut r);
+        self.timing.stats(
+            &self.cfg.timing,
+            c.instructions,
+            self.design.os_cycles(),
+            &mut r,
+        );
         {
             let fp = self.design.footprint();
             let p = r.section("page_table");
@@ -582,7 +587,7 @@ mod tests {
 
     #[test]
     fn the_same_seed_gives_identical_records_however_the_run_is_chunked() {
-        for design in ["radix", "ideal", "perfect_tlb"] {
+        for design in ["radix", "ideal", "perfect_tlb", "ecpt", "mehpt"] {
             let cfg = small(design);
             let whole = run_workload(&cfg).unwrap();
             let source =

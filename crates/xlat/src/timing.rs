@@ -76,12 +76,19 @@ impl Timing {
             + (1.0 - cfg.data_overlap) * self.data_stall_cycles as f64
     }
 
-    /// Write the `timing` and `mmu` sections.
-    pub fn stats(&self, cfg: &TimingConfig, instructions: u64, out: &mut Stats) {
+    /// Write the `timing` and `mmu` sections; `design_os_cycles` is the OS time the design
+    /// reports for its page tables (added to `os_cycles`).
+    pub fn stats(
+        &self,
+        cfg: &TimingConfig,
+        instructions: u64,
+        design_os_cycles: u64,
+        out: &mut Stats,
+    ) {
         out.section("mmu")
             .put_u64("overhead_cycles", self.mmu_overhead_cycles);
         let core = self.core_cycles(cfg, instructions);
-        let os = (self.page_faults * cfg.page_fault_cycles) as f64;
+        let os = (self.page_faults * cfg.page_fault_cycles + design_os_cycles) as f64;
         let t = out.section("timing");
         t.put_f64("cycles", core);
         t.put_f64("os_cycles", os);

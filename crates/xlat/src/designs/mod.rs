@@ -11,7 +11,9 @@
 //! hot loop is monomorphized per design: no dynamic dispatch per reference), the entry in [`REGISTRY`]
 //! (which drives `xlat designs`, the conformance suite and the golden runs), and the stats key.
 
+pub mod ecpt;
 pub mod ideal;
+pub mod mehpt;
 pub mod perfect_tlb;
 pub mod radix;
 
@@ -78,6 +80,11 @@ pub trait Design: Sized + Send {
     /// page-table lines). Must not change any state a walk can observe.
     #[inline]
     fn prefetch(&self, _asid: Asid, _vpn: Vpn, _mem: &MemSystem) {}
+    /// OS cycles the design spent on its page tables so far beyond page-fault handling (e.g.
+    /// allocating contiguous table memory); the engine adds them to `timing.os_cycles`.
+    fn os_cycles(&self) -> u64 {
+        0
+    }
 }
 
 /// Allocation bookkeeping for a design's page-table memory: every block comes from the buddy
@@ -198,4 +205,6 @@ designs! {
     radix: Radix(RadixConfig) "x86-64 radix page table (4- or 5-level) with page-walk caches and 2 MiB / 1 GiB leaves";
     ideal: Ideal(IdealConfig) "every TLB miss is resolved by exactly one memory access to the leaf entry";
     perfect_tlb: PerfectTlb(PerfectTlbConfig) "every translation hits the L1 TLB (upper bound)";
+    ecpt: Ecpt(EcptConfig) "elastic cuckoo page tables: per-size d-ary cuckoo hash tables, parallel probes, cuckoo walk caches, elastic resizing";
+    mehpt: Mehpt(MehptConfig) "ME-HPT: ECPT with L2P-mapped chunked ways, changing chunk sizes, in-place and per-way resizing";
 }

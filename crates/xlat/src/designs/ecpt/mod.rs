@@ -1,0 +1,1005 @@
+//! # ecpt — elastic cuckoo page tables
+//!
+//! ## Model
+//! Per process and per page size (4 KiB, 2 MiB, 1 GiB) one d-ary cuckoo hash table (3 ways by
+//! default), one hash function per way (CRC by default). An entry is a 64-byte line holding the
+//! PTEs of 8 consecutive pages of its size and the VPN tag of the group (PTE clustering). A table
+//! starts at 128 entries per way (8 KiB) and resizes elastically: at occupancy 0.6 a table twice
+//! as large is allocated beside the old one (0.2: half as large); every update of the table then
+//! moves `rehash_per_update` (4) entries of the old table, each taken at the rehash pointer of a
+//! way (ways in turn); a lookup
+//! checks, per way, the old table if the old hash index is at or above that way's pointer and the
+//! new one otherwise, so it stays one probe per way. The old table is freed when every pointer
+//! has reached its end. Each way of each table is one contiguous buddy allocation; when it cannot
+//! be satisfied the run stops with an error naming `ecpt` and the size (ECPT cannot continue).
+//! A cuckoo insertion displaces at most `max_kicks` entries; past that the table is rebuilt
+//! synchronously in ways twice as large (`forced_rebuilds`), so nothing is lost.
+//!
+//! A walk first looks up the Cuckoo Walk Caches (PMD-CWC 16 entries, PUD-CWC 2 entries), in
+//! parallel with hashing. Their entries copy Cuckoo Walk Table entries: for a 2 MiB region
+//! whether it holds 4 KiB pages and whether a 2 MiB page; for a 1 GiB region whether it holds
+//! 4 KiB, 2 MiB or a 1 GiB page. A hit rules page sizes out; every way of every page size not
+//! ruled out is then probed in parallel (latency of the slowest probe, traffic of all). With cold
+//! CWCs every size the process has pages of is probed: one probe per way per candidate size. On
+//! a CWC miss the walker reads the CWT entry (one probe per CWT way) in the same parallel group
+//! and fills the CWC for later walks. The CWTs are themselves clustered cuckoo tables (2 ways,
+//! 8 entries per line) in page-table memory, maintained by the OS on every map and unmap.
+//!
+//! Allocation cost: every allocation is charged `alloc_cycles(bytes, FMFI)` (see
+//! [`table::alloc_cycles`]): the paper's measured points at FMFI 0.7 (4 KiB 4 K, 8 KiB 5 K,
+//! 1 MiB 750 K, 8 MiB 13 M, 64 MiB 120 M cycles) interpolated log-log, zeroing (0.5 cycle/byte)
+//! independent of fragmentation and the rest proportional to the FMFI at order 9 at the time of
+//! the allocation. The cycles are OS time (`timing.os_cycles`, `ecpt.alloc_cycles`).
+//!
+//! ## Configuration
+//! `[ecpt]`: `ways` (3; 2..4), `hash` (`crc` | `mix`), `initial_entries` per way (128),
+//! `upsize_occupancy` (0.6), `downsize_occupancy` (0.2), `max_kicks` (32), `rehash_per_update`
+//! (4), `pmd_cwc_entries` (16), `pud_cwc_entries` (2), `cwc_latency_cycles` (4),
+//! `hash_latency_cycles` (2), `cwt_ways` (2), `seed` (1, for the random way choices).
+//!
+//! ## Deviations from the paper
+//! - CWT entries record which page sizes a region holds, not the way of each entry, so a
+//!   walk whose size is known still probes every way of that size.
+//! - The walker knows which page sizes the process has any page of (its tables are non-empty):
+//!   with cold CWCs only those sizes are probed, and CWT entries are read on a CWC miss only when
+//!   the process has pages of two or more sizes (otherwise they cannot trim anything).
+//! - A table is created at the first insertion of its page size and freed when it becomes empty.
+//! - OS-side work (insertions, rehashes, CWT updates) costs no cycles except allocations.
+//! - Four rehashes per update of the table (map or unmap of one PTE) by default, not one per
+//!   insertion: insertions whose old index is still live go to the old table, and whatever the
+//!   rehash rate r, that raises the density of the old table's live region by 1/C per insertion
+//!   (C = old slots), so it ends near 0.6 (1 + 1/r): with r = 1 the old table overflows (cuckoo
+//!   failures, forced rebuilds) when every insertion creates a new line, as in GUPS.
+//!
+//! ## References
+//! Skarlatos et al., "Elastic Cuckoo Page Tables", ASPLOS 2020; ME-HPT (HPCA 2023) §II-B
+//! (mechanics of resizing), §III (allocation cost at FMFI 0.7), Table III (parameters);
+//! LVM (MICRO 2025) §2.2.
+
+pub mod hash;
+pub mod table;
+
+pub use hash::HashKind;
+use hash::MAX_WAYS;
+use table::{AllocCost, ClusterTable, Ctx, Policy, TableStats, KICK_BUCKETS, L2P_SUBTABLES};
+
+use crate::addr::{Asid, Mapping, Paddr, PageSize, Pfn, Vpn};
+use crate::designs::{parallel_reads, Design, PtFootprint, PtMemory, WalkResult};
+use crate::mem::MemSystem;
+use crate::mmu::assoc::AssocCache;
+use crate::os::{OsError, PhysMem};
+use crate::stats::{ratio, Stats, StatsExt};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `[ecpt]` section.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EcptConfig {
+    /// Ways per hash table (2..=4; the papers use 3, ECPT also evaluates 4).
+    pub ways: u32,
+    /// Hash family of the ways.
+    pub hash: HashKind,
+    /// Entries (64-byte lines) per way when a table is created; a power of two, at least 64.
+    pub initial_entries: u64,
+    /// Occupancy at which a table is upsized.
+    pub upsize_occupancy: f64,
+    /// Occupancy at which a table is downsized.
+    pub downsize_occupancy: f64,
+    /// Cuckoo displacements allowed per insertion before a forced rebuild.
+    pub max_kicks: u32,
+    /// Entries rehashed per table update while a resize is in progress.
+    pub rehash_per_update: u32,
+    /// Entries of the PMD cuckoo walk cache (fully associative; 0 disables it).
+    pub pmd_cwc_entries: u32,
+    /// Entries of the PUD cuckoo walk cache (fully associative; 0 disables it).
+    pub pud_cwc_entries: u32,
+    /// Latency of the CWC lookup in cycles.
+    pub cwc_latency_cycles: u32,
+    /// Latency of the hash functions in cycles (overlapped with the CWC lookup).
+    pub hash_latency_cycles: u32,
+    /// Ways of the cuckoo walk tables.
+    pub cwt_ways: u32,
+    /// Seed of the random way choices.
+    pub seed: u64,
+}
+
+impl Default for EcptConfig {
+    fn default() -> Self {
+        EcptConfig {
+            ways: 3,
+            hash: HashKind::Crc,
+            initial_entries: 128,
+            upsize_occupancy: 0.6,
+            downsize_occupancy: 0.2,
+            max_kicks: 32,
+            rehash_per_update: 4,
+            pmd_cwc_entries: 16,
+            pud_cwc_entries: 2,
+            cwc_latency_cycles: 4,
+            hash_latency_cycles: 2,
+            cwt_ways: 2,
+            seed: 1,
+        }
+    }
+}
+
+impl EcptConfig {
+    /// Check ranges.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(2..=MAX_WAYS as u32).contains(&self.ways) {
+            return Err(format!("ways must be 2..={MAX_WAYS}, got {}", self.ways));
+        }
+        if !(2..=MAX_WAYS as u32).contains(&self.cwt_ways) {
+            return Err(format!(
+                "cwt_ways must be 2..={MAX_WAYS}, got {}",
+                self.cwt_ways
+            ));
+        }
+        if !self.initial_entries.is_power_of_two() || self.initial_entries < 64 {
+            return Err(format!(
+                "initial_entries must be a power of two of at least 64 (one 4 KiB frame), got {}",
+                self.initial_entries
+            ));
+        }
+        let (down, up) = (self.downsize_occupancy, self.upsize_occupancy);
+        if !(down >= 0.0 && down * 2.0 < up && up < 1.0) {
+            return Err(format!(
+                "need 0 <= downsize_occupancy, 2 * downsize_occupancy < upsize_occupancy < 1 (a \
+                 resize must not immediately trigger the opposite one), got {down} and {up}"
+            ));
+        }
+        if self.max_kicks == 0 {
+            return Err("max_kicks must be at least 1".into());
+        }
+        if self.rehash_per_update == 0 {
+            return Err("rehash_per_update must be at least 1 (a resize must finish)".into());
+        }
+        Ok(())
+    }
+
+    /// The hash-table policy of the page tables: contiguous ways, all ways resized together,
+    /// out of place.
+    pub fn policy(&self) -> Policy {
+        Policy {
+            ways: self.ways as usize,
+            hash: self.hash,
+            initial_slots: self.initial_entries,
+            upsize_occupancy: self.upsize_occupancy,
+            downsize_occupancy: self.downsize_occupancy,
+            max_kicks: self.max_kicks,
+            rehash_per_update: self.rehash_per_update,
+            per_way: false,
+            in_place: false,
+            chunks: None,
+        }
+    }
+
+    /// The policy of the cuckoo walk tables (ECPT-style in both designs).
+    pub fn cwt_policy(&self) -> Policy {
+        Policy {
+            ways: self.cwt_ways as usize,
+            ..self.policy()
+        }
+    }
+}
+
+/// Hardware parameters of the walker.
+#[derive(Clone, Copy, Debug)]
+pub struct WalkerParams {
+    /// PMD-CWC entries.
+    pub pmd_cwc_entries: u32,
+    /// PUD-CWC entries.
+    pub pud_cwc_entries: u32,
+    /// Cycles before the probes are issued (CWC lookup, hashing and, for ME-HPT, the L2P
+    /// access, all in parallel).
+    pub pre_probe_cycles: u32,
+    /// OS cycles added per cuckoo re-insertion (ME-HPT: the L2P access that the CWC lookup does
+    /// not hide).
+    pub reinsertion_cycles: u32,
+}
+
+/// Index of the PMD and PUD cuckoo walk tables among a process's tables (after the 3 sizes).
+const PMD_CWT: usize = 3;
+const PUD_CWT: usize = 4;
+const TABLES: usize = 5;
+/// Table names for stats keys.
+const TABLE_LABELS: [&str; TABLES] = ["4k", "2m", "1g", "pmd_cwt", "pud_cwt"];
+
+const PTE_PRESENT: u64 = 1;
+const PTE_WRITABLE: u64 = 2;
+/// Marks a non-empty CWT entry (so an entry with counts of zero reads as absent).
+const CWTE_VALID: u64 = 1 << 63;
+const PMD_N4K_MASK: u64 = (1 << 10) - 1;
+const PMD_HAS_2M: u64 = 1 << 10;
+const PUD_N4K_MASK: u64 = (1 << 20) - 1;
+const PUD_N2M_SHIFT: u32 = 20;
+const PUD_N2M_MASK: u64 = ((1 << 10) - 1) << PUD_N2M_SHIFT;
+const PUD_HAS_1G: u64 = 1 << 30;
+
+/// Presence bits a PMD-CWC entry holds: bit 0 = some 4 KiB page, bit 1 = a 2 MiB page.
+fn pmd_presence(v: u64) -> u64 {
+    (v & PMD_N4K_MASK != 0) as u64 | ((v & PMD_HAS_2M != 0) as u64) << 1
+}
+
+/// Presence bits a PUD-CWC entry holds: bit 0 = 4 KiB pages, bit 1 = 2 MiB pages, bit 2 = a
+/// 1 GiB page.
+fn pud_presence(v: u64) -> u64 {
+    (v & PUD_N4K_MASK != 0) as u64
+        | ((v & PUD_N2M_MASK != 0) as u64) << 1
+        | ((v & PUD_HAS_1G != 0) as u64) << 2
+}
+
+/// The line key and the index inside the line of a page of `size` at `vpn`.
+#[inline]
+fn pte_key(vpn: Vpn, size: PageSize) -> (u64, usize) {
+    let n = vpn.0 >> size.order();
+    (n >> 3, (n & 7) as usize)
+}
+
+#[inline]
+fn cwc_key(asid: Asid, region: u64) -> u64 {
+    ((asid as u64) << 48) | region
+}
+
+/// One process's tables.
+#[derive(Default)]
+struct Proc {
+    tables: [Option<ClusterTable>; TABLES],
+    l2p: [[u32; L2P_SUBTABLES]; MAX_WAYS],
+}
+
+impl Proc {
+    /// Bit `s` set when the process has pages of size index `s`.
+    fn size_mask(&self) -> u32 {
+        (0..3)
+            .filter(|s| self.tables[*s].is_some())
+            .fold(0, |m, s| m | 1 << s)
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct WalkCounters {
+    walks: u64,
+    probes: u64,
+    cwt_reads: u64,
+    walks_during_resize: u64,
+    pmd_lookups: u64,
+    pmd_hits: u64,
+    pud_lookups: u64,
+    pud_hits: u64,
+}
+
+/// The machinery shared by `ecpt` and `mehpt`: per-process clustered cuckoo tables per page size,
+/// cuckoo walk tables and caches, and the walk. The two designs differ only in the table policy
+/// and the walker parameters.
+pub struct HashedPt {
+    name: &'static str,
+    policy: Policy,
+    cwt_policy: Policy,
+    params: WalkerParams,
+    seed: u64,
+    procs: Vec<Proc>,
+    mem: PtMemory,
+    cost: AllocCost,
+    pmd_cwc: AssocCache,
+    pud_cwc: AssocCache,
+    /// Counters of tables already freed, per table kind.
+    retired: [TableStats; TABLES],
+    c: WalkCounters,
+    l2p_used_max: u32,
+    /// An error met while unmapping (which cannot report one), returned by the next map.
+    deferred: Option<OsError>,
+}
+
+impl HashedPt {
+    /// An empty set of tables for the design `name`.
+    pub fn new(
+        name: &'static str,
+        policy: Policy,
+        cwt_policy: Policy,
+        params: WalkerParams,
+        seed: u64,
+    ) -> HashedPt {
+        HashedPt {
+            name,
+            policy,
+            cwt_policy,
+            params,
+            seed,
+            procs: Vec::new(),
+            mem: PtMemory::default(),
+            cost: AllocCost::default(),
+            pmd_cwc: AssocCache::new(
+                params.pmd_cwc_entries as usize,
+                params.pmd_cwc_entries as usize,
+            ),
+            pud_cwc: AssocCache::new(
+                params.pud_cwc_entries as usize,
+                params.pud_cwc_entries as usize,
+            ),
+            retired: Default::default(),
+            c: WalkCounters::default(),
+            l2p_used_max: 0,
+            deferred: None,
+        }
+    }
+
+    /// The table of page size index / CWT `t` of `asid`, if it exists.
+    pub fn table(&self, asid: Asid, t: usize) -> Option<&ClusterTable> {
+        self.procs.get(asid as usize)?.tables[t].as_ref()
+    }
+
+    /// HPT probes issued by walks so far.
+    pub fn probes(&self) -> u64 {
+        self.c.probes
+    }
+
+    /// CWT entry reads issued by walks so far.
+    pub fn cwt_reads(&self) -> u64 {
+        self.c.cwt_reads
+    }
+
+    /// Allocation cycles charged so far.
+    pub fn alloc_cycles(&self) -> u64 {
+        self.cost.cycles
+    }
+
+    /// L2P entries in use now (chunked policies), over every process.
+    pub fn l2p_used(&self) -> u32 {
+        self.procs
+            .iter()
+            .map(|p| p.l2p.iter().flatten().sum::<u32>())
+            .sum()
+    }
+
+    /// OS cycles the design charges: allocations, plus per-re-insertion cycles.
+    pub fn os_cycles(&self) -> u64 {
+        let reinsertions: u64 = (0..3).map(|t| self.table_stats(t).reinsertions).sum();
+        self.cost.cycles + reinsertions * self.params.reinsertion_cycles as u64
+    }
+
+    /// Write `v` into entry `i` of line `key` of table `t` of `asid` (creating the table on
+    /// first use, freeing it when it empties). Returns the previous value.
+    fn update(
+        &mut self,
+        phys: &mut PhysMem,
+        asid: Asid,
+        t: usize,
+        key: u64,
+        i: usize,
+        f: impl FnOnce(u64) -> u64,
+    ) -> Result<(u64, u64), OsError> {
+        if self.procs.len() <= asid as usize {
+            self.procs.resize_with(asid as usize + 1, Proc::default);
+        }
+        let HashedPt {
+            name,
+            policy,
+            cwt_policy,
+            seed,
+            procs,
+            mem,
+            cost,
+            retired,
+            l2p_used_max,
+            ..
+        } = self;
+        let proc = &mut procs[asid as usize];
+        let old = proc.tables[t]
+            .as_ref()
+            .and_then(|tb| tb.get(key))
+            .map_or(0, |c| c.vals[i]);
+        let new = f(old);
+        if new == old {
+            return Ok((old, new));
+        }
+        let mut ctx = Ctx {
+            phys,
+            mem,
+            cost,
+            l2p: &mut proc.l2p,
+            sub: t.min(L2P_SUBTABLES - 1),
+            name,
+        };
+        if proc.tables[t].is_none() {
+            let p = if t < 3 { &*policy } else { &*cwt_policy };
+            let table_seed = *seed ^ ((asid as u64) << 8 | t as u64);
+            proc.tables[t] = Some(ClusterTable::new(p, &mut ctx, table_seed)?);
+        }
+        let table = proc.tables[t].as_mut().expect("just created");
+        table.set(&mut ctx, key, i, new)?;
+        if table.clusters() == 0 {
+            table.free_all(&mut ctx);
+            retired[t].merge(&table.stats);
+            proc.tables[t] = None;
+        }
+        let used: u32 = proc.l2p.iter().flatten().sum();
+        *l2p_used_max = (*l2p_used_max).max(used);
+        Ok((old, new))
+    }
+
+    /// Apply `f` to the CWT entry of `region` and invalidate the CWC entry if the page sizes
+    /// present changed.
+    fn update_cwt(
+        &mut self,
+        phys: &mut PhysMem,
+        asid: Asid,
+        t: usize,
+        region: u64,
+        f: impl FnOnce(u64) -> u64,
+    ) -> Result<(), OsError> {
+        let (old, new) = self.update(phys, asid, t, region >> 3, (region & 7) as usize, f)?;
+        let (cwc, presence): (&mut AssocCache, fn(u64) -> u64) = if t == PMD_CWT {
+            (&mut self.pmd_cwc, pmd_presence)
+        } else {
+            (&mut self.pud_cwc, pud_presence)
+        };
+        if presence(old) != presence(new) {
+            cwc.remove(cwc_key(asid, region));
+        }
+        Ok(())
+    }
+
+    /// Install `m`.
+    pub fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+        if let Some(e) = self.deferred.take() {
+            return Err(e);
+        }
+        let s = m.size.index();
+        let (key, i) = pte_key(m.vpn, m.size);
+        let pte = (m.pfn.0 << 12) | PTE_PRESENT | if m.writable { PTE_WRITABLE } else { 0 };
+        let (old, _) = self.update(phys, asid, s, key, i, |_| pte)?;
+        if old != 0 {
+            return Err(OsError(format!(
+                "{}: mapping {m:?} over a present entry (OS model bug)",
+                self.name
+            )));
+        }
+        let (r2, r1) = (m.vpn.0 >> 9, m.vpn.0 >> 18);
+        match m.size {
+            PageSize::Size4K => {
+                self.update_cwt(phys, asid, PMD_CWT, r2, |v| (v + 1) | CWTE_VALID)?;
+                self.update_cwt(phys, asid, PUD_CWT, r1, |v| (v + 1) | CWTE_VALID)?;
+            }
+            PageSize::Size2M => {
+                self.update_cwt(phys, asid, PMD_CWT, r2, |v| v | PMD_HAS_2M | CWTE_VALID)?;
+                self.update_cwt(phys, asid, PUD_CWT, r1, |v| {
+                    (v + (1 << PUD_N2M_SHIFT)) | CWTE_VALID
+                })?;
+            }
+            PageSize::Size1G => {
+                self.update_cwt(phys, asid, PUD_CWT, r1, |v| v | PUD_HAS_1G | CWTE_VALID)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Remove `m`. An error (an allocation for a downsize or a rebuild that failed) is kept and
+    /// returned by the next [`HashedPt::map`], since the `Design` contract lets unmap not fail.
+    pub fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
+        if let Err(e) = self.try_unmap(phys, asid, m) {
+            self.deferred.get_or_insert(e);
+        }
+    }
+
+    fn try_unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+        let s = m.size.index();
+        let (key, i) = pte_key(m.vpn, m.size);
+        let (old, _) = self.update(phys, asid, s, key, i, |_| 0)?;
+        if old == 0 {
+            return Ok(());
+        }
+        // A CWT entry whose counts all reach zero becomes 0 (absent).
+        let norm = |v: u64| if v & !CWTE_VALID == 0 { 0 } else { v };
+        let (r2, r1) = (m.vpn.0 >> 9, m.vpn.0 >> 18);
+        match m.size {
+            PageSize::Size4K => {
+                self.update_cwt(phys, asid, PMD_CWT, r2, |v| norm(v - 1))?;
+                self.update_cwt(phys, asid, PUD_CWT, r1, |v| norm(v - 1))?;
+            }
+            PageSize::Size2M => {
+                self.update_cwt(phys, asid, PMD_CWT, r2, |v| norm(v & !PMD_HAS_2M))?;
+                self.update_cwt(phys, asid, PUD_CWT, r1, |v| norm(v - (1 << PUD_N2M_SHIFT)))?;
+            }
+            PageSize::Size1G => {
+                self.update_cwt(phys, asid, PUD_CWT, r1, |v| norm(v & !PUD_HAS_1G))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Translate `vpn` (see the module doc of `ecpt` for the walk).
+    #[inline]
+    pub fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+        self.c.walks += 1;
+        let pre = self.params.pre_probe_cycles;
+        let Some(proc) = self.procs.get(asid as usize) else {
+            return WalkResult {
+                mapping: None,
+                latency_cycles: pre,
+                mem_accesses: 0,
+            };
+        };
+        let all = proc.size_mask();
+        let mut mask = all;
+        let (r2, r1) = (vpn.0 >> 9, vpn.0 >> 18);
+        let (k2, k1) = (cwc_key(asid, r2), cwc_key(asid, r1));
+        self.c.pmd_lookups += 1;
+        self.c.pud_lookups += 1;
+        let pmd = self.pmd_cwc.get(k2);
+        let pud = self.pud_cwc.get(k1);
+        if let Some(p) = pmd {
+            self.c.pmd_hits += 1;
+            mask &= if p & 2 != 0 {
+                0b010
+            } else if p & 1 != 0 {
+                0b001
+            } else {
+                0b100
+            };
+        } else if let Some(u) = pud {
+            mask &= if u & 4 != 0 { 0b100 } else { (u & 3) as u32 };
+        }
+        if pud.is_some() {
+            self.c.pud_hits += 1;
+        }
+        let mut addrs = [Paddr(0); 24];
+        let mut n = 0;
+        // CWT reads on a CWC miss go in the same parallel group as the probes; they fill the
+        // CWCs for later walks. Useless when the process has pages of one size only.
+        let multi = all.count_ones() >= 2;
+        let mut cwt_read = |t: usize, region: u64, n: &mut usize| -> Option<u64> {
+            let table = proc.tables[t].as_ref()?;
+            let (key, i) = (region >> 3, (region & 7) as usize);
+            let mut v = 0;
+            for w in 0..table.ways() {
+                let (pa, c) = table.probe(w, key);
+                addrs[*n] = pa;
+                *n += 1;
+                if let Some(c) = c {
+                    v = c.vals[i];
+                }
+            }
+            Some(v)
+        };
+        let mut fills = [None, None];
+        if multi && pud.is_none() {
+            fills[1] = cwt_read(PUD_CWT, r1, &mut n).map(pud_presence);
+        }
+        if multi && pmd.is_none() && mask & 0b011 != 0 {
+            fills[0] = Some(cwt_read(PMD_CWT, r2, &mut n).map_or(0, pmd_presence));
+        }
+        let cwt_addrs = n;
+        let mut found = None;
+        let mut resizing = false;
+        for (s, size) in PageSize::ALL.iter().enumerate() {
+            if mask & (1 << s) == 0 {
+                continue;
+            }
+            let Some(table) = proc.tables[s].as_ref() else {
+                continue;
+            };
+            resizing |= table.resizing();
+            let (key, i) = pte_key(vpn, *size);
+            for w in 0..table.ways() {
+                let (pa, c) = table.probe(w, key);
+                addrs[n] = pa;
+                n += 1;
+                if let Some(c) = c {
+                    let pte = c.vals[i];
+                    if pte != 0 {
+                        found = Some(Mapping {
+                            vpn: vpn.align_down(*size),
+                            pfn: Pfn(pte >> 12),
+                            size: *size,
+                            writable: pte & PTE_WRITABLE != 0,
+                        });
+                    }
+                }
+            }
+        }
+        if let Some(v) = fills[0] {
+            self.pmd_cwc.insert(k2, v);
+        }
+        if let Some(v) = fills[1] {
+            self.pud_cwc.insert(k1, v);
+        }
+        self.c.cwt_reads += cwt_addrs as u64;
+        self.c.probes += (n - cwt_addrs) as u64;
+        if resizing {
+            self.c.walks_during_resize += 1;
+        }
+        WalkResult {
+            mapping: found,
+            latency_cycles: pre + parallel_reads(mem, &addrs[..n]),
+            mem_accesses: n as u32,
+        }
+    }
+
+    /// Page-table memory held.
+    pub fn footprint(&self) -> PtFootprint {
+        self.mem.footprint()
+    }
+
+    /// Counters of every table of kind `t`, live and freed.
+    fn table_stats(&self, t: usize) -> TableStats {
+        let mut s = self.retired[t].clone();
+        for p in &self.procs {
+            if let Some(tb) = &p.tables[t] {
+                s.merge(&tb.stats);
+            }
+        }
+        s
+    }
+
+    /// Write the design's section (see `docs/designs/ecpt.md` for the keys).
+    pub fn write_stats(&self, out: &mut Stats) {
+        let fp = self.mem.footprint();
+        let name = self.name;
+        let s = out.section(name);
+        s.put_u64("ways", self.policy.ways as u64);
+        s.put_str(
+            "hash",
+            match self.policy.hash {
+                HashKind::Crc => "crc",
+                HashKind::Mix => "mix",
+            },
+        );
+        s.put_u64("largest_contiguous_bytes", fp.max_contiguous_bytes);
+        s.put_u64("pt_bytes_peak", fp.peak_bytes);
+        s.put_u64("pt_bytes_final", fp.bytes);
+        let c = &self.c;
+        s.put_u64("walks", c.walks);
+        s.put_u64("probes", c.probes);
+        s.put_f64("probes_per_walk", ratio(c.probes, c.walks));
+        s.put_u64("cwt_reads", c.cwt_reads);
+        s.put_u64("walks_during_resize", c.walks_during_resize);
+        s.put_f64(
+            "walks_during_resize_share",
+            ratio(c.walks_during_resize, c.walks),
+        );
+        s.put_u64("pmd_cwc_lookups", c.pmd_lookups);
+        s.put_f64("pmd_cwc_hit_rate", ratio(c.pmd_hits, c.pmd_lookups));
+        s.put_u64("pud_cwc_lookups", c.pud_lookups);
+        s.put_f64("pud_cwc_hit_rate", ratio(c.pud_hits, c.pud_lookups));
+        s.put_u64("allocations", self.cost.allocations);
+        s.put_u64("alloc_cycles", self.cost.cycles);
+        let mut hpt = TableStats::default();
+        for (t, label) in TABLE_LABELS.iter().enumerate() {
+            let ts = self.table_stats(t);
+            let ways = if t < 3 {
+                self.policy.ways
+            } else {
+                self.cwt_policy.ways
+            };
+            let mut way_bytes = vec![0u64; ways];
+            let mut chunk_bytes = vec![0u64; ways];
+            let mut bytes = 0;
+            let mut entries = 0;
+            for p in &self.procs {
+                if let Some(tb) = &p.tables[t] {
+                    for (w, b) in tb.way_bytes().enumerate() {
+                        way_bytes[w] += b;
+                    }
+                    for (w, b) in tb.chunk_bytes().enumerate() {
+                        chunk_bytes[w] = chunk_bytes[w].max(b);
+                    }
+                    bytes += tb.bytes();
+                    entries += tb.clusters();
+                }
+            }
+            s.put_u64(&format!("{label}_bytes_final"), bytes);
+            s.put_u64(&format!("{label}_entries"), entries);
+            if t < 3 {
+                s.insert(
+                    format!("{label}_upsizes_per_way"),
+                    Value::from(ts.upsizes[..ways].to_vec()),
+                );
+                s.insert(
+                    format!("{label}_downsizes_per_way"),
+                    Value::from(ts.downsizes[..ways].to_vec()),
+                );
+                s.insert(format!("{label}_final_way_bytes"), Value::from(way_bytes));
+                if self.policy.chunks.is_some() {
+                    s.insert(
+                        format!("{label}_final_chunk_bytes"),
+                        Value::from(chunk_bytes),
+                    );
+                }
+                hpt.merge(&ts);
+            }
+        }
+        s.put_u64("inserts", hpt.inserts);
+        s.put_u64("placements", hpt.placements);
+        s.put_u64("reinsertions", hpt.reinsertions);
+        s.put_f64(
+            "reinsertions_per_insert",
+            ratio(hpt.reinsertions, hpt.placements),
+        );
+        s.put_f64(
+            "no_reinsertion_share",
+            ratio(hpt.kick_hist[0], hpt.placements),
+        );
+        s.insert(
+            "reinsertions_hist".into(),
+            Value::from(hpt.kick_hist[..KICK_BUCKETS].to_vec()),
+        );
+        s.put_u64("upsizes", hpt.upsizes.iter().sum());
+        s.put_u64("downsizes", hpt.downsizes.iter().sum());
+        s.put_u64("upsize_entries_rehashed", hpt.upsize_examined);
+        s.put_u64("upsize_entries_moved", hpt.upsize_moved);
+        s.put_f64(
+            "moved_fraction_per_upsize",
+            if hpt.upsizes_measured == 0 {
+                0.0
+            } else {
+                hpt.moved_fraction_sum / hpt.upsizes_measured as f64
+            },
+        );
+        s.put_f64(
+            "moved_fraction_per_in_place_upsize",
+            if hpt.in_place_upsizes_measured == 0 {
+                0.0
+            } else {
+                hpt.in_place_moved_fraction_sum / hpt.in_place_upsizes_measured as f64
+            },
+        );
+        s.put_u64("updates", hpt.updates);
+        s.put_u64("updates_during_resize", hpt.updates_during_resize);
+        s.put_f64(
+            "updates_during_resize_share",
+            ratio(hpt.updates_during_resize, hpt.updates),
+        );
+        s.put_u64("forced_rebuilds", hpt.forced_rebuilds);
+        if self.policy.chunks.is_some() {
+            s.put_u64("chunk_switches", hpt.chunk_switches);
+            s.put_u64("l2p_entries_used", self.l2p_used() as u64);
+            s.put_u64("l2p_entries_used_max", self.l2p_used_max as u64);
+        }
+    }
+}
+
+/// Elastic cuckoo page tables.
+pub struct Ecpt(pub HashedPt);
+
+impl Design for Ecpt {
+    type Config = EcptConfig;
+
+    fn new(cfg: &EcptConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
+        cfg.validate().map_err(|e| OsError(format!("ecpt.{e}")))?;
+        Ok(Ecpt(HashedPt::new(
+            "ecpt",
+            cfg.policy(),
+            cfg.cwt_policy(),
+            WalkerParams {
+                pmd_cwc_entries: cfg.pmd_cwc_entries,
+                pud_cwc_entries: cfg.pud_cwc_entries,
+                pre_probe_cycles: cfg.cwc_latency_cycles.max(cfg.hash_latency_cycles),
+                reinsertion_cycles: 0,
+            },
+            cfg.seed,
+        )))
+    }
+
+    fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+        self.0.map(phys, asid, m)
+    }
+
+    fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
+        self.0.unmap(phys, asid, m);
+    }
+
+    #[inline]
+    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+        self.0.walk(asid, vpn, mem)
+    }
+
+    fn footprint(&self) -> PtFootprint {
+        self.0.footprint()
+    }
+
+    fn os_cycles(&self) -> u64 {
+        self.0.os_cycles()
+    }
+
+    fn stats(&self, out: &mut Stats) {
+        self.0.write_stats(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table::alloc_cycles;
+    use super::*;
+    use crate::mem::MemConfig;
+
+    fn m(vpn: u64, pfn: u64, size: PageSize) -> Mapping {
+        Mapping {
+            vpn: Vpn(vpn),
+            pfn: Pfn(pfn),
+            size,
+            writable: true,
+        }
+    }
+
+    fn setup() -> (Ecpt, PhysMem, MemSystem) {
+        let mut phys = PhysMem::new(4 << 30);
+        let e = Ecpt::new(&EcptConfig::default(), &mut phys).unwrap();
+        (e, phys, MemSystem::new(&MemConfig::default()))
+    }
+
+    #[test]
+    fn a_walk_with_cold_cwcs_issues_one_probe_per_way_per_candidate_size() {
+        let (mut e, mut phys, mut mem) = setup();
+        // Only 4 KiB pages: one candidate size, 3 probes, no CWT reads.
+        e.map(&mut phys, 0, m(0x1234, 7, PageSize::Size4K)).unwrap();
+        let w = e.walk(0, Vpn(0x1234), &mut mem);
+        assert_eq!(w.mapping.unwrap().pfn, Pfn(7));
+        assert_eq!((e.0.probes(), w.mem_accesses), (3, 3));
+        // All three sizes: 3 ways x 3 sizes = 9 probes, plus one read per way of each CWT.
+        let (mut e, mut phys, mut mem) = setup();
+        e.map(&mut phys, 0, m(0x1234, 7, PageSize::Size4K)).unwrap();
+        e.map(&mut phys, 0, m(512 * 9, 512, PageSize::Size2M))
+            .unwrap();
+        e.map(&mut phys, 0, m(1 << 20, 1 << 18, PageSize::Size1G))
+            .unwrap();
+        let w = e.walk(0, Vpn(512 * 9 + 3), &mut mem);
+        assert_eq!(w.mapping.unwrap().size, PageSize::Size2M);
+        assert_eq!(e.0.probes(), 9);
+        assert_eq!(e.0.cwt_reads(), 4);
+        assert_eq!(w.mem_accesses, 13);
+        // Warm CWCs rule out the other sizes: one size, 3 probes, no CWT read.
+        let w = e.walk(0, Vpn(512 * 9 + 5), &mut mem);
+        assert_eq!(w.mapping.unwrap().size, PageSize::Size2M);
+        assert_eq!(w.mem_accesses, 3);
+        assert_eq!(e.0.probes(), 12);
+    }
+
+    #[test]
+    fn a_4_way_table_issues_4_parallel_probes_costing_the_slowest() {
+        let cfg = EcptConfig {
+            ways: 4,
+            ..EcptConfig::default()
+        };
+        let mut phys = PhysMem::new(4 << 30);
+        let mut e = Ecpt::new(&cfg, &mut phys).unwrap();
+        let mut mem = MemSystem::new(&MemConfig::default());
+        e.map(&mut phys, 0, m(0x777, 3, PageSize::Size4K)).unwrap();
+        let w = e.walk(0, Vpn(0x777), &mut mem);
+        assert_eq!(w.mem_accesses, 4);
+        // The same 4 lines again, now cached: the walk costs the CWC lookup plus one (parallel)
+        // cache hit, not four.
+        let again = e.walk(0, Vpn(0x777), &mut mem);
+        let hit = mem.pt_access(e.0.table(0, 0).unwrap().probe(0, 0x777 >> 3).0);
+        assert_eq!(
+            again.latency_cycles,
+            cfg.cwc_latency_cycles + hit.latency_cycles
+        );
+        assert!(again.latency_cycles < w.latency_cycles);
+    }
+
+    #[test]
+    fn a_cwc_entry_is_invalidated_when_its_region_gains_a_page_size() {
+        let (mut e, mut phys, mut mem) = setup();
+        e.map(&mut phys, 0, m(0x1234, 7, PageSize::Size4K)).unwrap();
+        e.map(&mut phys, 0, m(1 << 20, 1 << 18, PageSize::Size1G))
+            .unwrap();
+        // Warm the PMD-CWC for the 2 MiB region of 0x1234 (4 KiB only), then map a 2 MiB page in
+        // another region of the same 1 GiB region and walk it.
+        e.walk(0, Vpn(0x1234), &mut mem);
+        e.map(&mut phys, 0, m(0x1400, 1024, PageSize::Size2M))
+            .unwrap();
+        assert_eq!(
+            e.walk(0, Vpn(0x1401), &mut mem).mapping.unwrap().size,
+            PageSize::Size2M
+        );
+        assert_eq!(
+            e.walk(0, Vpn(0x1234), &mut mem).mapping.unwrap().pfn,
+            Pfn(7)
+        );
+        e.unmap(&mut phys, 0, m(0x1400, 1024, PageSize::Size2M));
+        assert_eq!(e.walk(0, Vpn(0x1401), &mut mem).mapping, None);
+    }
+
+    #[test]
+    fn tables_upsize_at_the_threshold_and_all_entries_stay_reachable() {
+        let (mut e, mut phys, mut mem) = setup();
+        // 128 entries x 3 ways x 0.6 = 230.4 lines of 8 PTEs: 2000 lines force upsizes.
+        let n = 16_000u64;
+        for v in 0..n {
+            e.map(&mut phys, 0, m(v * 3, v, PageSize::Size4K)).unwrap();
+        }
+        for v in 0..n {
+            assert_eq!(
+                e.walk(0, Vpn(v * 3), &mut mem).mapping.unwrap().pfn,
+                Pfn(v),
+                "vpn {}",
+                v * 3
+            );
+        }
+        let t = e.0.table(0, 0).unwrap();
+        let cap: u64 = t.way_bytes().sum::<u64>() / 64;
+        assert!(t.clusters() as f64 <= 0.6 * cap as f64 + 1.0);
+        assert!(t.stats.upsizes[0] >= 3, "{:?}", t.stats);
+        // ECPT resizes all ways together: equal sizes.
+        let sizes: Vec<u64> = t.way_bytes().collect();
+        assert!(sizes.iter().all(|s| *s == sizes[0]), "{sizes:?}");
+        // Each way is one allocation: the largest is one way (or the new table's way).
+        assert!(e.footprint().max_contiguous_bytes >= sizes[0]);
+    }
+
+    #[test]
+    fn unmapping_everything_downsizes_and_frees_the_tables() {
+        let (mut e, mut phys, _) = setup();
+        let ms: Vec<Mapping> = (0..20_000u64).map(|v| m(v, v, PageSize::Size4K)).collect();
+        for x in &ms {
+            e.map(&mut phys, 0, *x).unwrap();
+        }
+        let full = e.footprint().bytes;
+        for x in &ms[..18_000] {
+            e.unmap(&mut phys, 0, *x);
+        }
+        let t = e.0.table(0, 0).unwrap();
+        assert!(t.stats.downsizes[0] >= 1);
+        assert!(e.footprint().bytes < full);
+        for x in &ms[18_000..] {
+            e.unmap(&mut phys, 0, *x);
+        }
+        assert_eq!(e.footprint().bytes, 0);
+        assert_eq!(phys.bytes_in_use(crate::os::FrameUse::PageTable), 0);
+    }
+
+    #[test]
+    fn the_allocation_cost_reproduces_the_papers_points_at_fmfi_0_7() {
+        for (bytes, cycles) in [
+            (4096u64, 4_000u64),
+            (8192, 5_000),
+            (1 << 20, 750_000),
+            (8 << 20, 13_000_000),
+            (64 << 20, 120_000_000),
+        ] {
+            let got = alloc_cycles(bytes, 0.7);
+            assert!(got.abs_diff(cycles) <= cycles / 1000, "{bytes}: {got}");
+        }
+        // Between points it grows monotonically, and fragmentation only adds cost.
+        assert!(alloc_cycles(2 << 20, 0.7) > 750_000 && alloc_cycles(2 << 20, 0.7) < 13_000_000);
+        assert!(alloc_cycles(1 << 20, 0.0) < alloc_cycles(1 << 20, 0.7));
+        assert_eq!(alloc_cycles(1 << 20, 0.0), 524_288);
+    }
+
+    #[test]
+    fn an_unsatisfiable_way_allocation_is_an_error_naming_ecpt_and_the_size() {
+        // 64 MiB of memory fragmented so that no 8 KiB block is free.
+        let mut phys = PhysMem::new(64 << 20);
+        let mut held = Vec::new();
+        while let Ok(p) = phys.alloc(0, crate::os::FrameUse::Data) {
+            held.push(p);
+        }
+        for p in held.iter().step_by(2) {
+            phys.free(*p, 0, crate::os::FrameUse::Data);
+        }
+        let mut e = Ecpt::new(&EcptConfig::default(), &mut phys).unwrap();
+        let err = e.map(&mut phys, 0, m(5, 1, PageSize::Size4K)).unwrap_err();
+        assert!(err.0.contains("ecpt") && err.0.contains("8KiB"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_configuration_is_rejected_with_a_message() {
+        let bad = EcptConfig {
+            ways: 5,
+            ..EcptConfig::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("ways"));
+        let bad = EcptConfig {
+            initial_entries: 100,
+            ..EcptConfig::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("initial_entries"));
+        let bad = EcptConfig {
+            upsize_occupancy: 0.3,
+            ..EcptConfig::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+}
