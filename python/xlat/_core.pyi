@@ -9,10 +9,16 @@ def resolve_config(
     preset_text: str | None, preset_origin: str, overrides: list[tuple[str, str]]
 ) -> str: ...
 def version() -> str: ...
+def trace_info(path: str, trace_format: str | None = None) -> str: ...
 
 class Simulation:
     def __init__(
-        self, preset_text: str | None, preset_origin: str, overrides: list[tuple[str, str]]
+        self,
+        preset_text: str | None,
+        preset_origin: str,
+        overrides: list[tuple[str, str]],
+        trace: str | None = None,
+        trace_format: str | None = None,
     ) -> None: ...
     def step(self, max_refs: int) -> bool: ...
     @property

@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 
-from xlat import _core
+from xlat import _core, trace_cli
 from xlat.report import format_table, table_rows, write_report
 from xlat.run import compare, designs, load_preset, resolve_config, run, workloads
 
@@ -47,6 +47,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the result record(s) as JSON")
     p.add_argument("--progress", action="store_true", help="show a progress bar on stderr")
+    trace_cli.add_trace_arguments(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,13 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("preset", nargs="?", help="preset name in configs/ or path to a TOML file")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a key")
     c = csub.add_parser("keys", help="list every configuration key")
+    trace_cli.add_parser(sub)
     return parser
 
 
 def _kwargs(args: argparse.Namespace) -> dict:
     return dict(
         workload=args.workload, footprint=args.footprint, refs=args.refs, seed=args.seed,
-        preset=args.preset, set=_parse_set(args.set),
+        preset=args.preset, set=_parse_set(args.set), **trace_cli.trace_kwargs(args),
     )
 
 
@@ -95,6 +97,10 @@ def _validate(args: argparse.Namespace, design_names: list[str]) -> None:
     problems exit with code 2 and nothing is simulated."""
     kw = _kwargs(args)
     preset = kw.pop("preset")
+    try:
+        trace_cli.check_trace_kwargs(kw.pop("trace"), kw.pop("trace_format"))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     for d in design_names:
         try:
             resolve_config(preset, design=d, **kw)
@@ -157,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "config":
             return cmd_config(args)
+        if args.command == "trace":
+            return trace_cli.main(args)
         if args.preset is not None:
             try:
                 load_preset(args.preset)

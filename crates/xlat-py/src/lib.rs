@@ -4,7 +4,10 @@
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use std::io::Read;
 use xlat::config::Config;
+use xlat::trace::native::NativeWriter;
+use xlat::trace::vgstream::VgDecoder;
 
 create_exception!(
     _core,
@@ -66,6 +69,134 @@ fn version() -> &'static str {
     xlat::VERSION
 }
 
+fn open_trace(
+    path: &str,
+    format: Option<&str>,
+) -> PyResult<Box<dyn xlat::trace::EventSource>> {
+    let format = xlat::trace::TraceFormat::parse(format.unwrap_or("auto")).map_err(err)?;
+    xlat::trace::open(path, format).map_err(err)
+}
+
+/// Summarize a trace file (counts, instructions, footprint, VMAs, read/write mix) as JSON text.
+#[pyfunction]
+#[pyo3(signature = (path, trace_format=None))]
+fn trace_info(py: Python<'_>, path: &str, trace_format: Option<&str>) -> PyResult<String> {
+    let mut src = open_trace(path, trace_format)?;
+    let mut v = py
+        .allow_threads(|| xlat::trace::info::summarize(src.as_mut()))
+        .map_err(err)?;
+    if let Some(d) = src.describe() {
+        v["trace"] = d;
+    }
+    serde_json::to_string(&v).map_err(err)
+}
+
+/// Converts the xlat Valgrind tool's record stream (read from `input_path`, a pipe) into a
+/// native trace at `out_path`, while the recorded program runs.
+#[pyclass(unsendable)]
+struct Recorder {
+    input: Option<std::fs::File>,
+    writer: Option<NativeWriter<std::io::BufWriter<std::fs::File>>>,
+    decoder: VgDecoder,
+    out_path: String,
+    buf: Vec<u8>,
+    refs: u64,
+}
+
+#[pymethods]
+impl Recorder {
+    #[new]
+    #[pyo3(signature = (input_path, out_path, meta_json, zstd_level=3))]
+    fn new(input_path: &str, out_path: &str, meta_json: &str, zstd_level: i32) -> PyResult<Self> {
+        let meta: serde_json::Value = serde_json::from_str(meta_json).map_err(err)?;
+        let out = std::fs::File::create(out_path).map_err(|e| err(format!("{out_path}: {e}")))?;
+        let writer = NativeWriter::with_meta_room(
+            std::io::BufWriter::with_capacity(1 << 20, out),
+            &meta,
+            zstd_level,
+            512,
+        )
+        .map_err(|e| err(format!("{out_path}: {e}")))?;
+        let input =
+            std::fs::File::open(input_path).map_err(|e| err(format!("{input_path}: {e}")))?;
+        Ok(Recorder {
+            input: Some(input),
+            writer: Some(writer),
+            decoder: VgDecoder::new(),
+            out_path: out_path.to_string(),
+            buf: vec![0u8; 1 << 20],
+            refs: 0,
+        })
+    }
+
+    /// Convert up to `max_bytes` more of the stream; True at its end (the tool closed it).
+    fn pump(&mut self, py: Python<'_>, max_bytes: u64) -> PyResult<bool> {
+        let (Some(input), Some(writer)) = (self.input.as_mut(), self.writer.as_mut()) else {
+            return Ok(true);
+        };
+        let buf = &mut self.buf;
+        let decoder = &mut self.decoder;
+        let out_path = &self.out_path;
+        let r = py.allow_threads(|| -> Result<bool, String> {
+            let mut done = 0u64;
+            while done < max_bytes {
+                let n = match input.read(buf) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(format!("reading the recorder stream: {e}")),
+                };
+                if n == 0 {
+                    return Ok(true);
+                }
+                done += n as u64;
+                decoder
+                    .push(&buf[..n], |ev| writer.write(&ev))
+                    .map_err(|e| format!("{out_path}: {e}"))?;
+            }
+            Ok(false)
+        });
+        self.refs = self.decoder.counts().accesses;
+        r.map_err(err)
+    }
+
+    /// References converted so far.
+    #[getter]
+    fn refs(&self) -> u64 {
+        self.refs
+    }
+
+    /// Finish the trace: final exit event, end-of-trace record, and `meta_json` (now with the
+    /// program's exit status) written into the header. Returns the counts as JSON text.
+    fn finish(&mut self, meta_json: &str) -> PyResult<String> {
+        let mut writer = self
+            .writer
+            .take()
+            .ok_or_else(|| err("recorder already finished"))?;
+        self.input = None;
+        let counts = self
+            .decoder
+            .finish(|ev| writer.write(&ev))
+            .map_err(|e| err(format!("{}: {e}", self.out_path)))?;
+        let (_, totals) = writer
+            .finish()
+            .map_err(|e| err(format!("{}: {e}", self.out_path)))?;
+        let meta: serde_json::Value = serde_json::from_str(meta_json).map_err(err)?;
+        xlat::trace::native::rewrite_meta(&self.out_path, &meta)
+            .map_err(|e| err(format!("{}: {e}", self.out_path)))?;
+        serde_json::to_string(&serde_json::json!({
+            "events": totals.records,
+            "refs": totals.accesses,
+            "instructions": totals.instructions,
+            "chunks": totals.chunks,
+            "images": counts.images,
+            "syscalls": counts.syscalls,
+            "stream_bytes": counts.bytes,
+            "tool_exit_code": counts.exit_code,
+        }))
+        .map_err(err)
+    }
+}
+
 /// A simulation in progress: `step()` until it returns True, then `record()`.
 #[pyclass(unsendable)]
 struct Simulation {
@@ -76,15 +207,21 @@ struct Simulation {
 #[pymethods]
 impl Simulation {
     #[new]
-    #[pyo3(signature = (preset_text, preset_origin, overrides))]
+    #[pyo3(signature = (preset_text, preset_origin, overrides, trace=None, trace_format=None))]
     fn new(
         preset_text: Option<&str>,
         preset_origin: &str,
         overrides: Vec<(String, String)>,
+        trace: Option<&str>,
+        trace_format: Option<&str>,
     ) -> PyResult<Self> {
         let cfg = resolve(preset_text, preset_origin, overrides)?;
-        let source =
-            xlat::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).map_err(err)?;
+        let source = match trace {
+            Some(path) => open_trace(path, trace_format)?,
+            None => {
+                xlat::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).map_err(err)?
+            }
+        };
         let sim = xlat::Simulation::new(&cfg, source).map_err(err)?;
         Ok(Simulation {
             inner: Some(sim),
@@ -139,6 +276,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_class::<Simulation>()?;
+    m.add_class::<Recorder>()?;
     Ok(())
 }

@@ -13,6 +13,7 @@ pub mod info;
 pub mod native;
 mod open;
 mod varint;
+pub mod vgstream;
 
 pub use open::{open, sha256_file, TraceFormat};
 

@@ -77,8 +77,21 @@ pub struct NativeWriter<W: Write> {
 impl<W: Write> NativeWriter<W> {
     /// Write the header with `meta` (a JSON object describing the trace: recorder, command...)
     /// and start the first chunk. `zstd_level` 0 stores chunks uncompressed; 1..=19 compress.
-    pub fn new(mut out: W, meta: &serde_json::Value, zstd_level: i32) -> io::Result<Self> {
-        let meta = serde_json::to_vec(meta).map_err(io::Error::other)?;
+    pub fn new(out: W, meta: &serde_json::Value, zstd_level: i32) -> io::Result<Self> {
+        Self::with_meta_room(out, meta, zstd_level, 0)
+    }
+
+    /// As [`NativeWriter::new`], with `room` spaces after the metadata JSON so that
+    /// [`rewrite_meta`] can later replace it with a longer object (e.g. adding the exit status
+    /// of a recorded program).
+    pub fn with_meta_room(
+        mut out: W,
+        meta: &serde_json::Value,
+        zstd_level: i32,
+        room: usize,
+    ) -> io::Result<Self> {
+        let mut meta = serde_json::to_vec(meta).map_err(io::Error::other)?;
+        meta.resize(meta.len() + room, b' ');
         if meta.len() > MAX_META as usize {
             return Err(io::Error::other(format!(
                 "trace metadata is {} bytes, more than the {MAX_META} allowed",
@@ -238,6 +251,34 @@ impl<W: Write> NativeWriter<W> {
         self.out.flush()?;
         Ok((self.out, t))
     }
+}
+
+/// Replace the metadata of the finished native trace at `path` in place. The new JSON (padded
+/// with spaces) must fit the space the old one occupies; the header checksum is rewritten.
+pub fn rewrite_meta(path: &str, meta: &serde_json::Value) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = std::fs::OpenOptions::new().read(true).write(true).open(path)?;
+    let mut h = [0u8; 16];
+    f.read_exact(&mut h)?;
+    if &h[0..8] != MAGIC {
+        return Err(io::Error::other(format!("{path}: not an xlat native trace")));
+    }
+    let old_len = u32::from_le_bytes([h[12], h[13], h[14], h[15]]) as usize;
+    let mut new = serde_json::to_vec(meta).map_err(io::Error::other)?;
+    if new.len() > old_len {
+        return Err(io::Error::other(format!(
+            "{path}: new metadata is {} bytes, only {old_len} reserved",
+            new.len()
+        )));
+    }
+    new.resize(old_len, b' ');
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&h);
+    hasher.update(&new);
+    f.seek(SeekFrom::Start(16))?;
+    f.write_all(&new)?;
+    f.write_all(&hasher.finalize().to_le_bytes())?;
+    f.sync_all()
 }
 
 /// Streams events out of a native trace, checking it as it goes.

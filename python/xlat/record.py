@@ -1,0 +1,183 @@
+"""``xlat trace record``: run a real program under Valgrind and write its references as a
+native trace while it runs.
+
+The program runs under our Valgrind tool (``tools/xlat-vgtool``, built by ``make vgtool``),
+which writes binary records (accesses, mmap/munmap/brk/mprotect/madvise/mremap with results,
+thread switches, exec and exit) into a pipe; the Rust core converts them to the native format as
+they arrive, so no intermediate file is written. ``--trace-children=yes`` makes Valgrind follow
+``execve`` (a ``python3`` wrapper script that execs the interpreter is followed into the
+interpreter); children created by ``fork`` run but are not recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from xlat import _core
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOL_DIR = ROOT / "tools" / "xlat-vgtool"
+
+#: Bytes of the tool's stream converted between two progress updates.
+PUMP_BYTES = 16 << 20
+
+
+class RecordError(Exception):
+    """Recording cannot start (no valgrind, no tool); exit code 2."""
+
+
+def tool_lib_dir() -> Path | None:
+    """The VALGRIND_LIB directory holding our tool, or None when it is not built.
+
+    ``XLAT_VGTOOL_LIB`` overrides the location (``tools/xlat-vgtool/build/lib``).
+    """
+    env = os.environ.get("XLAT_VGTOOL_LIB")
+    lib = Path(env) if env else TOOL_DIR / "build" / "lib"
+    return lib if (lib / "xlat-amd64-linux").is_file() else None
+
+
+def build_tool() -> Path:
+    """Build the tool (``tools/xlat-vgtool/build.sh``); RecordError with the reason on failure."""
+    script = TOOL_DIR / "build.sh"
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True)
+    lib = tool_lib_dir()
+    if proc.returncode != 0 or lib is None:
+        raise RecordError(
+            f"cannot build the xlat valgrind tool: {proc.stderr.strip() or proc.stdout.strip()}"
+        )
+    return lib
+
+
+def valgrind_version() -> str:
+    try:
+        out = subprocess.run(["valgrind", "--version"], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise RecordError("valgrind is not installed (apt-get install valgrind)") from None
+    return out.stdout.strip()
+
+
+def add_parser(tsub: argparse._SubParsersAction) -> None:
+    """Register ``xlat trace record``."""
+    r = tsub.add_parser(
+        "record",
+        help="record a real program's references and memory system calls (valgrind)",
+        description="Run PROGRAM under valgrind with xlat's recording tool and write a native "
+        "trace. Example: xlat trace record -o out.xlat -- ./gups 20",
+    )
+    r.add_argument("-o", "--output", required=True, help="trace file to write (.xlat)")
+    r.add_argument(
+        "--ifetch", action="store_true", help="also record one instruction fetch per instruction"
+    )
+    r.add_argument("--zstd-level", type=int, default=3, help="compression level 1..19 (default 3)")
+    r.add_argument("--progress", action="store_true", help="progress on stderr even if not a tty")
+    r.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    r.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
+
+
+def record(
+    command: list[str],
+    output: str,
+    ifetch: bool = False,
+    zstd_level: int = 3,
+    progress: bool = False,
+) -> dict:
+    """Record ``command`` into the native trace ``output``; returns a summary dict with the
+    program's ``exit_status`` (negative: killed by that signal), ``refs``, ``seconds``."""
+    if not command:
+        raise RecordError("no program given: xlat trace record -o OUT -- PROGRAM ARGS...")
+    vg_version = valgrind_version()
+    lib = tool_lib_dir() or build_tool()
+    meta = {
+        "recorder": "xlat-vgtool",
+        "valgrind": vg_version,
+        "command": command,
+        "cwd": os.getcwd(),
+        "ifetch": ifetch,
+        "recorded_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "exit_status": None,
+    }
+    rfd, wfd = os.pipe()
+    ino = os.fstat(wfd).st_ino
+    argv = [
+        "valgrind", "--tool=xlat", "-q", "--trace-children=yes",
+        "--child-silent-after-fork=yes", f"--xlat-fd={wfd}", f"--xlat-ino={ino}",
+        f"--xlat-ifetch={'yes' if ifetch else 'no'}", "--", *command,
+    ]
+    env = dict(os.environ, VALGRIND_LIB=str(lib))
+    try:
+        rec = _core.Recorder(f"/proc/self/fd/{rfd}", output, json.dumps(meta), zstd_level)
+    finally:
+        os.close(rfd)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, env=env, pass_fds=(wfd,))
+    except OSError as e:
+        os.close(wfd)
+        raise RecordError(f"cannot start valgrind: {e}") from None
+    os.close(wfd)
+    last = 0.0
+    try:
+        while not rec.pump(PUMP_BYTES):
+            now = time.monotonic()
+            if progress and now - last > 0.5:
+                last = now
+                rate = rec.refs / max(now - start, 1e-9)
+                sys.stderr.write(
+                    f"\rrecording {rec.refs / 1e6:10.2f} M refs {rate / 1e6:6.2f} M/s "
+                    f"{now - start:6.0f}s"
+                )
+                sys.stderr.flush()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    status = proc.wait()
+    seconds = time.monotonic() - start
+    if progress:
+        sys.stderr.write("\n")
+    meta["exit_status"] = status
+    counts = json.loads(rec.finish(json.dumps(meta)))
+    if counts["images"] == 0:
+        raise RecordError(
+            f"valgrind exited with status {status} before the program started "
+            f"(is '{command[0]}' a program on PATH?)"
+        )
+    counts.update(exit_status=status, seconds=seconds, output=output)
+    counts["refs_per_sec"] = counts["refs"] / seconds if seconds > 0 else 0.0
+    return counts
+
+
+def main(args: argparse.Namespace) -> int:
+    """``xlat trace record``: exit code 0 when the trace was written (the program's own exit
+    status is printed and stored in the trace's metadata), 2 when recording could not start."""
+    command = list(args.program)
+    if command and command[0] == "--":
+        command = command[1:]
+    if shutil.which("valgrind") is None:
+        print("xlat: error: valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    show = not args.quiet and (args.progress or sys.stderr.isatty())
+    try:
+        s = record(command, args.output, args.ifetch, args.zstd_level, show)
+    except RecordError as e:
+        print(f"xlat: error: {e}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        status = s["exit_status"]
+        how = f"killed by signal {-status}" if status < 0 else f"exit status {status}"
+        print(
+            f"recorded {s['refs']:,} references, {s['instructions']:,} instructions, "
+            f"{s['syscalls']:,} memory system calls in {s['seconds']:.1f}s "
+            f"({s['refs_per_sec'] / 1e6:.1f} M refs/s); program {how}; "
+            f"wrote {s['output']} ({Path(s['output']).stat().st_size:,} bytes)",
+            file=sys.stderr,
+        )
+    return 0
