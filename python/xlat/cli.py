@@ -18,7 +18,7 @@ import sys
 
 from xlat import _core, trace_cli
 from xlat.report import format_table, table_rows, write_report
-from xlat.run import compare, designs, load_preset, resolve_config, run, workloads
+from xlat.run import compare, designs, load_preset, resolve_config, run
 
 
 class UsageError(Exception):
@@ -42,7 +42,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--refs", help="memory references to simulate, e.g. 1M, 10M")
     p.add_argument("--seed", type=int, help="seed of every random choice")
     p.add_argument(
-        "--set", action="append", metavar="KEY=VALUE",
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
         help="override any configuration key, e.g. --set os.thp=always (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print the result record(s) as JSON")
@@ -65,7 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--designs", help="comma-separated designs (default: all registered)")
     p.add_argument("--baseline", help="design the speedups are relative to (default: first)")
     p.add_argument(
-        "--report", nargs="?", const="out", metavar="DIR",
+        "--report",
+        nargs="?",
+        const="out",
+        metavar="DIR",
         help="write report.md, report.html, figures and results.json to DIR (default out/)",
     )
     _common(p)
@@ -87,8 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _kwargs(args: argparse.Namespace) -> dict:
     return dict(
-        workload=args.workload, footprint=args.footprint, refs=args.refs, seed=args.seed,
-        preset=args.preset, set=_parse_set(args.set), **trace_cli.trace_kwargs(args),
+        workload=args.workload,
+        footprint=args.footprint,
+        refs=args.refs,
+        seed=args.seed,
+        preset=args.preset,
+        set=_parse_set(args.set),
+        **trace_cli.trace_kwargs(args),
     )
 
 

@@ -12,6 +12,7 @@ interpreter); children created by ``fork`` run but are not recorded.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -28,6 +29,9 @@ TOOL_DIR = ROOT / "tools" / "xlat-vgtool"
 
 #: Bytes of the tool's stream converted between two progress updates.
 PUMP_BYTES = 16 << 20
+#: Pipe buffer asked for (Linux F_SETPIPE_SZ; the default is 64 KiB).
+PIPE_BYTES = 1 << 20
+F_SETPIPE_SZ = 1031
 
 
 class RecordError(Exception):
@@ -76,7 +80,9 @@ def add_parser(tsub: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--ifetch", action="store_true", help="also record one instruction fetch per instruction"
     )
-    r.add_argument("--zstd-level", type=int, default=3, help="compression level 1..19 (default 3)")
+    r.add_argument(
+        "--zstd-level", type=int, default=1, help="compression level 1..19 (default 1: fastest)"
+    )
     r.add_argument("--progress", action="store_true", help="progress on stderr even if not a tty")
     r.add_argument("--quiet", action="store_true", help="no progress and no summary")
     r.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
@@ -86,7 +92,7 @@ def record(
     command: list[str],
     output: str,
     ifetch: bool = False,
-    zstd_level: int = 3,
+    zstd_level: int = 1,
     progress: bool = False,
 ) -> dict:
     """Record ``command`` into the native trace ``output``; returns a summary dict with the
@@ -106,10 +112,21 @@ def record(
     }
     rfd, wfd = os.pipe()
     ino = os.fstat(wfd).st_ino
+    try:  # a larger pipe means fewer context switches between valgrind and the converter
+        fcntl.fcntl(wfd, F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:
+        pass
     argv = [
-        "valgrind", "--tool=xlat", "-q", "--trace-children=yes",
-        "--child-silent-after-fork=yes", f"--xlat-fd={wfd}", f"--xlat-ino={ino}",
-        f"--xlat-ifetch={'yes' if ifetch else 'no'}", "--", *command,
+        "valgrind",
+        "--tool=xlat",
+        "-q",
+        "--trace-children=yes",
+        "--child-silent-after-fork=yes",
+        f"--xlat-fd={wfd}",
+        f"--xlat-ino={ino}",
+        f"--xlat-ifetch={'yes' if ifetch else 'no'}",
+        "--",
+        *command,
     ]
     env = dict(os.environ, VALGRIND_LIB=str(lib))
     try:

@@ -238,7 +238,8 @@ def compare(
 
 
 def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Flatten a nested record into dotted keys (``{"tlb": {"l1_misses": 3}}`` -> ``tlb.l1_misses``).
+    """Flatten a nested record into dotted keys (``{"tlb": {"l1_misses": 3}}`` becomes
+    ``tlb.l1_misses``).
 
     Examples
     --------

@@ -22,11 +22,14 @@ FORMATS = ("auto", "native", "champsim", "cloudsuite")
 def add_trace_arguments(p: argparse.ArgumentParser) -> None:
     """Add ``--trace`` and ``--trace-format`` to a run/compare parser."""
     p.add_argument(
-        "--trace", metavar="FILE",
+        "--trace",
+        metavar="FILE",
         help="simulate a trace file (native .xlat, or ChampSim) instead of a built-in workload",
     )
     p.add_argument(
-        "--trace-format", choices=FORMATS, default=None,
+        "--trace-format",
+        choices=FORMATS,
+        default=None,
         help="format of --trace (default auto: native by its magic, ChampSim by its name)",
     )
 
@@ -102,8 +105,7 @@ def format_info(info: dict, max_vmas: int = 20) -> str:
         f"footprint     {human_bytes(info['footprint_bytes'])} "
         f"({info['footprint_pages']:,} pages touched, {info['written_pages']:,} written)",
         f"threads       {info['threads']}",
-        "syscalls      "
-        + (", ".join(f"{k} {v:,}" for k, v in info["syscalls"].items()) or "none"),
+        "syscalls      " + (", ".join(f"{k} {v:,}" for k, v in info["syscalls"].items()) or "none"),
     ]
     if info["refs_outside_vmas"]:
         lines.append(f"WARNING       {info['refs_outside_vmas']:,} references outside every VMA")
@@ -111,8 +113,10 @@ def format_info(info: dict, max_vmas: int = 20) -> str:
         lines.append(f"VMAs          inferred: {t.get('vma_heuristic', '')}")
     meta = t.get("meta") or {}
     if meta.get("command"):
-        lines.append(f"recorded from {' '.join(meta['command'])} (exit status "
-                     f"{meta.get('exit_status', '?')}, recorder {meta.get('recorder', '?')})")
+        lines.append(
+            f"recorded from {' '.join(meta['command'])} (exit status "
+            f"{meta.get('exit_status', '?')}, recorder {meta.get('recorder', '?')})"
+        )
     for proc in info["processes"]:
         when = "at exit" if proc["exited"] else "at the end of the trace"
         lines.append(

@@ -188,6 +188,12 @@ static void xl_new_mem_startup(Addr a, SizeT len, Bool rr, Bool ww, Bool xx, ULo
          a = below->start;
       }
    }
+   {
+      /* Some startup areas (Valgrind's trampoline page) are reported unaligned. */
+      Addr end = VG_PGROUNDUP(a + len);
+      a = VG_PGROUNDDN(a);
+      len = end - a;
+   }
    put4(T_MMAP, a, len, prot_of(rr, ww, xx), 0x22 /* MAP_PRIVATE|MAP_ANONYMOUS */);
 }
 

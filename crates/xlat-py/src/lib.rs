@@ -69,10 +69,7 @@ fn version() -> &'static str {
     xlat::VERSION
 }
 
-fn open_trace(
-    path: &str,
-    format: Option<&str>,
-) -> PyResult<Box<dyn xlat::trace::EventSource>> {
+fn open_trace(path: &str, format: Option<&str>) -> PyResult<Box<dyn xlat::trace::EventSource>> {
     let format = xlat::trace::TraceFormat::parse(format.unwrap_or("auto")).map_err(err)?;
     xlat::trace::open(path, format).map_err(err)
 }
@@ -197,6 +194,50 @@ impl Recorder {
     }
 }
 
+/// The accesses of a trace whose address is in `[lo, hi)`, in order, as
+/// `(kind, address, size, instrs)` with kind `load`, `store` or `ifetch` (at most `limit`).
+#[pyfunction]
+#[pyo3(signature = (path, lo, hi, limit=1_000_000, trace_format=None))]
+fn trace_accesses(
+    py: Python<'_>,
+    path: &str,
+    lo: u64,
+    hi: u64,
+    limit: usize,
+    trace_format: Option<&str>,
+) -> PyResult<Vec<(&'static str, u64, u8, u32)>> {
+    let mut src = open_trace(path, trace_format)?;
+    py.allow_threads(|| {
+        let mut out = Vec::new();
+        let mut buf = Vec::with_capacity(4096);
+        loop {
+            buf.clear();
+            if src.fill(&mut buf, 4096)? == 0 {
+                return Ok(out);
+            }
+            for ev in &buf {
+                if let xlat::trace::Event::Access {
+                    kind,
+                    va,
+                    size,
+                    instrs,
+                } = *ev
+                {
+                    if va.0 >= lo && va.0 < hi && out.len() < limit {
+                        let k = match kind {
+                            xlat::trace::AccessKind::Load => "load",
+                            xlat::trace::AccessKind::Store => "store",
+                            xlat::trace::AccessKind::IFetch => "ifetch",
+                        };
+                        out.push((k, va.0, size, instrs));
+                    }
+                }
+            }
+        }
+    })
+    .map_err(|e: xlat::trace::SourceError| err(e))
+}
+
 /// A simulation in progress: `step()` until it returns True, then `record()`.
 #[pyclass(unsendable)]
 struct Simulation {
@@ -277,6 +318,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_accesses, m)?)?;
     m.add_class::<Simulation>()?;
     m.add_class::<Recorder>()?;
     Ok(())

@@ -257,11 +257,16 @@ impl<W: Write> NativeWriter<W> {
 /// with spaces) must fit the space the old one occupies; the header checksum is rewritten.
 pub fn rewrite_meta(path: &str, meta: &serde_json::Value) -> io::Result<()> {
     use std::io::{Seek, SeekFrom};
-    let mut f = std::fs::OpenOptions::new().read(true).write(true).open(path)?;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)?;
     let mut h = [0u8; 16];
     f.read_exact(&mut h)?;
     if &h[0..8] != MAGIC {
-        return Err(io::Error::other(format!("{path}: not an xlat native trace")));
+        return Err(io::Error::other(format!(
+            "{path}: not an xlat native trace"
+        )));
     }
     let old_len = u32::from_le_bytes([h[12], h[13], h[14], h[15]]) as usize;
     let mut new = serde_json::to_vec(meta).map_err(io::Error::other)?;

@@ -211,11 +211,19 @@ mod tests {
     #[test]
     fn records_split_across_reads_decode_the_same() {
         let s = words(&[
-            0x30, 42, // start
-            0x10, 0x1000, 0x2000, 3, 0x22, // mmap
-            0x01 | (8 << 8) | (5 << 16), 0x1008, // store 8 bytes, 5 instrs
-            0x00 | (200 << 8), 0x1100, // load 200 bytes -> 4 pieces
-            0x31, 0, // end
+            0x30,
+            42, // start
+            0x10,
+            0x1000,
+            0x2000,
+            3,
+            0x22, // mmap
+            0x01 | (8 << 8) | (5 << 16),
+            0x1008,   // store 8 bytes, 5 instrs
+            200 << 8, // load (type 0x00) of 200 bytes
+            0x1100,   // load 200 bytes -> 4 pieces
+            0x31,
+            0, // end
         ]);
         let mut whole = Vec::new();
         let mut d = VgDecoder::new();
