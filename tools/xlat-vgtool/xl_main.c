@@ -58,12 +58,14 @@ enum {
 static Long clo_fd = -1;
 static Long clo_ino = -1;
 static Bool clo_ifetch = False;
+static Bool clo_inline = True;
 
 static Int out_fd = -1;
 static Bool enabled = False;
 
 #define BUF_WORDS (1 << 17)
 static ULong buf[BUF_WORDS];
+/* Next free word; written by the instrumentation's inline IR as well as by C. */
 static ULong *bp = buf;
 /* Room for the largest record: flush when fewer words than this are left. */
 #define SLACK 8
@@ -156,6 +158,7 @@ static Bool xl_process_cmd_line_option(const HChar *arg)
    if VG_INT_CLO(arg, "--xlat-fd", clo_fd) {}
    else if VG_INT_CLO(arg, "--xlat-ino", clo_ino) {}
    else if VG_BOOL_CLO(arg, "--xlat-ifetch", clo_ifetch) {}
+   else if VG_BOOL_CLO(arg, "--xlat-inline", clo_inline) {}
    else
       return False;
    return True;
@@ -165,7 +168,8 @@ static void xl_print_usage(void)
 {
    VG_(printf)("    --xlat-fd=N              write binary records to fd N\n"
                "    --xlat-ino=I             only if fd N's inode is I\n"
-               "    --xlat-ifetch=yes|no     record instruction fetches [no]\n");
+               "    --xlat-ifetch=yes|no     record instruction fetches [no]\n"
+               "    --xlat-inline=yes|no     write records by inline IR, not helper calls [yes]\n");
 }
 
 static void xl_print_debug_usage(void) {}
@@ -262,9 +266,60 @@ static IRExpr *hdr_expr(UInt type, Int size, ULong instrs)
    return mkIRExpr_HWord((HWord)(type | ((ULong)(size & 0xff) << 8) | (instrs << 16)));
 }
 
+static void flush_full(void)
+{
+   flush();
+}
+
+/* The record is written by inline IR (no helper call, which would save and restore the guest
+   state): bp[0] = hdr + (pending_instrs << 16); bp[1] = addr; pending_instrs = 0; bp += 2;
+   then a helper call only when the buffer is full. Guarded accesses use the helper. */
+static void add_access_inline(IRSB *sb, UInt type, IRExpr *addr, Int size, ULong instrs)
+{
+   /* Flat IR: every operand an atom (a temporary or a constant). */
+   IRTemp tbp = newIRTemp(sb->tyenv, Ity_I64);
+   IRTemp tpend = newIRTemp(sb->tyenv, Ity_I64);
+   IRTemp tsh = newIRTemp(sb->tyenv, Ity_I64);
+   IRTemp thdr = newIRTemp(sb->tyenv, Ity_I64);
+   IRTemp ta8 = newIRTemp(sb->tyenv, Ity_I64);
+   IRTemp tnbp = newIRTemp(sb->tyenv, Ity_I64);
+   IRTemp tfull = newIRTemp(sb->tyenv, Ity_I1);
+   IRExpr *bp_addr = mkIRExpr_HWord((HWord)&bp);
+   IRExpr *pend_addr = mkIRExpr_HWord((HWord)&pending_instrs);
+   ULong hdr = type | ((ULong)(size & 0xff) << 8) | (instrs << 16);
+   IRDirty *di;
+   addStmtToIRSB(sb, IRStmt_WrTmp(tbp, IRExpr_Load(Iend_LE, Ity_I64, bp_addr)));
+   addStmtToIRSB(sb, IRStmt_WrTmp(tpend, IRExpr_Load(Iend_LE, Ity_I64, pend_addr)));
+   addStmtToIRSB(sb, IRStmt_WrTmp(tsh, IRExpr_Binop(Iop_Shl64, IRExpr_RdTmp(tpend),
+                                                    IRExpr_Const(IRConst_U8(16)))));
+   addStmtToIRSB(sb, IRStmt_WrTmp(thdr, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(tsh),
+                                                     IRExpr_Const(IRConst_U64(hdr)))));
+   addStmtToIRSB(sb, IRStmt_Store(Iend_LE, IRExpr_RdTmp(tbp), IRExpr_RdTmp(thdr)));
+   addStmtToIRSB(sb, IRStmt_WrTmp(ta8, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(tbp),
+                                                    IRExpr_Const(IRConst_U64(8)))));
+   addStmtToIRSB(sb, IRStmt_Store(Iend_LE, IRExpr_RdTmp(ta8), addr));
+   addStmtToIRSB(sb, IRStmt_Store(Iend_LE, pend_addr, IRExpr_Const(IRConst_U64(0))));
+   addStmtToIRSB(sb, IRStmt_WrTmp(tnbp, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(tbp),
+                                                     IRExpr_Const(IRConst_U64(16)))));
+   addStmtToIRSB(sb, IRStmt_Store(Iend_LE, bp_addr, IRExpr_RdTmp(tnbp)));
+   addStmtToIRSB(sb, IRStmt_WrTmp(tfull, IRExpr_Binop(Iop_CmpLE64U,
+                     IRExpr_Const(IRConst_U64((ULong)(HWord)buf_limit)), IRExpr_RdTmp(tnbp))));
+   di = unsafeIRDirty_0_N(0, "flush_full", VG_(fnptr_to_fnentry)(flush_full), mkIRExprVec_0());
+   di->guard = IRExpr_RdTmp(tfull);
+   addStmtToIRSB(sb, IRStmt_Dirty(di));
+}
+
 static void add_access(IRSB *sb, UInt type, IRExpr *addr, Int size, ULong *instrs, IRExpr *guard)
 {
-   IRExpr **argv = mkIRExprVec_2(addr, hdr_expr(type, size > 255 ? 255 : size, *instrs));
+   IRExpr **argv;
+   if (size > 255)
+      size = 255;
+   if (guard == NULL && clo_inline) {
+      add_access_inline(sb, type, addr, size, *instrs);
+      *instrs = 0;
+      return;
+   }
+   argv = mkIRExprVec_2(addr, hdr_expr(type, size > 255 ? 255 : size, *instrs));
    IRDirty *di = unsafeIRDirty_0_N(2, "rec_access", VG_(fnptr_to_fnentry)(rec_access), argv);
    if (guard)
       di->guard = guard;
