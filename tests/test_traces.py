@@ -94,6 +94,7 @@ def test_recording_a_ten_line_c_program_gives_exactly_its_loop_loads_and_stores(
     assert len({instrs for _, _, _, instrs in acc[n + 1 :]}) == 1
     info = json.loads(_core.trace_info(str(out)))
     assert info["trace"]["meta"]["exit_status"] == 0
+    assert info["trace"]["meta"]["recorder"] == ("lackey" if tool == "lackey" else "xlat-vgtool")
     assert info["refs_outside_vmas"] == 0
     rec = json.loads(xlat("run", "--design", "radix", "--trace", str(out), "--json").stdout)
     assert rec["refs"] == info["refs"]

@@ -16,7 +16,12 @@ def trace_accesses(
 
 class Recorder:
     def __init__(
-        self, input_path: str, out_path: str, meta_json: str, zstd_level: int = 3
+        self,
+        input_path: str,
+        out_path: str,
+        meta_json: str,
+        zstd_level: int = 3,
+        lackey: bool = False,
     ) -> None: ...
     def pump(self, max_bytes: int) -> bool: ...
     @property

@@ -6,6 +6,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::io::Read;
 use xlat::config::Config;
+use xlat::trace::lackey::LackeyDecoder;
 use xlat::trace::native::NativeWriter;
 use xlat::trace::vgstream::VgDecoder;
 
@@ -95,6 +96,7 @@ struct Recorder {
     input: Option<std::fs::File>,
     writer: Option<NativeWriter<std::io::BufWriter<std::fs::File>>>,
     decoder: VgDecoder,
+    lackey: Option<LackeyDecoder>,
     out_path: String,
     buf: Vec<u8>,
     refs: u64,
@@ -103,8 +105,14 @@ struct Recorder {
 #[pymethods]
 impl Recorder {
     #[new]
-    #[pyo3(signature = (input_path, out_path, meta_json, zstd_level=3))]
-    fn new(input_path: &str, out_path: &str, meta_json: &str, zstd_level: i32) -> PyResult<Self> {
+    #[pyo3(signature = (input_path, out_path, meta_json, zstd_level=3, lackey=false))]
+    fn new(
+        input_path: &str,
+        out_path: &str,
+        meta_json: &str,
+        zstd_level: i32,
+        lackey: bool,
+    ) -> PyResult<Self> {
         let meta: serde_json::Value = serde_json::from_str(meta_json).map_err(err)?;
         let out = std::fs::File::create(out_path).map_err(|e| err(format!("{out_path}: {e}")))?;
         let writer = NativeWriter::with_meta_room(
@@ -120,6 +128,7 @@ impl Recorder {
             input: Some(input),
             writer: Some(writer),
             decoder: VgDecoder::new(),
+            lackey: lackey.then(LackeyDecoder::new),
             out_path: out_path.to_string(),
             buf: vec![0u8; 1 << 20],
             refs: 0,
@@ -133,6 +142,7 @@ impl Recorder {
         };
         let buf = &mut self.buf;
         let decoder = &mut self.decoder;
+        let lackey = &mut self.lackey;
         let out_path = &self.out_path;
         let r = py.allow_threads(|| -> Result<bool, String> {
             let mut done = 0u64;
@@ -146,13 +156,18 @@ impl Recorder {
                     return Ok(true);
                 }
                 done += n as u64;
-                decoder
-                    .push(&buf[..n], |ev| writer.write(&ev))
-                    .map_err(|e| format!("{out_path}: {e}"))?;
+                match lackey.as_mut() {
+                    Some(l) => l.push(&buf[..n], |ev| writer.write(&ev)),
+                    None => decoder.push(&buf[..n], |ev| writer.write(&ev)),
+                }
+                .map_err(|e| format!("{out_path}: {e}"))?;
             }
             Ok(false)
         });
-        self.refs = self.decoder.counts().accesses;
+        self.refs = match &self.lackey {
+            Some(l) => l.accesses(),
+            None => self.decoder.counts().accesses,
+        };
         r.map_err(err)
     }
 
@@ -170,14 +185,26 @@ impl Recorder {
             .take()
             .ok_or_else(|| err("recorder already finished"))?;
         self.input = None;
-        let counts = self
+        let mut counts = self
             .decoder
             .finish(|ev| writer.write(&ev))
             .map_err(|e| err(format!("{}: {e}", self.out_path)))?;
+        let mut inferred_pages = 0;
+        if let Some(l) = self.lackey.as_mut() {
+            l.finish(|ev| writer.write(&ev))
+                .map_err(|e| err(format!("{}: {e}", self.out_path)))?;
+            counts.images = 1;
+            counts.syscalls = l.syscalls();
+            inferred_pages = l.inferred_pages();
+        }
         let (_, totals) = writer
             .finish()
             .map_err(|e| err(format!("{}: {e}", self.out_path)))?;
-        let meta: serde_json::Value = serde_json::from_str(meta_json).map_err(err)?;
+        let mut meta: serde_json::Value = serde_json::from_str(meta_json).map_err(err)?;
+        if self.lackey.is_some() {
+            // Lackey does not report the start-up address space: those pages were inferred.
+            meta["inferred_pages"] = inferred_pages.into();
+        }
         xlat::trace::native::rewrite_meta(&self.out_path, &meta)
             .map_err(|e| err(format!("{}: {e}", self.out_path)))?;
         serde_json::to_string(&serde_json::json!({
@@ -189,6 +216,7 @@ impl Recorder {
             "syscalls": counts.syscalls,
             "stream_bytes": counts.bytes,
             "tool_exit_code": counts.exit_code,
+            "inferred_pages": inferred_pages,
         }))
         .map_err(err)
     }

@@ -10,6 +10,7 @@ use std::fmt;
 
 pub mod champsim;
 pub mod info;
+pub mod lackey;
 pub mod native;
 mod open;
 mod varint;
