@@ -79,11 +79,12 @@ need_valgrind = pytest.mark.skipif(
 
 
 @need_valgrind
-def test_recording_a_ten_line_c_program_gives_exactly_its_loop_loads_and_stores(tmp_path):
+@pytest.mark.parametrize("tool", ["xlat", "lackey"])
+def test_recording_a_ten_line_c_program_gives_exactly_its_loop_loads_and_stores(tmp_path, tool):
     exe = tmp_path / "loop10"
     subprocess.run(["gcc", "-O1", "-o", str(exe), str(DATA / "src" / "loop10.c")], check=True)
     out = tmp_path / "loop10.xlat"
-    proc = xlat("trace", "record", "-o", str(out), "--quiet", "--", str(exe))
+    proc = xlat("trace", "record", "-o", str(out), "--quiet", "--tool", tool, "--", str(exe))
     a = int(proc.stdout.strip(), 16)
     n = 1000
     acc = _core.trace_accesses(str(out), a, a + 8 * n)
