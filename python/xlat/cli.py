@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 
-from xlat import _core, trace_cli
+from xlat import _core, snapshot, trace_cli
 from xlat.report import format_table, table_rows, write_report
 from xlat.run import compare, designs, load_preset, resolve_config, run
 
@@ -87,7 +87,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a key")
     c = csub.add_parser("keys", help="list every configuration key")
     trace_cli.add_parser(sub)
+    snapshot.add_parser(sub)
     return parser
+
+
+def _snapshot_overrides(args: argparse.Namespace) -> list[tuple[str, str]]:
+    try:
+        return trace_cli.snapshot_overrides(args)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _kwargs(args: argparse.Namespace) -> dict:
@@ -97,7 +105,7 @@ def _kwargs(args: argparse.Namespace) -> dict:
         refs=args.refs,
         seed=args.seed,
         preset=args.preset,
-        set=_parse_set(args.set),
+        set=_snapshot_overrides(args) + _parse_set(args.set),
         **trace_cli.trace_kwargs(args),
     )
 
@@ -175,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_config(args)
         if args.command == "trace":
             return trace_cli.main(args)
+        if args.command == "snapshot":
+            return snapshot.main(args)
         if args.preset is not None:
             try:
                 load_preset(args.preset)

@@ -32,6 +32,23 @@ def add_trace_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="format of --trace (default auto: native by its magic, ChampSim by its name)",
     )
+    p.add_argument(
+        "--snapshot",
+        metavar="SNAP.json",
+        help="start from the free-memory state (buddyinfo) of an `xlat snapshot` file",
+    )
+
+
+def snapshot_overrides(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Overrides of ``--snapshot FILE`` (the snapshot's free-memory state), or none."""
+    if getattr(args, "snapshot", None) is None:
+        return []
+    from xlat import snapshot
+
+    try:
+        return snapshot.snapshot_overrides(args.snapshot)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--snapshot {args.snapshot}: {e}") from None
 
 
 def trace_kwargs(args: argparse.Namespace) -> dict:
