@@ -364,6 +364,27 @@ proptest! {
     }
 
     #[test]
+    fn arbitrary_bytes_never_panic_the_recorder_stream_decoders(
+        bytes in prop::collection::vec(any::<u8>(), 0..2048),
+        split in any::<prop::sample::Index>(),
+    ) {
+        use xlat::trace::lackey::LackeyDecoder;
+        use xlat::trace::vgstream::VgDecoder;
+        let at = split.index(bytes.len() + 1);
+        let mut d = VgDecoder::new();
+        let mut n = 0usize;
+        let ok = d.push(&bytes[..at], |_| { n += 1; Ok(()) }).is_ok()
+            && d.push(&bytes[at..], |_| { n += 1; Ok(()) }).is_ok();
+        if ok {
+            let _ = d.finish(|_| Ok(()));
+        }
+        let mut l = LackeyDecoder::new();
+        if l.push(&bytes[..at], |_| Ok(())).is_ok() && l.push(&bytes[at..], |_| Ok(())).is_ok() {
+            let _ = l.finish(|_| Ok(()));
+        }
+    }
+
+    #[test]
     fn arbitrary_bytes_never_panic_the_champsim_reader(bytes in prop::collection::vec(any::<u8>(), 0..1024),
                                                        cloud in any::<bool>()) {
         let p = tmp(&format!("fuzz-{}.champsim", cloud));

@@ -67,16 +67,38 @@ impl VgDecoder {
     /// record type is an error naming its byte offset in the stream.
     pub fn push(
         &mut self,
-        data: &[u8],
+        mut data: &[u8],
         mut emit: impl FnMut(Event) -> std::io::Result<()>,
     ) -> Result<(), String> {
-        let mut buf = std::mem::take(&mut self.partial);
-        buf.extend_from_slice(data);
+        if !self.partial.is_empty() {
+            // Complete the record that straddled the previous piece (records are <= 40 bytes).
+            let had = self.partial.len();
+            let take = data.len().min(64);
+            let mut buf = std::mem::take(&mut self.partial);
+            buf.extend_from_slice(&data[..take]);
+            let used = self.decode(&buf, &mut emit)?;
+            if used < had {
+                self.partial = buf;
+                return Ok(());
+            }
+            data = &data[used - had..];
+        }
+        let used = self.decode(data, &mut emit)?;
+        self.partial.extend_from_slice(&data[used..]);
+        Ok(())
+    }
+
+    /// Decode the whole records at the start of `buf`; returns the bytes they take.
+    fn decode(
+        &mut self,
+        buf: &[u8],
+        emit: &mut impl FnMut(Event) -> std::io::Result<()>,
+    ) -> Result<usize, String> {
         let mut pos = 0usize;
         let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8"));
         let io = |e: std::io::Error| format!("cannot write the trace: {e}");
         while buf.len() - pos >= 8 {
-            let h = word(&buf, pos);
+            let h = word(buf, pos);
             let ty = (h & 0xff) as u8;
             let Some(n) = args_of(ty) else {
                 return Err(format!(
@@ -87,7 +109,7 @@ impl VgDecoder {
             if buf.len() - pos < 8 * (n + 1) {
                 break;
             }
-            let a = |i: usize| word(&buf, pos + 8 * (i + 1));
+            let a = |i: usize| word(buf, pos + 8 * (i + 1));
             match ty {
                 0x00..=0x02 => {
                     let kind = match ty {
@@ -174,9 +196,7 @@ impl VgDecoder {
             pos += 8 * (n + 1);
         }
         self.counts.bytes += pos as u64;
-        buf.drain(..pos);
-        self.partial = buf;
-        Ok(())
+        Ok(pos)
     }
 
     /// End of the stream: emits the final `Exit` if the tool did not report one (the program
