@@ -15,6 +15,7 @@ import argparse
 import fcntl
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -157,6 +158,8 @@ def record(
     finally:
         os.close(rfd)
     start = time.monotonic()
+    self_cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    child_cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         proc = subprocess.Popen(argv, env=env, pass_fds=(wfd,))
     except OSError as e:
@@ -181,6 +184,8 @@ def record(
         raise
     status = proc.wait()
     seconds = time.monotonic() - start
+    self_cpu = resource.getrusage(resource.RUSAGE_SELF)
+    child_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     if progress:
         sys.stderr.write("\n")
     meta["exit_status"] = status
@@ -191,6 +196,14 @@ def record(
             f"(is '{command[0]}' a program on PATH?)"
         )
     counts.update(exit_status=status, seconds=seconds, output=output)
+    # CPU time of valgrind (the program) and of the converter (this process): on an idle
+    # machine with two cores the wall time approaches the larger of the two.
+    counts["valgrind_cpu_seconds"] = (child_cpu.ru_utime + child_cpu.ru_stime) - (
+        child_cpu0.ru_utime + child_cpu0.ru_stime
+    )
+    counts["converter_cpu_seconds"] = (self_cpu.ru_utime + self_cpu.ru_stime) - (
+        self_cpu0.ru_utime + self_cpu0.ru_stime
+    )
     counts["refs_per_sec"] = counts["refs"] / seconds if seconds > 0 else 0.0
     return counts
 
@@ -216,7 +229,9 @@ def main(args: argparse.Namespace) -> int:
         print(
             f"recorded {s['refs']:,} references, {s['instructions']:,} instructions, "
             f"{s['syscalls']:,} memory system calls in {s['seconds']:.1f}s "
-            f"({s['refs_per_sec'] / 1e6:.1f} M refs/s); program {how}; "
+            f"({s['refs_per_sec'] / 1e6:.1f} M refs/s; CPU: valgrind "
+            f"{s['valgrind_cpu_seconds']:.1f}s, converter {s['converter_cpu_seconds']:.1f}s); "
+            f"program {how}; "
             f"wrote {s['output']} ({Path(s['output']).stat().st_size:,} bytes)",
             file=sys.stderr,
         )
