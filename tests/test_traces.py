@@ -121,3 +121,14 @@ def test_record_without_a_program_is_a_usage_error(tmp_path):
 def test_the_tool_is_found_or_its_absence_is_explained():
     lib = record.tool_lib_dir()
     assert lib is None or (lib / "xlat-amd64-linux").is_file()
+
+
+@need_valgrind
+def test_ifetch_recording_gives_one_fetch_per_instruction(tmp_path):
+    exe = tmp_path / "loop10"
+    subprocess.run(["gcc", "-O1", "-o", str(exe), str(DATA / "src" / "loop10.c")], check=True)
+    out = tmp_path / "if.xlat"
+    xlat("trace", "record", "-o", str(out), "--quiet", "--ifetch", "--", str(exe))
+    info = json.loads(_core.trace_info(str(out)))
+    assert info["ifetches"] == info["instructions"] > 10_000
+    assert info["refs_outside_vmas"] == 0
