@@ -82,7 +82,10 @@ def add_parser(tsub: argparse._SubParsersAction) -> None:
         "--ifetch", action="store_true", help="also record one instruction fetch per instruction"
     )
     r.add_argument(
-        "--zstd-level", type=int, default=1, help="compression level 1..19 (default 1: fastest)"
+        "--zstd-level",
+        type=int,
+        default=1,
+        help="zstd level: 1..19, or negative for zstd's faster modes (default 1)",
     )
     r.add_argument("--progress", action="store_true", help="progress on stderr even if not a tty")
     r.add_argument("--quiet", action="store_true", help="no progress and no summary")

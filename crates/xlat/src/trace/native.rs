@@ -76,7 +76,8 @@ pub struct NativeWriter<W: Write> {
 
 impl<W: Write> NativeWriter<W> {
     /// Write the header with `meta` (a JSON object describing the trace: recorder, command...)
-    /// and start the first chunk. `zstd_level` 0 stores chunks uncompressed; 1..=19 compress.
+    /// and start the first chunk. `zstd_level` 0 stores chunks uncompressed; 1..=19 compress, and
+    /// negative levels (zstd's fast modes) compress less and faster.
     pub fn new(out: W, meta: &serde_json::Value, zstd_level: i32) -> io::Result<Self> {
         Self::with_meta_room(out, meta, zstd_level, 0)
     }
@@ -98,7 +99,7 @@ impl<W: Write> NativeWriter<W> {
                 meta.len()
             )));
         }
-        let flags = if zstd_level > 0 { FLAG_ZSTD } else { 0 };
+        let flags = if zstd_level != 0 { FLAG_ZSTD } else { 0 };
         let mut h = Vec::with_capacity(20 + meta.len());
         h.extend_from_slice(MAGIC);
         h.extend_from_slice(&VERSION.to_le_bytes());
@@ -108,7 +109,7 @@ impl<W: Write> NativeWriter<W> {
         let crc = crc32fast::hash(&h);
         h.extend_from_slice(&crc.to_le_bytes());
         out.write_all(&h)?;
-        let compressor = if zstd_level > 0 {
+        let compressor = if zstd_level != 0 {
             Some(zstd::bulk::Compressor::new(zstd_level)?)
         } else {
             None
