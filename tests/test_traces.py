@@ -132,3 +132,12 @@ def test_ifetch_recording_gives_one_fetch_per_instruction(tmp_path):
     info = json.loads(_core.trace_info(str(out)))
     assert info["ifetches"] == info["instructions"] > 10_000
     assert info["refs_outside_vmas"] == 0
+
+
+@need_valgrind
+def test_recording_a_missing_program_fails_and_leaves_no_trace(tmp_path):
+    out = tmp_path / "none.xlat"
+    proc = xlat("trace", "record", "-o", str(out), "--", str(tmp_path / "no-such-program"),
+                check=False)  # fmt: skip
+    assert proc.returncode == 2 and "before the program started" in proc.stderr
+    assert not out.exists()

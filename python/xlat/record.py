@@ -182,8 +182,10 @@ def record(
                 )
                 sys.stderr.flush()
     except BaseException:
+        # Interrupted or failed: no half-written trace is left behind.
         proc.kill()
         proc.wait()
+        Path(output).unlink(missing_ok=True)
         raise
     status = proc.wait()
     seconds = time.monotonic() - start
@@ -194,6 +196,7 @@ def record(
     meta["exit_status"] = status
     counts = json.loads(rec.finish(json.dumps(meta)))
     if counts["images"] == 0:
+        Path(output).unlink(missing_ok=True)
         raise RecordError(
             f"valgrind exited with status {status} before the program started "
             f"(is '{command[0]}' a program on PATH?)"
