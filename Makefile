@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all setup build demo test test-rust test-python bench lint fmt clean
+.PHONY: all setup build vgtool demo test test-rust test-python bench lint fmt clean
 
 all: build
 
@@ -19,9 +19,16 @@ $(VENV)/.ready: requirements-dev.txt pyproject.toml
 
 setup: $(VENV)/.ready
 
-# Build the Rust core and the Python extension into the venv (release build).
-build: setup
+# Build the Rust core and the Python extension into the venv (release build), and the valgrind
+# recording tool when valgrind's tool libraries are installed (`xlat trace record` needs it).
+build: setup vgtool
 	$(VENV)/bin/maturin develop --release --quiet
+
+# The xlat valgrind tool (GPL-2 helper, tools/xlat-vgtool): rebuilt when its source changes.
+VGTOOL := tools/xlat-vgtool/build/lib/xlat-amd64-linux
+vgtool: $(VGTOOL)
+$(VGTOOL): tools/xlat-vgtool/xl_main.c tools/xlat-vgtool/build.sh
+	@bash tools/xlat-vgtool/build.sh || echo "warning: xlat valgrind tool not built (see above); 'xlat trace record' is unavailable"
 
 # The main job: compare every registered design on the built-in demo workload, with a report.
 demo: build

@@ -9,10 +9,33 @@ def resolve_config(
     preset_text: str | None, preset_origin: str, overrides: list[tuple[str, str]]
 ) -> str: ...
 def version() -> str: ...
+def trace_info(path: str, trace_format: str | None = None) -> str: ...
+def trace_accesses(
+    path: str, lo: int, hi: int, limit: int = 1_000_000, trace_format: str | None = None
+) -> list[tuple[str, int, int, int]]: ...
+
+class Recorder:
+    def __init__(
+        self,
+        input_path: str,
+        out_path: str,
+        meta_json: str,
+        zstd_level: int = 3,
+        lackey: bool = False,
+    ) -> None: ...
+    def pump(self, max_bytes: int) -> bool: ...
+    @property
+    def refs(self) -> int: ...
+    def finish(self, meta_json: str) -> str: ...
 
 class Simulation:
     def __init__(
-        self, preset_text: str | None, preset_origin: str, overrides: list[tuple[str, str]]
+        self,
+        preset_text: str | None,
+        preset_origin: str,
+        overrides: list[tuple[str, str]],
+        trace: str | None = None,
+        trace_format: str | None = None,
     ) -> None: ...
     def step(self, max_refs: int) -> bool: ...
     @property

@@ -16,9 +16,9 @@ import argparse
 import json
 import sys
 
-from xlat import _core
+from xlat import _core, snapshot, trace_cli
 from xlat.report import format_table, table_rows, write_report
-from xlat.run import compare, designs, load_preset, resolve_config, run, workloads
+from xlat.run import compare, designs, load_preset, resolve_config, run
 
 
 class UsageError(Exception):
@@ -42,11 +42,14 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--refs", help="memory references to simulate, e.g. 1M, 10M")
     p.add_argument("--seed", type=int, help="seed of every random choice")
     p.add_argument(
-        "--set", action="append", metavar="KEY=VALUE",
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
         help="override any configuration key, e.g. --set os.thp=always (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print the result record(s) as JSON")
     p.add_argument("--progress", action="store_true", help="show a progress bar on stderr")
+    trace_cli.add_trace_arguments(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,7 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--designs", help="comma-separated designs (default: all registered)")
     p.add_argument("--baseline", help="design the speedups are relative to (default: first)")
     p.add_argument(
-        "--report", nargs="?", const="out", metavar="DIR",
+        "--report",
+        nargs="?",
+        const="out",
+        metavar="DIR",
         help="write report.md, report.html, figures and results.json to DIR (default out/)",
     )
     _common(p)
@@ -80,13 +86,27 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("preset", nargs="?", help="preset name in configs/ or path to a TOML file")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a key")
     c = csub.add_parser("keys", help="list every configuration key")
+    trace_cli.add_parser(sub)
+    snapshot.add_parser(sub)
     return parser
+
+
+def _snapshot_overrides(args: argparse.Namespace) -> list[tuple[str, str]]:
+    try:
+        return trace_cli.snapshot_overrides(args)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _kwargs(args: argparse.Namespace) -> dict:
     return dict(
-        workload=args.workload, footprint=args.footprint, refs=args.refs, seed=args.seed,
-        preset=args.preset, set=_parse_set(args.set),
+        workload=args.workload,
+        footprint=args.footprint,
+        refs=args.refs,
+        seed=args.seed,
+        preset=args.preset,
+        set=_snapshot_overrides(args) + _parse_set(args.set),
+        **trace_cli.trace_kwargs(args),
     )
 
 
@@ -95,6 +115,10 @@ def _validate(args: argparse.Namespace, design_names: list[str]) -> None:
     problems exit with code 2 and nothing is simulated."""
     kw = _kwargs(args)
     preset = kw.pop("preset")
+    try:
+        trace_cli.check_trace_kwargs(kw.pop("trace"), kw.pop("trace_format"))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     for d in design_names:
         try:
             resolve_config(preset, design=d, **kw)
@@ -157,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "config":
             return cmd_config(args)
+        if args.command == "trace":
+            return trace_cli.main(args)
+        if args.command == "snapshot":
+            return snapshot.main(args)
         if args.preset is not None:
             try:
                 load_preset(args.preset)

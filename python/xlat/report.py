@@ -151,8 +151,10 @@ def _figures(records: list[dict], rows: list[dict], out: Path, baseline: str) ->
         fig, ax = plt.subplots(figsize=(6, 3.5))
         bottom = [0.0] * len(names)
         for s, color in zip(served, ["#bbbbbb", "#66ccee", "#4477aa", "#222255"]):
-            vals = [f[f"cache.pt_served_{s}"] * 1000 / max(r["instructions"], 1)
-                    for f, r in zip(flat, records)]
+            vals = [
+                f[f"cache.pt_served_{s}"] * 1000 / max(r["instructions"], 1)
+                for f, r in zip(flat, records)
+            ]
             ax.bar(names, vals, bottom=bottom, label=s.upper(), color=color)
             bottom = [b + v for b, v in zip(bottom, vals)]
         ax.set_ylabel("page-walk refs per kilo-instruction")
@@ -206,8 +208,7 @@ def write_report(
 
     head = "".join(f"<th>{html.escape(t)}</th>" for _, t, _ in COLUMNS)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(f.format(r[k]))}</td>" for k, _, f in COLUMNS)
-        + "</tr>"
+        "<tr>" + "".join(f"<td>{html.escape(f.format(r[k]))}</td>" for k, _, f in COLUMNS) + "</tr>"
         for r in rows
     )
     figures = "".join(
@@ -235,5 +236,9 @@ footer {{ color: #666; font-size: 0.85em; margin-top: 2em; }}
 """
     html_path = out / "report.html"
     html_path.write_text(page)
-    return {"markdown": md_path, "html": html_path, "json": out / "results.json",
-            "figures": [p for p, _ in figs]}
+    return {
+        "markdown": md_path,
+        "html": html_path,
+        "json": out / "results.json",
+        "figures": [p for p, _ in figs],
+    }

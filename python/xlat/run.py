@@ -14,6 +14,9 @@ from xlat import _core
 #: Chunk of references simulated between two progress updates.
 STEP_REFS = 1_000_000
 
+#: ``sim.refs`` of a trace run without ``refs``: no limit (the trace's end ends the run).
+TRACE_NO_LIMIT = 1 << 62
+
 
 def designs() -> list[str]:
     """Names of the registered designs, in registry order.
@@ -142,6 +145,12 @@ class Progress:
             return
         elapsed = max(time.monotonic() - self.start, 1e-9)
         rate = done / elapsed
+        if self.total >= TRACE_NO_LIMIT:
+            sys.stderr.write(
+                f"\r{self.label:<14} {done / 1e6:8.2f} M refs {rate / 1e6:6.2f} M/s {elapsed:6.0f}s"
+            )
+            sys.stderr.flush()
+            return
         frac = min(done / self.total, 1.0)
         eta = (self.total - done) / rate if rate > 0 else float("inf")
         bar = "#" * int(frac * 30)
@@ -166,11 +175,16 @@ def run(
     preset: str | None = None,
     set: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
     progress: bool = False,
+    trace: str | None = None,
+    trace_format: str | None = None,
 ) -> dict:
     """Run one simulation and return its result record (a nested dict; see docs/results.md).
 
     Arguments left as None take the preset's (or the built-in default) value; ``set`` holds
-    any further ``section.field`` overrides.
+    any further ``section.field`` overrides. With ``trace`` (a native ``.xlat`` file or a
+    ChampSim trace; ``trace_format`` auto, native, champsim or cloudsuite) the references come
+    from the file instead of a workload generator, the whole trace unless ``refs`` limits it,
+    and the record's ``trace`` section carries the file's path, format and sha256.
 
     Examples
     --------
@@ -180,7 +194,9 @@ def run(
     """
     text, origin = load_preset(preset)
     overrides = build_overrides(design, workload, footprint, refs, seed, set)
-    sim = _core.Simulation(text, origin, overrides)
+    if trace is not None and refs is None:
+        overrides.insert(0, ("sim.refs", str(TRACE_NO_LIMIT)))
+    sim = _core.Simulation(text, origin, overrides, trace, trace_format)
     label = design or dict(overrides).get("sim.design", "")
     bar = Progress(label, sim.total_refs, progress)
     try:
@@ -201,6 +217,8 @@ def compare(
     preset: str | None = None,
     set: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
     progress: bool = False,
+    trace: str | None = None,
+    trace_format: str | None = None,
 ) -> list[dict]:
     """Run the same workload on several designs (all registered ones when None).
 
@@ -214,12 +232,14 @@ def compare(
     """
     names = list(designs) if designs is not None else globals()["designs"]()
     return [
-        run(d, workload, footprint, refs, seed, preset, set, progress) for d in names
+        run(d, workload, footprint, refs, seed, preset, set, progress, trace, trace_format)
+        for d in names
     ]
 
 
 def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Flatten a nested record into dotted keys (``{"tlb": {"l1_misses": 3}}`` -> ``tlb.l1_misses``).
+    """Flatten a nested record into dotted keys (``{"tlb": {"l1_misses": 3}}`` becomes
+    ``tlb.l1_misses``).
 
     Examples
     --------

@@ -4,7 +4,11 @@
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use std::io::Read;
 use xlat::config::Config;
+use xlat::trace::lackey::LackeyDecoder;
+use xlat::trace::native::NativeWriter;
+use xlat::trace::vgstream::VgDecoder;
 
 create_exception!(
     _core,
@@ -66,6 +70,202 @@ fn version() -> &'static str {
     xlat::VERSION
 }
 
+fn open_trace(path: &str, format: Option<&str>) -> PyResult<Box<dyn xlat::trace::EventSource>> {
+    let format = xlat::trace::TraceFormat::parse(format.unwrap_or("auto")).map_err(err)?;
+    xlat::trace::open(path, format).map_err(err)
+}
+
+/// Summarize a trace file (counts, instructions, footprint, VMAs, read/write mix) as JSON text.
+#[pyfunction]
+#[pyo3(signature = (path, trace_format=None))]
+fn trace_info(py: Python<'_>, path: &str, trace_format: Option<&str>) -> PyResult<String> {
+    let mut src = open_trace(path, trace_format)?;
+    let mut v = py
+        .allow_threads(|| xlat::trace::info::summarize(src.as_mut()))
+        .map_err(err)?;
+    if let Some(d) = src.describe() {
+        v["trace"] = d;
+    }
+    serde_json::to_string(&v).map_err(err)
+}
+
+/// Converts the xlat Valgrind tool's record stream (read from `input_path`, a pipe) into a
+/// native trace at `out_path`, while the recorded program runs.
+#[pyclass(unsendable)]
+struct Recorder {
+    input: Option<std::fs::File>,
+    writer: Option<NativeWriter<std::io::BufWriter<std::fs::File>>>,
+    decoder: VgDecoder,
+    lackey: Option<LackeyDecoder>,
+    out_path: String,
+    buf: Vec<u8>,
+    refs: u64,
+}
+
+#[pymethods]
+impl Recorder {
+    #[new]
+    #[pyo3(signature = (input_path, out_path, meta_json, zstd_level=3, lackey=false))]
+    fn new(
+        input_path: &str,
+        out_path: &str,
+        meta_json: &str,
+        zstd_level: i32,
+        lackey: bool,
+    ) -> PyResult<Self> {
+        let meta: serde_json::Value = serde_json::from_str(meta_json).map_err(err)?;
+        let out = std::fs::File::create(out_path).map_err(|e| err(format!("{out_path}: {e}")))?;
+        let writer = NativeWriter::with_meta_room(
+            std::io::BufWriter::with_capacity(1 << 20, out),
+            &meta,
+            zstd_level,
+            512,
+        )
+        .map_err(|e| err(format!("{out_path}: {e}")))?;
+        let input =
+            std::fs::File::open(input_path).map_err(|e| err(format!("{input_path}: {e}")))?;
+        Ok(Recorder {
+            input: Some(input),
+            writer: Some(writer),
+            decoder: VgDecoder::new(),
+            lackey: lackey.then(LackeyDecoder::new),
+            out_path: out_path.to_string(),
+            buf: vec![0u8; 1 << 20],
+            refs: 0,
+        })
+    }
+
+    /// Convert up to `max_bytes` more of the stream; True at its end (the tool closed it).
+    fn pump(&mut self, py: Python<'_>, max_bytes: u64) -> PyResult<bool> {
+        let (Some(input), Some(writer)) = (self.input.as_mut(), self.writer.as_mut()) else {
+            return Ok(true);
+        };
+        let buf = &mut self.buf;
+        let decoder = &mut self.decoder;
+        let lackey = &mut self.lackey;
+        let out_path = &self.out_path;
+        let r = py.allow_threads(|| -> Result<bool, String> {
+            let mut done = 0u64;
+            while done < max_bytes {
+                let n = match input.read(buf) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(format!("reading the recorder stream: {e}")),
+                };
+                if n == 0 {
+                    return Ok(true);
+                }
+                done += n as u64;
+                match lackey.as_mut() {
+                    Some(l) => l.push(&buf[..n], |ev| writer.write(&ev)),
+                    None => decoder.push(&buf[..n], |ev| writer.write(&ev)),
+                }
+                .map_err(|e| format!("{out_path}: {e}"))?;
+            }
+            Ok(false)
+        });
+        self.refs = match &self.lackey {
+            Some(l) => l.accesses(),
+            None => self.decoder.counts().accesses,
+        };
+        r.map_err(err)
+    }
+
+    /// References converted so far.
+    #[getter]
+    fn refs(&self) -> u64 {
+        self.refs
+    }
+
+    /// Finish the trace: final exit event, end-of-trace record, and `meta_json` (now with the
+    /// program's exit status) written into the header. Returns the counts as JSON text.
+    fn finish(&mut self, meta_json: &str) -> PyResult<String> {
+        let mut writer = self
+            .writer
+            .take()
+            .ok_or_else(|| err("recorder already finished"))?;
+        self.input = None;
+        let mut counts = self
+            .decoder
+            .finish(|ev| writer.write(&ev))
+            .map_err(|e| err(format!("{}: {e}", self.out_path)))?;
+        let mut inferred_pages = 0;
+        if let Some(l) = self.lackey.as_mut() {
+            l.finish(|ev| writer.write(&ev))
+                .map_err(|e| err(format!("{}: {e}", self.out_path)))?;
+            counts.images = 1;
+            counts.syscalls = l.syscalls();
+            inferred_pages = l.inferred_pages();
+        }
+        let (_, totals) = writer
+            .finish()
+            .map_err(|e| err(format!("{}: {e}", self.out_path)))?;
+        let mut meta: serde_json::Value = serde_json::from_str(meta_json).map_err(err)?;
+        if self.lackey.is_some() {
+            // Lackey does not report the start-up address space: those pages were inferred.
+            meta["inferred_pages"] = inferred_pages.into();
+        }
+        xlat::trace::native::rewrite_meta(&self.out_path, &meta)
+            .map_err(|e| err(format!("{}: {e}", self.out_path)))?;
+        serde_json::to_string(&serde_json::json!({
+            "events": totals.records,
+            "refs": totals.accesses,
+            "instructions": totals.instructions,
+            "chunks": totals.chunks,
+            "images": counts.images,
+            "syscalls": counts.syscalls,
+            "stream_bytes": counts.bytes,
+            "tool_exit_code": counts.exit_code,
+            "inferred_pages": inferred_pages,
+        }))
+        .map_err(err)
+    }
+}
+
+/// The accesses of a trace whose address is in `[lo, hi)`, in order, as
+/// `(kind, address, size, instrs)` with kind `load`, `store` or `ifetch` (at most `limit`).
+#[pyfunction]
+#[pyo3(signature = (path, lo, hi, limit=1_000_000, trace_format=None))]
+fn trace_accesses(
+    py: Python<'_>,
+    path: &str,
+    lo: u64,
+    hi: u64,
+    limit: usize,
+    trace_format: Option<&str>,
+) -> PyResult<Vec<(&'static str, u64, u8, u32)>> {
+    let mut src = open_trace(path, trace_format)?;
+    py.allow_threads(|| {
+        let mut out = Vec::new();
+        let mut buf = Vec::with_capacity(4096);
+        loop {
+            buf.clear();
+            if src.fill(&mut buf, 4096)? == 0 {
+                return Ok(out);
+            }
+            for ev in &buf {
+                if let xlat::trace::Event::Access {
+                    kind,
+                    va,
+                    size,
+                    instrs,
+                } = *ev
+                {
+                    if va.0 >= lo && va.0 < hi && out.len() < limit {
+                        let k = match kind {
+                            xlat::trace::AccessKind::Load => "load",
+                            xlat::trace::AccessKind::Store => "store",
+                            xlat::trace::AccessKind::IFetch => "ifetch",
+                        };
+                        out.push((k, va.0, size, instrs));
+                    }
+                }
+            }
+        }
+    })
+    .map_err(|e: xlat::trace::SourceError| err(e))
+}
+
 /// A simulation in progress: `step()` until it returns True, then `record()`.
 #[pyclass(unsendable)]
 struct Simulation {
@@ -76,15 +276,21 @@ struct Simulation {
 #[pymethods]
 impl Simulation {
     #[new]
-    #[pyo3(signature = (preset_text, preset_origin, overrides))]
+    #[pyo3(signature = (preset_text, preset_origin, overrides, trace=None, trace_format=None))]
     fn new(
         preset_text: Option<&str>,
         preset_origin: &str,
         overrides: Vec<(String, String)>,
+        trace: Option<&str>,
+        trace_format: Option<&str>,
     ) -> PyResult<Self> {
         let cfg = resolve(preset_text, preset_origin, overrides)?;
-        let source =
-            xlat::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).map_err(err)?;
+        let source = match trace {
+            Some(path) => open_trace(path, trace_format)?,
+            None => {
+                xlat::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).map_err(err)?
+            }
+        };
         let sim = xlat::Simulation::new(&cfg, source).map_err(err)?;
         Ok(Simulation {
             inner: Some(sim),
@@ -139,6 +345,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_accesses, m)?)?;
     m.add_class::<Simulation>()?;
+    m.add_class::<Recorder>()?;
     Ok(())
 }

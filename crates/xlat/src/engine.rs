@@ -184,7 +184,9 @@ impl<D: Design> Sim<D> {
                 self.mmu.invalidate_asid(a);
                 r
             }
-            Event::Access { .. } => unreachable!("accesses are handled by the caller"),
+            Event::Access { .. } | Event::Thread { .. } => {
+                unreachable!("accesses and thread switches are handled by the caller")
+            }
         };
         r.map_err(|e| self.os_err(e))?;
         self.apply_changes().map_err(|e| self.os_err(e))
@@ -390,6 +392,7 @@ impl<D: Design> Runner for Sim<D> {
                     Event::Access {
                         kind, va, instrs, ..
                     } => self.access(kind, va, instrs)?,
+                    Event::Thread { .. } => {}
                     other => self.handle_syscall(other)?,
                 }
                 self.c.events += 1;
@@ -411,6 +414,9 @@ impl<D: Design> Runner for Sim<D> {
         let mut r = Stats::new();
         r.put_str("design", &self.cfg.sim.design);
         r.put_str("workload", &self.source.name());
+        if let Some(t) = self.source.describe() {
+            r.insert("trace".into(), t);
+        }
         r.put_u64("seed", self.cfg.sim.seed);
         r.put_str("version", crate::VERSION);
         r.put_u64("refs", c.refs);

@@ -8,6 +8,16 @@
 use crate::addr::Vaddr;
 use std::fmt;
 
+pub mod champsim;
+pub mod info;
+pub mod lackey;
+pub mod native;
+mod open;
+mod varint;
+pub mod vgstream;
+
+pub use open::{open, sha256_file, TraceFormat};
+
 /// Kind of a memory reference.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
 pub enum AccessKind {
@@ -103,6 +113,12 @@ pub enum Event {
         /// Process identifier, as in the trace.
         pid: u32,
     },
+    /// The CPU switches to thread `tid` of the current process (same address space). Kept for
+    /// the record; the engine simulates one core, so a thread switch changes no state.
+    Thread {
+        /// Thread identifier, as in the trace.
+        tid: u32,
+    },
     /// Process `pid` exits; its address space is torn down.
     Exit {
         /// Process identifier.
@@ -147,4 +163,9 @@ pub trait EventSource: Send {
     fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError>;
     /// Human-readable name of the source (workload name or file path).
     fn name(&self) -> String;
+    /// What the result record should say about the input (a trace file's path, format and
+    /// sha256, whether its VMAs were inferred); `None` for built-in generators.
+    fn describe(&self) -> Option<serde_json::Value> {
+        None
+    }
 }

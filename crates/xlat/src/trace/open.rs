@@ -1,0 +1,146 @@
+//! Opening a trace file by path: format detection, the sha256 that result records carry.
+
+use super::champsim::{ChampSimReader, Variant};
+use super::native::{NativeReader, MAGIC};
+use super::{EventSource, SourceError};
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::{BufReader, Read};
+
+/// Trace file formats this build reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// xlat's own format (`docs/trace-format.md`).
+    Native,
+    /// ChampSim's 64-byte `input_instr` records (plain, .xz or .gz).
+    ChampSim,
+    /// The 84-byte CloudSuite variant of ChampSim records (plain, .xz or .gz).
+    CloudSuite,
+}
+
+impl TraceFormat {
+    /// Parse a format name: `native`, `champsim`, `cloudsuite` (`auto` gives `None`).
+    pub fn parse(s: &str) -> Result<Option<TraceFormat>, String> {
+        match s {
+            "auto" | "" => Ok(None),
+            "native" | "xlat" => Ok(Some(TraceFormat::Native)),
+            "champsim" => Ok(Some(TraceFormat::ChampSim)),
+            "cloudsuite" => Ok(Some(TraceFormat::CloudSuite)),
+            other => Err(format!(
+                "unknown trace format '{other}' (expected auto, native, champsim or cloudsuite)"
+            )),
+        }
+    }
+
+    /// The format's name as written in result records.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Native => "native",
+            TraceFormat::ChampSim => "champsim",
+            TraceFormat::CloudSuite => "cloudsuite",
+        }
+    }
+}
+
+fn io_err(path: &str, e: std::io::Error) -> SourceError {
+    SourceError {
+        source: path.to_string(),
+        offset: None,
+        problem: format!("cannot open: {e}"),
+    }
+}
+
+/// sha256 of a file's bytes, as lowercase hex (streams the file).
+pub fn sha256_file(path: &str) -> Result<String, SourceError> {
+    let mut f = File::open(path).map_err(|e| io_err(path, e))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(|e| SourceError {
+            source: path.to_string(),
+            offset: None,
+            problem: format!("read error while hashing: {e}"),
+        })?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Guess the format from the first bytes and the name: the native magic; else a name that
+/// mentions champsim or cloudsuite. Anything else is an error asking for the format.
+fn detect(path: &str, head: &[u8]) -> Result<TraceFormat, SourceError> {
+    if head.starts_with(MAGIC) {
+        return Ok(TraceFormat::Native);
+    }
+    let lower = path.to_ascii_lowercase();
+    if lower.contains("cloudsuite") {
+        return Ok(TraceFormat::CloudSuite);
+    }
+    if lower.contains("champsim") {
+        return Ok(TraceFormat::ChampSim);
+    }
+    let problem = if head.is_empty() {
+        "empty file: not a trace (0 bytes)".to_string()
+    } else {
+        format!(
+            "unknown trace format: the file starts with {:02x?}, not the xlat native magic \
+             \"XLATTRC\\0\"; for a ChampSim trace pass the format explicitly \
+             (--trace-format champsim or cloudsuite)",
+            &head[..head.len().min(8)]
+        )
+    };
+    Err(SourceError {
+        source: path.to_string(),
+        offset: Some(0),
+        problem,
+    })
+}
+
+/// Open the trace at `path` (format detected when `format` is `None`) as a streaming source.
+/// The source's [`EventSource::describe`] carries path, format and sha256.
+pub fn open(path: &str, format: Option<TraceFormat>) -> Result<Box<dyn EventSource>, SourceError> {
+    let mut f = File::open(path).map_err(|e| io_err(path, e))?;
+    let len = f.metadata().map_err(|e| io_err(path, e))?.len();
+    let mut head = Vec::with_capacity(8);
+    (&mut f)
+        .take(8)
+        .read_to_end(&mut head)
+        .map_err(|e| io_err(path, e))?;
+    let format = match format {
+        Some(f) => f,
+        None => detect(path, &head)?,
+    };
+    let sha = sha256_file(path)?;
+    let mut describe = serde_json::json!({
+        "path": path,
+        "format": format.name(),
+        "sha256": sha,
+        "bytes": len,
+    });
+    match format {
+        TraceFormat::Native => {
+            let f = File::open(path).map_err(|e| io_err(path, e))?;
+            let mut r = NativeReader::new(BufReader::with_capacity(1 << 20, f), path, Some(len))?;
+            describe["vmas_inferred"] = false.into();
+            describe["meta"] = r.meta().clone();
+            r.set_describe(describe);
+            Ok(Box::new(r))
+        }
+        TraceFormat::ChampSim | TraceFormat::CloudSuite => {
+            let variant = if format == TraceFormat::ChampSim {
+                Variant::ChampSim
+            } else {
+                Variant::CloudSuite
+            };
+            let mut r = ChampSimReader::open(path, variant)?;
+            describe["vmas_inferred"] = true.into();
+            describe["vma_heuristic"] = r.heuristic().into();
+            describe["inferred_vmas"] = r.vma_count().into();
+            r.set_describe(describe);
+            Ok(Box::new(r))
+        }
+    }
+}

@@ -1,0 +1,143 @@
+"""Trace files end to end: `xlat run --trace`, `xlat trace info`, `xlat trace record`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, xlat
+from xlat import _core, record
+
+DATA = ROOT / "tests" / "data"
+COMMITTED = DATA / "sort.xlat"
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_run_on_the_committed_real_trace_carries_its_sha256_and_path():
+    proc = xlat("run", "--design", "radix", "--trace", str(COMMITTED), "--json")
+    rec = json.loads(proc.stdout)
+    assert rec["trace"]["sha256"] == sha256(COMMITTED)
+    assert rec["trace"]["path"] == str(COMMITTED)
+    assert rec["trace"]["format"] == "native" and rec["trace"]["vmas_inferred"] is False
+    assert rec["ended_by"] == "end_of_trace"
+    info = json.loads(_core.trace_info(str(COMMITTED)))
+    assert rec["refs"] == info["refs"] > 100_000
+    assert rec["oracle"]["mismatches"] == 0 and rec["oracle"]["checked"] >= rec["refs"]
+
+
+def test_refs_limits_a_trace_run():
+    rec = json.loads(
+        xlat(
+            "run", "--design", "ideal", "--trace", str(COMMITTED), "--refs", "5000", "--json"
+        ).stdout
+    )
+    assert rec["refs"] == 5000 and rec["ended_by"] == "refs_limit"
+
+
+def test_trace_info_prints_counts_footprint_vmas_and_mix():
+    out = xlat("trace", "info", str(COMMITTED)).stdout
+    for word in ["references", "instructions", "footprint", "VMAs", "loads", "stores", "sha256"]:
+        assert word in out, word
+    info = json.loads(xlat("trace", "info", str(COMMITTED), "--json").stdout)
+    assert info["refs"] == info["loads"] + info["stores"] + info["ifetches"]
+    assert info["refs_outside_vmas"] == 0
+    assert info["processes"][0]["vma_count"] > 5
+    assert abs(info["load_share"] + info["store_share"] - 1.0) < 1e-9
+
+
+def test_a_corrupted_trace_fails_the_run_naming_file_offset_and_problem(tmp_path):
+    bad = tmp_path / "bad.xlat"
+    data = bytearray(COMMITTED.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    bad.write_bytes(bytes(data))
+    proc = xlat("run", "--design", "radix", "--trace", str(bad), "--json", check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert str(bad) in proc.stderr and "at byte offset" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    cut = tmp_path / "cut.xlat"
+    cut.write_bytes(COMMITTED.read_bytes()[:1000])
+    proc = xlat("trace", "info", str(cut), check=False)
+    assert proc.returncode == 1 and "truncated" in proc.stderr
+
+
+def test_a_missing_trace_is_a_usage_error():
+    proc = xlat("run", "--design", "radix", "--trace", "no/such.xlat", check=False)
+    assert proc.returncode == 2 and "no/such.xlat" in proc.stderr
+
+
+need_valgrind = pytest.mark.skipif(
+    shutil.which("valgrind") is None or shutil.which("gcc") is None,
+    reason="valgrind or gcc not installed (.ci/run installs both)",
+)
+
+
+@need_valgrind
+@pytest.mark.parametrize("tool", ["xlat", "lackey"])
+def test_recording_a_ten_line_c_program_gives_exactly_its_loop_loads_and_stores(tmp_path, tool):
+    exe = tmp_path / "loop10"
+    subprocess.run(["gcc", "-O1", "-o", str(exe), str(DATA / "src" / "loop10.c")], check=True)
+    out = tmp_path / "loop10.xlat"
+    proc = xlat("trace", "record", "-o", str(out), "--quiet", "--tool", tool, "--", str(exe))
+    a = int(proc.stdout.strip(), 16)
+    n = 1000
+    acc = _core.trace_accesses(str(out), a, a + 8 * n)
+    want = [("store", a + 8 * i, 8) for i in range(n)] + [("load", a + 8 * i, 8) for i in range(n)]
+    assert [(k, va, size) for k, va, size, _ in acc] == want
+    # Every iteration of a loop retires the same number of instructions.
+    assert len({instrs for _, _, _, instrs in acc[1:n]}) == 1
+    assert len({instrs for _, _, _, instrs in acc[n + 1 :]}) == 1
+    info = json.loads(_core.trace_info(str(out)))
+    assert info["trace"]["meta"]["exit_status"] == 0
+    assert info["trace"]["meta"]["recorder"] == ("lackey" if tool == "lackey" else "xlat-vgtool")
+    assert info["refs_outside_vmas"] == 0
+    rec = json.loads(xlat("run", "--design", "radix", "--trace", str(out), "--json").stdout)
+    assert rec["refs"] == info["refs"]
+
+
+@need_valgrind
+def test_record_reports_the_program_exit_status_and_follows_exec(tmp_path):
+    out = tmp_path / "sh.xlat"
+    # sh execs the real `true`... then exits 3 via a second shell: two images, status 3.
+    proc = xlat("trace", "record", "-o", str(out), "--", "sh", "-c", "exec sh -c 'exit 3'")
+    assert "exit status 3" in proc.stderr
+    info = json.loads(_core.trace_info(str(out)))
+    assert info["trace"]["meta"]["exit_status"] == 3
+    assert info["syscalls"]["exit"] == 2  # one per program image
+    assert info["refs_outside_vmas"] == 0
+
+
+def test_record_without_a_program_is_a_usage_error(tmp_path):
+    proc = xlat("trace", "record", "-o", str(tmp_path / "x.xlat"), check=False)
+    assert proc.returncode == 2 and "PROGRAM" in proc.stderr
+
+
+def test_the_tool_is_found_or_its_absence_is_explained():
+    lib = record.tool_lib_dir()
+    assert lib is None or (lib / "xlat-amd64-linux").is_file()
+
+
+@need_valgrind
+def test_ifetch_recording_gives_one_fetch_per_instruction(tmp_path):
+    exe = tmp_path / "loop10"
+    subprocess.run(["gcc", "-O1", "-o", str(exe), str(DATA / "src" / "loop10.c")], check=True)
+    out = tmp_path / "if.xlat"
+    xlat("trace", "record", "-o", str(out), "--quiet", "--ifetch", "--", str(exe))
+    info = json.loads(_core.trace_info(str(out)))
+    assert info["ifetches"] == info["instructions"] > 10_000
+    assert info["refs_outside_vmas"] == 0
+
+
+@need_valgrind
+def test_recording_a_missing_program_fails_and_leaves_no_trace(tmp_path):
+    out = tmp_path / "none.xlat"
+    proc = xlat("trace", "record", "-o", str(out), "--", str(tmp_path / "no-such-program"),
+                check=False)  # fmt: skip
+    assert proc.returncode == 2 and "before the program started" in proc.stderr
+    assert not out.exists()
