@@ -3,7 +3,7 @@
 //!
 //! Run with `make bench` (or `cargo bench -p xlat --bench throughput`). Knobs (environment):
 //! `XLAT_BENCH_REFS` (default 10M), `XLAT_BENCH_FOOTPRINT` (default 1GiB),
-//! `XLAT_BENCH_DESIGNS` (comma list, default all), `XLAT_BENCH_WRITE` (path of the Markdown file
+//! `XLAT_BENCH_DESIGNS` (comma list, default all), `XLAT_BENCH_WORKLOADS` (default `gups,stream`), `XLAT_BENCH_WRITE` (path of the Markdown file
 //! whose generated section is replaced; default `docs/performance.md`; empty = do not write).
 //! Run benchmarks one at a time: the two cores of this machine share one physical core.
 
@@ -41,7 +41,8 @@ fn main() {
     } else {
         designs_env.split(',').collect()
     };
-    let workloads = ["gups", "stream"];
+    let workloads_env = env_or("XLAT_BENCH_WORKLOADS", "gups,stream");
+    let workloads: Vec<&str> = workloads_env.split(',').collect();
     let mut rows = Vec::new();
     println!(
         "{:<14} {:<8} {:>12} {:>10} {:>12}",
