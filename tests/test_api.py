@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 import xlat
 
 SMALL = dict(workload="gups", footprint="16MiB", refs=20000)

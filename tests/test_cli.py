@@ -4,15 +4,29 @@ from __future__ import annotations
 
 import json
 
+import xlat as api
 from conftest import SMALL, xlat
 
-import xlat as api
-
 REQUIRED_KEYS = [
-    "refs", "instructions", "tlb.l1_misses", "tlb.l2_misses", "walk.count",
-    "walk.mem_accesses", "walk.cycles", "mmu.overhead_cycles", "page_table.bytes",
-    "page_table.max_contiguous_bytes", "oracle.checked", "oracle.mismatches",
-    "sim.refs_per_sec", "sim.wall_seconds", "design", "workload", "seed", "version", "config",
+    "refs",
+    "instructions",
+    "tlb.l1_misses",
+    "tlb.l2_misses",
+    "walk.count",
+    "walk.mem_accesses",
+    "walk.cycles",
+    "mmu.overhead_cycles",
+    "page_table.bytes",
+    "page_table.max_contiguous_bytes",
+    "oracle.checked",
+    "oracle.mismatches",
+    "sim.refs_per_sec",
+    "sim.wall_seconds",
+    "design",
+    "workload",
+    "seed",
+    "version",
+    "config",
 ]
 
 

@@ -6,6 +6,9 @@ Forms scripts rely on (kept exactly so)::
     xlat compare --designs radix,ideal --workload bfs --footprint 512MiB --refs 5M --json
     xlat designs
     xlat workloads
+    xlat sweep SPEC.toml [--workers N] [--db PATH] [--address ray://HOST:PORT] [--dry-run]
+    xlat results [--db PATH] [--where design=radix] [--speedup-over radix] [--format csv]
+    xlat report [results.duckdb | compare.json] [--out DIR]
 
 Exit codes: 0 success, 1 simulation error (trace, OS model, oracle), 2 bad usage or configuration.
 """
@@ -16,9 +19,9 @@ import argparse
 import json
 import sys
 
-from xlat import _core
+from xlat import _core, commands
 from xlat.report import format_table, table_rows, write_report
-from xlat.run import compare, designs, load_preset, resolve_config, run, workloads
+from xlat.run import compare, designs, load_preset, resolve_config, run
 
 
 class UsageError(Exception):
@@ -42,7 +45,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--refs", help="memory references to simulate, e.g. 1M, 10M")
     p.add_argument("--seed", type=int, help="seed of every random choice")
     p.add_argument(
-        "--set", action="append", metavar="KEY=VALUE",
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
         help="override any configuration key, e.g. --set os.thp=always (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print the result record(s) as JSON")
@@ -64,7 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--designs", help="comma-separated designs (default: all registered)")
     p.add_argument("--baseline", help="design the speedups are relative to (default: first)")
     p.add_argument(
-        "--report", nargs="?", const="out", metavar="DIR",
+        "--report",
+        nargs="?",
+        const="out",
+        metavar="DIR",
         help="write report.md, report.html, figures and results.json to DIR (default out/)",
     )
     _common(p)
@@ -80,13 +88,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("preset", nargs="?", help="preset name in configs/ or path to a TOML file")
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a key")
     c = csub.add_parser("keys", help="list every configuration key")
+    commands.add_parsers(sub)
     return parser
 
 
 def _kwargs(args: argparse.Namespace) -> dict:
     return dict(
-        workload=args.workload, footprint=args.footprint, refs=args.refs, seed=args.seed,
-        preset=args.preset, set=_parse_set(args.set),
+        workload=args.workload,
+        footprint=args.footprint,
+        refs=args.refs,
+        seed=args.seed,
+        preset=args.preset,
+        set=_parse_set(args.set),
     )
 
 
@@ -157,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "config":
             return cmd_config(args)
+        if args.command in commands.COMMANDS:
+            return commands.COMMANDS[args.command](args)
         if args.preset is not None:
             try:
                 load_preset(args.preset)
@@ -165,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             return cmd_run(args)
         return cmd_compare(args)
-    except UsageError as e:
+    except (UsageError, *commands.USAGE_ERRORS) as e:
         print(f"xlat: error: {e}", file=sys.stderr)
         return 2
     except _core.XlatError as e:

@@ -213,13 +213,12 @@ def compare(
     0
     """
     names = list(designs) if designs is not None else globals()["designs"]()
-    return [
-        run(d, workload, footprint, refs, seed, preset, set, progress) for d in names
-    ]
+    return [run(d, workload, footprint, refs, seed, preset, set, progress) for d in names]
 
 
 def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Flatten a nested record into dotted keys (``{"tlb": {"l1_misses": 3}}`` -> ``tlb.l1_misses``).
+    """Flatten a nested record into dotted keys (``{"tlb": {"l1_misses": 3}}`` becomes
+    ``tlb.l1_misses``).
 
     Examples
     --------
