@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -140,7 +141,11 @@ def cmd_results(args: argparse.Namespace) -> int:
             out.columns = [
                 c[len("config.") :] if c.startswith("config.") else c for c in out.columns
             ]
-    print(format_frame(out, args.format).rstrip("\n"))
+    try:
+        print(format_frame(out, args.format).rstrip("\n"))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `xlat results | head`: the reader is gone, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

@@ -533,14 +533,23 @@ def write_report(
     (out / "results.json").write_text(json.dumps(records, indent=1))
 
     versions = sorted({str(v) for v in df.get("xlat_version", pd.Series([version()])).dropna()})
-    commits = sorted({str(v)[:12] for v in df.get("git_commit", pd.Series([])).dropna()})
+    commits = sorted(
+        {
+            str(v)[:12] + ("-dirty" if str(v).endswith("-dirty") else "")
+            for v in df.get("git_commit", pd.Series([])).dropna()
+        }
+    )
     common = _common_config(df)
     swept = [k[len("config.") :] for k in default_index(df)[1:]]
     seeds = sorted({int(s) for s in df["seed"]})
     footprint = common.get("workload.footprint")
     if footprint is not None:
-        unit, scale = _size_unit(float(footprint))
-        foot_txt = f"footprint {float(footprint) / scale:g} {unit}"
+        unit, scale = next(
+            (u, k)
+            for u, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))
+            if int(footprint) % k == 0 or k == 1
+        )
+        foot_txt = f"footprint {int(footprint) / scale:g} {unit}"
     else:
         foot_txt = "footprints vary"
     refs = common.get("sim.refs")
@@ -677,6 +686,17 @@ swept: {html.escape(", ".join(swept) or "none")})</summary>
 <table><thead><tr><th>key</th><th>value</th></tr></thead><tbody>{config_rows}</tbody></table>
 </details>
 </footer>
+<script>
+// Marks the page once every figure has decoded; a figure that did not is a console error.
+window.addEventListener("load", function () {{
+  var imgs = document.querySelectorAll("figure img"), ok = 0;
+  imgs.forEach(function (img) {{
+    if (img.complete && img.naturalWidth > 0) ok++;
+    else console.error("figure did not load: " + img.alt);
+  }});
+  document.body.setAttribute("data-figures-loaded", ok + "/" + imgs.length);
+}});
+</script>
 </body></html>
 """
     html_path = out / "report.html"

@@ -194,6 +194,8 @@ class Store:
 
         if read_only and not self.path.exists():
             raise StoreError(f"no result database at {self.path} (run `xlat sweep` first)")
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.lock_timeout
         while True:
             try:
