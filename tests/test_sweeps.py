@@ -331,3 +331,96 @@ def test_killing_workers_and_the_driver_mid_sweep_leaves_one_row_per_run_equal_t
             without_wall_clock(serial)
         ), run.label()
     assert all(k.startswith("sim.") for k in WALL_CLOCK_KEYS)
+
+
+# --- An existing Ray cluster (--address) -----------------------------------------------------
+
+#: A one-node Ray cluster on loopback only: Ray would otherwise advertise the machine's
+#: outward address, and its token authentication is off for this private test cluster.
+CLUSTER_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_USAGE_STATS_ENABLED": "0",
+}
+
+
+def test_the_same_sweep_on_an_existing_ray_cluster_stores_identical_rows(small_db, tmp_path):
+    spec, local_db, _ = small_db
+    env = {**os.environ, **CLUSTER_ENV}
+    ray_bin = Path(sys.executable).with_name("ray")
+    head = subprocess.Popen(
+        [
+            str(ray_bin),
+            "start",
+            "--head",
+            "--block",
+            "--node-ip-address",
+            "127.0.0.1",
+            "--port",
+            "26391",
+            "--ray-client-server-port",
+            "25011",
+            "--num-cpus",
+            "2",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        for line in head.stdout:
+            if "will now block" in line:
+                break
+        else:
+            pytest.fail("the Ray head node did not start")
+        db = tmp_path / "cluster.duckdb"
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "xlat",
+                "sweep",
+                str(spec),
+                "--db",
+                str(db),
+                "--address",
+                "ray://127.0.0.1:25011",
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "12 ran ok on ray://127.0.0.1:25011" in proc.stderr
+    finally:
+        kill_session(head.pid)
+        head.wait(timeout=30)
+        head.stdout.close()
+    remote = Store(db).query("SELECT config_hash, record_json FROM runs")
+    local = Store(local_db).query("SELECT config_hash, record_json FROM runs")
+    assert set(remote["config_hash"]) == set(local["config_hash"]) and len(remote) == 12
+    local_recs = dict(zip(local["config_hash"], local["record_json"]))
+    for h, rec in zip(remote["config_hash"], remote["record_json"]):
+        assert without_wall_clock(json.loads(rec)) == without_wall_clock(json.loads(local_recs[h]))
+
+
+def test_an_unreachable_cluster_address_exits_2_quickly(tmp_path):
+    spec = write(tmp_path / "s.toml", SMALL_SPEC)
+    t0 = time.monotonic()
+    proc = xlat(
+        "sweep",
+        str(spec),
+        "--db",
+        str(tmp_path / "r.duckdb"),
+        "--address",
+        "ray://127.0.0.1:1",
+        check=False,
+    )
+    assert proc.returncode == 2 and "cannot reach the Ray cluster" in proc.stderr
+    assert "Traceback" not in proc.stderr and time.monotonic() - t0 < 30

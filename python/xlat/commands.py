@@ -17,10 +17,10 @@ from pathlib import Path
 
 from xlat.query import AGGS, QueryError, default_columns, format_frame, results
 from xlat.store import DEFAULT_DB, StoreError
-from xlat.sweeps import SpecError, expand, load_spec, run_sweep
+from xlat.sweeps import SpecError, SweepError, expand, load_spec, run_sweep
 
 #: Exceptions of these commands that are the user's to fix (exit code 2).
-USAGE_ERRORS = (SpecError, QueryError, StoreError)
+USAGE_ERRORS = (SpecError, SweepError, QueryError, StoreError)
 
 
 def add_parsers(sub) -> None:

@@ -50,6 +50,10 @@ class SpecError(ValueError):
     """A sweep spec that cannot be expanded; the message names the file and the problem."""
 
 
+class SweepError(RuntimeError):
+    """The sweep cannot start: Ray cannot be started or the cluster cannot be reached."""
+
+
 @dataclass(frozen=True)
 class Run:
     """One point of the grid: everything :func:`xlat.run` needs, plus its keys."""
@@ -379,6 +383,32 @@ class SweepProgress:
             self.bar.close()
 
 
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast (instead of Ray's long retries) when nothing listens at a Ray address.
+
+    Examples
+    --------
+    >>> _check_reachable("ray://127.0.0.1:1")
+    Traceback (most recent call last):
+    ...
+    xlat.sweeps.SweepError: cannot reach the Ray cluster at ray://127.0.0.1:1 (connection refused)
+    """
+    import socket
+
+    hostport = address.split("://", 1)[-1].rsplit("/", 1)[0]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise SweepError(f"--address {address}: expected ray://HOST:PORT or HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except ConnectionRefusedError:
+        raise SweepError(
+            f"cannot reach the Ray cluster at {address} (connection refused)"
+        ) from None
+    except OSError as e:
+        raise SweepError(f"cannot reach the Ray cluster at {address} ({e})") from None
+
+
 def _init_ray(address: str | None, workers: int | None) -> int:
     """Start (or connect to) Ray; returns how many runs to keep in flight."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -389,7 +419,11 @@ def _init_ray(address: str | None, workers: int | None) -> int:
         logging_level=logging.ERROR, log_to_driver=False, configure_logging=True
     )
     if address:
-        ray.init(address=address, **opts)
+        _check_reachable(address)
+        try:
+            ray.init(address=address, **opts)
+        except Exception as e:  # noqa: BLE001 - Ray raises many types; the user needs the text
+            raise SweepError(f"cannot connect to the Ray cluster at {address}: {e}") from None
         cpus = int(ray.cluster_resources().get("CPU", 1))
         return workers or max(cpus, 1)
     n = workers or os.cpu_count() or 1
