@@ -37,7 +37,7 @@ test-rust:
 	cargo test -p xlat --release
 
 test-python: build browser
-	$(PY) -m pytest -q tests python/xlat --doctest-modules
+	$(PY) -m pytest -q tests python/xlat docs/sweeps.md --doctest-modules --doctest-glob='sweeps.md'
 
 # Debian's chromium for the report's browser test, installed only if missing and apt is usable
 # (otherwise that one test is skipped with the reason).

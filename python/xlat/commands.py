@@ -119,6 +119,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"{summary['ok']} ran ok{where}, {summary['failed']} failed -> {args.db}",
             file=sys.stderr,
         )
+        if summary["stale"]:
+            print(
+                f"note: {summary['stale']} of the stored runs were made by another xlat version "
+                "or git commit (columns xlat_version, git_commit); --force reruns them",
+                file=sys.stderr,
+            )
     return 1 if summary["failed"] else 0
 
 

@@ -454,16 +454,25 @@ def run_sweep(
     store = Store(db)
     stored = store.stored(r.config_hash for r in runs)
     todo = [r for r in runs if force or stored.get(r.config_hash, {}).get("status") != "ok"]
+    meta = {"spec": spec.origin, "xlat_version": version(), "git_commit": git_commit()}
+    todo_hashes = {r.config_hash for r in todo}
+    # Rows are keyed by configuration, not by code version: say when skipped rows are older.
+    stale = sum(
+        1
+        for h, m in stored.items()
+        if h not in todo_hashes
+        and (m["xlat_version"], m["git_commit"]) != (meta["xlat_version"], meta["git_commit"])
+    )
     summary = {
         "runs": runs,
         "total": len(runs),
         "skipped": len(runs) - len(todo),
+        "stale": stale,
         "ok": 0,
         "failed": 0,
     }
     if not todo:
         return summary
-    meta = {"spec": spec.origin, "xlat_version": version(), "git_commit": git_commit()}
     import ray
 
     window = _init_ray(address, workers)
