@@ -77,7 +77,9 @@ impl RadixConfig {
                 self.pwc_levels
             ));
         }
-        if self.pwc_entries > 0 && (self.pwc_ways == 0 || !self.pwc_entries.is_multiple_of(self.pwc_ways)) {
+        if self.pwc_entries > 0
+            && (self.pwc_ways == 0 || !self.pwc_entries.is_multiple_of(self.pwc_ways))
+        {
             return Err(format!(
                 "pwc_entries ({}) must be a multiple of pwc_ways ({})",
                 self.pwc_entries, self.pwc_ways
