@@ -344,9 +344,19 @@ CLUSTER_ENV = {
 }
 
 
+def free_port() -> int:
+    """A TCP port free on loopback now (from the ephemeral range, outside Ray's worker ports)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def test_the_same_sweep_on_an_existing_ray_cluster_stores_identical_rows(small_db, tmp_path):
     spec, local_db, _ = small_db
     env = {**os.environ, **CLUSTER_ENV}
+    gcs_port, client_port = free_port(), free_port()
     ray_bin = Path(sys.executable).with_name("ray")
     head = subprocess.Popen(
         [
@@ -357,9 +367,9 @@ def test_the_same_sweep_on_an_existing_ray_cluster_stores_identical_rows(small_d
             "--node-ip-address",
             "127.0.0.1",
             "--port",
-            "26391",
+            str(gcs_port),
             "--ray-client-server-port",
-            "25011",
+            str(client_port),
             "--num-cpus",
             "2",
             "--include-dashboard=false",
@@ -388,7 +398,7 @@ def test_the_same_sweep_on_an_existing_ray_cluster_stores_identical_rows(small_d
                 "--db",
                 str(db),
                 "--address",
-                "ray://127.0.0.1:25011",
+                f"ray://127.0.0.1:{client_port}",
             ],
             cwd=ROOT,
             env=env,
@@ -397,7 +407,7 @@ def test_the_same_sweep_on_an_existing_ray_cluster_stores_identical_rows(small_d
             timeout=300,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
-        assert "12 ran ok on ray://127.0.0.1:25011" in proc.stderr
+        assert f"12 ran ok on ray://127.0.0.1:{client_port}" in proc.stderr
     finally:
         kill_session(head.pid)
         head.wait(timeout=30)

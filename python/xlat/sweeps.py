@@ -355,23 +355,26 @@ class SweepProgress:
             self.bar = tqdm(
                 total=total,
                 file=sys.stderr,
+                desc="sweep",
                 unit="run",
                 dynamic_ncols=True,
-                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}",
+                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]{postfix}",
             )
             self._postfix()
 
-    def _postfix(self) -> None:
+    def _postfix(self, refresh: bool = True) -> None:
         if self.bar is not None:
             left = self.total - self.ok - self.failed
-            self.bar.set_postfix_str(f"done {self.ok}, failed {self.failed}, remaining {left}")
+            self.bar.set_postfix_str(
+                f"done {self.ok}, failed {self.failed}, remaining {left}", refresh=refresh
+            )
 
     def finished(self, run: Run, ok: bool, seconds: float, error: str | None) -> None:
         self.ok += ok
         self.failed += not ok
         if self.bar is not None:
+            self._postfix(refresh=False)
             self.bar.update(1)
-            self._postfix()
         elif self.mode == "lines":
             n = self.ok + self.failed
             what = "ok" if ok else f"FAILED: {error}"
