@@ -333,6 +333,39 @@ def test_killing_workers_and_the_driver_mid_sweep_leaves_one_row_per_run_equal_t
     assert all(k.startswith("sim.") for k in WALL_CLOCK_KEYS)
 
 
+def test_ctrl_c_stops_the_sweep_keeps_what_finished_and_exits_130(tmp_path):
+    spec = write(tmp_path / "kill.toml", KILL_SPEC)
+    db = tmp_path / "r.duckdb"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "xlat", "sweep", str(spec), "--db", str(db), "--workers", "2"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        finished = 0
+        for line in driver.stderr:
+            finished += " ok (" in line
+            if finished == 2:
+                driver.send_signal(signal.SIGINT)
+                break
+        rest = driver.stderr.read()
+        driver.wait(timeout=60)
+        time.sleep(1)
+        leftover = session_processes(driver.pid)
+    finally:
+        kill_session(driver.pid)
+        driver.stderr.close()
+    assert driver.returncode == 130, rest
+    assert "interrupted" in rest and "Rerun the same command" in rest
+    assert "Traceback" not in rest
+    assert leftover == {}  # Ray shut down with the driver
+    rows = Store(db).query("SELECT config_hash, status FROM runs")
+    assert 2 <= len(rows) < 12 and rows["config_hash"].is_unique and set(rows["status"]) == {"ok"}
+
+
 # --- An existing Ray cluster (--address) -----------------------------------------------------
 
 #: A one-node Ray cluster on loopback only: Ray would otherwise advertise the machine's

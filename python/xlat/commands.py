@@ -113,6 +113,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         mode = "lines"
     where = f" on {args.address}" if args.address else ""
     summary = run_sweep(spec, args.db, args.workers, args.address, args.force, mode)
+    if summary["interrupted"]:
+        print(
+            f"xlat: interrupted: {summary['ok'] + summary['failed']} runs finished and were "
+            f"stored in {args.db}; the runs in flight were dropped. Rerun the same command to "
+            "run the rest.",
+            file=sys.stderr,
+        )
+        return 130
     if not args.quiet:
         print(
             f"sweep {spec.name}: {summary['total']} runs, {summary['skipped']} already stored, "

@@ -126,15 +126,15 @@ def sql_type(value: Any) -> str | None:
 
     Examples
     --------
-    >>> [sql_type(v) for v in (True, 3, 2.5, "x", [1], None)]
-    ['BOOLEAN', 'BIGINT', 'DOUBLE', 'VARCHAR', 'VARCHAR', None]
+    >>> [sql_type(v) for v in (True, 3, 2**64, 2.5, "x", [1], None)]
+    ['BOOLEAN', 'BIGINT', 'HUGEINT', 'DOUBLE', 'VARCHAR', 'VARCHAR', None]
     """
     if value is None:
         return None
     if isinstance(value, bool):
         return "BOOLEAN"
     if isinstance(value, int):
-        return "BIGINT"
+        return "BIGINT" if -(2**63) <= value < 2**63 else "HUGEINT"
     if isinstance(value, float):
         return "DOUBLE"
     return "VARCHAR"
@@ -169,7 +169,7 @@ def figure_columns(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # Widening order when a column meets a value of a wider type (an int column receiving floats).
-_WIDER = {"BOOLEAN": 0, "BIGINT": 1, "DOUBLE": 2, "VARCHAR": 3}
+_WIDER = {"BOOLEAN": 0, "BIGINT": 1, "HUGEINT": 2, "DOUBLE": 3, "VARCHAR": 4}
 
 
 class Store:

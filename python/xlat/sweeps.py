@@ -450,8 +450,9 @@ def run_sweep(
 ) -> dict[str, Any]:
     """Run the runs of ``spec`` not yet stored in ``db`` on Ray; returns counts and the runs.
 
-    ``progress`` is ``"bar"``, ``"lines"`` or ``"none"``. Interrupting (Ctrl-C) stops after
-    committing what finished; the runs in flight are lost and rerun next time.
+    ``progress`` is ``"bar"``, ``"lines"`` or ``"none"``. Interrupting (Ctrl-C) stops with
+    ``summary["interrupted"]`` set: what finished is stored, the runs in flight are dropped and
+    run next time.
     """
     runs = expand(spec)
     store = Store(db)
@@ -473,6 +474,7 @@ def run_sweep(
         "stale": stale,
         "ok": 0,
         "failed": 0,
+        "interrupted": False,
     }
     if not todo:
         return summary
@@ -518,6 +520,8 @@ def run_sweep(
                 ok = result["record"] is not None
                 summary["ok" if ok else "failed"] += 1
                 bar.finished(run, ok, secs, result["error"])
+    except KeyboardInterrupt:
+        summary["interrupted"] = True
     finally:
         bar.close()
         ray.shutdown()
@@ -582,6 +586,8 @@ def sweep(
             ]
         )
     summary = run_sweep(parsed, db, workers, address, force, "bar" if progress else "none")
+    if summary["interrupted"]:
+        raise KeyboardInterrupt(f"sweep interrupted; the finished runs are stored in {db}")
     return frame_of(db, summary["runs"])
 
 
