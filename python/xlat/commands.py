@@ -15,7 +15,15 @@ import os
 import sys
 from pathlib import Path
 
-from xlat.query import AGGS, QueryError, default_columns, format_frame, results
+from xlat.query import (
+    AGGS,
+    QueryError,
+    default_columns,
+    design_order,
+    format_frame,
+    results,
+    varying_params,
+)
 from xlat.store import DEFAULT_DB, StoreError
 from xlat.sweeps import SpecError, SweepError, expand, load_spec, run_sweep
 
@@ -151,7 +159,10 @@ def cmd_results(args: argparse.Namespace) -> int:
     )
     if args.speedup_over is None and args.value is None and args.columns is None:
         if not out.empty:
-            out = out[default_columns(out)]
+            keys = ["workload", *varying_params(out), "seed"]
+            rank = out["design"].map({d: i for i, d in enumerate(design_order(out["design"]))})
+            out = out.assign(_rank=rank).sort_values([*keys, "_rank"], kind="stable")
+            out = out[default_columns(out)].reset_index(drop=True)
             out.columns = [
                 c[len("config.") :] if c.startswith("config.") else c for c in out.columns
             ]
