@@ -159,6 +159,25 @@ def test_results_filters_pivots_and_prints_csv_and_json(small_db):
     assert text.split("\n")[0].split() == ["design", "walk.mem_accesses"]
 
 
+def test_results_of_one_spec_leave_out_the_other_runs_in_the_store(small_db, tmp_path):
+    spec, shared_db, _ = small_db
+    db = tmp_path / "copy.duckdb"
+    db.write_bytes(shared_db.read_bytes())  # leave the shared store as the other tests expect
+    other = {
+        "designs": ["radix"],
+        "workloads": ["gups"],
+        "footprint": "16MiB",
+        "refs": "20000",
+        "seeds": [99],
+    }
+    api.sweep(other, db, workers=1)
+    assert len(api.results(db)) == 13
+    assert len(api.results(db, spec=spec)) == 12
+    assert api.results(db, spec=other)["seed"].tolist() == [99]
+    out = xlat("results", "--db", str(db), "--spec", str(spec), "--format", "csv").stdout
+    assert len(out.strip().split("\n")) == 13 and ",99," not in out
+
+
 def test_results_name_an_unknown_column_with_the_closest_one(small_db):
     _, db, _ = small_db
     proc = xlat("results", "--db", str(db), "--where", "desgn=radix", check=False)

@@ -74,6 +74,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--value", metavar="COLUMN", help="figure to aggregate in a --by/--pivot table")
     p.add_argument("--agg", default="mean", choices=AGGS, help="aggregation (default mean)")
     p.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    p.add_argument("--spec", help="only the runs of this sweep spec (TOML)")
 
     p = sub.add_parser("report", help="HTML page + PNG/PDF figures from the store or compare JSON")
     p.add_argument(
@@ -92,6 +93,7 @@ def add_parsers(sub) -> None:
         metavar="KEY=VALUE",
         help="only runs matching (as in `xlat results`)",
     )
+    p.add_argument("--spec", help="only the runs of this sweep spec (TOML)")
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -156,6 +158,7 @@ def cmd_results(args: argparse.Namespace) -> int:
         value=args.value,
         agg=args.agg,
         speedup_over=args.speedup_over,
+        spec=args.spec,
     )
     if args.speedup_over is None and args.value is None and args.columns is None:
         if not out.empty:
@@ -190,7 +193,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         df = frame_from_records(records)
         origin = str(source)
     else:
-        df = results(source, where=args.where)
+        df = results(source, where=args.where, spec=args.spec)
         origin = str(source)
     if df.empty:
         raise QueryError(f"{source}: no successful runs to report")

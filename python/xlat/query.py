@@ -254,8 +254,11 @@ def results(
     value: str | None = None,
     agg: str = "mean",
     speedup_over: str | None = None,
+    spec: str | Path | Mapping[str, Any] | None = None,
 ):
     """Query the result store; returns a pandas DataFrame.
+
+    ``spec`` (a sweep spec file or mapping) keeps only the runs of that sweep.
 
     - Plain: one row per stored run (``status`` ``"ok"`` by default, ``"failed"``, or None for
       all), every column or ``columns``; ``where`` filters (``{"design": "radix"}`` or strings
@@ -283,15 +286,21 @@ def results(
     >>> int(results(db, by=["design"], value="walk.count", agg="sum").loc["perfect_tlb"])
     0
     """
+    hashes = None
+    if spec is not None:
+        from xlat.sweeps import expand, load_spec, parse_spec
+
+        parsed = parse_spec(spec) if isinstance(spec, Mapping) else load_spec(spec)
+        hashes = [r.config_hash for r in expand(parsed)]
     if speedup_over is not None:
-        df = load_rows(db, where, "ok")
+        df = load_rows(db, where, "ok", hashes)
         if df.empty:
             raise QueryError("no stored run matches the filters")
         df = with_speedup(df, speedup_over)
         index = [resolve_column(b, df.columns) for b in by] if by else default_index(df)
         return pivot_table(df, index, "design", "speedup", "geomean", total="geomean")
     if value is not None:
-        df = load_rows(db, where, status)
+        df = load_rows(db, where, status, hashes)
         if df.empty:
             raise QueryError("no stored run matches the filters")
         val = resolve_column(value, df.columns)
@@ -304,8 +313,8 @@ def results(
     if by or pivot:
         raise QueryError("grouping (by/pivot) needs a value to aggregate (--value COLUMN)")
     if columns is None:
-        return load_rows(db, where, status)
-    return load_rows(db, where, status, columns=columns)
+        return load_rows(db, where, status, hashes)
+    return load_rows(db, where, status, hashes, columns=columns)
 
 
 def default_columns(df) -> list[str]:
