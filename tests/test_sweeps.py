@@ -405,6 +405,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_port(port: int, seconds: float = 60.0) -> None:
+    import socket
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"nothing listens on 127.0.0.1:{port} after {seconds} s")
+            time.sleep(0.2)
+
+
 def test_the_same_sweep_on_an_existing_ray_cluster_stores_identical_rows(small_db, tmp_path):
     spec, local_db, _ = small_db
     env = {**os.environ, **CLUSTER_ENV}
@@ -439,6 +453,7 @@ def test_the_same_sweep_on_an_existing_ray_cluster_stores_identical_rows(small_d
                 break
         else:
             pytest.fail("the Ray head node did not start")
+        wait_for_port(client_port)  # the client server starts after `ray start` reports ready
         db = tmp_path / "cluster.duckdb"
         proc = subprocess.run(
             [
@@ -460,6 +475,7 @@ def test_the_same_sweep_on_an_existing_ray_cluster_stores_identical_rows(small_d
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert f"12 ran ok on ray://127.0.0.1:{client_port}" in proc.stderr
+        Path(tmp_path / "cluster-sweep.log").write_text(proc.stderr)
     finally:
         kill_session(head.pid)
         head.wait(timeout=30)

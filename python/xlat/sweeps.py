@@ -44,6 +44,8 @@ SPEC_KEYS = ("designs", "workloads", "footprint", "refs", "seeds", "preset", "na
 
 #: Times Ray re-executes a task whose worker died before the run is stored as failed.
 TASK_RETRIES = 2
+#: Connection attempts to an existing cluster (``--address``) before giving up.
+CONNECT_ATTEMPTS = 3
 
 
 class SpecError(ValueError):
@@ -423,10 +425,25 @@ def _init_ray(address: str | None, workers: int | None) -> int:
     )
     if address:
         _check_reachable(address)
-        try:
-            ray.init(address=address, **opts)
-        except Exception as e:  # noqa: BLE001 - Ray raises many types; the user needs the text
-            raise SweepError(f"cannot connect to the Ray cluster at {address}: {e}") from None
+        for attempt in range(CONNECT_ATTEMPTS):
+            try:
+                ray.init(address=address, **opts)
+                break
+            except Exception as e:  # noqa: BLE001 - Ray raises many types; the user needs the text
+                # A Ray client proxy sometimes fails to start the per-client server on a busy
+                # head node ("Starting Ray client server failed"); a new connection usually works.
+                if attempt + 1 == CONNECT_ATTEMPTS:
+                    raise SweepError(
+                        f"cannot connect to the Ray cluster at {address} "
+                        f"({CONNECT_ATTEMPTS} attempts): {e}"
+                    ) from None
+                first_line = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+                print(
+                    f"xlat: connecting to {address} failed ({first_line}); retrying",
+                    file=sys.stderr,
+                )
+                ray.shutdown()
+                time.sleep(2.0)
         cpus = int(ray.cluster_resources().get("CPU", 1))
         return workers or max(cpus, 1)
     n = workers or os.cpu_count() or 1
