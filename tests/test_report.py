@@ -78,6 +78,13 @@ def test_report_from_compare_json_uses_the_same_figures(tmp_path):
     assert json.loads((out / "results.json").read_text())[0]["design"] == "radix"
 
 
+def test_report_with_an_unknown_baseline_exits_2_naming_the_designs(store_report, tmp_path):
+    db, _, _ = store_report
+    proc = xlat("report", str(db), "--baseline", "radx", "--out", str(tmp_path), check=False)
+    assert proc.returncode == 2 and "radx" in proc.stderr and "radix, ideal" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_report_of_an_empty_or_missing_store_exits_2(tmp_path):
     proc = xlat("report", str(tmp_path / "none.duckdb"), "--out", str(tmp_path / "o"), check=False)
     assert proc.returncode == 2 and "none.duckdb" in proc.stderr

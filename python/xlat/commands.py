@@ -197,7 +197,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         origin = str(source)
     if df.empty:
         raise QueryError(f"{source}: no successful runs to report")
-    paths = write_report(df, args.out, args.baseline, source=origin)
+    try:
+        paths = write_report(df, args.out, args.baseline, source=origin)
+    except ValueError as e:  # an unknown baseline, or no successful run
+        raise QueryError(f"{source}: {e}") from None
     print(f"report written: {paths['html']} ({len(paths['figures'])} figures)", file=sys.stderr)
     return 0
 
