@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all setup build vgtool demo test test-rust test-python bench lint fmt clean
+.PHONY: all setup build vgtool demo test test-rust test-python browser bench lint fmt clean
 
 all: build
 
@@ -30,18 +30,28 @@ vgtool: $(VGTOOL)
 $(VGTOOL): tools/xlat-vgtool/xl_main.c tools/xlat-vgtool/build.sh
 	@bash tools/xlat-vgtool/build.sh || echo "warning: xlat valgrind tool not built (see above); 'xlat trace record' is unavailable"
 
-# The main job: compare every registered design on the built-in demo workload, with a report.
+# The main job: sweep every registered design over four workloads x THP off/on on Ray, store the
+# runs in out/demo.duckdb, print the speedup table and write the report from the store.
 demo: build
-	$(VENV)/bin/xlat compare --preset demo --report out/
-	@echo "report: out/report.html and out/report.md"
+	$(VENV)/bin/xlat sweep configs/sweeps/demo.toml --db out/demo.duckdb --force
+	$(VENV)/bin/xlat results --db out/demo.duckdb --speedup-over radix
+	$(VENV)/bin/xlat report out/demo.duckdb --out out/
+	@echo "report: out/report.html and out/report.md (figures as PNG + PDF in out/)"
 
 test: build test-rust test-python
 
 test-rust:
 	cargo test -p xlat --release
 
-test-python: build
-	$(PY) -m pytest -q tests python/xlat --doctest-modules
+test-python: build browser
+	$(PY) -m pytest -q tests python/xlat docs/sweeps.md --doctest-modules --doctest-glob='sweeps.md'
+
+# Debian's chromium for the report's browser test, installed only if missing and apt is usable
+# (otherwise that one test is skipped with the reason).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 \
+	  && [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "chromium not installed (needs apt-get as root): the browser test will be skipped"
 
 bench:
 	cargo bench -p xlat --bench throughput

@@ -1,7 +1,9 @@
 """xlat: a fast, checked simulator of virtual-memory address translation.
 
 The simulation runs in the Rust core (``xlat._core``); this package is the front: the
-:func:`run` and :func:`compare` API, the ``xlat`` command line, presets and reports.
+:func:`run` and :func:`compare` API, sweeps on Ray with a DuckDB result store (:func:`sweep`,
+:func:`results`, both returning pandas DataFrames), the ``xlat`` command line, presets and
+reports.
 
 Examples
 --------
@@ -14,6 +16,7 @@ True
 """
 
 from xlat._core import XlatError
+from xlat.query import results
 from xlat.run import (
     compare,
     designs,
@@ -24,6 +27,7 @@ from xlat.run import (
     version,
     workloads,
 )
+from xlat.sweeps import sweep
 
 __all__ = [
     "XlatError",
@@ -31,8 +35,10 @@ __all__ = [
     "designs",
     "flatten",
     "get_path",
+    "results",
     "run",
     "speedups",
+    "sweep",
     "version",
     "workloads",
 ]

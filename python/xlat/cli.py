@@ -6,6 +6,9 @@ Forms scripts rely on (kept exactly so)::
     xlat compare --designs radix,ideal --workload bfs --footprint 512MiB --refs 5M --json
     xlat designs
     xlat workloads
+    xlat sweep SPEC.toml [--workers N] [--db PATH] [--address ray://HOST:PORT] [--dry-run]
+    xlat results [--db PATH] [--where design=radix] [--speedup-over radix] [--format csv]
+    xlat report [results.duckdb | compare.json] [--out DIR]
 
 Exit codes: 0 success, 1 simulation error (trace, OS model, oracle), 2 bad usage or configuration.
 """
@@ -16,7 +19,7 @@ import argparse
 import json
 import sys
 
-from xlat import _core, snapshot, trace_cli
+from xlat import _core, commands, snapshot, trace_cli
 from xlat.report import format_table, table_rows, write_report
 from xlat.run import compare, designs, load_preset, resolve_config, run
 
@@ -88,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = csub.add_parser("keys", help="list every configuration key")
     trace_cli.add_parser(sub)
     snapshot.add_parser(sub)
+    commands.add_parsers(sub)
     return parser
 
 
@@ -185,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
             return trace_cli.main(args)
         if args.command == "snapshot":
             return snapshot.main(args)
+        if args.command in commands.COMMANDS:
+            return commands.COMMANDS[args.command](args)
         if args.preset is not None:
             try:
                 load_preset(args.preset)
@@ -193,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             return cmd_run(args)
         return cmd_compare(args)
-    except UsageError as e:
+    except (UsageError, *commands.USAGE_ERRORS) as e:
         print(f"xlat: error: {e}", file=sys.stderr)
         return 2
     except _core.XlatError as e:

@@ -177,19 +177,25 @@ def run(
     progress: bool = False,
     trace: str | None = None,
     trace_format: str | None = None,
-) -> dict:
+    as_frame: bool = False,
+):
     """Run one simulation and return its result record (a nested dict; see docs/results.md).
 
     Arguments left as None take the preset's (or the built-in default) value; ``set`` holds
     any further ``section.field`` overrides. With ``trace`` (a native ``.xlat`` file or a
     ChampSim trace; ``trace_format`` auto, native, champsim or cloudsuite) the references come
     from the file instead of a workload generator, the whole trace unless ``refs`` limits it,
-    and the record's ``trace`` section carries the file's path, format and sha256.
+    and the record's ``trace`` section carries the file's path, format and sha256. With
+    ``as_frame=True`` the result is a one-row pandas DataFrame with the result store's columns
+    (figures by dotted path, see docs/sweeps.md) instead of the dict.
 
     Examples
     --------
     >>> rec = run(design="ideal", workload="gups", footprint="16MiB", refs=20000)
     >>> rec["walk"]["mem_accesses"] <= rec["walk"]["count"]
+    True
+    >>> df = run(design="ideal", workload="gups", footprint="16MiB", refs=20000, as_frame=True)
+    >>> int(df.loc[0, "walk.mem_accesses"]) == rec["walk"]["mem_accesses"]
     True
     """
     text, origin = load_preset(preset)
@@ -205,7 +211,12 @@ def run(
         bar.update(sim.refs)
     finally:
         bar.close()
-    return json.loads(sim.record())
+    record = json.loads(sim.record())
+    if as_frame:
+        from xlat.report import frame_from_records
+
+        return frame_from_records([record])
+    return record
 
 
 def compare(
@@ -219,8 +230,12 @@ def compare(
     progress: bool = False,
     trace: str | None = None,
     trace_format: str | None = None,
-) -> list[dict]:
+    as_frame: bool = False,
+):
     """Run the same workload on several designs (all registered ones when None).
+
+    Returns the list of result records, or with ``as_frame=True`` a pandas DataFrame with one
+    row per design (the result store's columns).
 
     Examples
     --------
@@ -229,12 +244,21 @@ def compare(
     ['radix', 'perfect_tlb']
     >>> recs[1]["mmu"]["overhead_cycles"]
     0
+    >>> df = compare(["radix", "ideal"], workload="gups", footprint="16MiB", refs=20000,
+    ...              as_frame=True)
+    >>> df[["design", "workload"]].values.tolist()
+    [['radix', 'gups'], ['ideal', 'gups']]
     """
     names = list(designs) if designs is not None else globals()["designs"]()
-    return [
+    records = [
         run(d, workload, footprint, refs, seed, preset, set, progress, trace, trace_format)
         for d in names
     ]
+    if as_frame:
+        from xlat.report import frame_from_records
+
+        return frame_from_records(records)
+    return records
 
 
 def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

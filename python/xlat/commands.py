@@ -1,0 +1,208 @@
+"""The ``xlat sweep``, ``xlat results`` and ``xlat report`` subcommands (registered in cli.py).
+
+Forms (see docs/sweeps.md)::
+
+    xlat sweep SPEC.toml [--workers N] [--db PATH] [--address ray://HOST:PORT] [--dry-run]
+    xlat results [--db PATH] [--where KEY=VALUE ...] [--speedup-over DESIGN] [--format csv]
+    xlat report [SOURCE] [--out DIR] [--baseline DESIGN] [--where KEY=VALUE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from xlat.query import (
+    AGGS,
+    QueryError,
+    default_columns,
+    design_order,
+    format_frame,
+    results,
+    varying_params,
+)
+from xlat.store import DEFAULT_DB, StoreError
+from xlat.sweeps import SpecError, SweepError, expand, load_spec, run_sweep
+
+#: Exceptions of these commands that are the user's to fix (exit code 2).
+USAGE_ERRORS = (SpecError, SweepError, QueryError, StoreError)
+
+
+def add_parsers(sub) -> None:
+    """Register the subcommands on the ``xlat`` subparsers object."""
+    p = sub.add_parser("sweep", help="run a grid of designs x workloads x parameters on Ray")
+    p.add_argument("spec", help="sweep spec (TOML; see docs/sweeps.md)")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"result database (default {DEFAULT_DB})")
+    p.add_argument("--workers", type=int, help="parallel runs (default: cores, or cluster CPUs)")
+    p.add_argument(
+        "--address",
+        metavar="ray://HOST:PORT",
+        help="run on an existing Ray cluster instead of a local Ray instance",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="list the runs and whether each is stored"
+    )
+    p.add_argument("--force", action="store_true", help="rerun runs already stored")
+    p.add_argument("--progress", action="store_true", help="live progress bar even if not a tty")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+
+    p = sub.add_parser("results", help="query the result database")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"result database (default {DEFAULT_DB})")
+    p.add_argument(
+        "--where",
+        action="append",
+        metavar="KEY=VALUE",
+        help="filter: KEY=V1,V2 (any of), KEY!=V, KEY<N, KEY>N ... (repeatable)",
+    )
+    p.add_argument(
+        "--status", default="ok", choices=["ok", "failed", "all"], help="runs to show (default ok)"
+    )
+    p.add_argument("--columns", help="comma-separated columns to show (default: headline figures)")
+    p.add_argument(
+        "--speedup-over",
+        metavar="DESIGN",
+        help="table of speedups (cycles ratio) of every design over DESIGN",
+    )
+    p.add_argument(
+        "--by",
+        help="comma-separated row keys of a table (default: workload and the swept parameters)",
+    )
+    p.add_argument("--pivot", metavar="COLUMN", help="column whose values become table columns")
+    p.add_argument("--value", metavar="COLUMN", help="figure to aggregate in a --by/--pivot table")
+    p.add_argument("--agg", default="mean", choices=AGGS, help="aggregation (default mean)")
+    p.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    p.add_argument("--spec", help="only the runs of this sweep spec (TOML)")
+
+    p = sub.add_parser("report", help="HTML page + PNG/PDF figures from the store or compare JSON")
+    p.add_argument(
+        "source",
+        nargs="?",
+        default=DEFAULT_DB,
+        help=f"result database, or a JSON file of `xlat compare --json` (default {DEFAULT_DB})",
+    )
+    p.add_argument("--out", default="out", help="output folder (default out/)")
+    p.add_argument(
+        "--baseline", help="design speedups are normalized to (default: radix, or the first design)"
+    )
+    p.add_argument(
+        "--where",
+        action="append",
+        metavar="KEY=VALUE",
+        help="only runs matching (as in `xlat results`)",
+    )
+    p.add_argument("--spec", help="only the runs of this sweep spec (TOML)")
+
+
+def _csv(text: str | None) -> list[str] | None:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    if args.workers is not None and args.workers < 1:
+        raise SpecError(f"--workers must be at least 1, got {args.workers}")
+    if args.dry_run:
+        from xlat.store import Store
+
+        runs = expand(spec)
+        stored = Store(args.db).stored(r.config_hash for r in runs)
+        for r in runs:
+            state = stored.get(r.config_hash, {}).get("status") or "new"
+            print(f"{r.config_hash[:12]}  {state:<6}  {r.label()}")
+        todo = sum(stored.get(r.config_hash, {}).get("status") != "ok" or args.force for r in runs)
+        print(f"{len(runs)} runs, {todo} to run", file=sys.stderr)
+        return 0
+    if args.quiet:
+        mode = "none"
+    elif args.progress or sys.stderr.isatty():
+        mode = "bar"
+    else:
+        mode = "lines"
+    where = f" on {args.address}" if args.address else ""
+    summary = run_sweep(spec, args.db, args.workers, args.address, args.force, mode)
+    if summary["interrupted"]:
+        print(
+            f"xlat: interrupted: {summary['ok'] + summary['failed']} runs finished and were "
+            f"stored in {args.db}; the runs in flight were dropped. Rerun the same command to "
+            "run the rest.",
+            file=sys.stderr,
+        )
+        return 130
+    if not args.quiet:
+        print(
+            f"sweep {spec.name}: {summary['total']} runs, {summary['skipped']} already stored, "
+            f"{summary['ok']} ran ok{where}, {summary['failed']} failed -> {args.db}",
+            file=sys.stderr,
+        )
+        if summary["stale"]:
+            print(
+                f"note: {summary['stale']} of the stored runs were made by another xlat version "
+                "or git commit (columns xlat_version, git_commit); --force reruns them",
+                file=sys.stderr,
+            )
+    return 1 if summary["failed"] else 0
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    status = None if args.status == "all" else args.status
+    out = results(
+        args.db,
+        where=args.where,
+        status=status,
+        columns=_csv(args.columns),
+        by=_csv(args.by),
+        pivot=args.pivot,
+        value=args.value,
+        agg=args.agg,
+        speedup_over=args.speedup_over,
+        spec=args.spec,
+    )
+    if args.speedup_over is None and args.value is None and args.columns is None:
+        if not out.empty:
+            keys = ["workload", *varying_params(out), "seed"]
+            rank = out["design"].map({d: i for i, d in enumerate(design_order(out["design"]))})
+            out = out.assign(_rank=rank).sort_values([*keys, "_rank"], kind="stable")
+            out = out[default_columns(out)].reset_index(drop=True)
+            out.columns = [
+                c[len("config.") :] if c.startswith("config.") else c for c in out.columns
+            ]
+    try:
+        print(format_frame(out, args.format).rstrip("\n"))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `xlat results | head`: the reader is gone, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from xlat.report import frame_from_records, write_report
+
+    source = Path(args.source)
+    if source.suffix == ".json":
+        try:
+            records = json.loads(source.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise QueryError(f"{source}: cannot read compare output: {e}") from None
+        if isinstance(records, dict):
+            records = [records]
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise QueryError(f"{source}: expected the JSON of `xlat compare --json` (a list)")
+        df = frame_from_records(records)
+        origin = str(source)
+    else:
+        df = results(source, where=args.where, spec=args.spec)
+        origin = str(source)
+    if df.empty:
+        raise QueryError(f"{source}: no successful runs to report")
+    try:
+        paths = write_report(df, args.out, args.baseline, source=origin)
+    except ValueError as e:  # an unknown baseline, or no successful run
+        raise QueryError(f"{source}: {e}") from None
+    print(f"report written: {paths['html']} ({len(paths['figures'])} figures)", file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"sweep": cmd_sweep, "results": cmd_results, "report": cmd_report}

@@ -1,0 +1,358 @@
+"""Querying the result store: filters, grouping, pivots and speedup tables as DataFrames.
+
+Column names are the store's (docs/sweeps.md): metadata columns (``design``, ``workload``,
+``seed``, ``status``, ...) and the record's figures by dotted path (``tlb.l2_mpki``,
+``config.os.thp``). Where a name is not a column, ``config.NAME`` is tried, so ``os.thp`` and
+``radix.levels`` name the configuration keys as ``--set`` does.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from xlat.run import designs as registered_designs
+from xlat.store import DEFAULT_DB, TABLE, Store, StoreError, quote
+
+#: Columns ``xlat results`` shows when none are asked for (figures after the grid keys).
+HEADLINE = [
+    "timing.cycles",
+    "tlb.l1_mpki",
+    "tlb.l2_mpki",
+    "walk.mem_accesses",
+    "walk.cycles",
+    "mmu.overhead_cycles",
+    "page_table.bytes",
+]
+
+#: Aggregations accepted by ``--agg``.
+AGGS = ("mean", "geomean", "median", "min", "max", "sum", "count")
+
+_FILTER = re.compile(r"^\s*([^!<>=]+?)\s*(!=|<=|>=|=|<|>)\s*(.*)$")
+
+
+class QueryError(ValueError):
+    """A query naming an unknown column, a bad filter or an empty result where one is needed."""
+
+
+def resolve_column(name: str, columns: Iterable[str]) -> str:
+    """The store column a user-facing name refers to (``os.thp`` -> ``config.os.thp`` when the
+    record has no ``os.thp`` figure).
+
+    Examples
+    --------
+    >>> resolve_column("radix.levels", ["design", "config.radix.levels"])
+    'config.radix.levels'
+    >>> resolve_column("desgn", ["design", "workload"])
+    Traceback (most recent call last):
+    ...
+    xlat.query.QueryError: no column 'desgn' in the store (did you mean 'design'?)
+    """
+    cols = list(columns)
+    if name in cols:
+        return name
+    if f"config.{name}" in cols:
+        return f"config.{name}"
+    close = difflib.get_close_matches(name, cols, n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    raise QueryError(f"no column '{name}' in the store{hint}")
+
+
+def parse_filters(where: Mapping[str, Any] | Iterable[str] | None) -> list[tuple[str, str, Any]]:
+    """Filters as ``(column, operator, value)``: from ``{"design": "radix"}`` (a list value means
+    any of them) or from strings ``KEY=VALUE``, ``KEY!=VALUE``, ``KEY<VALUE`` ... where a
+    comma-separated VALUE after ``=`` means any of them.
+
+    Examples
+    --------
+    >>> parse_filters(["design=radix,ideal", "tlb.l2_mpki>5"])
+    [('design', 'in', ['radix', 'ideal']), ('tlb.l2_mpki', '>', '5')]
+    >>> parse_filters({"os.thp": "always"})
+    [('os.thp', 'in', ['always'])]
+    """
+    out: list[tuple[str, str, Any]] = []
+    if where is None:
+        return out
+    if isinstance(where, Mapping):
+        for key, value in where.items():
+            values = value if isinstance(value, (list, tuple, set)) else [value]
+            out.append((str(key), "in", [_text(v) for v in values]))
+        return out
+    for item in where:
+        m = _FILTER.match(item)
+        if not m:
+            raise QueryError(f"filter '{item}' is not KEY=VALUE (or !=, <, <=, >, >=)")
+        key, op, value = m.groups()
+        if op == "=":
+            out.append((key, "in", [v.strip() for v in value.split(",")]))
+        elif op == "!=":
+            out.append((key, "not in", [v.strip() for v in value.split(",")]))
+        else:
+            out.append((key, op, value.strip()))
+    return out
+
+
+def _text(v: Any) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def load_rows(
+    db: str | Path = DEFAULT_DB,
+    where: Mapping[str, Any] | Iterable[str] | None = None,
+    status: str | None = "ok",
+    hashes: Iterable[str] | None = None,
+    columns: Iterable[str] | None = None,
+):
+    """Rows of the store as a DataFrame: every column, or ``columns`` (resolved as in
+    :func:`resolve_column`); ``status`` None keeps failed runs too."""
+    store = Store(db)
+    all_cols = store.columns()
+    clauses, params = [], []
+    if status is not None:
+        clauses.append("status = ?")
+        params.append(status)
+    for key, op, value in parse_filters(where):
+        col = quote(resolve_column(key, all_cols))
+        if op in ("in", "not in"):
+            marks = ", ".join("?" * len(value))
+            clauses.append(f"CAST({col} AS VARCHAR) {op.upper()} ({marks})")
+            params += value
+        else:
+            try:
+                params.append(float(value))
+            except ValueError:
+                raise QueryError(f"filter {key}{op}{value}: '{value}' is not a number") from None
+            clauses.append(f"{col} {op} ?")
+    if hashes is not None:
+        hashes = list(hashes)
+        if not hashes:
+            hashes = [""]
+        clauses.append(f"config_hash IN ({', '.join('?' * len(hashes))})")
+        params += hashes
+    select = "*"
+    if columns is not None:
+        select = ", ".join(quote(resolve_column(c, all_cols)) for c in columns)
+    sql = f"SELECT {select} FROM {TABLE}"
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
+    return store.query(sql + " ORDER BY workload, design, seed, config_hash", params)
+
+
+def varying_params(df) -> list[str]:
+    """Configuration columns (``config.*``) whose value differs between rows, other than the
+    design and the seed: the grid's swept parameters.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> varying_params(pd.DataFrame({"config.os.thp": ["never", "always"],
+    ...     "config.sim.design": ["radix", "ideal"], "config.radix.levels": [4, 4]}))
+    ['config.os.thp']
+    """
+    skip = {"config.sim.design", "config.sim.seed", "config.workload.name"}
+    return [
+        c
+        for c in df.columns
+        if c.startswith("config.") and c not in skip and df[c].astype(str).nunique() > 1
+    ]
+
+
+def default_index(df) -> list[str]:
+    """What a table is indexed by when no ``by`` is given: workload plus the swept parameters."""
+    return ["workload"] + varying_params(df)
+
+
+def design_order(names: Iterable[str]) -> list[str]:
+    """Designs in registry order (unknown names last, alphabetically).
+
+    Examples
+    --------
+    >>> design_order(["ideal", "zz", "radix"])
+    ['radix', 'ideal', 'zz']
+    """
+    reg = registered_designs()
+    names = set(names)
+    return [d for d in reg if d in names] + sorted(names - set(reg))
+
+
+def geomean(values) -> float:
+    """Geometric mean of positive values (NaN if any is not positive or there are none).
+
+    Examples
+    --------
+    >>> geomean([1.0, 4.0])
+    2.0
+    """
+    vals = [float(v) for v in values if v == v]
+    if not vals or any(v <= 0 for v in vals):
+        return float("nan")
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def _agg(agg: str):
+    if agg not in AGGS:
+        raise QueryError(f"unknown aggregation '{agg}'; use one of {', '.join(AGGS)}")
+    return geomean if agg == "geomean" else agg
+
+
+def with_speedup(df, baseline: str, metric: str = "timing.cycles"):
+    """``df`` plus a column ``speedup``: the baseline design's ``metric`` on the same grid point
+    (``point_hash``) divided by the row's. Rows without a baseline run get NaN."""
+    if baseline not in set(df["design"]):
+        raise QueryError(
+            f"no stored run of baseline design '{baseline}' among the selected rows "
+            f"(designs: {', '.join(design_order(df['design']))})"
+        )
+    base = df[df["design"] == baseline].drop_duplicates("point_hash").set_index("point_hash")
+    ref = df["point_hash"].map(base[metric])
+    return df.assign(speedup=ref.astype(float) / df[metric].astype(float))
+
+
+def _strip(name: str) -> str:
+    return name[len("config.") :] if name.startswith("config.") else name
+
+
+def pivot_table(
+    df, by: list[str], pivot: str, value: str, agg: str = "mean", total: str | None = None
+):
+    """``value`` aggregated by ``by`` (rows) x ``pivot`` (columns); ``total`` adds a last row
+    aggregating each column with that aggregation (e.g. ``"geomean"``)."""
+    import pandas as pd
+
+    table = df.pivot_table(index=by, columns=pivot, values=value, aggfunc=_agg(agg), sort=True)
+    if pivot == "design":
+        table = table[design_order(table.columns)]
+    if total:
+        row = table.apply(
+            lambda col: _agg(total)(col.dropna()) if total != "geomean" else geomean(col)
+        )
+        key = (total,) + ("",) * (len(by) - 1) if len(by) > 1 else total
+        extra = pd.DataFrame(
+            [row.values],
+            columns=table.columns,
+            index=pd.MultiIndex.from_tuples([key], names=table.index.names)
+            if len(by) > 1
+            else pd.Index([key], name=table.index.name),
+        )
+        table = pd.concat([table, extra])
+    table.columns.name = _strip(pivot)
+    table.index.names = [_strip(n) for n in table.index.names]
+    return table
+
+
+def results(
+    db: str | Path = DEFAULT_DB,
+    where: Mapping[str, Any] | Iterable[str] | None = None,
+    status: str | None = "ok",
+    columns: Iterable[str] | None = None,
+    by: Iterable[str] | None = None,
+    pivot: str | None = None,
+    value: str | None = None,
+    agg: str = "mean",
+    speedup_over: str | None = None,
+    spec: str | Path | Mapping[str, Any] | None = None,
+):
+    """Query the result store; returns a pandas DataFrame.
+
+    ``spec`` (a sweep spec file or mapping) keeps only the runs of that sweep.
+
+    - Plain: one row per stored run (``status`` ``"ok"`` by default, ``"failed"``, or None for
+      all), every column or ``columns``; ``where`` filters (``{"design": "radix"}`` or strings
+      ``"design=radix"``, ``"tlb.l2_mpki>5"``).
+    - ``speedup_over=DESIGN``: the speedup of every design over DESIGN (cycles ratio on the same
+      grid point), rows ``by`` (default: workload and every swept parameter) x designs,
+      geometric mean over seeds and a final ``geomean`` row.
+    - ``value`` with ``by`` (and optionally ``pivot``): ``value`` aggregated with ``agg``.
+
+    Examples
+    --------
+    >>> import tempfile, os, xlat
+    >>> db = os.path.join(tempfile.mkdtemp(), "r.duckdb")
+    >>> _ = xlat.sweep({"designs": ["radix", "perfect_tlb"], "workloads": ["gups", "stream"],
+    ...                 "footprint": "16MiB", "refs": "20k"}, db, workers=1)
+    >>> results(db, where={"design": "radix"})[["design", "workload"]]
+      design workload
+    0  radix     gups
+    1  radix   stream
+    >>> t = results(db, speedup_over="radix")
+    >>> list(t.columns), list(t.index)
+    (['radix', 'perfect_tlb'], ['gups', 'stream', 'geomean'])
+    >>> bool((t["perfect_tlb"] >= 1.0).all()), t["radix"].tolist()
+    (True, [1.0, 1.0, 1.0])
+    >>> int(results(db, by=["design"], value="walk.count", agg="sum").loc["perfect_tlb"])
+    0
+    """
+    hashes = None
+    if spec is not None:
+        from xlat.sweeps import expand, load_spec, parse_spec
+
+        parsed = parse_spec(spec) if isinstance(spec, Mapping) else load_spec(spec)
+        hashes = [r.config_hash for r in expand(parsed)]
+    if speedup_over is not None:
+        df = load_rows(db, where, "ok", hashes)
+        if df.empty:
+            raise QueryError("no stored run matches the filters")
+        df = with_speedup(df, speedup_over)
+        index = [resolve_column(b, df.columns) for b in by] if by else default_index(df)
+        return pivot_table(df, index, "design", "speedup", "geomean", total="geomean")
+    if value is not None:
+        df = load_rows(db, where, status, hashes)
+        if df.empty:
+            raise QueryError("no stored run matches the filters")
+        val = resolve_column(value, df.columns)
+        index = [resolve_column(b, df.columns) for b in by] if by else default_index(df)
+        if pivot is not None:
+            return pivot_table(df, index, resolve_column(pivot, df.columns), val, agg)
+        out = df.groupby(index)[val].agg(_agg(agg))
+        out.index.names = [_strip(n) for n in out.index.names]
+        return out
+    if by or pivot:
+        raise QueryError("grouping (by/pivot) needs a value to aggregate (--value COLUMN)")
+    if columns is None:
+        return load_rows(db, where, status, hashes)
+    return load_rows(db, where, status, hashes, columns=columns)
+
+
+def default_columns(df) -> list[str]:
+    """The columns ``xlat results`` prints by default for plain rows."""
+    cols = ["design", "workload"] + varying_params(df) + ["seed", "status"]
+    if "error" in df.columns and df["status"].ne("ok").any():
+        cols.append("error")
+    return cols + [c for c in HEADLINE if c in df.columns]
+
+
+def format_frame(obj, fmt: str = "table") -> str:
+    """Render a query result as an aligned text table, CSV or JSON (a list of row objects).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> print(format_frame(pd.DataFrame({"design": ["radix"], "x": [1.23456]}), "csv"))
+    design,x
+    radix,1.23456
+    <BLANKLINE>
+    >>> format_frame(pd.DataFrame({"design": ["radix"], "x": [1.5]}), "json")
+    '[{"design":"radix","x":1.5}]'
+    """
+    import pandas as pd
+
+    df = obj.to_frame() if isinstance(obj, pd.Series) else obj
+    if not isinstance(df.index, pd.RangeIndex):
+        df = df.reset_index()
+    df.columns = [str(c) for c in df.columns]
+    if fmt == "csv":
+        return df.to_csv(index=False)
+    if fmt == "json":
+        return df.to_json(orient="records", date_format="iso")
+    if fmt != "table":
+        raise QueryError(f"unknown format '{fmt}' (table, csv or json)")
+    if df.empty:
+        return "(no rows)"
+    return df.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+
+
+__all__ = ["QueryError", "StoreError", "load_rows", "results", "format_frame"]

@@ -1,0 +1,328 @@
+"""The result store: one DuckDB table with one row per run (see docs/sweeps.md).
+
+Contract:
+
+- A row is keyed by ``config_hash`` (see :func:`config_hash`); there is never more than one row
+  per key. Writing a run that is already stored replaces its row in the same transaction.
+- Each call of :meth:`Store.commit` is one transaction: after it returns the rows are on disk,
+  and a process killed at any point leaves either all of them or none.
+- ``status`` is ``'ok'`` or ``'failed'``. A failed row has ``error`` set and no figures (its
+  figure columns are NULL): a failure is never data.
+- Figures of the result record are columns named by their dotted path (``tlb.l1_mpki``,
+  ``cache.llc.pt_line_share_avg``, ``config.os.thp``), as :func:`xlat.flatten` names them. A key
+  that a later version of xlat adds becomes a new column (``ALTER TABLE ADD COLUMN``); older rows
+  hold NULL there. Lists (``os.free_blocks_end``) are stored as JSON text.
+
+The database is opened for the duration of one operation and closed again, so that another
+process (``xlat results`` during a sweep) can open it in between; opening retries while another
+process holds the lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from xlat.run import flatten
+
+#: Default database file of ``xlat sweep`` / ``xlat results`` / ``xlat report``.
+DEFAULT_DB = "results.duckdb"
+TABLE = "runs"
+SCHEMA_VERSION = 1
+
+#: Columns every row has, in table order, with their SQL types. The flattened figures follow.
+META_COLUMNS: list[tuple[str, str]] = [
+    ("config_hash", "VARCHAR PRIMARY KEY"),
+    ("point_hash", "VARCHAR"),
+    ("status", "VARCHAR NOT NULL"),
+    ("error", "VARCHAR"),
+    ("design", "VARCHAR"),
+    ("workload", "VARCHAR"),
+    ("trace", "VARCHAR"),
+    ("trace_sha256", "VARCHAR"),
+    ("seed", "BIGINT"),
+    ("params", "VARCHAR"),
+    ("spec", "VARCHAR"),
+    ("xlat_version", "VARCHAR"),
+    ("git_commit", "VARCHAR"),
+    ("started_at", "TIMESTAMP"),
+    ("finished_at", "TIMESTAMP"),
+    ("config_json", "VARCHAR"),
+    ("record_json", "VARCHAR"),
+]
+META_NAMES = {name for name, _ in META_COLUMNS}
+
+#: Record keys measured by the host's clock: they differ between two runs of the same config.
+WALL_CLOCK_KEYS = ("sim.wall_seconds", "sim.refs_per_sec")
+
+
+class StoreError(Exception):
+    """The database cannot be opened or does not hold an xlat result table."""
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: equal values give equal text.
+
+    Examples
+    --------
+    >>> canonical_json({"b": 1, "a": [1, 2]})
+    '{"a":[1,2],"b":1}'
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def config_hash(
+    config: Mapping[str, Any],
+    design: str,
+    workload: str | None,
+    trace_sha256: str | None,
+    seed: int,
+) -> str:
+    """Key of one run: sha256 of the fully resolved configuration, design, workload or trace
+    content hash, and seed.
+
+    Examples
+    --------
+    >>> a = config_hash({"os": {"thp": "never"}}, "radix", "gups", None, 1)
+    >>> a == config_hash({"os": {"thp": "never"}}, "radix", "gups", None, 1), len(a)
+    (True, 64)
+    >>> a == config_hash({"os": {"thp": "always"}}, "radix", "gups", None, 1)
+    False
+    """
+    key = canonical_json(
+        {
+            "config": config,
+            "design": design,
+            "workload": workload,
+            "trace_sha256": trace_sha256,
+            "seed": seed,
+        }
+    )
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def point_hash(config: Mapping[str, Any], trace_sha256: str | None) -> str:
+    """Key of a grid point regardless of design: the resolved configuration without
+    ``sim.design`` (plus the trace hash). Runs of different designs on the same point share it,
+    which is what speedups pair on.
+
+    Examples
+    --------
+    >>> point_hash({"sim": {"design": "radix", "seed": 1}}, None) == point_hash(
+    ...     {"sim": {"design": "ideal", "seed": 1}}, None)
+    True
+    """
+    cfg = json.loads(json.dumps(config))
+    cfg.get("sim", {}).pop("design", None)
+    return hashlib.sha256(canonical_json([cfg, trace_sha256]).encode()).hexdigest()
+
+
+def sql_type(value: Any) -> str | None:
+    """The column type a record value is stored as (None for a null, which adds no column).
+
+    Examples
+    --------
+    >>> [sql_type(v) for v in (True, 3, 2**64, 2.5, "x", [1], None)]
+    ['BOOLEAN', 'BIGINT', 'HUGEINT', 'DOUBLE', 'VARCHAR', 'VARCHAR', None]
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "BOOLEAN"
+    if isinstance(value, int):
+        return "BIGINT" if -(2**63) <= value < 2**63 else "HUGEINT"
+    if isinstance(value, float):
+        return "DOUBLE"
+    return "VARCHAR"
+
+
+def quote(name: str) -> str:
+    """A SQL identifier for a column name (dotted names need quoting).
+
+    Examples
+    --------
+    >>> quote("tlb.l1_mpki")
+    '"tlb.l1_mpki"'
+    """
+    return '"' + name.replace('"', '""') + '"'
+
+
+def figure_columns(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The flattened record as stored: dotted keys, lists as JSON text, and the keys that
+    duplicate a metadata column (``design``, ``workload``, ``seed``) left out.
+
+    Examples
+    --------
+    >>> figure_columns({"design": "radix", "tlb": {"l1_mpki": 1.5}, "os": {"free": [1, 2]}})
+    {'tlb.l1_mpki': 1.5, 'os.free': '[1, 2]'}
+    """
+    out = {}
+    for key, value in flatten(record).items():
+        if key in META_NAMES:
+            continue
+        out[key] = json.dumps(value) if isinstance(value, (list, dict)) else value
+    return out
+
+
+# Widening order when a column meets a value of a wider type (an int column receiving floats).
+_WIDER = {"BOOLEAN": 0, "BIGINT": 1, "HUGEINT": 2, "DOUBLE": 3, "VARCHAR": 4}
+
+
+class Store:
+    """An xlat result database (DuckDB file).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> db = Store(os.path.join(tempfile.mkdtemp(), "r.duckdb"))
+    >>> db.commit([{"config_hash": "h1", "status": "failed", "error": "boom", "design": "radix"}])
+    >>> db.stored_hashes(), db.stored_hashes(status=None)
+    (set(), {'h1'})
+    """
+
+    def __init__(self, path: str | Path, lock_timeout: float = 60.0) -> None:
+        self.path = Path(path)
+        self.lock_timeout = lock_timeout
+
+    def connect(self, read_only: bool = False):
+        """Open the database, waiting up to ``lock_timeout`` s while another process holds it."""
+        import duckdb
+
+        if read_only and not self.path.exists():
+            raise StoreError(f"no result database at {self.path} (run `xlat sweep` first)")
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.lock_timeout
+        while True:
+            try:
+                con = duckdb.connect(str(self.path), read_only=read_only)
+                break
+            except duckdb.IOException as e:
+                if "lock" not in str(e).lower() or time.monotonic() > deadline:
+                    raise StoreError(f"cannot open {self.path}: {e}") from None
+                time.sleep(0.05)
+            except duckdb.Error as e:
+                raise StoreError(f"cannot open {self.path}: {e}") from None
+        if not read_only:
+            self._ensure_schema(con)
+        elif not self._has_table(con):
+            con.close()
+            raise StoreError(f"{self.path} holds no xlat result table '{TABLE}'")
+        return con
+
+    @staticmethod
+    def _has_table(con) -> bool:
+        return bool(
+            con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [TABLE]
+            ).fetchone()[0]
+        )
+
+    def _ensure_schema(self, con) -> None:
+        if not self._has_table(con):
+            cols = ", ".join(f"{quote(n)} {t}" for n, t in META_COLUMNS)
+            con.execute(f"CREATE TABLE {TABLE} ({cols})")
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS xlat_meta (key VARCHAR PRIMARY KEY, value VARCHAR)"
+            )
+            con.execute(
+                "INSERT OR REPLACE INTO xlat_meta VALUES ('schema_version', ?)",
+                [str(SCHEMA_VERSION)],
+            )
+
+    @staticmethod
+    def _columns(con) -> dict[str, str]:
+        rows = con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = ? ORDER BY ordinal_position",
+            [TABLE],
+        ).fetchall()
+        return dict(rows)
+
+    def _evolve(self, con, rows: list[dict[str, Any]]) -> None:
+        """Add a column for every new key and widen a column that meets a wider value."""
+        cols = self._columns(con)
+        wanted: dict[str, str] = {}
+        for row in rows:
+            for key, value in row.items():
+                t = sql_type(value)
+                if t is None:
+                    continue
+                prev = wanted.get(key) or cols.get(key)
+                if prev is None or (prev in _WIDER and _WIDER[t] > _WIDER[prev]):
+                    wanted[key] = t
+        for key, t in wanted.items():
+            if key not in cols:
+                con.execute(f"ALTER TABLE {TABLE} ADD COLUMN {quote(key)} {t}")
+            elif cols[key] != t and key not in META_NAMES:
+                con.execute(f"ALTER TABLE {TABLE} ALTER COLUMN {quote(key)} TYPE {t}")
+
+    def commit(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Store rows (dicts of column -> value) in one transaction, replacing stored rows with
+        the same ``config_hash``."""
+        rows = [dict(r) for r in rows]
+        if not rows:
+            return
+        con = self.connect()
+        try:
+            con.execute("BEGIN TRANSACTION")
+            self._evolve(con, rows)
+            for row in rows:
+                con.execute(f"DELETE FROM {TABLE} WHERE config_hash = ?", [row["config_hash"]])
+                names = list(row)
+                con.execute(
+                    f"INSERT INTO {TABLE} ({', '.join(map(quote, names))}) "
+                    f"VALUES ({', '.join('?' * len(names))})",
+                    [row[n] for n in names],
+                )
+            con.execute("COMMIT")
+        except BaseException:
+            try:
+                con.execute("ROLLBACK")
+            finally:
+                con.close()
+            raise
+        con.close()
+
+    def stored(self, hashes: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """``config_hash -> {status, xlat_version, git_commit}`` of stored rows (all, or those
+        among ``hashes``)."""
+        if not self.path.exists():
+            return {}
+        con = self.connect(read_only=True)
+        try:
+            rows = con.execute(
+                f"SELECT config_hash, status, xlat_version, git_commit FROM {TABLE}"
+            ).fetchall()
+        finally:
+            con.close()
+        wanted = set(hashes) if hashes is not None else None
+        return {
+            h: {"status": s, "xlat_version": v, "git_commit": g}
+            for h, s, v, g in rows
+            if wanted is None or h in wanted
+        }
+
+    def stored_hashes(self, status: str | None = "ok") -> set[str]:
+        """Keys of the stored rows with that status (every row when None)."""
+        return {h for h, m in self.stored().items() if status is None or m["status"] == status}
+
+    def query(self, sql: str, params: list[Any] | None = None):
+        """Run a read-only SQL query and return a pandas DataFrame."""
+        con = self.connect(read_only=True)
+        try:
+            return con.execute(sql, params or []).df()
+        finally:
+            con.close()
+
+    def columns(self) -> list[str]:
+        """Column names of the result table, in table order."""
+        con = self.connect(read_only=True)
+        try:
+            return list(self._columns(con))
+        finally:
+            con.close()

@@ -1,0 +1,618 @@
+"""Sweeps: a TOML grid of designs x workloads x parameters x seeds, run on Ray, stored in DuckDB.
+
+Spec format, store schema and resume semantics: docs/sweeps.md.
+
+Contract:
+
+- :func:`expand` is deterministic: the same spec gives the same runs in the same order, each
+  with the same ``config_hash``.
+- A run executes in a Ray task that calls :func:`xlat.run` (the Rust core releases the GIL); the
+  driver commits each finished run to the store in its own transaction, so killing a worker or
+  the driver loses at most the runs in flight.
+- A run whose ``config_hash`` is stored with status ``ok`` is skipped (unless ``force``); a
+  stored failure is retried.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from xlat import _core
+from xlat.run import designs as registered_designs
+from xlat.run import resolve_config, version
+from xlat.run import workloads as builtin_workloads
+from xlat.store import DEFAULT_DB, Store, config_hash, figure_columns, point_hash
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore[no-redef]
+
+#: Keys a sweep spec may hold at its top level (besides the ``[set]`` table).
+SPEC_KEYS = ("designs", "workloads", "footprint", "refs", "seeds", "preset", "name", "set")
+
+#: Times Ray re-executes a task whose worker died before the run is stored as failed.
+TASK_RETRIES = 2
+#: Connection attempts to an existing cluster (``--address``) before giving up.
+CONNECT_ATTEMPTS = 3
+
+
+class SpecError(ValueError):
+    """A sweep spec that cannot be expanded; the message names the file and the problem."""
+
+
+class SweepError(RuntimeError):
+    """The sweep cannot start: Ray cannot be started or the cluster cannot be reached."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One point of the grid: everything :func:`xlat.run` needs, plus its keys."""
+
+    design: str
+    workload: str
+    footprint: str | None
+    refs: str | None
+    seed: int
+    params: tuple[tuple[str, Any], ...]
+    preset: str | None
+    config: dict = field(compare=False, repr=False, hash=False, default_factory=dict)
+    config_hash: str = ""
+    point_hash: str = ""
+
+    def kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`xlat.run` for this run."""
+        return dict(
+            design=self.design,
+            workload=self.workload,
+            footprint=self.footprint,
+            refs=self.refs,
+            seed=self.seed,
+            preset=self.preset,
+            set=list(self.params),
+        )
+
+    def label(self) -> str:
+        """Short human-readable name, e.g. ``radix gups os.thp=always seed=1``."""
+        parts = [self.design, self.workload]
+        parts += [f"{k}={v}" for k, v in self.params]
+        return " ".join(parts + [f"seed={self.seed}"])
+
+
+@dataclass
+class Spec:
+    """A parsed sweep spec (see :func:`load_spec`)."""
+
+    designs: list[str]
+    workloads: list[str]
+    footprints: list[str | None]
+    refs: list[str | None]
+    seeds: list[int]
+    params: dict[str, list[Any]]
+    preset: str | None = None
+    name: str = "sweep"
+    origin: str = "<dict>"
+
+
+def _as_list(value: Any) -> list:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
+    """Validate a spec given as a mapping (the parsed TOML) and return a :class:`Spec`.
+
+    Examples
+    --------
+    >>> s = parse_spec({"designs": ["radix"], "workloads": ["gups"], "set": {"os.thp": ["never"]}})
+    >>> s.designs, s.seeds, s.params
+    (['radix'], [1], {'os.thp': ['never']})
+    >>> parse_spec({"workloads": ["gups"], "desings": ["radix"]}, "my.toml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    xlat.sweeps.SpecError: my.toml: unknown key 'desings' (did you mean 'designs'?); ...
+    """
+    import difflib
+
+    def fail(msg: str) -> SpecError:
+        return SpecError(f"{origin}: {msg}")
+
+    for key in data:
+        if key not in SPEC_KEYS:
+            close = difflib.get_close_matches(key, SPEC_KEYS, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise fail(f"unknown key '{key}'{hint}; a spec holds {', '.join(SPEC_KEYS)}")
+
+    def names(key: str, known: list[str], default: list[str] | None) -> list[str]:
+        if key not in data:
+            if default is None:
+                raise fail(f"'{key}' is missing (a list such as {key} = {known[:2]!r})")
+            return default
+        value = data[key]
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise fail(f"'{key}' must be a non-empty list of names, got {value!r}")
+        for v in value:
+            if v not in known:
+                close = difflib.get_close_matches(v, known, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise fail(f"unknown {key[:-1]} '{v}' in '{key}'{hint}; known: {', '.join(known)}")
+        if len(set(value)) != len(value):
+            raise fail(f"'{key}' lists a name twice: {value!r}")
+        return list(value)
+
+    designs = names("designs", registered_designs(), registered_designs())
+    workloads = names("workloads", builtin_workloads(), None)
+
+    def sizes(key: str) -> list[str | None]:
+        if key not in data:
+            return [None]
+        values = _as_list(data[key])
+        if not values or not all(
+            isinstance(v, (str, int)) and not isinstance(v, bool) for v in values
+        ):
+            raise fail(
+                f'\'{key}\' must be a size such as "256MiB" / "1M" or a list of them, '
+                f"got {data[key]!r}"
+            )
+        return [str(v) for v in values]
+
+    seeds = _as_list(data.get("seeds", [1]))
+    if not seeds or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds
+    ):
+        raise fail(f"'seeds' must be a non-empty list of non-negative integers, got {seeds!r}")
+    table = data.get("set", {})
+    if not isinstance(table, Mapping):
+        raise fail("'set' must be a table of \"section.field\" = [values] (write [set])")
+    params: dict[str, list[Any]] = {}
+    for key, values in table.items():
+        values = _as_list(values)
+        if not values:
+            raise fail(f"[set] '{key}' has an empty list of values")
+        if any(isinstance(v, (list, dict)) for v in values):
+            raise fail(f"[set] '{key}' values must be scalars, got {values!r}")
+        params[str(key)] = values
+    preset = data.get("preset")
+    if preset is not None and not isinstance(preset, str):
+        raise fail(f"'preset' must be a preset name or path, got {preset!r}")
+    name = data.get("name", Path(origin).stem if origin != "<dict>" else "sweep")
+    return Spec(
+        designs,
+        workloads,
+        sizes("footprint"),
+        sizes("refs"),
+        seeds,
+        params,
+        preset,
+        str(name),
+        origin,
+    )
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate a sweep spec file.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "s.toml")
+    >>> _ = open(p, "w").write('designs = ["radix"]\\nworkloads = ["gups"]\\nseeds = "one"\\n')
+    >>> load_spec(p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    xlat.sweeps.SpecError: .../s.toml: 'seeds' must be a non-empty list of non-negative ...
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read the sweep spec: {e.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{path}: not valid TOML: {e}") from None
+    return parse_spec(data, str(path))
+
+
+def expand(spec: Spec) -> list[Run]:
+    """The runs of a spec, in grid order (designs vary fastest, then [set] keys, seeds,
+    refs, footprints, workloads), each with its resolved configuration and keys.
+
+    Raises :class:`SpecError` naming the spec and the run when a configuration does not resolve.
+
+    Examples
+    --------
+    >>> spec = parse_spec({"designs": ["radix", "ideal"], "workloads": ["gups"],
+    ...                    "set": {"os.thp": ["never", "always"]}})
+    >>> [r.label() for r in expand(spec)]  # doctest: +NORMALIZE_WHITESPACE
+    ['radix gups os.thp=never seed=1', 'ideal gups os.thp=never seed=1',
+     'radix gups os.thp=always seed=1', 'ideal gups os.thp=always seed=1']
+    >>> len({r.config_hash for r in expand(spec)}), len({r.point_hash for r in expand(spec)})
+    (4, 2)
+    """
+    keys = list(spec.params)
+    runs = []
+    for workload, footprint, refs, seed, values, design in itertools.product(
+        spec.workloads,
+        spec.footprints,
+        spec.refs,
+        spec.seeds,
+        list(itertools.product(*(spec.params[k] for k in keys))),
+        spec.designs,
+    ):
+        params = tuple(zip(keys, values))
+        run = Run(design, workload, footprint, refs, seed, params, spec.preset)
+        try:
+            text = resolve_config(
+                spec.preset, **{k: v for k, v in run.kwargs().items() if k != "preset"}
+            )
+        except _core.XlatError as e:
+            raise SpecError(f"{spec.origin}: run '{run.label()}': {e}") from None
+        config = tomllib.loads(text)
+        runs.append(
+            Run(
+                design,
+                workload,
+                footprint,
+                refs,
+                seed,
+                params,
+                spec.preset,
+                config,
+                config_hash(config, design, workload, None, seed),
+                point_hash(config, None),
+            )
+        )
+    return runs
+
+
+def git_commit() -> str | None:
+    """Commit of the xlat checkout this package runs from (``-dirty`` if tracked files changed),
+    or None outside a git checkout."""
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("-dirty" if dirty else "")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
+
+
+def execute(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Run one simulation (what a Ray task does): the record, or the error as text."""
+    from xlat.run import run
+
+    started = _now()
+    try:
+        record, error = run(**kwargs), None
+    except Exception as e:  # noqa: BLE001 - any failure is stored as the run's error
+        record, error = None, f"{type(e).__name__}: {e}"
+    return {"record": record, "error": error, "started_at": started, "finished_at": _now()}
+
+
+def make_row(run: Run, result: dict[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The store row of a finished (or failed) run."""
+    record = result.get("record")
+    row = {
+        "config_hash": run.config_hash,
+        "point_hash": run.point_hash,
+        "status": "ok" if record is not None else "failed",
+        "error": result.get("error"),
+        "design": run.design,
+        "workload": run.workload,
+        "trace": None,
+        "trace_sha256": None,
+        "seed": run.seed,
+        "params": json.dumps(dict(run.params), sort_keys=True),
+        "spec": meta.get("spec"),
+        "xlat_version": meta.get("xlat_version"),
+        "git_commit": meta.get("git_commit"),
+        "started_at": result.get("started_at"),
+        "finished_at": result.get("finished_at"),
+        "config_json": json.dumps(run.config, sort_keys=True),
+        "record_json": json.dumps(record) if record is not None else None,
+    }
+    if record is not None:
+        row.update(figure_columns(record))
+    return row
+
+
+class SweepProgress:
+    """Progress on stderr: a live bar (tqdm) on a terminal, else one line per finished run."""
+
+    def __init__(self, total: int, mode: str) -> None:
+        self.total, self.mode, self.ok, self.failed = total, mode, 0, 0
+        self.bar = None
+        if mode == "bar":
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=total,
+                file=sys.stderr,
+                desc="sweep",
+                unit="run",
+                dynamic_ncols=True,
+                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]{postfix}",
+            )
+            self._postfix()
+
+    def _postfix(self, refresh: bool = True) -> None:
+        if self.bar is not None:
+            left = self.total - self.ok - self.failed
+            self.bar.set_postfix_str(
+                f"done {self.ok}, failed {self.failed}, remaining {left}", refresh=refresh
+            )
+
+    def finished(self, run: Run, ok: bool, seconds: float, error: str | None) -> None:
+        self.ok += ok
+        self.failed += not ok
+        if self.bar is not None:
+            self._postfix(refresh=False)
+            self.bar.update(1)
+        elif self.mode == "lines":
+            n = self.ok + self.failed
+            what = "ok" if ok else f"FAILED: {error}"
+            sys.stderr.write(f"[{n}/{self.total}] {run.label()} {what} ({seconds:.1f} s)\n")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast (instead of Ray's long retries) when nothing listens at a Ray address.
+
+    Examples
+    --------
+    >>> _check_reachable("ray://127.0.0.1:1")
+    Traceback (most recent call last):
+    ...
+    xlat.sweeps.SweepError: cannot reach the Ray cluster at ray://127.0.0.1:1 (connection refused)
+    """
+    import socket
+
+    hostport = address.split("://", 1)[-1].rsplit("/", 1)[0]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise SweepError(f"--address {address}: expected ray://HOST:PORT or HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except ConnectionRefusedError:
+        raise SweepError(
+            f"cannot reach the Ray cluster at {address} (connection refused)"
+        ) from None
+    except OSError as e:
+        raise SweepError(f"cannot reach the Ray cluster at {address} ({e})") from None
+
+
+def _init_ray(address: str | None, workers: int | None) -> int:
+    """Start (or connect to) Ray; returns how many runs to keep in flight."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    import ray
+
+    opts: dict[str, Any] = dict(
+        logging_level=logging.ERROR, log_to_driver=False, configure_logging=True
+    )
+    if address:
+        _check_reachable(address)
+        for attempt in range(CONNECT_ATTEMPTS):
+            try:
+                ray.init(address=address, **opts)
+                break
+            except Exception as e:  # noqa: BLE001 - Ray raises many types; the user needs the text
+                # A Ray client proxy sometimes fails to start the per-client server on a busy
+                # head node ("Starting Ray client server failed"); a new connection usually works.
+                if attempt + 1 == CONNECT_ATTEMPTS:
+                    raise SweepError(
+                        f"cannot connect to the Ray cluster at {address} "
+                        f"({CONNECT_ATTEMPTS} attempts): {e}"
+                    ) from None
+                first_line = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+                print(
+                    f"xlat: connecting to {address} failed ({first_line}); retrying",
+                    file=sys.stderr,
+                )
+                ray.shutdown()
+                time.sleep(2.0)
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        return workers or max(cpus, 1)
+    n = workers or os.cpu_count() or 1
+    ray.init(
+        address="local",
+        num_cpus=n,
+        include_dashboard=False,
+        object_store_memory=128 * 2**20,
+        **opts,
+    )
+    return n
+
+
+def run_sweep(
+    spec: Spec,
+    db: str | Path = DEFAULT_DB,
+    workers: int | None = None,
+    address: str | None = None,
+    force: bool = False,
+    progress: str = "none",
+) -> dict[str, Any]:
+    """Run the runs of ``spec`` not yet stored in ``db`` on Ray; returns counts and the runs.
+
+    ``progress`` is ``"bar"``, ``"lines"`` or ``"none"``. Interrupting (Ctrl-C) stops with
+    ``summary["interrupted"]`` set: what finished is stored, the runs in flight are dropped and
+    run next time.
+    """
+    runs = expand(spec)
+    store = Store(db)
+    stored = store.stored(r.config_hash for r in runs)
+    todo = [r for r in runs if force or stored.get(r.config_hash, {}).get("status") != "ok"]
+    meta = {"spec": spec.origin, "xlat_version": version(), "git_commit": git_commit()}
+    todo_hashes = {r.config_hash for r in todo}
+    # Rows are keyed by configuration, not by code version: say when skipped rows are older.
+    stale = sum(
+        1
+        for h, m in stored.items()
+        if h not in todo_hashes
+        and (m["xlat_version"], m["git_commit"]) != (meta["xlat_version"], meta["git_commit"])
+    )
+    summary = {
+        "runs": runs,
+        "total": len(runs),
+        "skipped": len(runs) - len(todo),
+        "stale": stale,
+        "ok": 0,
+        "failed": 0,
+        "interrupted": False,
+    }
+    if not todo:
+        return summary
+    import ray
+
+    window = _init_ray(address, workers)
+    task = ray.remote(max_retries=TASK_RETRIES)(execute)
+    bar = SweepProgress(len(todo), progress)
+    inflight: dict[Any, tuple[Run, float]] = {}
+    queue = iter(todo)
+    exhausted = False
+    try:
+        while inflight or not exhausted:
+            while not exhausted and len(inflight) < window:
+                run = next(queue, None)
+                if run is None:
+                    exhausted = True
+                    break
+                inflight[task.remote(run.kwargs())] = (run, time.monotonic())
+            if not inflight:
+                break
+            ready, _ = ray.wait(list(inflight), num_returns=1)
+            more, _ = ray.wait(
+                [r for r in inflight if r not in ready],
+                num_returns=len(inflight) - len(ready),
+                timeout=0,
+            )
+            finished = []
+            for ref in ready + more:
+                run, t0 = inflight.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayError as e:
+                    result = {
+                        "record": None,
+                        "error": f"{type(e).__name__}: {e}",
+                        "started_at": None,
+                        "finished_at": _now(),
+                    }
+                finished.append((run, result, time.monotonic() - t0))
+            store.commit(make_row(run, result, meta) for run, result, _ in finished)
+            for run, result, secs in finished:
+                ok = result["record"] is not None
+                summary["ok" if ok else "failed"] += 1
+                bar.finished(run, ok, secs, result["error"])
+    except KeyboardInterrupt:
+        summary["interrupted"] = True
+    finally:
+        bar.close()
+        ray.shutdown()
+    return summary
+
+
+def sweep(
+    spec: str | Path | Mapping[str, Any],
+    db: str | Path = DEFAULT_DB,
+    workers: int | None = None,
+    address: str | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    progress: bool = False,
+):
+    """Run a sweep and return its runs as a pandas DataFrame (one row per run, from the store).
+
+    ``spec`` is a TOML file or a mapping with the same keys. Runs already stored with status
+    ``ok`` are not rerun (``force=True`` reruns them). With ``dry_run`` nothing runs: the frame
+    lists the planned runs and whether each is stored.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> db = os.path.join(tempfile.mkdtemp(), "r.duckdb")
+    >>> spec = {"designs": ["radix", "ideal"], "workloads": ["gups"], "footprint": "16MiB",
+    ...         "refs": "20k", "set": {"os.thp": ["never", "always"]}}
+    >>> sweep(spec, db, dry_run=True)[["design", "os.thp", "stored"]]
+      design  os.thp stored
+    0  radix   never   None
+    1  ideal   never   None
+    2  radix  always   None
+    3  ideal  always   None
+    >>> df = sweep(spec, db, workers=1)
+    >>> len(df), set(df["status"]), int(df["oracle.mismatches"].sum())
+    (4, {'ok'}, 0)
+    >>> sweep(spec, db, dry_run=True)["stored"].tolist()
+    ['ok', 'ok', 'ok', 'ok']
+    """
+    import pandas as pd
+
+    if isinstance(spec, Mapping):
+        parsed = parse_spec(spec)
+    else:
+        parsed = load_spec(spec)
+    if dry_run:
+        runs = expand(parsed)
+        stored = Store(db).stored(r.config_hash for r in runs)
+        return pd.DataFrame(
+            [
+                {
+                    "design": r.design,
+                    "workload": r.workload,
+                    "footprint": r.footprint,
+                    "refs": r.refs,
+                    "seed": r.seed,
+                    **dict(r.params),
+                    "config_hash": r.config_hash,
+                    "stored": stored.get(r.config_hash, {}).get("status"),
+                }
+                for r in runs
+            ]
+        )
+    summary = run_sweep(parsed, db, workers, address, force, "bar" if progress else "none")
+    if summary["interrupted"]:
+        raise KeyboardInterrupt(f"sweep interrupted; the finished runs are stored in {db}")
+    return frame_of(db, summary["runs"])
+
+
+def frame_of(db: str | Path, runs: list[Run]):
+    """The stored rows of ``runs`` as a DataFrame, in grid order."""
+    from xlat.query import load_rows
+
+    df = load_rows(db, hashes=[r.config_hash for r in runs], status=None)
+    order = {r.config_hash: i for i, r in enumerate(runs)}
+    df = df.assign(_order=df["config_hash"].map(order)).sort_values("_order")
+    return df.drop(columns="_order").reset_index(drop=True)

@@ -1,0 +1,504 @@
+"""Sweeps, the result store and `xlat results`: the issue's acceptance list, end to end.
+
+The sweeps here run on a real local Ray instance (2 workers) with tiny runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import xlat as api
+from conftest import ROOT, xlat
+from xlat.store import WALL_CLOCK_KEYS, Store
+from xlat.sweeps import expand, load_spec
+
+#: The spec form of the issue, exactly as written there.
+ISSUE_SPEC = """\
+designs = ["radix", "ideal"]
+workloads = ["gups", "stream", "bfs"]
+footprint = "256MiB"
+refs = "1M"
+seeds = [1]
+[set]
+"os.thp" = ["never", "always"]
+"""
+
+#: The same grid with tiny runs.
+SMALL_SPEC = ISSUE_SPEC.replace('"256MiB"', '"16MiB"').replace('"1M"', '"20000"')
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def without_wall_clock(record: dict) -> dict:
+    rec = json.loads(json.dumps(record))
+    rec.pop("sim", None)
+    return rec
+
+
+def test_the_issue_spec_as_written_expands_to_twelve_runs(tmp_path):
+    spec = write(tmp_path / "grid.toml", ISSUE_SPEC)
+    proc = xlat("sweep", str(spec), "--dry-run", "--db", str(tmp_path / "r.duckdb"))
+    lines = proc.stdout.strip().split("\n")
+    assert len(lines) == 12 and all(" new " in ln for ln in lines)
+    assert "12 runs, 12 to run" in proc.stderr
+    labels = [ln.split(None, 2)[2] for ln in lines]
+    assert labels[0] == "radix gups os.thp=never seed=1"
+    assert "ideal bfs os.thp=always seed=1" in labels
+    assert not (tmp_path / "r.duckdb").exists()  # a dry run writes nothing
+
+
+@pytest.fixture(scope="module")
+def small_db(tmp_path_factory):
+    """A store holding the 12 runs of SMALL_SPEC, swept once on Ray with 2 workers."""
+    tmp = tmp_path_factory.mktemp("sweep")
+    spec = write(tmp / "grid.toml", SMALL_SPEC)
+    db = tmp / "results.duckdb"
+    first = xlat("sweep", str(spec), "--db", str(db), "--workers", "2")
+    return spec, db, first
+
+
+def test_a_two_by_three_by_two_sweep_stores_twelve_rows_and_a_rerun_runs_nothing(small_db):
+    spec, db, first = small_db
+    assert "12 runs, 0 already stored, 12 ran ok" in first.stderr
+    assert first.stderr.count(" ok (") == 12  # one progress line per finished run (not a tty)
+    rows = Store(db).query("SELECT config_hash, status, design, workload FROM runs")
+    assert len(rows) == 12 and rows["config_hash"].is_unique and set(rows["status"]) == {"ok"}
+    assert {r.config_hash for r in expand(load_spec(spec))} == set(rows["config_hash"])
+    again = xlat("sweep", str(spec), "--db", str(db), "--workers", "2")
+    assert "12 runs, 12 already stored, 0 ran ok" in again.stderr
+    dry = xlat("sweep", str(spec), "--dry-run", "--db", str(db)).stdout
+    assert dry.count(" ok ") == 12
+
+
+def test_every_stored_row_carries_its_metadata_and_the_record_figures_as_columns(small_db):
+    _, db, _ = small_db
+    df = api.results(db)
+    for col in [
+        "design",
+        "workload",
+        "seed",
+        "xlat_version",
+        "git_commit",
+        "started_at",
+        "finished_at",
+        "config_json",
+        "record_json",
+        "trace_sha256",
+        "tlb.l2_mpki",
+        "cache.pt_served_dram",
+        "cache.llc.pt_line_share_avg",
+        "config.os.thp",
+        "page_table.max_contiguous_bytes",
+    ]:
+        assert col in df.columns, col
+    assert df["trace_sha256"].isna().all()  # built-in workloads have no trace file
+    assert (df["xlat_version"] == api.version()).all()
+    row = df.iloc[0]
+    rec = json.loads(row["record_json"])
+    assert rec["tlb"]["l2_mpki"] == row["tlb.l2_mpki"]
+    assert json.loads(row["config_json"])["os"]["thp"] == row["config.os.thp"]
+    assert (df["finished_at"] >= df["started_at"]).all()
+
+
+def test_the_stored_values_equal_a_serial_run_of_the_same_config(small_db):
+    spec, db, _ = small_db
+    df = api.results(db).set_index("config_hash")
+    for run in expand(load_spec(spec))[::5]:
+        serial = api.run(**run.kwargs())
+        assert without_wall_clock(json.loads(df.loc[run.config_hash, "record_json"])) == (
+            without_wall_clock(serial)
+        )
+
+
+def test_results_filters_pivots_and_prints_csv_and_json(small_db):
+    _, db, _ = small_db
+    out = xlat(
+        "results",
+        "--db",
+        str(db),
+        "--where",
+        "design=radix",
+        "--where",
+        "os.thp=always",
+        "--format",
+        "csv",
+        "--columns",
+        "design,workload,os.thp,tlb.l2_mpki",
+    ).stdout
+    lines = out.strip().split("\n")
+    assert lines[0] == "design,workload,os.thp,tlb.l2_mpki" and len(lines) == 4
+    assert all(ln.startswith("radix,") and ",always," in ln for ln in lines[1:])
+
+    table = json.loads(
+        xlat("results", "--db", str(db), "--speedup-over", "radix", "--format", "json").stdout
+    )
+    assert len(table) == 7  # 3 workloads x 2 THP settings + geomean
+    assert table[-1]["workload"] == "geomean"
+    assert all(row["radix"] == 1.0 and row["ideal"] > 0 for row in table)
+    speedups = api.results(db, speedup_over="radix")
+    gups_never = next(r for r in table if (r["workload"], r["os.thp"]) == ("gups", "never"))
+    assert speedups.loc[("gups", "never"), "ideal"] == pytest.approx(gups_never["ideal"])
+    radix = api.results(db, where={"design": "radix", "workload": "gups", "os.thp": "never"})
+    ideal = api.results(db, where={"design": "ideal", "workload": "gups", "os.thp": "never"})
+    expected = radix["timing.cycles"].iloc[0] / ideal["timing.cycles"].iloc[0]
+    assert gups_never["ideal"] == pytest.approx(expected)
+
+    text = xlat(
+        "results", "--db", str(db), "--by", "design", "--value", "walk.mem_accesses", "--agg", "sum"
+    ).stdout
+    assert text.split("\n")[0].split() == ["design", "walk.mem_accesses"]
+
+
+def test_results_of_one_spec_leave_out_the_other_runs_in_the_store(small_db, tmp_path):
+    spec, shared_db, _ = small_db
+    db = tmp_path / "copy.duckdb"
+    db.write_bytes(shared_db.read_bytes())  # leave the shared store as the other tests expect
+    other = {
+        "designs": ["radix"],
+        "workloads": ["gups"],
+        "footprint": "16MiB",
+        "refs": "20000",
+        "seeds": [99],
+    }
+    api.sweep(other, db, workers=1)
+    assert len(api.results(db)) == 13
+    assert len(api.results(db, spec=spec)) == 12
+    assert api.results(db, spec=other)["seed"].tolist() == [99]
+    out = xlat("results", "--db", str(db), "--spec", str(spec), "--format", "csv").stdout
+    assert len(out.strip().split("\n")) == 13 and ",99," not in out
+
+
+def test_results_name_an_unknown_column_with_the_closest_one(small_db):
+    _, db, _ = small_db
+    proc = xlat("results", "--db", str(db), "--where", "desgn=radix", check=False)
+    assert proc.returncode == 2
+    assert "desgn" in proc.stderr and "'design'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_failed_run_is_stored_with_its_error_and_never_as_data(tmp_path):
+    spec = write(
+        tmp_path / "oom.toml",
+        """\
+designs = ["radix"]
+workloads = ["gups"]
+footprint = "32MiB"
+refs = "20000"
+[set]
+"os.phys_mem_bytes" = ["16MiB", "1GiB"]
+""",
+    )
+    db = tmp_path / "r.duckdb"
+    proc = xlat("sweep", str(spec), "--db", str(db), "--workers", "2", check=False)
+    assert proc.returncode == 1  # some run failed
+    assert "1 ran ok" in proc.stderr and "1 failed" in proc.stderr
+    failed = api.results(db, status="failed")
+    assert len(failed) == 1
+    row = failed.iloc[0]
+    assert "out of physical memory" in row["error"]
+    assert failed[["record_json", "walk.count", "timing.cycles"]].isna().all(axis=None)
+    assert len(api.results(db)) == 1  # the default view holds data only
+    shown = xlat("results", "--db", str(db), "--status", "failed").stdout
+    assert "out of physical memory" in shown
+    # A rerun retries the failure (still failing: the same row is replaced, never duplicated).
+    again = xlat("sweep", str(spec), "--db", str(db), "--workers", "1", check=False)
+    assert "1 already stored" in again.stderr and "1 failed" in again.stderr
+    assert len(Store(db).query("SELECT * FROM runs")) == 2
+
+
+def test_a_bad_spec_exits_2_naming_the_file_and_the_problem(tmp_path):
+    cases = {
+        "typo.toml": ('desings = ["radix"]\nworkloads = ["gups"]\n', "did you mean 'designs'"),
+        "broken.toml": ('designs = ["radix"\n', "not valid TOML"),
+        "design.toml": ('designs = ["radx"]\nworkloads = ["gups"]\n', "did you mean 'radix'"),
+        "key.toml": ('workloads = ["gups"]\n[set]\n"radix.levls" = [4]\n', "radix.levels"),
+        "noload.toml": ('designs = ["radix"]\n', "'workloads' is missing"),
+    }
+    for name, (text, message) in cases.items():
+        spec = write(tmp_path / name, text)
+        proc = xlat("sweep", str(spec), "--db", str(tmp_path / "r.duckdb"), check=False)
+        assert proc.returncode == 2, (name, proc.stderr)
+        assert str(spec) in proc.stderr and message in proc.stderr, (name, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    missing = xlat("sweep", str(tmp_path / "nope.toml"), check=False)
+    assert missing.returncode == 2 and "nope.toml" in missing.stderr
+
+
+def test_a_record_key_added_later_becomes_a_column_and_older_rows_read_null(tmp_path):
+    store = Store(tmp_path / "r.duckdb")
+    store.commit([{"config_hash": "a", "status": "ok", "tlb.l1_mpki": 1}])
+    store.commit([{"config_hash": "b", "status": "ok", "tlb.l1_mpki": 2.5, "new.figure": 7}])
+    df = store.query("SELECT * FROM runs ORDER BY config_hash")
+    assert df["tlb.l1_mpki"].tolist() == [1.0, 2.5]  # the integer column widened to DOUBLE
+    assert df["new.figure"].isna().tolist() == [True, False]
+    store.commit([{"config_hash": "a", "status": "ok", "tlb.l1_mpki": 3}])  # replaces, no dup
+    assert store.query("SELECT count(*) AS n FROM runs")["n"][0] == 2
+
+
+# --- The kill test ---------------------------------------------------------------------------
+
+KILL_SPEC = """\
+designs = ["radix", "ideal"]
+workloads = ["gups", "stream", "bfs"]
+footprint = "64MiB"
+refs = "3M"
+seeds = [7]
+[set]
+"os.thp" = ["never", "always"]
+"""
+
+
+def session_processes(sid: int) -> dict[int, str]:
+    """pid -> command line of every live process in session ``sid`` (Linux /proc)."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[3]) == sid and fields[0] != "Z":
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+                out[int(entry.name)] = cmd
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def kill_session(sid: int) -> None:
+    for pid in session_processes(sid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 10
+    while session_processes(sid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_killing_workers_and_the_driver_mid_sweep_leaves_one_row_per_run_equal_to_serial(
+    tmp_path,
+):
+    spec = write(tmp_path / "kill.toml", KILL_SPEC)
+    db = tmp_path / "r.duckdb"
+    runs = expand(load_spec(spec))
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "xlat", "sweep", str(spec), "--db", str(db), "--workers", "2"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    killed_worker = None
+    finished = 0
+    try:
+        for line in driver.stderr:
+            if " ok (" not in line and "FAILED" not in line:
+                continue
+            finished += 1
+            if finished == 2:
+                # SIGKILL a worker in the middle of a run: Ray re-executes its task.
+                deadline = time.monotonic() + 5
+                while killed_worker is None and time.monotonic() < deadline:
+                    busy = [
+                        p
+                        for p, c in session_processes(driver.pid).items()
+                        if c.startswith("ray::execute")
+                    ]
+                    if busy:
+                        killed_worker = busy[0]
+                        os.kill(killed_worker, signal.SIGKILL)
+                    time.sleep(0.01)
+            if finished == 5:
+                kill_session(driver.pid)  # the driver, Ray's processes and its workers
+                break
+    finally:
+        kill_session(driver.pid)
+        driver.wait(timeout=30)
+        driver.stderr.close()
+    assert killed_worker is not None, "no busy Ray worker found to kill"
+    assert finished == 5, "the sweep ended before it could be killed; make the runs longer"
+    assert driver.returncode == -signal.SIGKILL
+
+    partial = Store(db).query("SELECT config_hash, status FROM runs")
+    assert 5 <= len(partial) < len(runs) and partial["config_hash"].is_unique
+    assert set(partial["status"]) == {"ok"}  # the killed worker's run was retried, not failed
+
+    rerun = xlat("sweep", str(spec), "--db", str(db), "--workers", "2")
+    assert f"{len(partial)} already stored" in rerun.stderr
+    assert f"{len(runs) - len(partial)} ran ok" in rerun.stderr
+
+    final = Store(db).query("SELECT config_hash, status, record_json FROM runs")
+    assert len(final) == len(runs) == 12 and final["config_hash"].is_unique
+    assert set(final["config_hash"]) == {r.config_hash for r in runs}
+    assert set(final["status"]) == {"ok"}
+    stored = dict(zip(final["config_hash"], final["record_json"]))
+    for run in runs:
+        serial = api.run(**run.kwargs())
+        assert without_wall_clock(json.loads(stored[run.config_hash])) == (
+            without_wall_clock(serial)
+        ), run.label()
+    assert all(k.startswith("sim.") for k in WALL_CLOCK_KEYS)
+
+
+def test_ctrl_c_stops_the_sweep_keeps_what_finished_and_exits_130(tmp_path):
+    spec = write(tmp_path / "kill.toml", KILL_SPEC)
+    db = tmp_path / "r.duckdb"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "xlat", "sweep", str(spec), "--db", str(db), "--workers", "2"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        finished = 0
+        for line in driver.stderr:
+            finished += " ok (" in line
+            if finished == 2:
+                driver.send_signal(signal.SIGINT)
+                break
+        rest = driver.stderr.read()
+        driver.wait(timeout=60)
+        time.sleep(1)
+        leftover = session_processes(driver.pid)
+    finally:
+        kill_session(driver.pid)
+        driver.stderr.close()
+    assert driver.returncode == 130, rest
+    assert "interrupted" in rest and "Rerun the same command" in rest
+    assert "Traceback" not in rest
+    assert leftover == {}  # Ray shut down with the driver
+    rows = Store(db).query("SELECT config_hash, status FROM runs")
+    assert 2 <= len(rows) < 12 and rows["config_hash"].is_unique and set(rows["status"]) == {"ok"}
+
+
+# --- An existing Ray cluster (--address) -----------------------------------------------------
+
+#: A one-node Ray cluster on loopback only: Ray would otherwise advertise the machine's
+#: outward address, and its token authentication is off for this private test cluster.
+CLUSTER_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_USAGE_STATS_ENABLED": "0",
+}
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now (from the ephemeral range, outside Ray's worker ports)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, seconds: float = 60.0) -> None:
+    import socket
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"nothing listens on 127.0.0.1:{port} after {seconds} s")
+            time.sleep(0.2)
+
+
+def test_the_same_sweep_on_an_existing_ray_cluster_stores_identical_rows(small_db, tmp_path):
+    spec, local_db, _ = small_db
+    env = {**os.environ, **CLUSTER_ENV}
+    gcs_port, client_port = free_port(), free_port()
+    ray_bin = Path(sys.executable).with_name("ray")
+    head = subprocess.Popen(
+        [
+            str(ray_bin),
+            "start",
+            "--head",
+            "--block",
+            "--node-ip-address",
+            "127.0.0.1",
+            "--port",
+            str(gcs_port),
+            "--ray-client-server-port",
+            str(client_port),
+            "--num-cpus",
+            "2",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        for line in head.stdout:
+            if "will now block" in line:
+                break
+        else:
+            pytest.fail("the Ray head node did not start")
+        wait_for_port(client_port)  # the client server starts after `ray start` reports ready
+        db = tmp_path / "cluster.duckdb"
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "xlat",
+                "sweep",
+                str(spec),
+                "--db",
+                str(db),
+                "--address",
+                f"ray://127.0.0.1:{client_port}",
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert f"12 ran ok on ray://127.0.0.1:{client_port}" in proc.stderr
+        Path(tmp_path / "cluster-sweep.log").write_text(proc.stderr)
+    finally:
+        kill_session(head.pid)
+        head.wait(timeout=30)
+        head.stdout.close()
+    remote = Store(db).query("SELECT config_hash, record_json FROM runs")
+    local = Store(local_db).query("SELECT config_hash, record_json FROM runs")
+    assert set(remote["config_hash"]) == set(local["config_hash"]) and len(remote) == 12
+    local_recs = dict(zip(local["config_hash"], local["record_json"]))
+    for h, rec in zip(remote["config_hash"], remote["record_json"]):
+        assert without_wall_clock(json.loads(rec)) == without_wall_clock(json.loads(local_recs[h]))
+
+
+def test_an_unreachable_cluster_address_exits_2_quickly(tmp_path):
+    spec = write(tmp_path / "s.toml", SMALL_SPEC)
+    t0 = time.monotonic()
+    proc = xlat(
+        "sweep",
+        str(spec),
+        "--db",
+        str(tmp_path / "r.duckdb"),
+        "--address",
+        "ray://127.0.0.1:1",
+        check=False,
+    )
+    assert proc.returncode == 2 and "cannot reach the Ray cluster" in proc.stderr
+    assert "Traceback" not in proc.stderr and time.monotonic() - t0 < 30
