@@ -185,6 +185,35 @@ def test_results_name_an_unknown_column_with_the_closest_one(small_db):
     assert "desgn" in proc.stderr and "'design'" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_a_trace_is_a_sweep_axis_and_its_rows_carry_the_file_and_its_sha256(tmp_path):
+    import hashlib
+
+    trace = ROOT / "tests" / "data" / "sort.xlat"
+    spec = write(
+        tmp_path / "t.toml",
+        'designs = ["radix", "ideal"]\nworkloads = ["gups"]\n'
+        f'traces = ["{trace}"]\nfootprint = "16MiB"\nrefs = "20000"\n',
+    )
+    db = tmp_path / "r.duckdb"
+    xlat("sweep", str(spec), "--db", str(db), "--workers", "2")
+    df = api.results(db)
+    assert len(df) == 4 and (df["status"] == "ok").all()
+    traced = df[df["workload"] == "sort.xlat"]
+    assert len(traced) == 2
+    assert (traced["trace"] == str(trace)).all()
+    assert (traced["trace_sha256"] == hashlib.sha256(trace.read_bytes()).hexdigest()).all()
+    rec = json.loads(traced.iloc[0]["record_json"])
+    assert rec["trace"]["sha256"] == traced.iloc[0]["trace_sha256"]
+    assert df[df["workload"] == "gups"]["trace_sha256"].isna().all()
+
+
+def test_a_missing_trace_file_is_a_spec_error_naming_it(tmp_path):
+    spec = write(tmp_path / "t.toml", 'designs = ["radix"]\ntraces = ["nope.xlat"]\n')
+    proc = xlat("sweep", str(spec), "--dry-run", check=False)
+    assert proc.returncode == 2
+    assert "nope.xlat" in proc.stderr and "not found" in proc.stderr
+
+
 def test_a_failed_run_is_stored_with_its_error_and_never_as_data(tmp_path):
     spec = write(
         tmp_path / "oom.toml",

@@ -15,6 +15,7 @@ Contract:
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import logging
@@ -29,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from xlat import _core
+from xlat.run import TRACE_NO_LIMIT, resolve_config, version
 from xlat.run import designs as registered_designs
-from xlat.run import resolve_config, version
 from xlat.run import workloads as builtin_workloads
 from xlat.store import DEFAULT_DB, Store, config_hash, figure_columns, point_hash
 
@@ -40,7 +41,17 @@ except ImportError:  # Python < 3.11
     import tomli as tomllib  # type: ignore[no-redef]
 
 #: Keys a sweep spec may hold at its top level (besides the ``[set]`` table).
-SPEC_KEYS = ("designs", "workloads", "footprint", "refs", "seeds", "preset", "name", "set")
+SPEC_KEYS = (
+    "designs",
+    "workloads",
+    "traces",
+    "footprint",
+    "refs",
+    "seeds",
+    "preset",
+    "name",
+    "set",
+)
 
 #: Times Ray re-executes a task whose worker died before the run is stored as failed.
 TASK_RETRIES = 2
@@ -70,18 +81,24 @@ class Run:
     config: dict = field(compare=False, repr=False, hash=False, default_factory=dict)
     config_hash: str = ""
     point_hash: str = ""
+    #: Trace file (absolute path) when the run replays a trace; ``workload`` is then its name.
+    trace: str | None = None
+    trace_sha256: str | None = None
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`xlat.run` for this run."""
-        return dict(
+        kw = dict(
             design=self.design,
-            workload=self.workload,
+            workload=None if self.trace else self.workload,
             footprint=self.footprint,
             refs=self.refs,
             seed=self.seed,
             preset=self.preset,
             set=list(self.params),
         )
+        if self.trace:
+            kw["trace"] = self.trace
+        return kw
 
     def label(self) -> str:
         """Short human-readable name, e.g. ``radix gups os.thp=always seed=1``."""
@@ -103,6 +120,8 @@ class Spec:
     preset: str | None = None
     name: str = "sweep"
     origin: str = "<dict>"
+    #: (absolute path, sha256) of every trace in the spec's ``traces`` list.
+    traces: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _as_list(value: Any) -> list:
@@ -151,7 +170,8 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
         return list(value)
 
     designs = names("designs", registered_designs(), registered_designs())
-    workloads = names("workloads", builtin_workloads(), None)
+    traces = _trace_files(data.get("traces"), origin, fail)
+    workloads = names("workloads", builtin_workloads(), [] if traces else None)
 
     def sizes(key: str) -> list[str | None]:
         if key not in data:
@@ -196,7 +216,33 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
         preset,
         str(name),
         origin,
+        traces,
     )
+
+
+def _trace_files(value: Any, origin: str, fail) -> list[tuple[str, str]]:
+    """Resolve the spec's ``traces`` (paths relative to the working directory, else to the
+    spec's folder) to (absolute path, sha256) pairs; a missing file is a spec error."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise fail(f"'traces' must be a non-empty list of trace file paths, got {value!r}")
+    spec_dir = Path(origin).parent if origin != "<dict>" else Path.cwd()
+    out = []
+    for v in value:
+        path = next((p for p in (Path(v), spec_dir / v) if p.is_file()), None)
+        if path is None:
+            raise fail(
+                f"trace file '{v}' not found (relative paths: working directory, then {spec_dir})"
+            )
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        out.append((str(path.resolve()), digest.hexdigest()))
+    if len({p for p, _ in out}) != len(out):
+        raise fail(f"'traces' lists a file twice: {value!r}")
+    return out
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -241,9 +287,11 @@ def expand(spec: Spec) -> list[Run]:
     (4, 2)
     """
     keys = list(spec.params)
+    sources = [(w, None, None) for w in spec.workloads]
+    sources += [(Path(path).name, path, sha) for path, sha in spec.traces]
     runs = []
-    for workload, footprint, refs, seed, values, design in itertools.product(
-        spec.workloads,
+    for (workload, trace, sha), footprint, refs, seed, values, design in itertools.product(
+        sources,
         spec.footprints,
         spec.refs,
         spec.seeds,
@@ -251,11 +299,12 @@ def expand(spec: Spec) -> list[Run]:
         spec.designs,
     ):
         params = tuple(zip(keys, values))
-        run = Run(design, workload, footprint, refs, seed, params, spec.preset)
+        run = Run(design, workload, footprint, refs, seed, params, spec.preset, trace=trace)
         try:
-            text = resolve_config(
-                spec.preset, **{k: v for k, v in run.kwargs().items() if k != "preset"}
-            )
+            kw = {k: v for k, v in run.kwargs().items() if k not in ("preset", "trace")}
+            if trace and refs is None:
+                kw["refs"] = TRACE_NO_LIMIT  # what xlat.run sets: the whole trace
+            text = resolve_config(spec.preset, **kw)
         except _core.XlatError as e:
             raise SpecError(f"{spec.origin}: run '{run.label()}': {e}") from None
         config = tomllib.loads(text)
@@ -269,8 +318,10 @@ def expand(spec: Spec) -> list[Run]:
                 params,
                 spec.preset,
                 config,
-                config_hash(config, design, workload, None, seed),
-                point_hash(config, None),
+                config_hash(config, design, None if trace else workload, sha, seed),
+                point_hash(config, sha),
+                trace,
+                sha,
             )
         )
     return runs
@@ -328,8 +379,8 @@ def make_row(run: Run, result: dict[str, Any], meta: Mapping[str, Any]) -> dict[
         "error": result.get("error"),
         "design": run.design,
         "workload": run.workload,
-        "trace": None,
-        "trace_sha256": None,
+        "trace": run.trace,
+        "trace_sha256": run.trace_sha256,
         "seed": run.seed,
         "params": json.dumps(dict(run.params), sort_keys=True),
         "spec": meta.get("spec"),
