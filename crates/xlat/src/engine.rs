@@ -130,7 +130,10 @@ impl DesignVisitor for MakeSim {
     }
 }
 
-const CHUNK: usize = 4096;
+/// Events fetched from the source at a time: 512 x 32 bytes stays in the host's L1 cache
+/// between the source writing the buffer and the engine reading it (4096 did not; gups ran
+/// about 5 % faster with 512).
+const CHUNK: usize = 512;
 
 impl<D: Design> Sim<D> {
     /// Apply OS mapping changes to the design and the TLBs.

@@ -190,6 +190,9 @@ struct Driver<P: Program> {
     started: bool,
 }
 
+/// Events the driver queues before handing them out (it steps the program until it has them).
+const QUEUE_BATCH: usize = 256;
+
 impl<P: Program> EventSource for Driver<P> {
     fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError> {
         let mut n = 0;
@@ -200,16 +203,24 @@ impl<P: Program> EventSource for Driver<P> {
                 }
                 self.q.clear();
                 self.pos = 0;
-                if self.started {
-                    self.program.step(&mut self.mem, &mut self.q);
-                } else {
-                    self.started = true;
-                    self.program.setup(&mut self.mem, &mut self.q);
-                }
-                // System calls the operation needed go first.
-                if !self.mem.pending.is_empty() {
-                    let calls: Vec<Event> = self.mem.pending.drain(..).collect();
-                    self.q.splice(0..0, calls);
+                // Steps of most programs are a handful of references: batch them, so the
+                // per-batch work here is paid once per QUEUE_BATCH events, not per step.
+                loop {
+                    let start = self.q.len();
+                    if self.started {
+                        self.program.step(&mut self.mem, &mut self.q);
+                    } else {
+                        self.started = true;
+                        self.program.setup(&mut self.mem, &mut self.q);
+                    }
+                    // System calls a step needed go before its references.
+                    if !self.mem.pending.is_empty() {
+                        let calls: Vec<Event> = self.mem.pending.drain(..).collect();
+                        self.q.splice(start..start, calls);
+                    }
+                    if self.q.len() >= QUEUE_BATCH {
+                        break;
+                    }
                 }
                 continue;
             }
