@@ -997,37 +997,50 @@ impl ClusterTable {
     }
 }
 
+/// What a table needs around it in unit tests (shared with mehpt's tests).
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
 
-    struct Env {
-        phys: PhysMem,
-        mem: PtMemory,
-        cost: AllocCost,
-        l2p: [[u32; L2P_SUBTABLES]; MAX_WAYS],
+    /// Physical memory, page-table bookkeeping, allocation cost and an L2P table.
+    pub(crate) struct Env {
+        pub phys: PhysMem,
+        pub mem: PtMemory,
+        pub cost: AllocCost,
+        pub l2p: [[u32; L2P_SUBTABLES]; MAX_WAYS],
+        name: &'static str,
     }
 
     impl Env {
-        fn new() -> Env {
+        /// An environment over `phys_bytes` of physical memory; `name` labels its errors.
+        pub fn new(phys_bytes: u64, name: &'static str) -> Env {
             Env {
-                phys: PhysMem::new(1 << 30),
+                phys: PhysMem::new(phys_bytes),
                 mem: PtMemory::default(),
                 cost: AllocCost::default(),
                 l2p: Default::default(),
+                name,
             }
         }
-        fn ctx(&mut self) -> Ctx<'_> {
+
+        /// The context a table operation takes.
+        pub fn ctx(&mut self) -> Ctx<'_> {
             Ctx {
                 phys: &mut self.phys,
                 mem: &mut self.mem,
                 cost: &mut self.cost,
                 l2p: &mut self.l2p,
                 sub: 0,
-                name: "test",
+                name: self.name,
             }
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::Env;
+    use super::*;
 
     fn ecpt_policy() -> Policy {
         Policy {
@@ -1046,7 +1059,7 @@ mod tests {
 
     #[test]
     fn dense_sequential_keys_never_force_a_rebuild_with_the_crc_hash() {
-        let mut env = Env::new();
+        let mut env = Env::new(1 << 30, "test");
         let mut ctx = env.ctx();
         let mut t = ClusterTable::new(&ecpt_policy(), &mut ctx, 1).unwrap();
         // 16000 pages with a stride of 3: 6000 dense lines, through 5 upsizes.
@@ -1064,7 +1077,7 @@ mod tests {
 
     #[test]
     fn a_failed_cuckoo_insertion_rebuilds_larger_ways_and_keeps_every_entry() {
-        let mut env = Env::new();
+        let mut env = Env::new(1 << 30, "test");
         let mut ctx = env.ctx();
         let p = Policy {
             max_kicks: 1,
@@ -1091,7 +1104,7 @@ mod tests {
 
     #[test]
     fn an_out_of_place_resize_keeps_both_tables_reachable_and_frees_the_old_one_at_the_end() {
-        let mut env = Env::new();
+        let mut env = Env::new(1 << 30, "test");
         let mut t = ClusterTable::new(&ecpt_policy(), &mut env.ctx(), 1).unwrap();
         let mut rng = Rng::new(4, 0);
         let mut keys = Vec::new();

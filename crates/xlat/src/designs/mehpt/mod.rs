@@ -272,8 +272,8 @@ mod tests {
     use super::*;
     use crate::addr::{PageSize, Pfn};
     use crate::designs::ecpt::hash::hash;
-    use crate::designs::ecpt::table::{AllocCost, ClusterTable, Ctx, Layout, L2P_SUBTABLES};
-    use crate::designs::PtMemory;
+    use crate::designs::ecpt::table::testing::Env;
+    use crate::designs::ecpt::table::{ClusterTable, Layout};
     use crate::mem::MemConfig;
     use crate::rng::Rng;
 
@@ -283,34 +283,6 @@ mod tests {
             pfn: Pfn(pfn),
             size: PageSize::Size4K,
             writable: true,
-        }
-    }
-
-    struct Env {
-        phys: PhysMem,
-        mem: PtMemory,
-        cost: AllocCost,
-        l2p: [[u32; L2P_SUBTABLES]; MAX_WAYS],
-    }
-
-    impl Env {
-        fn new() -> Env {
-            Env {
-                phys: PhysMem::new(4 << 30),
-                mem: PtMemory::default(),
-                cost: AllocCost::default(),
-                l2p: Default::default(),
-            }
-        }
-        fn ctx(&mut self) -> Ctx<'_> {
-            Ctx {
-                phys: &mut self.phys,
-                mem: &mut self.mem,
-                cost: &mut self.cost,
-                l2p: &mut self.l2p,
-                sub: 0,
-                name: "mehpt",
-            }
         }
     }
 
@@ -350,7 +322,7 @@ mod tests {
 
     #[test]
     fn an_in_place_upsize_moves_only_entries_whose_new_hash_bit_is_1() {
-        let mut env = Env::new();
+        let mut env = Env::new(4 << 30, "mehpt");
         let cfg = MehptConfig::default();
         let (mut t, keys) = table_at_an_in_place_upsize(&mut env, &cfg);
         let old_bits = 7; // 128 entries per way
@@ -388,7 +360,7 @@ mod tests {
 
     #[test]
     fn per_way_resizing_never_lets_a_way_exceed_twice_another() {
-        let mut env = Env::new();
+        let mut env = Env::new(4 << 30, "mehpt");
         let cfg = MehptConfig::default();
         let mut ctx = env.ctx();
         let mut t = ClusterTable::new(&cfg.policy(), &mut ctx, 9).unwrap();
@@ -419,7 +391,7 @@ mod tests {
 
     #[test]
     fn a_way_switches_to_1_mib_chunks_when_its_8_kib_chunks_no_longer_fit_the_l2p() {
-        let mut env = Env::new();
+        let mut env = Env::new(4 << 30, "mehpt");
         let cfg = MehptConfig::default();
         let mut ctx = env.ctx();
         let mut t = ClusterTable::new(&cfg.policy(), &mut ctx, 1).unwrap();
@@ -440,7 +412,7 @@ mod tests {
 
     #[test]
     fn without_stealing_a_subtable_uses_at_most_32_entries() {
-        let mut env = Env::new();
+        let mut env = Env::new(4 << 30, "mehpt");
         let cfg = MehptConfig {
             l2p_stealing: false,
             ..MehptConfig::default()
