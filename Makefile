@@ -28,7 +28,7 @@ build: setup vgtool
 VGTOOL := tools/xlat-vgtool/build/lib/xlat-amd64-linux
 vgtool: $(VGTOOL)
 $(VGTOOL): tools/xlat-vgtool/xl_main.c tools/xlat-vgtool/build.sh
-	@bash tools/xlat-vgtool/build.sh || echo "warning: xlat valgrind tool not built (see above); 'xlat trace record' is unavailable"
+	@bash tools/xlat-vgtool/build.sh || echo "warning: xlat valgrind tool not built (see above); 'xlat trace record' will fall back to valgrind's lackey (about 1 M refs/s)"
 
 # The main job: sweep every registered design over four workloads x THP off/on on Ray, store the
 # runs in out/demo.duckdb, print the speedup table and write the report from the store.
