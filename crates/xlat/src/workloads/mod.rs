@@ -224,6 +224,21 @@ impl<P: Program> EventSource for Driver<P> {
                 }
                 continue;
             }
+            // Fast path: when the queued events cannot exceed the reference budget (each is
+            // at most one reference), hand them out in one copy.
+            let avail = (self.q.len() - self.pos).min(max - n);
+            if self.refs_left >= avail as u64 {
+                let slice = &self.q[self.pos..self.pos + avail];
+                let refs = slice
+                    .iter()
+                    .filter(|e| matches!(e, Event::Access { .. }))
+                    .count();
+                out.extend_from_slice(slice);
+                self.refs_left -= refs as u64;
+                self.pos += avail;
+                n += avail;
+                continue;
+            }
             let ev = self.q[self.pos];
             if matches!(ev, Event::Access { .. }) {
                 if self.refs_left == 0 {
