@@ -127,11 +127,17 @@ impl Cache {
 
     #[inline]
     fn find(set: &[u64], tag: u64) -> Option<usize> {
+        // Under LRU hits cluster at the front (sets are in recency order): look there first
+        // with an early exit, then scan the rest branch-free (misses scan everything anyway).
+        let head = set.len().min(4);
+        if let Some(i) = set[..head].iter().position(|x| *x & TAG_MASK == tag) {
+            return Some(i);
+        }
         let mut mask = 0u64;
-        for (j, x) in set.iter().enumerate() {
+        for (j, x) in set[head..].iter().enumerate() {
             mask |= ((*x & TAG_MASK == tag) as u64) << j;
         }
-        (mask != 0).then(|| mask.trailing_zeros() as usize)
+        (mask != 0).then(|| head + mask.trailing_zeros() as usize)
     }
 
     /// Look `line` up for an access of `kind`; on a hit, update recency (and set dirty on a
