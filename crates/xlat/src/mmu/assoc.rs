@@ -108,9 +108,18 @@ impl AssocCache {
         let set = &self.keys[base..base + self.ways];
         // Present: update in place. Absent: take an empty slot if there is one (the first),
         // else the least recently used (the last); either way the new key goes to the front.
-        let i = Self::position(set, k)
-            .or_else(|| Self::position(set, EMPTY))
-            .unwrap_or(self.ways - 1);
+        let mut first_empty = None;
+        let mut present = None;
+        for (j, x) in set.iter().enumerate() {
+            if *x == k {
+                present = Some(j);
+                break;
+            }
+            if *x == EMPTY && first_empty.is_none() {
+                first_empty = Some(j);
+            }
+        }
+        let i = present.or(first_empty).unwrap_or(self.ways - 1);
         let evicted = self.keys[base + i];
         self.keys[base + i] = k;
         self.vals[base + i] = v;
