@@ -760,6 +760,53 @@ impl HashedPt {
     }
 }
 
+/// The `Design` methods of a newtype around [`HashedPt`] (ecpt and mehpt differ only in how
+/// they configure it): expands inside an `impl Design for X` block.
+macro_rules! forward_design_to_hashed_pt {
+    () => {
+        fn map(
+            &mut self,
+            phys: &mut $crate::os::PhysMem,
+            asid: $crate::addr::Asid,
+            m: $crate::addr::Mapping,
+        ) -> Result<(), $crate::os::OsError> {
+            self.0.map(phys, asid, m)
+        }
+
+        fn unmap(
+            &mut self,
+            phys: &mut $crate::os::PhysMem,
+            asid: $crate::addr::Asid,
+            m: $crate::addr::Mapping,
+        ) {
+            self.0.unmap(phys, asid, m);
+        }
+
+        #[inline]
+        fn walk(
+            &mut self,
+            asid: $crate::addr::Asid,
+            vpn: $crate::addr::Vpn,
+            mem: &mut $crate::mem::MemSystem,
+        ) -> $crate::designs::WalkResult {
+            self.0.walk(asid, vpn, mem)
+        }
+
+        fn footprint(&self) -> $crate::designs::PtFootprint {
+            self.0.footprint()
+        }
+
+        fn os_cycles(&self) -> u64 {
+            self.0.os_cycles()
+        }
+
+        fn stats(&self, out: &mut $crate::stats::Stats) {
+            self.0.write_stats(out);
+        }
+    };
+}
+pub(crate) use forward_design_to_hashed_pt;
+
 /// Elastic cuckoo page tables.
 pub struct Ecpt(pub HashedPt);
 
@@ -782,30 +829,7 @@ impl Design for Ecpt {
         )))
     }
 
-    fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
-        self.0.map(phys, asid, m)
-    }
-
-    fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
-        self.0.unmap(phys, asid, m);
-    }
-
-    #[inline]
-    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
-        self.0.walk(asid, vpn, mem)
-    }
-
-    fn footprint(&self) -> PtFootprint {
-        self.0.footprint()
-    }
-
-    fn os_cycles(&self) -> u64 {
-        self.0.os_cycles()
-    }
-
-    fn stats(&self, out: &mut Stats) {
-        self.0.write_stats(out);
-    }
+    forward_design_to_hashed_pt!();
 }
 
 #[cfg(test)]

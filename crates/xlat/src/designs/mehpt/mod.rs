@@ -50,14 +50,11 @@
 //! Stojkovic et al., "Memory-Efficient Hashed Page Tables" (ME-HPT), HPCA 2023: §IV-A..D, §V-A..D,
 //! Table II (chunk sizes), Table III (parameters), §VII (figures this design reports).
 
-use crate::addr::{Asid, Mapping, Vpn};
 use crate::designs::ecpt::hash::{HashKind, MAX_WAYS};
 use crate::designs::ecpt::table::{ChunkPolicy, Policy};
 use crate::designs::ecpt::{EcptConfig, HashedPt, WalkerParams};
-use crate::designs::{Design, PtFootprint, WalkResult};
-use crate::mem::MemSystem;
+use crate::designs::Design;
 use crate::os::{OsError, PhysMem};
-use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
 
 /// The chunk sizes of §V-B, smallest first.
@@ -227,30 +224,7 @@ impl Design for Mehpt {
         )))
     }
 
-    fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
-        self.0.map(phys, asid, m)
-    }
-
-    fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
-        self.0.unmap(phys, asid, m);
-    }
-
-    #[inline]
-    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
-        self.0.walk(asid, vpn, mem)
-    }
-
-    fn footprint(&self) -> PtFootprint {
-        self.0.footprint()
-    }
-
-    fn os_cycles(&self) -> u64 {
-        self.0.os_cycles()
-    }
-
-    fn stats(&self, out: &mut Stats) {
-        self.0.write_stats(out);
-    }
+    crate::designs::ecpt::forward_design_to_hashed_pt!();
 }
 
 /// L2P entries one page-size subtable may use at most (for documentation and checks).
@@ -270,12 +244,15 @@ pub fn l2p_table_entries(cfg: &MehptConfig) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::addr::{PageSize, Pfn};
+    use crate::addr::{Mapping, PageSize, Pfn, Vpn};
     use crate::designs::ecpt::hash::hash;
     use crate::designs::ecpt::table::testing::Env;
     use crate::designs::ecpt::table::{ClusterTable, Layout};
+    use crate::designs::Design;
     use crate::mem::MemConfig;
+    use crate::mem::MemSystem;
     use crate::rng::Rng;
+    use crate::stats::Stats;
 
     fn m(vpn: u64, pfn: u64) -> Mapping {
         Mapping {
