@@ -14,6 +14,32 @@ fn main() {
         s += m.data_access(Paddr(*a), false).latency_cycles as u64;
     }
     let e = t.elapsed().as_secs_f64();
+    if std::env::args().any(|a| a == "data-only") {
+        let t = Instant::now();
+        for _ in 0..4 {
+            for a in &addrs {
+                s += m.data_access(Paddr(*a), false).latency_cycles as u64;
+            }
+        }
+        println!(
+            "data-only: {:.1} ns/access ({s})",
+            t.elapsed().as_secs_f64() * 1e9 / (4 * n) as f64
+        );
+        let t = Instant::now();
+        for _ in 0..4 {
+            for (i, a) in addrs.iter().enumerate() {
+                if let Some(b) = addrs.get(i + 8) {
+                    m.prefetch(Paddr(*b));
+                }
+                s += m.data_access(Paddr(*a), false).latency_cycles as u64;
+            }
+        }
+        println!(
+            "data-only prefetched: {:.1} ns/access ({s})",
+            t.elapsed().as_secs_f64() * 1e9 / (4 * n) as f64
+        );
+        return;
+    }
     println!(
         "data_access random 1GiB: {:.1} ns/access ({s})",
         e * 1e9 / n as f64

@@ -6,7 +6,7 @@
 //! the kind of the access that filled it (a later access of the other kind does not change it).
 
 use super::{CacheLevelConfig, ReplacementPolicy};
-use crate::recency::move_to_front;
+use crate::recency::{move_to_front, NibbleOrder, NIBBLE_MAX_WAYS};
 
 /// Line kind: program data.
 pub const DATA: u8 = 0;
@@ -18,10 +18,13 @@ const RRPV_MAX: u64 = 3;
 // misses dominate its speed): bits 0..56 = line + 1 (0 = invalid), 56 = kind, 57 = dirty,
 // 58..64 = replacement state (SRRIP: RRPV; unused under LRU).
 //
-// LRU keeps each set in recency order instead (slot 0 most recent, valid lines a prefix, so the
-// victim is always the last slot): a hit moves its line to the front, a fill shifts the set by
-// one. Both are one small memmove, where per-line recency ranks cost a pass of arithmetic over
-// every way on every access (measured: the cache was half the simulator's instructions).
+// LRU keeps the recency order of a set of up to 16 ways in one `NibbleOrder` word beside the
+// slots, so lines never move: a hit and a fill are a few register operations on that word, and
+// the victim is the order's last slot (invalid slots sit behind every valid one, because a
+// cache never invalidates a line). Larger LRU sets are kept in recency order instead (slot 0
+// most recent; a hit moves its line to the front, a fill shifts the set by one). Lookups
+// compare a whole set at once without data-dependent branches: where a line sits is
+// unpredictable, and early-exit searches cost several mispredictions per reference.
 const TAG_MASK: u64 = (1 << 56) - 1;
 const KIND_SHIFT: u32 = 56;
 const DIRTY: u64 = 1 << 57;
@@ -73,6 +76,8 @@ pub struct Cache {
     set_mask: Option<u64>,
     policy: ReplacementPolicy,
     slots: Vec<u64>,
+    /// Per-set recency under LRU with at most 16 ways (see the layout note above).
+    order: Vec<NibbleOrder>,
     /// Valid lines holding page-table entries (kept incrementally for cheap sampling).
     pub pt_lines: u64,
     /// Hit latency in cycles.
@@ -94,6 +99,11 @@ impl Cache {
             set_mask: sets.is_power_of_two().then_some(sets - 1),
             policy: cfg.policy,
             slots: vec![0; lines],
+            order: if cfg.policy == ReplacementPolicy::Lru && ways <= NIBBLE_MAX_WAYS {
+                vec![NibbleOrder::new(ways); sets as usize]
+            } else {
+                Vec::new()
+            },
             pt_lines: 0,
             latency_cycles: cfg.latency_cycles,
             c: LevelCounters::default(),
@@ -105,55 +115,41 @@ impl Cache {
         self.slots.len() as u64
     }
 
-    #[inline]
-    fn set_base(&self, line: u64) -> usize {
-        let set = match self.set_mask {
+    /// The set `line` maps to.
+    #[inline(always)]
+    fn set_of(&self, line: u64) -> usize {
+        (match self.set_mask {
             Some(m) => line & m,
             None => line % self.sets,
-        };
-        set as usize * self.ways
+        }) as usize
     }
 
-    /// Make way `i` of `set` the most recently used.
-    #[inline]
-    fn touch(policy: ReplacementPolicy, set: &mut [u64], i: usize) {
-        match policy {
-            ReplacementPolicy::Lru => {
-                move_to_front(set, i);
-            }
-            ReplacementPolicy::Srrip => set[i] &= !REPL_MASK,
-        }
-    }
-
-    #[inline]
+    /// The slot of `tag` in `set` (the set's slots), if present.
+    #[inline(always)]
     fn find(set: &[u64], tag: u64) -> Option<usize> {
-        // Under LRU hits cluster at the front (sets are in recency order): look there first
-        // with an early exit, then scan the rest branch-free (misses scan everything anyway).
-        let head = set.len().min(4);
-        if let Some(i) = set[..head].iter().position(|x| *x & TAG_MASK == tag) {
-            return Some(i);
-        }
         let mut mask = 0u64;
-        for (j, x) in set[head..].iter().enumerate() {
+        for (j, x) in set.iter().enumerate() {
             mask |= ((*x & TAG_MASK == tag) as u64) << j;
         }
-        (mask != 0).then(|| head + mask.trailing_zeros() as usize)
+        (mask != 0).then(|| mask.trailing_zeros() as usize)
     }
 
-    /// Look `line` up for an access of `kind`; on a hit, update recency (and set dirty on a
-    /// write). Counts the access.
-    #[inline]
+    /// Look up `line`; on a hit update recency (and set dirty when `write`). Returns hit/miss.
+    /// `kind` is [`DATA`] or [`PT`] (for per-kind counters only).
+    #[inline(always)]
     pub fn lookup(&mut self, line: u64, kind: u8, write: bool) -> bool {
         self.c.accesses[kind as usize] += 1;
-        let base = self.set_base(line);
+        let s = self.set_of(line);
+        let base = s * self.ways;
         let set = &mut self.slots[base..base + self.ways];
         match Self::find(set, line + 1) {
             Some(i) => {
-                // Mark before touching: under LRU the touch moves the line to slot 0.
-                if write {
-                    set[i] |= DIRTY;
+                set[i] |= if write { DIRTY } else { 0 };
+                match self.policy {
+                    ReplacementPolicy::Lru if !self.order.is_empty() => self.order[s].touch(i),
+                    ReplacementPolicy::Lru => move_to_front(set, i),
+                    ReplacementPolicy::Srrip => set[i] &= !REPL_MASK,
                 }
-                Self::touch(self.policy, set, i);
                 true
             }
             None => {
@@ -163,10 +159,11 @@ impl Cache {
         }
     }
 
-    /// Mark `line` dirty if present (a write-back from the level above); true if it was present.
-    #[inline]
+    /// Mark `line` dirty if present, without touching recency (a write-back from the level
+    /// above). Returns whether the line was present.
+    #[inline(always)]
     pub fn absorb_writeback(&mut self, line: u64) -> bool {
-        let base = self.set_base(line);
+        let base = self.set_of(line) * self.ways;
         let set = &mut self.slots[base..base + self.ways];
         match Self::find(set, line + 1) {
             Some(i) => {
@@ -177,12 +174,13 @@ impl Cache {
         }
     }
 
-    /// Insert `line`, which must not be present (callers fill only after a miss at this
-    /// level), evicting a victim chosen by the policy.
-    #[inline]
+    /// Install `line` (after a miss), returning the victim if a valid line was evicted.
+    #[inline(always)]
     pub fn fill(&mut self, line: u64, kind: u8, dirty: bool) -> Option<Evicted> {
-        let base = self.set_base(line);
+        let s = self.set_of(line);
         let ways = self.ways;
+        let base = s * ways;
+        let nibble_lru = !self.order.is_empty();
         let policy = self.policy;
         let set = &mut self.slots[base..base + ways];
         debug_assert!(
@@ -191,6 +189,12 @@ impl Cache {
         );
         let fresh = (line + 1) | ((kind as u64) << KIND_SHIFT) | if dirty { DIRTY } else { 0 };
         let old = match policy {
+            ReplacementPolicy::Lru if nibble_lru => {
+                let order = &mut self.order[s];
+                let v = order.lru(ways);
+                order.touch(v);
+                std::mem::replace(&mut set[v], fresh)
+            }
             ReplacementPolicy::Lru => {
                 let old = set[ways - 1];
                 set[ways - 1] = fresh;
@@ -204,35 +208,30 @@ impl Cache {
                 old
             }
         };
-        let evicted = (old & TAG_MASK != 0).then(|| Evicted {
+        self.pt_lines += (kind == PT) as u64;
+        if old & TAG_MASK == 0 {
+            return None;
+        }
+        let e = Evicted {
             line: (old & TAG_MASK) - 1,
             dirty: old & DIRTY != 0,
             kind: ((old >> KIND_SHIFT) & 1) as u8,
-        });
-        if let Some(e) = evicted {
-            self.c.evictions += 1;
-            self.c.writebacks += e.dirty as u64;
-            self.pt_lines -= (e.kind == PT) as u64;
-        }
-        self.pt_lines += (kind == PT) as u64;
-        evicted
+        };
+        self.c.evictions += 1;
+        self.c.writebacks += e.dirty as u64;
+        self.pt_lines -= (e.kind == PT) as u64;
+        Some(e)
     }
 
-    /// The slot to fill: the first invalid one, else the policy's victim (SRRIP ages the set
-    /// as many rounds as needed for some line to reach the distant re-reference value).
-    #[inline]
+    /// SRRIP victim: the first invalid way, else the first way at the largest RRPV; if that is
+    /// below the maximum, every line ages by the difference first (what the paper's
+    /// "increment all and retry" loop converges to). Branch-free: an invalid way counts as RRPV
+    /// 64, above every real one.
+    #[inline(always)]
     fn srrip_victim(set: &mut [u64]) -> usize {
-        // Two branch-free passes (both vectorize): the highest key, then the first slot holding
-        // it. An empty slot's key (64) beats every RRPV (< 64), so the first empty slot wins;
-        // among full slots the first with the highest RRPV wins, after ageing the set so that
-        // it reaches RRPV_MAX.
-        #[inline]
+        #[inline(always)]
         fn key(x: u64) -> u64 {
-            if x & TAG_MASK == 0 {
-                64
-            } else {
-                repl(x)
-            }
+            repl(x) | (((x & TAG_MASK == 0) as u64) << 6)
         }
         let best_r = set.iter().fold(0, |m, x| m.max(key(*x)));
         let mut mask = 0u64;
@@ -240,9 +239,9 @@ impl Cache {
             mask |= ((key(*x) == best_r) as u64) << j;
         }
         if best_r < RRPV_MAX {
-            let bump = RRPV_MAX - best_r;
+            let bump = (RRPV_MAX - best_r) << REPL_SHIFT;
             for x in set.iter_mut() {
-                *x += bump << REPL_SHIFT;
+                *x += bump;
             }
         }
         mask.trailing_zeros() as usize
@@ -251,7 +250,7 @@ impl Cache {
     /// Prefetch (host caches) the set `line` maps to.
     #[inline]
     pub fn prefetch(&self, line: u64) {
-        let base = self.set_base(line);
+        let base = self.set_of(line) * self.ways;
         let set = &self.slots[base..base + self.ways];
         crate::prefetch::host_prefetch(&set[0]);
         // A set of more than 8 ways spans a second host line.
@@ -260,7 +259,7 @@ impl Cache {
 
     /// Whether `line` is present (no side effects).
     pub fn contains(&self, line: u64) -> bool {
-        let base = self.set_base(line);
+        let base = self.set_of(line) * self.ways;
         Self::find(&self.slots[base..base + self.ways], line + 1).is_some()
     }
 }
@@ -348,8 +347,12 @@ mod tests {
         /// Against a reference model (a recency list per set), an LRU cache hits exactly when
         /// the reference does, and counters add up.
         #[test]
-        fn an_lru_cache_matches_a_reference_model(lines in prop::collection::vec(0u64..64, 1..500)) {
-            let (sets, ways) = (4u64, 3usize);
+        fn an_lru_cache_matches_a_reference_model(
+            lines in prop::collection::vec(0u64..160, 1..500),
+            // 3 ways: the nibble recency word; 20: sets kept in recency order.
+            ways in prop::sample::select(vec![3usize, 20]),
+        ) {
+            let sets = 4u64;
             let mut c = cache(sets, ways as u32, ReplacementPolicy::Lru);
             let mut model: Vec<Vec<u64>> = vec![Vec::new(); sets as usize];
             for l in lines {
@@ -362,7 +365,7 @@ mod tests {
                 set.push(l);
                 if set.len() > ways { set.remove(0); }
                 for s in 0..sets {
-                    let n = (0..64).filter(|x| x % sets == s && c.contains(*x)).count();
+                    let n = (0..160).filter(|x| x % sets == s && c.contains(*x)).count();
                     prop_assert!(n <= ways);
                 }
             }

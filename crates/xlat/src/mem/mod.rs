@@ -267,7 +267,7 @@ impl MemSystem {
     }
 
     /// Look `line` up from level `start` (0 = L1, 1 = L2) down; fill on the way back.
-    #[inline]
+    #[inline(always)]
     fn access(&mut self, line: u64, kind: u8, write: bool, start: usize) -> MemAccess {
         self.sample();
         let mut lat = 0;

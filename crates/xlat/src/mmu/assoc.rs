@@ -5,17 +5,17 @@
 //! evicted since; at most `ways` keys live in one set; eviction picks the least recently used key
 //! of the set (`get` and `insert` both count as a use). Key `u64::MAX` is reserved.
 
-use crate::recency::move_to_front;
+use crate::recency::{move_to_front, NibbleOrder, NIBBLE_MAX_WAYS};
 
 /// Reserved key marking an empty slot.
 pub const EMPTY: u64 = u64::MAX;
 
 /// Set-associative LRU key/value store.
 ///
-/// Each set is kept in recency order (slot 0 most recent): a use moves the key to the front, an
-/// insertion of a new key shifts the set and drops the last slot (the least recently used key,
-/// or an empty slot when the set has one). One short memmove per use, where per-slot timestamps
-/// cost a victim search on every insertion and wrap around on long runs.
+/// Sets of up to 16 ways keep their recency order in one [`NibbleOrder`] word and never move
+/// entries (moving keys and values on every insertion was a quarter of a GUPS run's
+/// instructions); larger sets are kept in recency order (slot 0 most recent). Either way an
+/// insertion takes the set's first empty slot if it has one, else its least recently used.
 #[derive(Clone, Debug)]
 pub struct AssocCache {
     sets: u64,
@@ -23,6 +23,8 @@ pub struct AssocCache {
     set_mask: Option<u64>,
     keys: Vec<u64>,
     vals: Vec<u64>,
+    /// Recency of each set when `ways <= 16`; otherwise sets are kept in recency order.
+    order: Option<Vec<NibbleOrder>>,
 }
 
 impl AssocCache {
@@ -42,6 +44,9 @@ impl AssocCache {
             set_mask: sets.is_power_of_two().then_some(sets - 1),
             keys: vec![EMPTY; entries],
             vals: vec![0; entries],
+            order: (ways <= NIBBLE_MAX_WAYS).then(|| {
+                vec![NibbleOrder::new(ways); if entries == 0 { 0 } else { sets as usize }]
+            }),
         }
     }
 
@@ -53,26 +58,61 @@ impl AssocCache {
 
     #[inline]
     fn set_base(&self, k: u64) -> usize {
+        self.set_of(k) * self.ways
+    }
+
+    #[inline]
+    fn set_of(&self, k: u64) -> usize {
         // Mix high bits in so that keys carrying an ASID or a page size above the VPN spread.
         let h = k ^ (k >> 29) ^ (k >> 46);
         let set = match self.set_mask {
             Some(m) => h & m,
             None => h % self.sets,
         };
-        set as usize * self.ways
+        set as usize
     }
 
-    /// Slot of `k` within its set (early exit: TLB hits are usually near the front).
+    /// Slot of `k` within its set.
     #[inline]
     fn position(set: &[u64], k: u64) -> Option<usize> {
-        set.iter().position(|x| *x == k)
+        Self::positions(set, k, k).0
     }
 
-    /// Move slot `i` of the set at `base` to the front, shifting slots `0..i` back by one.
-    #[inline]
-    fn move_slot_to_front(&mut self, base: usize, i: usize) {
-        move_to_front(&mut self.keys[base..], i);
-        move_to_front(&mut self.vals[base..], i);
+    /// Slots of `a` and of `b` within a set, found without data-dependent branches: where a key
+    /// sits is unpredictable, and an early-exit search mispredicted about three times per
+    /// TLB-missing reference.
+    #[inline(always)]
+    fn positions(set: &[u64], a: u64, b: u64) -> (Option<usize>, Option<usize>) {
+        if set.len() > 64 {
+            return (
+                set.iter().position(|x| *x == a),
+                set.iter().position(|x| *x == b),
+            );
+        }
+        let (mut ma, mut mb) = (0u64, 0u64);
+        for (j, x) in set.iter().enumerate() {
+            ma |= ((*x == a) as u64) << j;
+            mb |= ((*x == b) as u64) << j;
+        }
+        let first = |m: u64| (m != 0).then(|| m.trailing_zeros() as usize);
+        (first(ma), first(mb))
+    }
+
+    /// Record a use of slot `i` of the set at `base`; returns where that entry now is.
+    #[inline(always)]
+    fn touch(&mut self, set: usize, i: usize) -> usize {
+        let base = set * self.ways;
+        match &mut self.order {
+            Some(order) => {
+                order[set].touch(i);
+                base + i
+            }
+            None => {
+                move_to_front(&mut self.keys[base..], i);
+                move_to_front(&mut self.vals[base..], i);
+                base
+            }
+        }
     }
 
     /// Value of `k`, counting as a use.
@@ -81,10 +121,11 @@ impl AssocCache {
         if self.keys.is_empty() {
             return None;
         }
-        let base = self.set_base(k);
+        let set = self.set_of(k);
+        let base = set * self.ways;
         let i = Self::position(&self.keys[base..base + self.ways], k)?;
-        self.move_slot_to_front(base, i);
-        Some(self.vals[base])
+        let slot = self.touch(set, i);
+        Some(self.vals[slot])
     }
 
     /// Whether `k` is present (not a use).
@@ -104,26 +145,25 @@ impl AssocCache {
         if self.keys.is_empty() {
             return None;
         }
-        let base = self.set_base(k);
-        let set = &self.keys[base..base + self.ways];
-        // Present: update in place. Absent: take an empty slot if there is one (the first),
-        // else the least recently used (the last); either way the new key goes to the front.
-        let mut first_empty = None;
-        let mut present = None;
-        for (j, x) in set.iter().enumerate() {
-            if *x == k {
-                present = Some(j);
-                break;
-            }
-            if *x == EMPTY && first_empty.is_none() {
-                first_empty = Some(j);
-            }
-        }
-        let i = present.or(first_empty).unwrap_or(self.ways - 1);
+        let set = self.set_of(k);
+        let base = set * self.ways;
+        let keys = &self.keys[base..base + self.ways];
+        // Present: update in place. Absent: the first empty slot, else the least recently used.
+        let (present, empty) = Self::positions(keys, k, EMPTY);
+        let i = match present {
+            Some(i) => i,
+            None => match empty {
+                Some(i) => i,
+                None => match &self.order {
+                    Some(order) => order[set].lru(self.ways),
+                    None => self.ways - 1,
+                },
+            },
+        };
         let evicted = self.keys[base + i];
         self.keys[base + i] = k;
         self.vals[base + i] = v;
-        self.move_slot_to_front(base, i);
+        self.touch(set, i);
         (evicted != EMPTY && evicted != k).then_some(evicted)
     }
 
@@ -188,9 +228,11 @@ mod tests {
         /// Against a reference model: a fully associative LRU list.
         #[test]
         fn a_fully_associative_cache_behaves_as_an_lru_list(
-            ops in prop::collection::vec((0u64..12, 0u8..5), 1..300)
+            ops in prop::collection::vec((0u64..40, 0u8..5), 1..300),
+            // 4 ways: the nibble recency word; 24: sets kept in recency order.
+            ways in prop::sample::select(vec![4usize, 24]),
         ) {
-            let mut c = AssocCache::new(4, 4);
+            let mut c = AssocCache::new(ways, ways);
             let mut lru: Vec<u64> = Vec::new(); // most recent last
             let mut vals: HashMap<u64, u64> = HashMap::new();
             for (step, (k, op)) in ops.into_iter().enumerate() {
@@ -200,18 +242,18 @@ mod tests {
                     vals.remove(&k);
                 } else if op <= 2 {
                     let evicted = c.insert(k, step as u64);
-                    let want = (!lru.contains(&k) && lru.len() == 4).then(|| lru[0]);
+                    let want = (!lru.contains(&k) && lru.len() == ways).then(|| lru[0]);
                     prop_assert_eq!(evicted, want);
                     lru.retain(|x| *x != k);
                     lru.push(k);
-                    if lru.len() > 4 { let gone = lru.remove(0); vals.remove(&gone); }
+                    if lru.len() > ways { let gone = lru.remove(0); vals.remove(&gone); }
                     vals.insert(k, step as u64);
                 } else {
                     let got = c.get(k);
                     prop_assert_eq!(got, vals.get(&k).copied());
                     if got.is_some() { lru.retain(|x| *x != k); lru.push(k); }
                 }
-                prop_assert!(c.len() <= 4);
+                prop_assert!(c.len() <= ways);
             }
         }
 
