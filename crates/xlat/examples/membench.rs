@@ -4,7 +4,13 @@ use xlat::addr::Paddr;
 use xlat::mem::{MemConfig, MemSystem};
 use xlat::rng::Rng;
 fn main() {
-    let mut m = MemSystem::new(&MemConfig::default());
+    let mut cfg = MemConfig::default();
+    if let Ok(k) = std::env::var("MB_SCALE") {
+        let k: u64 = k.parse().unwrap();
+        cfg.l2.size_bytes /= k;
+        cfg.llc.size_bytes /= k;
+    }
+    let mut m = MemSystem::new(&cfg);
     let mut r = Rng::new(1, 1);
     let n = 5_000_000u64;
     let addrs: Vec<u64> = (0..n).map(|_| r.below(1 << 30) & !7).collect();

@@ -18,6 +18,7 @@ pub mod os;
 pub mod prefetch;
 pub mod recency;
 pub mod rng;
+pub mod simd;
 pub mod stats;
 pub mod timing;
 pub mod trace;

@@ -68,22 +68,65 @@ pub struct LevelCounters {
     pub writebacks: u64,
 }
 
+/// Representation of the replacement state (a speed choice; decisions are the same).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// LRU, at most 16 ways: a [`NibbleOrder`] per set.
+    LruNibble,
+    /// LRU, more ways: sets kept in recency order.
+    LruOrdered,
+    /// SRRIP, at most 32 ways: a word of 2-bit RRPVs per set.
+    SrripPacked,
+    /// SRRIP, more ways: each slot's RRPV in its high bits.
+    SrripSlots,
+}
+
+/// Ways of SRRIP sets kept as one word of 2-bit RRPVs.
+const SRRIP_PACKED_MAX_WAYS: usize = 32;
+
 /// One cache level.
 #[derive(Clone, Debug)]
 pub struct Cache {
     ways: usize,
     sets: u64,
     set_mask: Option<u64>,
-    policy: ReplacementPolicy,
     slots: Vec<u64>,
-    /// Per-set recency under LRU with at most 16 ways (see the layout note above).
+    /// How replacement state is kept (see the layout note above).
+    mode: Mode,
+    /// Per-set recency under [`Mode::LruNibble`].
     order: Vec<NibbleOrder>,
+    /// Per-set RRPVs under [`Mode::SrripPacked`]: 2 bits per way, way 0 lowest.
+    rrpv: Vec<u64>,
+    /// Valid lines per set under [`Mode::SrripPacked`]: a cache never invalidates, and SRRIP
+    /// fills the first invalid way, so the valid ways are always a prefix of the set.
+    filled: Vec<u8>,
     /// Valid lines holding page-table entries (kept incrementally for cheap sampling).
     pub pt_lines: u64,
     /// Hit latency in cycles.
     pub latency_cycles: u32,
     /// Counters.
     pub c: LevelCounters,
+}
+
+/// SRRIP victim of a full set whose RRPVs are packed 2 bits per way in `state`: the first way
+/// at the largest RRPV, after every way ages by the difference to the maximum (what the
+/// paper's "increment all and retry" loop converges to). Branch-free.
+#[inline(always)]
+fn srrip_age_and_pick(state: &mut u64, ways: usize) -> usize {
+    // The low bit of every way's field.
+    let low = 0x5555_5555_5555_5555u64 & (u64::MAX >> (64 - 2 * ways));
+    let x = *state;
+    let at3 = x & (x >> 1) & low;
+    let hi = (x >> 1) & low;
+    let max = if hi != 0 {
+        2 + (at3 != 0) as u64
+    } else {
+        (x & low != 0) as u64
+    };
+    // Fields are at most `max`, so adding `3 - max` to each never carries into the next.
+    let x = x + (RRPV_MAX - max) * low;
+    *state = x;
+    ((x & (x >> 1) & low).trailing_zeros() / 2) as usize
 }
 
 impl Cache {
@@ -93,14 +136,30 @@ impl Cache {
         let ways = cfg.ways as usize;
         assert!(ways as u32 <= MAX_WAYS && ways > 0);
         let sets = (lines / ways) as u64;
+        let mode = match cfg.policy {
+            ReplacementPolicy::Lru if ways <= NIBBLE_MAX_WAYS => Mode::LruNibble,
+            ReplacementPolicy::Lru => Mode::LruOrdered,
+            ReplacementPolicy::Srrip if ways <= SRRIP_PACKED_MAX_WAYS => Mode::SrripPacked,
+            ReplacementPolicy::Srrip => Mode::SrripSlots,
+        };
         Cache {
             ways,
             sets,
             set_mask: sets.is_power_of_two().then_some(sets - 1),
-            policy: cfg.policy,
             slots: vec![0; lines],
-            order: if cfg.policy == ReplacementPolicy::Lru && ways <= NIBBLE_MAX_WAYS {
+            mode,
+            order: if mode == Mode::LruNibble {
                 vec![NibbleOrder::new(ways); sets as usize]
+            } else {
+                Vec::new()
+            },
+            rrpv: if mode == Mode::SrripPacked {
+                vec![0; sets as usize]
+            } else {
+                Vec::new()
+            },
+            filled: if mode == Mode::SrripPacked {
+                vec![0; sets as usize]
             } else {
                 Vec::new()
             },
@@ -127,10 +186,7 @@ impl Cache {
     /// The slot of `tag` in `set` (the set's slots), if present.
     #[inline(always)]
     fn find(set: &[u64], tag: u64) -> Option<usize> {
-        let mut mask = 0u64;
-        for (j, x) in set.iter().enumerate() {
-            mask |= ((*x & TAG_MASK == tag) as u64) << j;
-        }
+        let mask = crate::simd::eq_mask(set, TAG_MASK, tag);
         (mask != 0).then(|| mask.trailing_zeros() as usize)
     }
 
@@ -145,10 +201,11 @@ impl Cache {
         match Self::find(set, line + 1) {
             Some(i) => {
                 set[i] |= if write { DIRTY } else { 0 };
-                match self.policy {
-                    ReplacementPolicy::Lru if !self.order.is_empty() => self.order[s].touch(i),
-                    ReplacementPolicy::Lru => move_to_front(set, i),
-                    ReplacementPolicy::Srrip => set[i] &= !REPL_MASK,
+                match self.mode {
+                    Mode::LruNibble => self.order[s].touch(i),
+                    Mode::LruOrdered => move_to_front(set, i),
+                    Mode::SrripPacked => self.rrpv[s] &= !(3 << (2 * i)),
+                    Mode::SrripSlots => set[i] &= !REPL_MASK,
                 }
                 true
             }
@@ -180,28 +237,38 @@ impl Cache {
         let s = self.set_of(line);
         let ways = self.ways;
         let base = s * ways;
-        let nibble_lru = !self.order.is_empty();
-        let policy = self.policy;
         let set = &mut self.slots[base..base + ways];
         debug_assert!(
             Self::find(set, line + 1).is_none(),
             "fill of a present line"
         );
         let fresh = (line + 1) | ((kind as u64) << KIND_SHIFT) | if dirty { DIRTY } else { 0 };
-        let old = match policy {
-            ReplacementPolicy::Lru if nibble_lru => {
+        let old = match self.mode {
+            Mode::LruNibble => {
                 let order = &mut self.order[s];
                 let v = order.lru(ways);
                 order.touch(v);
                 std::mem::replace(&mut set[v], fresh)
             }
-            ReplacementPolicy::Lru => {
+            Mode::LruOrdered => {
                 let old = set[ways - 1];
                 set[ways - 1] = fresh;
                 move_to_front(set, ways - 1);
                 old
             }
-            ReplacementPolicy::Srrip => {
+            Mode::SrripPacked => {
+                let filled = &mut self.filled[s];
+                let v = if (*filled as usize) < ways {
+                    *filled += 1;
+                    *filled as usize - 1
+                } else {
+                    srrip_age_and_pick(&mut self.rrpv[s], ways)
+                };
+                let r = &mut self.rrpv[s];
+                *r = (*r & !(3 << (2 * v))) | ((RRPV_MAX - 1) << (2 * v));
+                std::mem::replace(&mut set[v], fresh)
+            }
+            Mode::SrripSlots => {
                 let v = Self::srrip_victim(set);
                 let old = set[v];
                 set[v] = with_repl(fresh, RRPV_MAX - 1);
@@ -346,6 +413,47 @@ mod tests {
     proptest! {
         /// Against a reference model (a recency list per set), an LRU cache hits exactly when
         /// the reference does, and counters add up.
+        /// Against the textbook SRRIP (insert at RRPV 2, hit to 0, evict the first way at 3
+        /// after aging everyone until one is), an SRRIP cache hits and evicts exactly alike,
+        /// in both representations.
+        #[test]
+        fn an_srrip_cache_matches_a_reference_model(
+            lines in prop::collection::vec(0u64..400, 1..600),
+            // 5 ways: RRPVs packed in a word per set; 40: kept in each slot.
+            ways in prop::sample::select(vec![5usize, 40]),
+        ) {
+            let sets = 2u64;
+            let mut c = cache(sets, ways as u32, ReplacementPolicy::Srrip);
+            // Per set: (line, rrpv) by way; `None` = invalid.
+            let mut model: Vec<Vec<Option<(u64, u64)>>> = vec![vec![None; ways]; sets as usize];
+            for l in lines {
+                let set = &mut model[(l % sets) as usize];
+                let hit_way = set.iter().position(|e| matches!(e, Some((x, _)) if *x == l));
+                let got = c.lookup(l, DATA, false);
+                prop_assert_eq!(got, hit_way.is_some());
+                match hit_way {
+                    Some(w) => set[w].as_mut().unwrap().1 = 0,
+                    None => {
+                        let v = match set.iter().position(|e| e.is_none()) {
+                            Some(v) => v,
+                            None => loop {
+                                if let Some(v) = set.iter().position(|e| e.unwrap().1 == 3) {
+                                    break v;
+                                }
+                                for e in set.iter_mut() {
+                                    e.as_mut().unwrap().1 += 1;
+                                }
+                            },
+                        };
+                        let want = set[v].map(|(x, _)| x);
+                        set[v] = Some((l, 2));
+                        let ev = c.fill(l, DATA, false).map(|e| e.line);
+                        prop_assert_eq!(ev, want);
+                    }
+                }
+            }
+        }
+
         #[test]
         fn an_lru_cache_matches_a_reference_model(
             lines in prop::collection::vec(0u64..160, 1..500),

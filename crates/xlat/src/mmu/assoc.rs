@@ -89,11 +89,12 @@ impl AssocCache {
                 set.iter().position(|x| *x == b),
             );
         }
-        let (mut ma, mut mb) = (0u64, 0u64);
-        for (j, x) in set.iter().enumerate() {
-            ma |= ((*x == a) as u64) << j;
-            mb |= ((*x == b) as u64) << j;
-        }
+        let ma = crate::simd::eq_mask(set, u64::MAX, a);
+        let mb = if b == a {
+            ma
+        } else {
+            crate::simd::eq_mask(set, u64::MAX, b)
+        };
         let first = |m: u64| (m != 0).then(|| m.trailing_zeros() as usize);
         (first(ma), first(mb))
     }
