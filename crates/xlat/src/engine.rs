@@ -87,8 +87,8 @@ struct Sim<D: Design> {
     asid: Asid,
     buf: Vec<Event>,
     pos: usize,
-    /// Pages last prefetched at each look-ahead distance (see `prefetch_ahead`).
-    prefetched: [RecentPages; 2],
+    /// Pages last prefetched (see `prefetch_ahead`).
+    prefetched: RecentPages,
     changes: Vec<MapChange>,
     finished: bool,
     truncated_by_refs: bool,
@@ -121,7 +121,7 @@ impl DesignVisitor for MakeSim {
                 asid,
                 buf: Vec::with_capacity(CHUNK),
                 pos: 0,
-                prefetched: [RecentPages::new(); 2],
+                prefetched: RecentPages::new(),
                 changes: Vec::new(),
                 finished: false,
                 truncated_by_refs: false,
@@ -313,15 +313,16 @@ impl<D: Design> Sim<D> {
     }
 }
 
-/// How many events ahead the engine prefetches the host memory a reference will touch (the
-/// oracle's page-map entry at twice this distance, then — translated through it — the simulated
-/// caches' sets and the design's page-table entries). Speed only; results do not depend on it.
+/// How many events ahead the engine prefetches the host memory a reference will touch: the
+/// oracle's page-map entry and the design's page-table entries, the two structures that grow
+/// with the footprint. (Prefetching the simulated caches' sets too was measured slower once
+/// those became compact: they stay in the host's L2.) Speed only; results do not depend on it.
 const PREFETCH_DISTANCE: usize = 8;
 
-/// Pages remembered per look-ahead distance: enough for a loop over a few arrays at once.
+/// Pages remembered as prefetched: enough for a loop over a few arrays at once.
 const PREFETCH_RECENT_PAGES: usize = 4;
 
-/// The last few pages prefetched at one look-ahead distance.
+/// The last few pages prefetched.
 #[derive(Clone, Copy)]
 struct RecentPages {
     vpns: [u64; PREFETCH_RECENT_PAGES],
@@ -353,18 +354,10 @@ impl<D: Design> Sim<D> {
     /// (streams) find everything cached already, and the hint would only cost them time.
     #[inline]
     fn prefetch_ahead(&mut self) {
-        if let Some(Event::Access { va, .. }) = self.buf.get(self.pos + 2 * PREFETCH_DISTANCE) {
-            let vpn = va.vpn();
-            if self.prefetched[0].admit(vpn) {
-                self.os.prefetch(self.asid, vpn);
-            }
-        }
         if let Some(Event::Access { va, .. }) = self.buf.get(self.pos + PREFETCH_DISTANCE) {
             let vpn = va.vpn();
-            if self.prefetched[1].admit(vpn) {
-                if let Some(m) = self.os.translate(self.asid, vpn) {
-                    self.mem.prefetch(m.translate(*va));
-                }
+            if self.prefetched.admit(vpn) {
+                self.os.prefetch(self.asid, vpn);
                 self.design.prefetch(self.asid, vpn, &self.mem);
             }
         }
