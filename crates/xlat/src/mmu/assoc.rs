@@ -20,6 +20,10 @@ pub const EMPTY: u64 = u64::MAX;
 pub struct AssocCache {
     sets: u64,
     ways: usize,
+    /// Slots per set in `keys`/`vals`: `ways` rounded up to a multiple of 8 (up to 64 ways),
+    /// so that a set is whole groups for the vector compare; padding slots hold [`EMPTY`] and
+    /// are never filled.
+    stride: usize,
     set_mask: Option<u64>,
     keys: Vec<u64>,
     vals: Vec<u64>,
@@ -33,19 +37,25 @@ impl AssocCache {
     pub fn new(entries: usize, ways: usize) -> AssocCache {
         let ways = ways.clamp(1, entries.max(1));
         let sets = (entries / ways).max(1) as u64;
-        let entries = if entries == 0 {
+        let stride = if ways <= 64 {
+            ways.div_ceil(8) * 8
+        } else {
+            ways
+        };
+        let slots = if entries == 0 {
             0
         } else {
-            sets as usize * ways
+            sets as usize * stride
         };
         AssocCache {
             sets,
             ways,
+            stride,
             set_mask: sets.is_power_of_two().then_some(sets - 1),
-            keys: vec![EMPTY; entries],
-            vals: vec![0; entries],
+            keys: vec![EMPTY; slots],
+            vals: vec![0; slots],
             order: (ways <= NIBBLE_MAX_WAYS).then(|| {
-                vec![NibbleOrder::new(ways); if entries == 0 { 0 } else { sets as usize }]
+                vec![NibbleOrder::new(ways); if slots == 0 { 0 } else { sets as usize }]
             }),
         }
     }
@@ -53,12 +63,16 @@ impl AssocCache {
     /// Number of slots.
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.keys.len()
+        if self.keys.is_empty() {
+            0
+        } else {
+            self.sets as usize * self.ways
+        }
     }
 
     #[inline]
     fn set_base(&self, k: u64) -> usize {
-        self.set_of(k) * self.ways
+        self.set_of(k) * self.stride
     }
 
     #[inline]
@@ -74,26 +88,28 @@ impl AssocCache {
 
     /// Slot of `k` within its set.
     #[inline]
-    fn position(set: &[u64], k: u64) -> Option<usize> {
-        Self::positions(set, k, k).0
+    fn position(set: &[u64], ways: usize, k: u64) -> Option<usize> {
+        Self::positions(set, ways, k, k).0
     }
 
-    /// Slots of `a` and of `b` within a set, found without data-dependent branches: where a key
-    /// sits is unpredictable, and an early-exit search mispredicted about three times per
-    /// TLB-missing reference.
+    /// Slots of `a` and of `b` within a set (its `stride` slots; only the first `ways` can
+    /// match [`EMPTY`]), found without data-dependent branches: where a key sits is
+    /// unpredictable, and an early-exit search mispredicted about three times per TLB-missing
+    /// reference.
     #[inline(always)]
-    fn positions(set: &[u64], a: u64, b: u64) -> (Option<usize>, Option<usize>) {
+    fn positions(set: &[u64], ways: usize, a: u64, b: u64) -> (Option<usize>, Option<usize>) {
         if set.len() > 64 {
             return (
-                set.iter().position(|x| *x == a),
-                set.iter().position(|x| *x == b),
+                set[..ways].iter().position(|x| *x == a),
+                set[..ways].iter().position(|x| *x == b),
             );
         }
-        let ma = crate::simd::eq_mask(set, u64::MAX, a);
+        let real = u64::MAX >> (64 - ways);
+        let ma = crate::simd::eq_mask(set, u64::MAX, a) & real;
         let mb = if b == a {
             ma
         } else {
-            crate::simd::eq_mask(set, u64::MAX, b)
+            crate::simd::eq_mask(set, u64::MAX, b) & real
         };
         let first = |m: u64| (m != 0).then(|| m.trailing_zeros() as usize);
         (first(ma), first(mb))
@@ -102,7 +118,7 @@ impl AssocCache {
     /// Record a use of slot `i` of the set at `base`; returns where that entry now is.
     #[inline(always)]
     fn touch(&mut self, set: usize, i: usize) -> usize {
-        let base = set * self.ways;
+        let base = set * self.stride;
         match &mut self.order {
             Some(order) => {
                 order[set].touch(i);
@@ -119,12 +135,36 @@ impl AssocCache {
     /// Value of `k`, counting as a use.
     #[inline]
     pub fn get(&mut self, k: u64) -> Option<u64> {
+        // The common case (a non-empty cache of at most 16 ways) stays small enough to inline
+        // well; larger sets take the out-of-line path.
+        let Some(order) = self.order.as_mut().filter(|o| !o.is_empty()) else {
+            return self.get_slow(k);
+        };
+        let h = k ^ (k >> 29) ^ (k >> 46);
+        let set = match self.set_mask {
+            Some(m) => h & m,
+            None => h % self.sets,
+        } as usize;
+        let base = set * self.stride;
+        let keys = &self.keys[base..base + self.stride];
+        let m = crate::simd::eq_mask(keys, u64::MAX, k);
+        if m == 0 {
+            return None;
+        }
+        let i = m.trailing_zeros() as usize;
+        order[set].touch(i);
+        Some(self.vals[base + i])
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_slow(&mut self, k: u64) -> Option<u64> {
         if self.keys.is_empty() {
             return None;
         }
         let set = self.set_of(k);
-        let base = set * self.ways;
-        let i = Self::position(&self.keys[base..base + self.ways], k)?;
+        let base = set * self.stride;
+        let i = Self::position(&self.keys[base..base + self.stride], self.ways, k)?;
         let slot = self.touch(set, i);
         Some(self.vals[slot])
     }
@@ -136,7 +176,7 @@ impl AssocCache {
             return false;
         }
         let base = self.set_base(k);
-        Self::position(&self.keys[base..base + self.ways], k).is_some()
+        Self::position(&self.keys[base..base + self.stride], self.ways, k).is_some()
     }
 
     /// Insert or update `k` (a use); returns the key evicted to make room, if any.
@@ -147,10 +187,10 @@ impl AssocCache {
             return None;
         }
         let set = self.set_of(k);
-        let base = set * self.ways;
-        let keys = &self.keys[base..base + self.ways];
+        let base = set * self.stride;
+        let keys = &self.keys[base..base + self.stride];
         // Present: update in place. Absent: the first empty slot, else the least recently used.
-        let (present, empty) = Self::positions(keys, k, EMPTY);
+        let (present, empty) = Self::positions(keys, self.ways, k, EMPTY);
         let i = match present {
             Some(i) => i,
             None => match empty {
@@ -175,7 +215,7 @@ impl AssocCache {
             return;
         }
         let base = self.set_base(k);
-        if let Some(i) = Self::position(&self.keys[base..base + self.ways], k) {
+        if let Some(i) = Self::position(&self.keys[base..base + self.stride], self.ways, k) {
             self.keys[base + i] = EMPTY;
         }
     }
