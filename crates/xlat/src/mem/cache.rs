@@ -324,6 +324,18 @@ impl Cache {
         crate::prefetch::host_prefetch(&set[self.ways - 1]);
     }
 
+    /// The dirty line a fill into `line`'s set would evict under LRU, if any: a hint for
+    /// prefetching where its write-back will go (no simulated effect).
+    #[inline(always)]
+    pub fn dirty_victim(&self, line: u64) -> Option<u64> {
+        if self.mode != Mode::LruNibble {
+            return None;
+        }
+        let s = self.set_of(line);
+        let old = self.slots[s * self.ways + self.order[s].lru(self.ways)];
+        (old & DIRTY != 0 && old & TAG_MASK != 0).then(|| (old & TAG_MASK) - 1)
+    }
+
     /// Whether `line` is present (no side effects).
     pub fn contains(&self, line: u64) -> bool {
         let base = self.set_of(line) * self.ways;

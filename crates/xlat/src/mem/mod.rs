@@ -279,6 +279,11 @@ impl MemSystem {
                     served_by: ServedBy::L1,
                 };
             }
+            // The fill below will write a dirty victim back into L2: start fetching that set
+            // now, so the host's latency overlaps the lookups and fills in between.
+            if let Some(victim) = self.l1.dirty_victim(line) {
+                self.l2.prefetch(victim);
+            }
         }
         lat += self.l2.latency_cycles;
         let served_by = if self.l2.lookup(line, kind, false) {

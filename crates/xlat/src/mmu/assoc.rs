@@ -54,9 +54,8 @@ impl AssocCache {
             set_mask: sets.is_power_of_two().then_some(sets - 1),
             keys: vec![EMPTY; slots],
             vals: vec![0; slots],
-            order: (ways <= NIBBLE_MAX_WAYS).then(|| {
-                vec![NibbleOrder::new(ways); if slots == 0 { 0 } else { sets as usize }]
-            }),
+            order: (ways <= NIBBLE_MAX_WAYS)
+                .then(|| vec![NibbleOrder::new(ways); if slots == 0 { 0 } else { sets as usize }]),
         }
     }
 
@@ -183,24 +182,44 @@ impl AssocCache {
     #[inline]
     pub fn insert(&mut self, k: u64, v: u64) -> Option<u64> {
         debug_assert_ne!(k, EMPTY);
+        let ways = self.ways;
+        let Some(order) = self.order.as_mut().filter(|o| !o.is_empty()) else {
+            return self.insert_slow(k, v);
+        };
+        let h = k ^ (k >> 29) ^ (k >> 46);
+        let set = match self.set_mask {
+            Some(m) => h & m,
+            None => h % self.sets,
+        } as usize;
+        let base = set * self.stride;
+        let keys = &self.keys[base..base + self.stride];
+        // Present: update in place. Absent: the first empty slot, else the least recently used.
+        let present = crate::simd::eq_mask(keys, u64::MAX, k);
+        let empty = crate::simd::eq_mask(keys, u64::MAX, EMPTY) & (u64::MAX >> (64 - ways));
+        let i = if present != 0 {
+            present.trailing_zeros() as usize
+        } else if empty != 0 {
+            empty.trailing_zeros() as usize
+        } else {
+            order[set].lru(ways)
+        };
+        order[set].touch(i);
+        let evicted = std::mem::replace(&mut self.keys[base + i], k);
+        self.vals[base + i] = v;
+        (evicted != EMPTY && evicted != k).then_some(evicted)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn insert_slow(&mut self, k: u64, v: u64) -> Option<u64> {
         if self.keys.is_empty() {
             return None;
         }
         let set = self.set_of(k);
         let base = set * self.stride;
         let keys = &self.keys[base..base + self.stride];
-        // Present: update in place. Absent: the first empty slot, else the least recently used.
         let (present, empty) = Self::positions(keys, self.ways, k, EMPTY);
-        let i = match present {
-            Some(i) => i,
-            None => match empty {
-                Some(i) => i,
-                None => match &self.order {
-                    Some(order) => order[set].lru(self.ways),
-                    None => self.ways - 1,
-                },
-            },
-        };
+        let i = present.or(empty).unwrap_or(self.ways - 1);
         let evicted = self.keys[base + i];
         self.keys[base + i] = k;
         self.vals[base + i] = v;
