@@ -36,6 +36,15 @@ pub fn eq_mask8(xs: &[u64; 8], mask: u64, value: u64) -> u64 {
 #[inline(always)]
 pub fn eq_mask(xs: &[u64], mask: u64, value: u64) -> u64 {
     debug_assert!(xs.len() <= 64);
+    // The usual set sizes without loop overhead.
+    if let Ok(g) = <&[u64; 8]>::try_from(xs) {
+        return eq_mask8(g, mask, value);
+    }
+    if let Ok(g) = <&[u64; 16]>::try_from(xs) {
+        let (lo, hi) = g.split_at(8);
+        return eq_mask8(lo.try_into().expect("8 slots"), mask, value)
+            | (eq_mask8(hi.try_into().expect("8 slots"), mask, value) << 8);
+    }
     let (groups, rest) = xs.as_chunks::<8>();
     let mut m = 0u64;
     for (g, group) in groups.iter().enumerate() {

@@ -133,9 +133,9 @@ impl Mmu {
     #[inline]
     pub fn lookup_data(&mut self, asid: Asid, vpn: Vpn) -> TlbOutcome {
         // Hardware probes the per-size L1s in parallel; at most one can hold the page.
-        for t in self.l1.iter_mut() {
+        for (t, size) in self.l1.iter_mut().zip(PageSize::ALL) {
             if t.ever_filled() {
-                if let Some(m) = t.lookup(asid, vpn) {
+                if let Some(m) = t.lookup_sized(asid, vpn, size) {
                     return TlbOutcome::L1Hit(m);
                 }
             }

@@ -70,6 +70,26 @@ impl Tlb {
         None
     }
 
+    /// [`Tlb::lookup`] for a TLB that holds only pages of `size` (the per-size L1s): one probe.
+    #[inline(always)]
+    pub fn lookup_sized(&mut self, asid: Asid, vpn: Vpn, size: PageSize) -> Option<Mapping> {
+        match self.cache.get(key(asid, vpn, size)) {
+            Some(v) => {
+                self.hits += 1;
+                Some(Mapping {
+                    vpn: vpn.align_down(size),
+                    pfn: Pfn(v & !WRITABLE_BIT),
+                    size,
+                    writable: v & WRITABLE_BIT != 0,
+                })
+            }
+            None => {
+                self.misses += 1;
+                None
+            }
+        }
+    }
+
     /// Insert `m`, evicting the least recently used entry of its set.
     #[inline]
     pub fn fill(&mut self, asid: Asid, m: Mapping) {
