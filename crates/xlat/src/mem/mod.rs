@@ -253,10 +253,17 @@ impl MemSystem {
         }
     }
 
+    #[inline(always)]
     fn writeback_from(&mut self, level: usize, ev: Option<Evicted>) {
         let Some(ev) = ev.filter(|e| e.dirty) else {
             return;
         };
+        self.write_back(level, ev);
+    }
+
+    /// Write a dirty victim of `level` back to the first level below that holds it, else DRAM.
+    #[inline(never)]
+    fn write_back(&mut self, level: usize, ev: Evicted) {
         if level < 1 && self.l2.absorb_writeback(ev.line) {
             return;
         }
