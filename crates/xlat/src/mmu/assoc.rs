@@ -27,8 +27,9 @@ pub struct AssocCache {
     set_mask: Option<u64>,
     keys: Vec<u64>,
     vals: Vec<u64>,
-    /// Recency of each set when `ways <= 16`; otherwise sets are kept in recency order.
-    order: Option<Vec<NibbleOrder>>,
+    /// Recency of each set when `ways <= 16` (empty otherwise, and for a zero-entry cache);
+    /// without it, sets are kept in recency order.
+    order: Vec<NibbleOrder>,
 }
 
 impl AssocCache {
@@ -54,8 +55,11 @@ impl AssocCache {
             set_mask: sets.is_power_of_two().then_some(sets - 1),
             keys: vec![EMPTY; slots],
             vals: vec![0; slots],
-            order: (ways <= NIBBLE_MAX_WAYS)
-                .then(|| vec![NibbleOrder::new(ways); if slots == 0 { 0 } else { sets as usize }]),
+            order: if ways <= NIBBLE_MAX_WAYS && slots > 0 {
+                vec![NibbleOrder::new(ways); sets as usize]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -118,16 +122,13 @@ impl AssocCache {
     #[inline(always)]
     fn touch(&mut self, set: usize, i: usize) -> usize {
         let base = set * self.stride;
-        match &mut self.order {
-            Some(order) => {
-                order[set].touch(i);
-                base + i
-            }
-            None => {
-                move_to_front(&mut self.keys[base..], i);
-                move_to_front(&mut self.vals[base..], i);
-                base
-            }
+        if self.order.is_empty() {
+            move_to_front(&mut self.keys[base..], i);
+            move_to_front(&mut self.vals[base..], i);
+            base
+        } else {
+            self.order[set].touch(i);
+            base + i
         }
     }
 
@@ -136,14 +137,10 @@ impl AssocCache {
     pub fn get(&mut self, k: u64) -> Option<u64> {
         // The common case (a non-empty cache of at most 16 ways) stays small enough to inline
         // well; larger sets take the out-of-line path.
-        let Some(order) = self.order.as_mut().filter(|o| !o.is_empty()) else {
+        if self.order.is_empty() {
             return self.get_slow(k);
-        };
-        let h = k ^ (k >> 29) ^ (k >> 46);
-        let set = match self.set_mask {
-            Some(m) => h & m,
-            None => h % self.sets,
-        } as usize;
+        }
+        let set = self.set_of(k);
         let base = set * self.stride;
         let keys = &self.keys[base..base + self.stride];
         let m = crate::simd::eq_mask(keys, u64::MAX, k);
@@ -151,7 +148,7 @@ impl AssocCache {
             return None;
         }
         let i = m.trailing_zeros() as usize;
-        order[set].touch(i);
+        self.order[set].touch(i);
         Some(self.vals[base + i])
     }
 
@@ -183,14 +180,10 @@ impl AssocCache {
     pub fn insert(&mut self, k: u64, v: u64) -> Option<u64> {
         debug_assert_ne!(k, EMPTY);
         let ways = self.ways;
-        let Some(order) = self.order.as_mut().filter(|o| !o.is_empty()) else {
+        if self.order.is_empty() {
             return self.insert_slow(k, v);
-        };
-        let h = k ^ (k >> 29) ^ (k >> 46);
-        let set = match self.set_mask {
-            Some(m) => h & m,
-            None => h % self.sets,
-        } as usize;
+        }
+        let set = self.set_of(k);
         let base = set * self.stride;
         let keys = &self.keys[base..base + self.stride];
         // Present: update in place. Absent: the first empty slot, else the least recently used.
@@ -201,9 +194,9 @@ impl AssocCache {
         } else if empty != 0 {
             empty.trailing_zeros() as usize
         } else {
-            order[set].lru(ways)
+            self.order[set].lru(ways)
         };
-        order[set].touch(i);
+        self.order[set].touch(i);
         let evicted = std::mem::replace(&mut self.keys[base + i], k);
         self.vals[base + i] = v;
         (evicted != EMPTY && evicted != k).then_some(evicted)
