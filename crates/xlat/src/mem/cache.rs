@@ -423,8 +423,6 @@ mod tests {
     }
 
     proptest! {
-        /// Against a reference model (a recency list per set), an LRU cache hits exactly when
-        /// the reference does, and counters add up.
         /// Against the textbook SRRIP (insert at RRPV 2, hit to 0, evict the first way at 3
         /// after aging everyone until one is), an SRRIP cache hits and evicts exactly alike,
         /// in both representations.
@@ -466,6 +464,8 @@ mod tests {
             }
         }
 
+        /// Against a reference model (a recency list per set), an LRU cache hits exactly when
+        /// the reference does, and counters add up.
         #[test]
         fn an_lru_cache_matches_a_reference_model(
             lines in prop::collection::vec(0u64..160, 1..500),
