@@ -40,8 +40,15 @@ demo: build
 
 test: build test-rust test-python
 
+# The whole-set compares (crates/xlat/src/simd.rs) have AVX-512, AVX2 and portable paths, chosen
+# by the build's target CPU: the other two must give the same figures too (unit tests and the
+# golden snapshots), whatever this host has.
 test-rust:
 	cargo test -p xlat --release
+	for cpu in x86-64-v3 x86-64; do \
+	  RUSTFLAGS="-C target-cpu=$$cpu" CARGO_TARGET_DIR=target/cpu-$$cpu \
+	    cargo test -p xlat --release --lib --test golden -q || exit 1; \
+	done
 
 test-python: build browser
 	$(PY) -m pytest -q tests python/xlat docs/sweeps.md --doctest-modules --doctest-glob='sweeps.md'
