@@ -509,6 +509,20 @@ impl HashedPt {
         Ok(())
     }
 
+    /// Hint the host to fetch the table slots a walk of `vpn` will probe, for each page size
+    /// the process has (speed only: the tables are megabytes, read at hashed positions).
+    #[inline]
+    pub fn prefetch(&self, asid: Asid, vpn: Vpn) {
+        let Some(proc) = self.procs.get(asid as usize) else {
+            return;
+        };
+        for (s, size) in PageSize::ALL.iter().enumerate() {
+            if let Some(table) = proc.tables[s].as_ref() {
+                table.prefetch(pte_key(vpn, *size).0);
+            }
+        }
+    }
+
     /// Translate `vpn` (see the module doc of `ecpt` for the walk).
     #[inline]
     pub fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
@@ -790,6 +804,16 @@ macro_rules! forward_design_to_hashed_pt {
             mem: &mut $crate::mem::MemSystem,
         ) -> $crate::designs::WalkResult {
             self.0.walk(asid, vpn, mem)
+        }
+
+        #[inline]
+        fn prefetch(
+            &self,
+            asid: $crate::addr::Asid,
+            vpn: $crate::addr::Vpn,
+            _mem: &$crate::mem::MemSystem,
+        ) {
+            self.0.prefetch(asid, vpn);
         }
 
         fn footprint(&self) -> $crate::designs::PtFootprint {

@@ -483,6 +483,15 @@ impl ClusterTable {
         (way.addr(old, idx), (c.key == key).then_some(c))
     }
 
+    /// Hint the host to fetch the slots a probe of `key` will read in every way (speed only).
+    #[inline]
+    pub fn prefetch(&self, key: u64) {
+        for (w, way) in self.ways.iter().enumerate() {
+            let (old, idx) = way.locate(hash(self.p.hash, w, key));
+            crate::prefetch::host_prefetch(way.slot(old, idx));
+        }
+    }
+
     /// The cluster stored under `key`.
     pub fn get(&self, key: u64) -> Option<&Cluster> {
         (0..self.ways.len()).find_map(|w| self.probe(w, key).1)
