@@ -174,6 +174,17 @@ pub struct Mapping {
 }
 
 impl Mapping {
+    /// A writable mapping of `size` from 4 KiB VPN `vpn` to 4 KiB PFN `pfn` (both aligned to
+    /// `size`).
+    pub fn writable(vpn: u64, pfn: u64, size: PageSize) -> Mapping {
+        Mapping {
+            vpn: Vpn(vpn),
+            pfn: Pfn(pfn),
+            size,
+            writable: true,
+        }
+    }
+
     /// Whether `vpn` falls inside this page.
     #[inline]
     pub fn contains(&self, vpn: Vpn) -> bool {

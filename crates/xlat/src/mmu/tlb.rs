@@ -121,12 +121,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn m4k(vpn: u64, pfn: u64) -> Mapping {
-        Mapping {
-            vpn: Vpn(vpn),
-            pfn: Pfn(pfn),
-            size: PageSize::Size4K,
-            writable: true,
-        }
+        Mapping::writable(vpn, pfn, PageSize::Size4K)
     }
 
     #[test]

@@ -863,12 +863,7 @@ mod tests {
     use crate::mem::MemConfig;
 
     fn m(vpn: u64, pfn: u64, size: PageSize) -> Mapping {
-        Mapping {
-            vpn: Vpn(vpn),
-            pfn: Pfn(pfn),
-            size,
-            writable: true,
-        }
+        Mapping::writable(vpn, pfn, size)
     }
 
     fn setup() -> (Ecpt, PhysMem, MemSystem) {

@@ -255,12 +255,7 @@ mod tests {
     use crate::stats::Stats;
 
     fn m(vpn: u64, pfn: u64) -> Mapping {
-        Mapping {
-            vpn: Vpn(vpn),
-            pfn: Pfn(pfn),
-            size: PageSize::Size4K,
-            writable: true,
-        }
+        Mapping::writable(vpn, pfn, PageSize::Size4K)
     }
 
     #[test]

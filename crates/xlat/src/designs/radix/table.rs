@@ -273,12 +273,7 @@ mod tests {
     use super::*;
 
     fn m(vpn: u64, pfn: u64, size: PageSize) -> Mapping {
-        Mapping {
-            vpn: Vpn(vpn),
-            pfn: Pfn(pfn),
-            size,
-            writable: true,
-        }
+        Mapping::writable(vpn, pfn, size)
     }
 
     #[test]
