@@ -1,4 +1,8 @@
 //! Micro-benchmark of the memory hierarchy alone (random 8-byte accesses over 1 GiB).
+//!
+//! `cargo run --release -p xlat --example membench [-- data-only]`: `data-only` times just
+//! `data_access`, without and with host prefetching; `MB_SCALE=K` divides the L2 and LLC sizes
+//! by K (to tell the simulator's own host-cache misses from its instruction cost).
 use std::time::Instant;
 use xlat::addr::Paddr;
 use xlat::mem::{MemConfig, MemSystem};
