@@ -200,7 +200,13 @@ impl Cache {
         let set = &mut self.slots[base..base + self.ways];
         match Self::find(set, line + 1) {
             Some(i) => {
-                set[i] |= if write { DIRTY } else { 0 };
+                // Write the slot only when its dirty bit changes: an unconditional store makes
+                // the next lookup of this set (a wider vector load) wait for the store to
+                // retire — store forwarding cannot feed a wider load — and stream-like loops
+                // look up the same set on consecutive references (+6 % stream).
+                if write && set[i] & DIRTY == 0 {
+                    set[i] |= DIRTY;
+                }
                 match self.mode {
                     Mode::LruNibble => self.order[s].touch(i),
                     Mode::LruOrdered => move_to_front(set, i),

@@ -130,7 +130,7 @@ impl Mmu {
     }
 
     /// Look up a data translation.
-    #[inline]
+    #[inline(always)]
     pub fn lookup_data(&mut self, asid: Asid, vpn: Vpn) -> TlbOutcome {
         // Hardware probes the per-size L1s in parallel; at most one can hold the page.
         // Unrolled: a loop over the three cost more than the probes on TLB-hitting streams.
@@ -150,6 +150,13 @@ impl Mmu {
                 return TlbOutcome::L1Hit(m);
             }
         }
+        self.lookup_data_l2(asid, vpn)
+    }
+
+    /// The data side after an L1 miss: out of line, so that the L1 hit path inlined into the
+    /// engine stays small.
+    #[inline(never)]
+    fn lookup_data_l2(&mut self, asid: Asid, vpn: Vpn) -> TlbOutcome {
         self.l1_misses += 1;
         match self.l2.lookup(asid, vpn) {
             Some(m) => {
