@@ -1,12 +1,110 @@
 //! LRU recency of one set, shared by the data caches and the TLB-like MMU caches.
 //!
-//! Two representations, both exact LRU (the victim is always the least recently used slot):
+//! Three representations, all exact LRU (the victim is always the least recently used slot):
+//! - [`MatrixOrder`], for sets of at most [`MATRIX_MAX_WAYS`] ways: an 8 x 8 bit matrix in one
+//!   u64 ("slot r was used after slot c"). A use is two register operations, so a loop that hits
+//!   the same set on consecutive references (three arrays walked in step alias in one L1D set and
+//!   one L1 TLB set) has a short dependency chain from one reference to the next.
 //! - [`NibbleOrder`], for sets of at most [`NIBBLE_MAX_WAYS`] ways: the whole recency order of a
 //!   set in one u64, a 4-bit slot number per position (position 0 = most recent). A use and a
-//!   victim choice are a few register operations, and entries never move, so a set costs 8
-//!   bytes of recency state however often it is used. This is what keeps the simulator's own
-//!   memory traffic low on TLB- and cache-missing workloads.
+//!   victim choice are a few register operations.
 //! - [`move_to_front`] for the rare larger sets, kept in recency order (slot 0 most recent).
+//!
+//! [`LruWord`] picks the first or the second by the set's associativity. Either way a set costs
+//! 8 bytes of recency state and entries never move, which keeps the simulator's own memory
+//! traffic low on TLB- and cache-missing workloads.
+
+/// Largest associativity [`MatrixOrder`] handles (an 8 x 8 bit matrix fills a u64).
+pub const MATRIX_MAX_WAYS: usize = 8;
+
+const BYTE_LO: u64 = 0x0101_0101_0101_0101;
+const BYTE_HI: u64 = 0x8080_8080_8080_8080;
+
+/// The recency of one set of `ways <= 8` slots as a bit matrix: bit `8 * r + c` is set when slot
+/// `r` was used after the last use of slot `c` (or `c` was never used).
+///
+/// Invariants: the diagonal is clear; rows `ways..8` keep bits in columns `ways..8`, so they are
+/// never all zero; among rows `0..ways`, the least recently used slot's row is the lowest all-zero
+/// row (a slot never used has an all-zero row, and every used slot has its bit set in the
+/// columns of slots never used, so unused slots come first, lowest number first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatrixOrder(u64);
+
+impl MatrixOrder {
+    /// No slot used yet; `1 <= ways <= 8`.
+    pub fn new(ways: usize) -> MatrixOrder {
+        debug_assert!((1..=MATRIX_MAX_WAYS).contains(&ways));
+        MatrixOrder(padding_rows(ways))
+    }
+
+    /// Make `slot` the most recent: its row becomes all ones (over the set's `ways` columns),
+    /// its column all zeros (which also clears the diagonal bit).
+    #[inline(always)]
+    pub fn touch(&mut self, slot: usize, ways: usize) {
+        let row = (u64::MAX >> (64 - ways)) << (8 * slot);
+        self.0 = (self.0 | row) & !(BYTE_LO << slot);
+    }
+
+    /// The least recently used of the set's slots (the lowest all-zero row: the classic
+    /// "has zero byte" expression is exact at its lowest flag).
+    #[inline(always)]
+    pub fn lru(self) -> usize {
+        let m = self.0;
+        let zero_rows = m.wrapping_sub(BYTE_LO) & !m & BYTE_HI;
+        zero_rows.trailing_zeros() as usize / 8
+    }
+}
+
+/// Rows `ways..8` all ones (they stand for no slot and must never look least recently used).
+fn padding_rows(ways: usize) -> u64 {
+    if ways >= 8 {
+        0
+    } else {
+        u64::MAX << (8 * ways)
+    }
+}
+
+/// Exact LRU recency of one set of at most [`NIBBLE_MAX_WAYS`] ways in one word: a
+/// [`MatrixOrder`] for at most 8 ways, else a [`NibbleOrder`]. The representation depends only
+/// on `ways`, which callers pass on every use (it is fixed per cache, so the choice is a
+/// perfectly predicted branch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LruWord(u64);
+
+impl LruWord {
+    /// No slot used yet (`1 <= ways <= 16`).
+    pub fn new(ways: usize) -> LruWord {
+        if ways <= MATRIX_MAX_WAYS {
+            LruWord(MatrixOrder::new(ways).0)
+        } else {
+            LruWord(NibbleOrder::new(ways).0)
+        }
+    }
+
+    /// Make `slot` the most recent.
+    #[inline(always)]
+    pub fn touch(&mut self, slot: usize, ways: usize) {
+        if ways <= MATRIX_MAX_WAYS {
+            let mut m = MatrixOrder(self.0);
+            m.touch(slot, ways);
+            self.0 = m.0;
+        } else {
+            let mut n = NibbleOrder(self.0);
+            n.touch(slot);
+            self.0 = n.0;
+        }
+    }
+
+    /// The least recently used slot.
+    #[inline(always)]
+    pub fn lru(self, ways: usize) -> usize {
+        if ways <= MATRIX_MAX_WAYS {
+            MatrixOrder(self.0).lru()
+        } else {
+            NibbleOrder(self.0).lru(ways)
+        }
+    }
+}
 
 /// Largest associativity [`NibbleOrder`] handles (16 four-bit slot numbers fill a u64).
 pub const NIBBLE_MAX_WAYS: usize = 16;
@@ -108,7 +206,59 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_fresh_matrix_order_hands_out_unused_slots_lowest_first() {
+        for ways in 1..=MATRIX_MAX_WAYS {
+            let mut o = MatrixOrder::new(ways);
+            for slot in 0..ways {
+                assert_eq!(o.lru(), slot);
+                o.touch(slot, ways);
+            }
+            // All used once, in order: slot 0 is now the least recent.
+            assert_eq!(o.lru(), 0);
+        }
+    }
+
     proptest! {
+        /// Against a recency list (unused slots first, lowest first), every victim agrees.
+        #[test]
+        fn a_matrix_order_is_an_lru_list(
+            ways in 1usize..=MATRIX_MAX_WAYS,
+            uses in prop::collection::vec(0usize..8, 1..200)
+        ) {
+            let mut o = MatrixOrder::new(ways);
+            let mut unused: Vec<usize> = (0..ways).collect();
+            let mut list: Vec<usize> = Vec::new(); // most recent first
+            for u in uses {
+                let slot = u % ways;
+                o.touch(slot, ways);
+                unused.retain(|s| *s != slot);
+                list.retain(|s| *s != slot);
+                list.insert(0, slot);
+                let want = unused.first().copied().unwrap_or(*list.last().unwrap());
+                prop_assert_eq!(o.lru(), want);
+            }
+        }
+
+        /// The word picks a representation by associativity; both behave as LRU.
+        #[test]
+        fn an_lru_word_is_an_lru_list_at_every_size(
+            ways in 1usize..=NIBBLE_MAX_WAYS,
+            uses in prop::collection::vec(0usize..16, 1..200)
+        ) {
+            let mut o = LruWord::new(ways);
+            let mut list: Vec<usize> = Vec::new(); // most recent first
+            for u in uses {
+                let slot = u % ways;
+                o.touch(slot, ways);
+                list.retain(|s| *s != slot);
+                list.insert(0, slot);
+                if list.len() == ways {
+                    prop_assert_eq!(o.lru(ways), *list.last().unwrap());
+                }
+            }
+        }
+
         /// Against a recency list, every use and every victim agree, for every set size.
         #[test]
         fn a_nibble_order_is_an_lru_list(

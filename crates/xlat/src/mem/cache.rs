@@ -6,7 +6,7 @@
 //! the kind of the access that filled it (a later access of the other kind does not change it).
 
 use super::{CacheLevelConfig, ReplacementPolicy};
-use crate::recency::{move_to_front, NibbleOrder, NIBBLE_MAX_WAYS};
+use crate::recency::{move_to_front, LruWord, NIBBLE_MAX_WAYS};
 
 /// Line kind: program data.
 pub const DATA: u8 = 0;
@@ -18,10 +18,10 @@ const RRPV_MAX: u64 = 3;
 // misses dominate its speed): bits 0..56 = line + 1 (0 = invalid), 56 = kind, 57 = dirty,
 // 58..64 = replacement state (SRRIP: RRPV; unused under LRU).
 //
-// LRU keeps the recency order of a set of up to 16 ways in one `NibbleOrder` word beside the
-// slots, so lines never move: a hit and a fill are a few register operations on that word, and
-// the victim is the order's last slot (invalid slots sit behind every valid one, because a
-// cache never invalidates a line). Larger LRU sets are kept in recency order instead (slot 0
+// LRU keeps the recency of a set of up to 16 ways in one `LruWord` beside the slots, so lines
+// never move: a hit and a fill are a few register operations on that word, and the victim is
+// its least recently used slot (invalid slots come before every valid one, because a cache
+// never invalidates a line). Larger LRU sets are kept in recency order instead (slot 0
 // most recent; a hit moves its line to the front, a fill shifts the set by one). Lookups
 // compare a whole set at once without data-dependent branches: where a line sits is
 // unpredictable, and early-exit searches cost several mispredictions per reference.
@@ -71,8 +71,8 @@ pub struct LevelCounters {
 /// Representation of the replacement state (a speed choice; decisions are the same).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    /// LRU, at most 16 ways: a [`NibbleOrder`] per set.
-    LruNibble,
+    /// LRU, at most 16 ways: an [`LruWord`] per set.
+    LruWord,
     /// LRU, more ways: sets kept in recency order.
     LruOrdered,
     /// SRRIP, at most 32 ways: a word of 2-bit RRPVs per set.
@@ -93,8 +93,8 @@ pub struct Cache {
     slots: Vec<u64>,
     /// How replacement state is kept (see the layout note above).
     mode: Mode,
-    /// Per-set recency under [`Mode::LruNibble`].
-    order: Vec<NibbleOrder>,
+    /// Per-set recency under [`Mode::LruWord`].
+    order: Vec<LruWord>,
     /// Per-set RRPVs under [`Mode::SrripPacked`]: 2 bits per way, way 0 lowest.
     rrpv: Vec<u64>,
     /// Valid lines per set under [`Mode::SrripPacked`]: a cache never invalidates, and SRRIP
@@ -137,7 +137,7 @@ impl Cache {
         assert!(ways as u32 <= MAX_WAYS && ways > 0);
         let sets = (lines / ways) as u64;
         let mode = match cfg.policy {
-            ReplacementPolicy::Lru if ways <= NIBBLE_MAX_WAYS => Mode::LruNibble,
+            ReplacementPolicy::Lru if ways <= NIBBLE_MAX_WAYS => Mode::LruWord,
             ReplacementPolicy::Lru => Mode::LruOrdered,
             ReplacementPolicy::Srrip if ways <= SRRIP_PACKED_MAX_WAYS => Mode::SrripPacked,
             ReplacementPolicy::Srrip => Mode::SrripSlots,
@@ -148,8 +148,8 @@ impl Cache {
             set_mask: sets.is_power_of_two().then_some(sets - 1),
             slots: vec![0; lines],
             mode,
-            order: if mode == Mode::LruNibble {
-                vec![NibbleOrder::new(ways); sets as usize]
+            order: if mode == Mode::LruWord {
+                vec![LruWord::new(ways); sets as usize]
             } else {
                 Vec::new()
             },
@@ -208,7 +208,7 @@ impl Cache {
                     set[i] |= DIRTY;
                 }
                 match self.mode {
-                    Mode::LruNibble => self.order[s].touch(i),
+                    Mode::LruWord => self.order[s].touch(i, self.ways),
                     Mode::LruOrdered => move_to_front(set, i),
                     Mode::SrripPacked => self.rrpv[s] &= !(3 << (2 * i)),
                     Mode::SrripSlots => set[i] &= !REPL_MASK,
@@ -250,10 +250,10 @@ impl Cache {
         );
         let fresh = (line + 1) | ((kind as u64) << KIND_SHIFT) | if dirty { DIRTY } else { 0 };
         let old = match self.mode {
-            Mode::LruNibble => {
+            Mode::LruWord => {
                 let order = &mut self.order[s];
                 let v = order.lru(ways);
-                order.touch(v);
+                order.touch(v, ways);
                 std::mem::replace(&mut set[v], fresh)
             }
             Mode::LruOrdered => {
@@ -334,7 +334,7 @@ impl Cache {
     /// prefetching where its write-back will go (no simulated effect).
     #[inline(always)]
     pub fn dirty_victim(&self, line: u64) -> Option<u64> {
-        if self.mode != Mode::LruNibble {
+        if self.mode != Mode::LruWord {
             return None;
         }
         let s = self.set_of(line);

@@ -5,14 +5,14 @@
 //! evicted since; at most `ways` keys live in one set; eviction picks the least recently used key
 //! of the set (`get` and `insert` both count as a use). Key `u64::MAX` is reserved.
 
-use crate::recency::{move_to_front, NibbleOrder, NIBBLE_MAX_WAYS};
+use crate::recency::{move_to_front, LruWord, NIBBLE_MAX_WAYS};
 
 /// Reserved key marking an empty slot.
 pub const EMPTY: u64 = u64::MAX;
 
 /// Set-associative LRU key/value store.
 ///
-/// Sets of up to 16 ways keep their recency order in one [`NibbleOrder`] word and never move
+/// Sets of up to 16 ways keep their recency in one [`LruWord`] and never move
 /// entries (moving keys and values on every insertion was a quarter of a GUPS run's
 /// instructions); larger sets are kept in recency order (slot 0 most recent). Either way an
 /// insertion takes the set's first empty slot if it has one, else its least recently used.
@@ -29,7 +29,7 @@ pub struct AssocCache {
     vals: Vec<u64>,
     /// Recency of each set when `ways <= 16` (empty otherwise, and for a zero-entry cache);
     /// without it, sets are kept in recency order.
-    order: Vec<NibbleOrder>,
+    order: Vec<LruWord>,
 }
 
 impl AssocCache {
@@ -56,7 +56,7 @@ impl AssocCache {
             keys: vec![EMPTY; slots],
             vals: vec![0; slots],
             order: if ways <= NIBBLE_MAX_WAYS && slots > 0 {
-                vec![NibbleOrder::new(ways); sets as usize]
+                vec![LruWord::new(ways); sets as usize]
             } else {
                 Vec::new()
             },
@@ -127,7 +127,7 @@ impl AssocCache {
             move_to_front(&mut self.vals[base..], i);
             base
         } else {
-            self.order[set].touch(i);
+            self.order[set].touch(i, self.ways);
             base + i
         }
     }
@@ -150,7 +150,7 @@ impl AssocCache {
             return None;
         }
         let i = m.trailing_zeros() as usize;
-        self.order[set].touch(i);
+        self.order[set].touch(i, self.ways);
         Some(self.vals[base + i])
     }
 
@@ -198,7 +198,7 @@ impl AssocCache {
         } else {
             self.order[set].lru(ways)
         };
-        self.order[set].touch(i);
+        self.order[set].touch(i, self.ways);
         let evicted = std::mem::replace(&mut self.keys[base + i], k);
         self.vals[base + i] = v;
         (evicted != EMPTY && evicted != k).then_some(evicted)
