@@ -4,8 +4,9 @@
 //! mappings never overlap (the OS model guarantees it, `insert` debug-asserts it).
 //!
 //! `get` runs on every simulated reference, so the structure is built for the simulator's own
-//! cache: a hash map from the 2 MiB region number to either one 2 MiB leaf or a 2 KiB array of
-//! 512 compact 4 KiB entries, and a separate (rarely non-empty) map of 1 GiB leaves.
+//! cache: an open-addressing table from the 2 MiB region number to either one 2 MiB leaf or a
+//! 2 KiB block of 512 compact 4 KiB entries (blocks live in one flat array), and a separate
+//! (rarely non-empty) map of 1 GiB leaves.
 
 use crate::addr::{Mapping, PageSize, Pfn, Vpn};
 use std::collections::HashMap;
@@ -37,42 +38,223 @@ pub type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 const WRITABLE: u32 = 1 << 31;
 
-/// One 2 MiB virtual region.
+/// Entries per small region (4 KiB pages in 2 MiB).
+const REGION_PAGES: usize = 512;
+
+/// One 2 MiB virtual region, packed in a u64 for [`RegionTable`]:
+/// - a 2 MiB leaf: `pfn << 2 | writable << 1 | 1`;
+/// - 4 KiB pages: `block << 1`, block `block` of [`PageMap::small`] (512 entries of `pfn + 1`,
+///   0 = unmapped, with the writable bit on top).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Region(u64);
+
+impl Region {
+    fn huge(pfn: Pfn, writable: bool) -> Region {
+        Region(pfn.0 << 2 | (writable as u64) << 1 | 1)
+    }
+    fn small(block: u32) -> Region {
+        Region((block as u64) << 1)
+    }
+    /// The block of a small region, `None` for a 2 MiB leaf.
+    #[inline(always)]
+    fn block(self) -> Option<usize> {
+        (self.0 & 1 == 0).then_some((self.0 >> 1) as usize)
+    }
+}
+
+/// Open-addressing map from region number to [`Region`] (linear probing, at most half full,
+/// backward-shift deletion). Built for `get`, which runs on every simulated reference: a
+/// multiply, a shift and usually one probe, with no per-lookup metadata to decode.
 #[derive(Clone, Debug)]
-enum Region {
-    /// A 2 MiB leaf.
-    Huge { pfn: Pfn, writable: bool },
-    /// 4 KiB entries: `pfn + 1` (0 = unmapped) with the writable bit on top; `count` mapped.
-    Small {
-        entries: Box<[u32; 512]>,
-        count: u16,
-    },
+struct RegionTable {
+    keys: Vec<u64>,
+    vals: Vec<Region>,
+    /// `64 - log2(capacity)`.
+    shift: u32,
+    len: usize,
+}
+
+/// A free slot of [`RegionTable`] (no region number reaches it).
+const FREE: u64 = u64::MAX;
+
+impl RegionTable {
+    fn new() -> RegionTable {
+        RegionTable {
+            keys: vec![FREE; 16],
+            vals: vec![Region(0); 16],
+            shift: 64 - 4,
+            len: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    }
+
+    #[inline(always)]
+    fn mask(&self) -> usize {
+        self.keys.len() - 1
+    }
+
+    /// Slot holding `key`, or the free slot ending its probe sequence.
+    #[inline(always)]
+    fn find(&self, key: u64) -> (usize, bool) {
+        let mut i = self.home(key);
+        loop {
+            let k = self.keys[i];
+            if k == key {
+                return (i, true);
+            }
+            if k == FREE {
+                return (i, false);
+            }
+            i = (i + 1) & self.mask();
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, key: u64) -> Option<Region> {
+        let (i, found) = self.find(key);
+        found.then(|| self.vals[i])
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.find(key).1
+    }
+
+    /// Insert or replace; returns the previous value.
+    fn insert(&mut self, key: u64, val: Region) -> Option<Region> {
+        debug_assert_ne!(key, FREE);
+        if (self.len + 1) * 2 > self.keys.len() {
+            self.grow();
+        }
+        let (i, found) = self.find(key);
+        if found {
+            return Some(std::mem::replace(&mut self.vals[i], val));
+        }
+        self.keys[i] = key;
+        self.vals[i] = val;
+        self.len += 1;
+        None
+    }
+
+    fn grow(&mut self) {
+        let old = std::mem::replace(self, RegionTable::with_capacity(self.keys.len() * 2));
+        for (k, v) in old.keys.into_iter().zip(old.vals) {
+            if k != FREE {
+                let (i, _) = self.find(k);
+                self.keys[i] = k;
+                self.vals[i] = v;
+                self.len += 1;
+            }
+        }
+    }
+
+    fn with_capacity(cap: usize) -> RegionTable {
+        debug_assert!(cap.is_power_of_two() && cap >= 2);
+        RegionTable {
+            keys: vec![FREE; cap],
+            vals: vec![Region(0); cap],
+            shift: 64 - cap.trailing_zeros(),
+            len: 0,
+        }
+    }
+
+    /// Remove `key`; returns its value. Later entries of the probe run move back, so every key
+    /// stays reachable from its home slot without tombstones.
+    fn remove(&mut self, key: u64) -> Option<Region> {
+        let (mut hole, found) = self.find(key);
+        if !found {
+            return None;
+        }
+        let val = self.vals[hole];
+        let mask = self.mask();
+        let mut j = hole;
+        loop {
+            j = (j + 1) & mask;
+            let k = self.keys[j];
+            if k == FREE {
+                break;
+            }
+            // `k` may fill the hole unless its home lies cyclically in (hole, j].
+            let home = self.home(k);
+            let stays = if hole <= j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
+            if !stays {
+                self.keys[hole] = k;
+                self.vals[hole] = self.vals[j];
+                hole = j;
+            }
+        }
+        self.keys[hole] = FREE;
+        self.len -= 1;
+        Some(val)
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u64, Region)> + '_ {
+        self.keys
+            .iter()
+            .zip(&self.vals)
+            .filter(|(k, _)| **k != FREE)
+            .map(|(k, v)| (*k, *v))
+    }
 }
 
 /// Mappings of one address space.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct PageMap {
-    regions: IntMap<u64, Region>,
+    regions: RegionTable,
+    /// Entries of the small regions, [`REGION_PAGES`] per block.
+    small: Vec<u32>,
+    /// Mapped entries per block (a block is freed when it drops to 0).
+    small_count: Vec<u16>,
+    /// Blocks free for reuse (all their entries are 0).
+    free_blocks: Vec<u32>,
     giant: IntMap<u64, (Pfn, bool)>,
     pages_4k: u64,
     pages_2m: u64,
+}
+
+impl Default for PageMap {
+    fn default() -> Self {
+        PageMap {
+            regions: RegionTable::new(),
+            small: Vec::new(),
+            small_count: Vec::new(),
+            free_blocks: Vec::new(),
+            giant: IntMap::default(),
+            pages_4k: 0,
+            pages_2m: 0,
+        }
+    }
 }
 
 impl PageMap {
     /// Prefetch (host caches) the entry `get(vpn)` will read.
     #[inline]
     pub fn prefetch(&self, vpn: Vpn) {
-        if let Some(Region::Small { entries, .. }) = self.regions.get(&(vpn.0 >> 9)) {
-            crate::prefetch::host_prefetch(&entries[(vpn.0 & 511) as usize]);
+        if let Some(block) = self.regions.get(vpn.0 >> 9).and_then(Region::block) {
+            crate::prefetch::host_prefetch(&self.small[block * REGION_PAGES + (vpn.0 & 511) as usize]);
         }
     }
 
     /// The mapping containing `vpn`.
     #[inline]
     pub fn get(&self, vpn: Vpn) -> Option<Mapping> {
-        match self.regions.get(&(vpn.0 >> 9)) {
-            Some(Region::Small { entries, .. }) => {
-                let e = entries[(vpn.0 & 511) as usize];
+        let Some(r) = self.regions.get(vpn.0 >> 9) else {
+            return self.get_giant(vpn);
+        };
+        match r.block() {
+            Some(block) => {
+                let e = self.small[block * REGION_PAGES + (vpn.0 & 511) as usize];
                 (e != 0).then(|| Mapping {
                     vpn,
                     pfn: Pfn(((e & !WRITABLE) - 1) as u64),
@@ -80,29 +262,46 @@ impl PageMap {
                     writable: e & WRITABLE != 0,
                 })
             }
-            Some(Region::Huge { pfn, writable }) => Some(Mapping {
+            None => Some(Mapping {
                 vpn: vpn.align_down(PageSize::Size2M),
-                pfn: *pfn,
+                pfn: Pfn(r.0 >> 2),
                 size: PageSize::Size2M,
-                writable: *writable,
+                writable: r.0 & 2 != 0,
             }),
-            None if !self.giant.is_empty() => {
-                self.giant
-                    .get(&(vpn.0 >> 18))
-                    .map(|(pfn, writable)| Mapping {
-                        vpn: vpn.align_down(PageSize::Size1G),
-                        pfn: *pfn,
-                        size: PageSize::Size1G,
-                        writable: *writable,
-                    })
-            }
-            None => None,
         }
+    }
+
+    /// The 1 GiB mapping containing `vpn` (rare: out of line).
+    #[inline(never)]
+    fn get_giant(&self, vpn: Vpn) -> Option<Mapping> {
+        if self.giant.is_empty() {
+            return None;
+        }
+        self.giant
+            .get(&(vpn.0 >> 18))
+            .map(|(pfn, writable)| Mapping {
+                vpn: vpn.align_down(PageSize::Size1G),
+                pfn: *pfn,
+                size: PageSize::Size1G,
+                writable: *writable,
+            })
     }
 
     /// Whether any 4 KiB page of the 2 MiB region containing `vpn` is mapped (or the region is).
     pub fn region_in_use(&self, vpn: Vpn) -> bool {
-        self.regions.contains_key(&(vpn.0 >> 9)) || self.giant.contains_key(&(vpn.0 >> 18))
+        self.regions.contains(vpn.0 >> 9) || self.giant.contains_key(&(vpn.0 >> 18))
+    }
+
+    /// A zeroed block for a new small region.
+    fn new_block(&mut self) -> u32 {
+        if let Some(b) = self.free_blocks.pop() {
+            return b;
+        }
+        let b = self.small_count.len();
+        assert!(b < (u32::MAX >> 1) as usize, "too many page-map blocks");
+        self.small.resize(self.small.len() + REGION_PAGES, 0);
+        self.small_count.push(0);
+        b as u32
     }
 
     /// Install `m`.
@@ -114,29 +313,27 @@ impl PageMap {
                     m.pfn.0 < (WRITABLE - 1) as u64,
                     "frame number too large for the page map"
                 );
-                let region = self
-                    .regions
-                    .entry(m.vpn.0 >> 9)
-                    .or_insert_with(|| Region::Small {
-                        entries: Box::new([0; 512]),
-                        count: 0,
-                    });
-                let Region::Small { entries, count } = region else {
-                    panic!("4 KiB mapping inside a 2 MiB page: {m:?}");
+                let key = m.vpn.0 >> 9;
+                let block = match self.regions.get(key) {
+                    Some(r) => r
+                        .block()
+                        .unwrap_or_else(|| panic!("4 KiB mapping inside a 2 MiB page: {m:?}")),
+                    None => {
+                        let block = self.new_block();
+                        self.regions.insert(key, Region::small(block));
+                        block as usize
+                    }
                 };
-                entries[(m.vpn.0 & 511) as usize] =
+                self.small[block * REGION_PAGES + (m.vpn.0 & 511) as usize] =
                     (m.pfn.0 as u32 + 1) | if m.writable { WRITABLE } else { 0 };
-                *count += 1;
+                self.small_count[block] += 1;
                 self.pages_4k += 1;
             }
             PageSize::Size2M => {
-                self.regions.insert(
-                    m.vpn.0 >> 9,
-                    Region::Huge {
-                        pfn: m.pfn,
-                        writable: m.writable,
-                    },
-                );
+                let old = self
+                    .regions
+                    .insert(m.vpn.0 >> 9, Region::huge(m.pfn, m.writable));
+                debug_assert!(old.is_none(), "2 MiB mapping over a mapped region: {m:?}");
                 self.pages_2m += 1;
             }
             PageSize::Size1G => {
@@ -150,20 +347,22 @@ impl PageMap {
         match m.size {
             PageSize::Size4K => {
                 let key = m.vpn.0 >> 9;
-                if let Some(Region::Small { entries, count }) = self.regions.get_mut(&key) {
-                    let slot = &mut entries[(m.vpn.0 & 511) as usize];
-                    if *slot != 0 {
-                        *slot = 0;
-                        *count -= 1;
+                if let Some(block) = self.regions.get(key).and_then(Region::block) {
+                    let i = block * REGION_PAGES + (m.vpn.0 & 511) as usize;
+                    if self.small[i] != 0 {
+                        self.small[i] = 0;
                         self.pages_4k -= 1;
-                        if *count == 0 {
-                            self.regions.remove(&key);
+                        self.small_count[block] -= 1;
+                        if self.small_count[block] == 0 {
+                            // Every entry is 0 again: the block is ready for reuse.
+                            self.regions.remove(key);
+                            self.free_blocks.push(block as u32);
                         }
                     }
                 }
             }
             PageSize::Size2M => {
-                if self.regions.remove(&(m.vpn.0 >> 9)).is_some() {
+                if self.regions.remove(m.vpn.0 >> 9).is_some() {
                     self.pages_2m -= 1;
                 }
             }
@@ -176,21 +375,23 @@ impl PageMap {
     /// Every mapping overlapping `[start, end)` (VPNs), in address order.
     pub fn in_range(&self, start: Vpn, end: Vpn) -> Vec<Mapping> {
         let (r0, r1) = (start.0 >> 9, (end.0 + 511) >> 9);
-        let mut keys: Vec<u64> = if r1 - r0 <= self.regions.len() as u64 {
-            (r0..r1).filter(|r| self.regions.contains_key(r)).collect()
+        let mut regions: Vec<(u64, Region)> = if r1 - r0 <= self.regions.len() as u64 {
+            (r0..r1)
+                .filter_map(|r| self.regions.get(r).map(|v| (r, v)))
+                .collect()
         } else {
             self.regions
-                .keys()
-                .copied()
-                .filter(|r| (r0..r1).contains(r))
+                .iter()
+                .filter(|(r, _)| (r0..r1).contains(r))
                 .collect()
         };
-        keys.sort_unstable();
+        regions.sort_unstable_by_key(|(r, _)| *r);
         let mut out = Vec::new();
-        for r in keys {
-            match &self.regions[&r] {
-                Region::Huge { .. } => out.push(self.get(Vpn(r << 9)).expect("huge region")),
-                Region::Small { entries, .. } => {
+        for (r, region) in regions {
+            match region.block() {
+                None => out.push(self.get(Vpn(r << 9)).expect("huge region")),
+                Some(block) => {
+                    let entries = &self.small[block * REGION_PAGES..(block + 1) * REGION_PAGES];
                     for (i, e) in entries.iter().enumerate() {
                         let vpn = Vpn((r << 9) | i as u64);
                         if *e != 0 && vpn >= start && vpn < end {
@@ -220,6 +421,7 @@ impl PageMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn m(vpn: u64, pfn: u64, size: PageSize) -> Mapping {
         Mapping {
@@ -244,5 +446,95 @@ mod tests {
         p.remove(m(5, 77, PageSize::Size4K));
         assert_eq!(p.get(Vpn(5)), None);
         assert!(!p.region_in_use(Vpn(5)));
+    }
+
+    proptest! {
+        /// The region table against a plain map, through growth and backward-shift deletions
+        /// (keys from a small range, so probe runs collide and wrap).
+        #[test]
+        fn the_region_table_behaves_as_a_map(
+            ops in prop::collection::vec((any::<bool>(), 0u64..64, 0u64..1000), 1..400)
+        ) {
+            let mut t = RegionTable::new();
+            let mut model: HashMap<u64, u64> = HashMap::new();
+            for (insert, key, val) in ops {
+                let key = key * 1_000_003;
+                if insert {
+                    prop_assert_eq!(t.insert(key, Region(val)).map(|r| r.0), model.insert(key, val));
+                } else {
+                    prop_assert_eq!(t.remove(key).map(|r| r.0), model.remove(&key));
+                }
+                prop_assert_eq!(t.len(), model.len());
+                for probe in 0..64u64 {
+                    let probe = probe * 1_000_003;
+                    prop_assert_eq!(t.get(probe).map(|r| r.0), model.get(&probe).copied());
+                }
+            }
+        }
+
+        /// The page map against a plain list of mappings, through inserts and removals of
+        /// 4 KiB and 2 MiB pages (regions emptied and refilled, blocks reused).
+        #[test]
+        fn lookups_agree_with_a_plain_list_of_mappings(
+            ops in prop::collection::vec((0u8..4, 0u64..4, 0u64..4, 0u64..1000), 1..300)
+        ) {
+            let mut p = PageMap::default();
+            let mut model: HashMap<u64, Mapping> = HashMap::new(); // first VPN -> mapping
+            let region = |r: u64| r * 37 * 512;
+            let covering = |model: &HashMap<u64, Mapping>, vpn: u64| {
+                model
+                    .values()
+                    .find(|m| m.vpn.0 <= vpn && vpn < m.vpn.0 + m.size.bytes() / 4096)
+                    .copied()
+            };
+            for (op, r, page, pfn) in ops {
+                let base = region(r);
+                match op {
+                    0 | 1 => {
+                        let vpn = base + page * 7;
+                        if covering(&model, vpn).is_none() {
+                            let m = Mapping {
+                                vpn: Vpn(vpn),
+                                pfn: Pfn(pfn),
+                                size: PageSize::Size4K,
+                                writable: pfn % 2 == 0,
+                            };
+                            p.insert(m);
+                            model.insert(vpn, m);
+                        }
+                    }
+                    2 => {
+                        if !model.keys().any(|v| v >> 9 == base >> 9) {
+                            let m = Mapping {
+                                vpn: Vpn(base),
+                                pfn: Pfn(pfn * 512),
+                                size: PageSize::Size2M,
+                                writable: true,
+                            };
+                            p.insert(m);
+                            model.insert(base, m);
+                        }
+                    }
+                    _ => {
+                        let victim = model.keys().copied().filter(|v| v >> 9 == base >> 9).min();
+                        if let Some(v) = victim {
+                            p.remove(model.remove(&v).unwrap());
+                        }
+                    }
+                }
+                for r in 0..4 {
+                    for probe in [0u64, 7, 14, 21, 300] {
+                        let vpn = region(r) + probe;
+                        let want = covering(&model, vpn).map(|m| Mapping {
+                            vpn: if m.size == PageSize::Size4K { Vpn(vpn) } else { m.vpn },
+                            ..m
+                        });
+                        prop_assert_eq!(p.get(Vpn(vpn)), want, "VPN {:#x}", vpn);
+                    }
+                }
+                let listed = p.in_range(Vpn(0), Vpn(region(4)));
+                prop_assert_eq!(listed.len(), model.len());
+            }
+        }
     }
 }
