@@ -196,21 +196,35 @@ impl<D: Design> Sim<D> {
     }
 
     /// Check a translation against the OS model (the oracle).
-    #[inline]
-    fn check(&mut self, vpn: Vpn, got: Option<Mapping>, what: &str) -> Result<(), SimError> {
+    #[inline(always)]
+    fn check(&mut self, vpn: Vpn, got: Option<Mapping>, what: &'static str) -> Result<(), SimError> {
         if !self.cfg.sim.oracle {
             return Ok(());
         }
         self.c.oracle_checked += 1;
         let want = self.os.translate(self.asid, vpn);
         if got != want {
-            return Err(SimError::Oracle(format!(
-                "design '{}' {what} for ASID {} VPN {vpn} (reference #{}) gave {got:?}, \
-                 the OS model maps {want:?}",
-                self.cfg.sim.design, self.asid, self.c.refs
-            )));
+            return Err(self.mismatch(vpn, got, want, what));
         }
         Ok(())
+    }
+
+    /// The error of a failed check. Out of line: building the message in the checking code
+    /// kept its arguments live (spilled to the stack) on every reference.
+    #[cold]
+    #[inline(never)]
+    fn mismatch(
+        &self,
+        vpn: Vpn,
+        got: Option<Mapping>,
+        want: Option<Mapping>,
+        what: &'static str,
+    ) -> SimError {
+        SimError::Oracle(format!(
+            "design '{}' {what} for ASID {} VPN {vpn} (reference #{}) gave {got:?}, \
+             the OS model maps {want:?}",
+            self.cfg.sim.design, self.asid, self.c.refs
+        ))
     }
 
     /// Walk, and on an unmapped page take the fault and walk again. Returns the translation and

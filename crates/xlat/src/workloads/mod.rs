@@ -184,74 +184,82 @@ struct Driver<P: Program> {
     name: &'static str,
     program: P,
     mem: AddressSpace,
+    /// Events generated but not handed out yet (a step's overflow beyond `max`).
     q: Vec<Event>,
     pos: usize,
     refs_left: u64,
     started: bool,
 }
 
-/// Events the driver queues before handing them out (it steps the program until it has them).
-const QUEUE_BATCH: usize = 256;
+impl<P: Program> Driver<P> {
+    /// Run `setup` (first call) or one `step`, appending its events to `out`, system calls the
+    /// step needed first; then apply the reference budget: the events end before the first
+    /// reference beyond it. Returns the number of references appended.
+    fn step_into(&mut self, out: &mut Vec<Event>) -> u64 {
+        let start = out.len();
+        if self.started {
+            self.program.step(&mut self.mem, out);
+        } else {
+            self.started = true;
+            self.program.setup(&mut self.mem, out);
+        }
+        if !self.mem.pending.is_empty() {
+            out.splice(start..start, self.mem.pending.drain(..));
+        }
+        let refs = count_refs(&out[start..]);
+        if refs <= self.refs_left {
+            self.refs_left -= refs;
+            return refs;
+        }
+        // Over budget: keep events up to (not including) the first reference beyond it.
+        let keep = self.refs_left;
+        let mut seen = 0;
+        let cut = out[start..]
+            .iter()
+            .position(|e| {
+                let is_ref = matches!(e, Event::Access { .. });
+                seen += is_ref as u64;
+                is_ref && seen > keep
+            })
+            .map_or(out.len(), |i| start + i);
+        out.truncate(cut);
+        self.refs_left = 0;
+        keep
+    }
+}
+
+/// References among `events`.
+fn count_refs(events: &[Event]) -> u64 {
+    events
+        .iter()
+        .filter(|e| matches!(e, Event::Access { .. }))
+        .count() as u64
+}
 
 impl<P: Program> EventSource for Driver<P> {
     fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError> {
-        let mut n = 0;
-        while n < max {
+        let start = out.len();
+        // First what an earlier step left over (its budget was applied when it ran).
+        if self.pos < self.q.len() {
+            let n = (self.q.len() - self.pos).min(max);
+            out.extend_from_slice(&self.q[self.pos..self.pos + n]);
+            self.pos += n;
             if self.pos == self.q.len() {
-                if self.refs_left == 0 {
-                    break;
-                }
                 self.q.clear();
                 self.pos = 0;
-                // Steps of most programs are a handful of references: batch them, so the
-                // per-batch work here is paid once per QUEUE_BATCH events, not per step.
-                loop {
-                    let start = self.q.len();
-                    if self.started {
-                        self.program.step(&mut self.mem, &mut self.q);
-                    } else {
-                        self.started = true;
-                        self.program.setup(&mut self.mem, &mut self.q);
-                    }
-                    // System calls a step needed go before its references.
-                    if !self.mem.pending.is_empty() {
-                        let calls: Vec<Event> = self.mem.pending.drain(..).collect();
-                        self.q.splice(start..start, calls);
-                    }
-                    if self.q.len() >= QUEUE_BATCH {
-                        break;
-                    }
-                }
-                continue;
             }
-            // Fast path: when the queued events cannot exceed the reference budget (each is
-            // at most one reference), hand them out in one copy.
-            let avail = (self.q.len() - self.pos).min(max - n);
-            if self.refs_left >= avail as u64 {
-                let slice = &self.q[self.pos..self.pos + avail];
-                let refs = slice
-                    .iter()
-                    .filter(|e| matches!(e, Event::Access { .. }))
-                    .count();
-                out.extend_from_slice(slice);
-                self.refs_left -= refs as u64;
-                self.pos += avail;
-                n += avail;
-                continue;
-            }
-            let ev = self.q[self.pos];
-            if matches!(ev, Event::Access { .. }) {
-                if self.refs_left == 0 {
-                    self.pos = self.q.len();
-                    break;
-                }
-                self.refs_left -= 1;
-            }
-            self.pos += 1;
-            out.push(ev);
-            n += 1;
+            return Ok(n);
         }
-        Ok(n)
+        // Then step the program straight into `out` (no intermediate queue to copy from);
+        // a step that overflows `max` leaves the rest for the next call.
+        while out.len() - start < max && self.refs_left > 0 {
+            self.step_into(out);
+        }
+        if out.len() - start > max {
+            self.q.extend_from_slice(&out[start + max..]);
+            out.truncate(start + max);
+        }
+        Ok(out.len() - start)
     }
 
     fn name(&self) -> String {

@@ -47,6 +47,29 @@ fn every_workload_is_deterministic_and_emits_exactly_the_requested_references() 
 }
 
 #[test]
+fn the_stream_of_events_does_not_depend_on_how_it_is_fetched() {
+    for (name, _) in WORKLOADS {
+        let c = cfg(name, 8 << 20);
+        let whole = events(&c, 20_000, 3);
+        for max in [1, 7, 512] {
+            let mut src = create(&c, 20_000, 3).unwrap();
+            let mut out = Vec::new();
+            loop {
+                let before = out.len();
+                let n = src.fill(&mut out, max).unwrap();
+                assert!(n <= max, "{name}: {n} events for max {max}");
+                assert_eq!(out.len() - before, n, "{name}");
+                if n == 0 {
+                    break;
+                }
+            }
+            assert!(out == whole, "{name}: fetched {max} at a time, a different stream");
+            assert_eq!(src.fill(&mut out, max).unwrap(), 0, "{name}: the end is final");
+        }
+    }
+}
+
+#[test]
 fn every_access_falls_inside_a_live_mapping_and_the_footprint_is_respected() {
     for (name, _) in WORKLOADS {
         let footprint = 16u64 << 20;
