@@ -247,7 +247,7 @@ impl PageMap {
     }
 
     /// The mapping containing `vpn`.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, vpn: Vpn) -> Option<Mapping> {
         let Some(r) = self.regions.get(vpn.0 >> 9) else {
             return self.get_giant(vpn);
