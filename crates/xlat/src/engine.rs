@@ -197,7 +197,12 @@ impl<D: Design> Sim<D> {
 
     /// Check a translation against the OS model (the oracle).
     #[inline(always)]
-    fn check(&mut self, vpn: Vpn, got: Option<Mapping>, what: &'static str) -> Result<(), SimError> {
+    fn check(
+        &mut self,
+        vpn: Vpn,
+        got: Option<Mapping>,
+        what: &'static str,
+    ) -> Result<(), SimError> {
         if !self.cfg.sim.oracle {
             return Ok(());
         }
@@ -263,25 +268,46 @@ impl<D: Design> Sim<D> {
         )))
     }
 
-    #[inline]
+    /// One reference. The common case — a data reference whose translation hits an L1 DTLB —
+    /// is kept short and inlined into the loop; everything else takes [`Sim::access_general`].
+    #[inline(always)]
     fn access(&mut self, kind: AccessKind, va: Vaddr, instrs: u32) -> Result<(), SimError> {
         self.c.refs += 1;
         self.c.instructions += instrs as u64;
-        let vpn = va.vpn();
-        let ifetch = kind == AccessKind::IFetch;
         match kind {
             AccessKind::Load => self.c.loads += 1,
             AccessKind::Store => self.c.stores += 1,
             AccessKind::IFetch => self.c.ifetches += 1,
         }
-        let (mut m, mut xlat_cycles) = if D::PERFECT_TLB {
+        if D::PERFECT_TLB || kind == AccessKind::IFetch {
+            return self.access_general(kind, va);
+        }
+        let vpn = va.vpn();
+        let Some(m) = self.mmu.lookup_data_l1(self.asid, vpn) else {
+            return self.access_general(kind, va);
+        };
+        self.check(vpn, Some(m), "L1 TLB entry")?;
+        if kind == AccessKind::Store && !m.writable {
+            return self.store_to_read_only(va, m, 0);
+        }
+        self.data_access(kind, m.translate(va));
+        Ok(())
+    }
+
+    /// A reference that is not an L1 DTLB hit (an instruction fetch, an L1 miss, or any
+    /// reference under `perfect_tlb`). Its L1 probe (if any) has been made and missed.
+    #[inline(never)]
+    fn access_general(&mut self, kind: AccessKind, va: Vaddr) -> Result<(), SimError> {
+        let vpn = va.vpn();
+        let ifetch = kind == AccessKind::IFetch;
+        let (m, xlat_cycles) = if D::PERFECT_TLB {
             let (m, _) = self.walk(va, kind)?;
             (m, 0)
         } else {
             let outcome = if ifetch {
                 self.mmu.lookup_ifetch(self.asid, vpn)
             } else {
-                self.mmu.lookup_data(self.asid, vpn)
+                self.mmu.lookup_data_after_l1_miss(self.asid, vpn)
             };
             match outcome {
                 TlbOutcome::L1Hit(m) => {
@@ -300,30 +326,51 @@ impl<D: Design> Sim<D> {
             }
         };
         if kind == AccessKind::Store && !m.writable {
-            // A store to a read-only translation: the OS decides (error for a protection
-            // violation); a changed mapping is walked again.
-            self.timing.page_faults += 1;
-            let nm = self
-                .os
-                .fault(self.asid, va, kind, &mut self.changes)
-                .map_err(|e| self.os_err(e))?;
-            self.apply_changes().map_err(|e| self.os_err(e))?;
-            if !D::PERFECT_TLB {
-                let (wm, wc) = self.walk(va, kind)?;
-                self.mmu.fill(self.asid, wm, ifetch);
-                xlat_cycles += wc;
-                m = wm;
-            } else {
-                m = nm;
-            }
+            return self.store_to_read_only(va, m, xlat_cycles);
         }
         self.timing.mmu_overhead_cycles += xlat_cycles;
-        let pa = m.translate(va);
+        self.data_access(kind, m.translate(va));
+        Ok(())
+    }
+
+    /// A store to a read-only translation `m` (found after `xlat_cycles` of translation): the
+    /// OS decides (an error for a protection violation); a changed mapping is walked again.
+    #[cold]
+    #[inline(never)]
+    fn store_to_read_only(
+        &mut self,
+        va: Vaddr,
+        m: Mapping,
+        mut xlat_cycles: u64,
+    ) -> Result<(), SimError> {
+        let kind = AccessKind::Store;
+        self.timing.page_faults += 1;
+        let nm = self
+            .os
+            .fault(self.asid, va, kind, &mut self.changes)
+            .map_err(|e| self.os_err(e))?;
+        self.apply_changes().map_err(|e| self.os_err(e))?;
+        let m = if !D::PERFECT_TLB {
+            let (wm, wc) = self.walk(va, kind)?;
+            self.mmu.fill(self.asid, wm, false);
+            xlat_cycles += wc;
+            wm
+        } else {
+            let _ = m;
+            nm
+        };
+        self.timing.mmu_overhead_cycles += xlat_cycles;
+        self.data_access(kind, m.translate(va));
+        Ok(())
+    }
+
+    /// The data side of a reference to physical address `pa`.
+    #[inline(always)]
+    fn data_access(&mut self, kind: AccessKind, pa: crate::addr::Paddr) {
         let a = self.mem.data_access(pa, kind == AccessKind::Store);
         self.timing.data_stall_cycles +=
             a.latency_cycles
                 .saturating_sub(self.cfg.mem.l1d.latency_cycles) as u64;
-        Ok(())
     }
 }
 

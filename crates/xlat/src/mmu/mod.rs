@@ -132,31 +132,41 @@ impl Mmu {
     /// Look up a data translation.
     #[inline(always)]
     pub fn lookup_data(&mut self, asid: Asid, vpn: Vpn) -> TlbOutcome {
+        match self.lookup_data_l1(asid, vpn) {
+            Some(m) => TlbOutcome::L1Hit(m),
+            None => self.lookup_data_after_l1_miss(asid, vpn),
+        }
+    }
+
+    /// The L1 part of [`Mmu::lookup_data`]: the translation if an L1 DTLB holds it. A miss
+    /// must be followed by [`Mmu::lookup_data_after_l1_miss`] (which counts it).
+    #[inline(always)]
+    pub fn lookup_data_l1(&mut self, asid: Asid, vpn: Vpn) -> Option<Mapping> {
         // Hardware probes the per-size L1s in parallel; at most one can hold the page.
         // Unrolled: a loop over the three cost more than the probes on TLB-hitting streams.
         let [l1_4k, l1_2m, l1_1g] = &mut self.l1;
         if l1_4k.ever_filled() {
             if let Some(m) = l1_4k.lookup_sized(asid, vpn, PageSize::Size4K) {
-                return TlbOutcome::L1Hit(m);
+                return Some(m);
             }
         }
         if l1_2m.ever_filled() {
             if let Some(m) = l1_2m.lookup_sized(asid, vpn, PageSize::Size2M) {
-                return TlbOutcome::L1Hit(m);
+                return Some(m);
             }
         }
         if l1_1g.ever_filled() {
             if let Some(m) = l1_1g.lookup_sized(asid, vpn, PageSize::Size1G) {
-                return TlbOutcome::L1Hit(m);
+                return Some(m);
             }
         }
-        self.lookup_data_l2(asid, vpn)
+        None
     }
 
     /// The data side after an L1 miss: out of line, so that the L1 hit path inlined into the
     /// engine stays small.
     #[inline(never)]
-    fn lookup_data_l2(&mut self, asid: Asid, vpn: Vpn) -> TlbOutcome {
+    pub fn lookup_data_after_l1_miss(&mut self, asid: Asid, vpn: Vpn) -> TlbOutcome {
         self.l1_misses += 1;
         match self.l2.lookup(asid, vpn) {
             Some(m) => {

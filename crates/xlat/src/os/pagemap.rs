@@ -242,7 +242,9 @@ impl PageMap {
     #[inline]
     pub fn prefetch(&self, vpn: Vpn) {
         if let Some(block) = self.regions.get(vpn.0 >> 9).and_then(Region::block) {
-            crate::prefetch::host_prefetch(&self.small[block * REGION_PAGES + (vpn.0 & 511) as usize]);
+            crate::prefetch::host_prefetch(
+                &self.small[block * REGION_PAGES + (vpn.0 & 511) as usize],
+            );
         }
     }
 

@@ -63,8 +63,15 @@ fn the_stream_of_events_does_not_depend_on_how_it_is_fetched() {
                     break;
                 }
             }
-            assert!(out == whole, "{name}: fetched {max} at a time, a different stream");
-            assert_eq!(src.fill(&mut out, max).unwrap(), 0, "{name}: the end is final");
+            assert!(
+                out == whole,
+                "{name}: fetched {max} at a time, a different stream"
+            );
+            assert_eq!(
+                src.fill(&mut out, max).unwrap(),
+                0,
+                "{name}: the end is final"
+            );
         }
     }
 }
