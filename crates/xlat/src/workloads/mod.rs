@@ -193,9 +193,8 @@ struct Driver<P: Program> {
 
 impl<P: Program> Driver<P> {
     /// Run `setup` (first call) or one `step`, appending its events to `out`, system calls the
-    /// step needed first; then apply the reference budget: the events end before the first
-    /// reference beyond it. Returns the number of references appended.
-    fn step_into(&mut self, out: &mut Vec<Event>) -> u64 {
+    /// step needed first.
+    fn step_into(&mut self, out: &mut Vec<Event>) {
         let start = out.len();
         if self.started {
             self.program.step(&mut self.mem, out);
@@ -206,25 +205,6 @@ impl<P: Program> Driver<P> {
         if !self.mem.pending.is_empty() {
             out.splice(start..start, self.mem.pending.drain(..));
         }
-        let refs = count_refs(&out[start..]);
-        if refs <= self.refs_left {
-            self.refs_left -= refs;
-            return refs;
-        }
-        // Over budget: keep events up to (not including) the first reference beyond it.
-        let keep = self.refs_left;
-        let mut seen = 0;
-        let cut = out[start..]
-            .iter()
-            .position(|e| {
-                let is_ref = matches!(e, Event::Access { .. });
-                seen += is_ref as u64;
-                is_ref && seen > keep
-            })
-            .map_or(out.len(), |i| start + i);
-        out.truncate(cut);
-        self.refs_left = 0;
-        keep
     }
 }
 
@@ -250,11 +230,28 @@ impl<P: Program> EventSource for Driver<P> {
             }
             return Ok(n);
         }
-        // Then step the program straight into `out` (no intermediate queue to copy from);
-        // a step that overflows `max` leaves the rest for the next call.
-        while out.len() - start < max && self.refs_left > 0 {
+        // Then step the program straight into `out` (no intermediate queue to copy from).
+        // While this call has produced fewer events than the reference budget, the budget
+        // cannot be exceeded (an event is at most one reference), so references are counted
+        // once at the end rather than after every step.
+        let budget = self.refs_left;
+        while out.len() - start < max && ((out.len() - start) as u64) < budget {
             self.step_into(out);
         }
+        if (out.len() - start) as u64 > budget {
+            // Possibly over budget: the events end before the first reference beyond it.
+            let mut seen = 0;
+            if let Some(i) = out[start..].iter().position(|e| {
+                let is_ref = matches!(e, Event::Access { .. });
+                seen += is_ref as u64;
+                is_ref && seen > budget
+            }) {
+                out.truncate(start + i);
+            }
+        }
+        let refs = count_refs(&out[start..]);
+        self.refs_left -= refs;
+        // References beyond `max` were counted above; the next call hands them out.
         if out.len() - start > max {
             self.q.extend_from_slice(&out[start + max..]);
             out.truncate(start + max);
