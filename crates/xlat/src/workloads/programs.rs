@@ -30,6 +30,7 @@ impl Program for Gups {
         self.table = mem.alloc(self.bytes);
         touch_pages(q, self.table, self.bytes);
     }
+    #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
         let va = self.table + self.rng.below(self.bytes / 8) * 8;
         load(q, va, 8, 3);
@@ -64,6 +65,7 @@ impl Program for Stream {
             touch_pages(q, *a, self.elems * 8);
         }
     }
+    #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
         let [a, b, c] = self.arrays;
         let off = self.i * 8;
@@ -116,6 +118,7 @@ impl Program for PointerChase {
         self.base = mem.alloc(bytes);
         touch_pages(q, self.base, bytes);
     }
+    #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
         load(q, self.base + self.cur as u64 * 64, 8, 3);
         self.cur = self.next[self.cur as usize];
@@ -318,6 +321,7 @@ impl Program for Bfs {
     }
 
     /// One frontier vertex: its adjacency list and the parent checks of its neighbours.
+    #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
         if self.fi == self.frontier.len() {
             if self.next.is_empty() {
@@ -386,6 +390,7 @@ impl Program for PageRank {
     }
 
     /// One vertex of the current phase.
+    #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
         let v = self.v;
         if self.updating {
@@ -533,6 +538,7 @@ impl Program for Kv {
         }
     }
 
+    #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
         let key = self.popular[self.zipf.sample(&mut self.rng) as usize];
         let is_get = self.rng.unit() < self.get_ratio;
@@ -620,6 +626,7 @@ impl Program for XsBench {
         }
     }
 
+    #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
         let union = NUCLIDES * self.points;
         let target = self.rng.below(union);
