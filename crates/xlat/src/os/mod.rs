@@ -621,6 +621,15 @@ impl Os {
         Ok(())
     }
 
+    /// The oracle's question: is `m` the translation covering `vpn` in `asid`?
+    /// Same as `translate(asid, vpn) == Some(*m)`, faster.
+    #[inline(always)]
+    pub fn maps(&self, asid: Asid, vpn: Vpn, m: &Mapping) -> bool {
+        self.procs
+            .get(asid as usize)
+            .is_some_and(|p| p.pages.maps(vpn, m))
+    }
+
     /// The oracle: the translation covering `vpn` in `asid`, if any.
     #[inline]
     pub fn translate(&self, asid: Asid, vpn: Vpn) -> Option<Mapping> {

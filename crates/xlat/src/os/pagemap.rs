@@ -273,6 +273,20 @@ impl PageMap {
         }
     }
 
+    /// Whether `get(vpn) == Some(*m)`, cheaper in the common case (a 4 KiB page): the check
+    /// the oracle makes on every reference.
+    #[inline(always)]
+    pub fn maps(&self, vpn: Vpn, m: &Mapping) -> bool {
+        if m.size == PageSize::Size4K {
+            if let Some(block) = self.regions.get(vpn.0 >> 9).and_then(Region::block) {
+                let e = self.small[block * REGION_PAGES + (vpn.0 & 511) as usize];
+                let want = (m.pfn.0 as u32).wrapping_add(1) | if m.writable { WRITABLE } else { 0 };
+                return e == want && m.vpn == vpn && m.pfn.0 < (WRITABLE - 1) as u64;
+            }
+        }
+        self.get(vpn) == Some(*m)
+    }
+
     /// The 1 GiB mapping containing `vpn` (rare: out of line).
     #[inline(never)]
     fn get_giant(&self, vpn: Vpn) -> Option<Mapping> {
@@ -532,6 +546,23 @@ mod tests {
                             ..m
                         });
                         prop_assert_eq!(p.get(Vpn(vpn)), want, "VPN {:#x}", vpn);
+                        // `maps` is `get == Some(m)`, for the right mapping and near misses.
+                        let right = want.unwrap_or(Mapping {
+                            vpn: Vpn(vpn),
+                            pfn: Pfn(1),
+                            size: PageSize::Size4K,
+                            writable: true,
+                        });
+                        let candidates = [
+                            right,
+                            Mapping { pfn: Pfn(right.pfn.0 + 1), ..right },
+                            Mapping { writable: !right.writable, ..right },
+                            Mapping { vpn: Vpn(right.vpn.0 ^ 1), ..right },
+                            Mapping { size: PageSize::Size2M, vpn: Vpn(vpn & !511), ..right },
+                        ];
+                        for c in candidates {
+                            prop_assert_eq!(p.maps(Vpn(vpn), &c), p.get(Vpn(vpn)) == Some(c));
+                        }
                     }
                 }
                 let listed = p.in_range(Vpn(0), Vpn(region(4)));
