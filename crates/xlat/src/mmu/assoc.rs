@@ -181,16 +181,34 @@ impl AssocCache {
     #[inline]
     pub fn insert(&mut self, k: u64, v: u64) -> Option<u64> {
         debug_assert_ne!(k, EMPTY);
-        let ways = self.ways;
-        if self.order.is_empty() {
-            return self.insert_slow(k, v);
+        // Sets of 8 and 16 slots (up to 16 ways) get fixed-size compares; the general compare
+        // of a runtime-length set made every insertion a large function with register saves.
+        match (self.stride, self.order.is_empty()) {
+            (8, false) => self.insert_fixed::<8>(k, v),
+            (16, false) => self.insert_fixed::<16>(k, v),
+            _ => self.insert_slow(k, v),
         }
+    }
+
+    /// [`AssocCache::insert`] for sets of `N` slots (8 or 16) with an [`LruWord`].
+    #[inline(always)]
+    fn insert_fixed<const N: usize>(&mut self, k: u64, v: u64) -> Option<u64> {
+        let ways = self.ways;
         let set = self.set_of(k);
-        let base = set * self.stride;
-        let keys = &self.keys[base..base + self.stride];
+        let base = set * N;
+        let keys: &[u64; N] = self.keys[base..base + N].try_into().expect("N slots");
+        let (lo, hi) = keys.split_at(8);
+        let lo: &[u64; 8] = lo.try_into().expect("8 slots");
+        let mut present = crate::simd::eq_mask8(lo, u64::MAX, k);
+        let mut empty = crate::simd::eq_mask8(lo, u64::MAX, EMPTY);
+        if N == 16 {
+            let hi: &[u64; 8] = hi.try_into().expect("8 slots");
+            present |= crate::simd::eq_mask8(hi, u64::MAX, k) << 8;
+            empty |= crate::simd::eq_mask8(hi, u64::MAX, EMPTY) << 8;
+        }
         // Present: update in place. Absent: the first empty slot, else the least recently used.
-        let present = crate::simd::eq_mask(keys, u64::MAX, k);
-        let empty = crate::simd::eq_mask(keys, u64::MAX, EMPTY) & (u64::MAX >> (64 - ways));
+        // (Padding slots beyond `ways` hold EMPTY too and must not be chosen.)
+        empty &= u64::MAX >> (64 - ways);
         let i = if present != 0 {
             present.trailing_zeros() as usize
         } else if empty != 0 {
@@ -198,7 +216,7 @@ impl AssocCache {
         } else {
             self.order[set].lru(ways)
         };
-        self.order[set].touch(i, self.ways);
+        self.order[set].touch(i, ways);
         let evicted = std::mem::replace(&mut self.keys[base + i], k);
         self.vals[base + i] = v;
         (evicted != EMPTY && evicted != k).then_some(evicted)
@@ -284,8 +302,9 @@ mod tests {
         #[test]
         fn a_fully_associative_cache_behaves_as_an_lru_list(
             ops in prop::collection::vec((0u64..40, 0u8..5), 1..300),
-            // 4 ways: the nibble recency word; 24: sets kept in recency order.
-            ways in prop::sample::select(vec![4usize, 24]),
+            // 4 ways: a bit-matrix word in 8-slot sets; 12: a nibble word in 16-slot sets;
+            // 24: sets kept in recency order.
+            ways in prop::sample::select(vec![4usize, 12, 24]),
         ) {
             let mut c = AssocCache::new(ways, ways);
             let mut lru: Vec<u64> = Vec::new(); // most recent last
