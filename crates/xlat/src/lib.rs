@@ -9,6 +9,7 @@
 //! each), [`timing`] (core model), [`engine`] (the loop), [`config`], [`stats`].
 
 pub mod addr;
+pub mod aligned;
 pub mod config;
 pub mod designs;
 pub mod engine;

@@ -6,6 +6,7 @@
 //! the kind of the access that filled it (a later access of the other kind does not change it).
 
 use super::{CacheLevelConfig, ReplacementPolicy};
+use crate::aligned::LineAligned;
 use crate::recency::{move_to_front, LruWord, NIBBLE_MAX_WAYS};
 
 /// Line kind: program data.
@@ -90,7 +91,7 @@ pub struct Cache {
     ways: usize,
     sets: u64,
     set_mask: Option<u64>,
-    slots: Vec<u64>,
+    slots: LineAligned,
     /// How replacement state is kept (see the layout note above).
     mode: Mode,
     /// Per-set recency under [`Mode::LruWord`].
@@ -146,7 +147,7 @@ impl Cache {
             ways,
             sets,
             set_mask: sets.is_power_of_two().then_some(sets - 1),
-            slots: vec![0; lines],
+            slots: LineAligned::new(lines, 0),
             mode,
             order: if mode == Mode::LruWord {
                 vec![LruWord::new(ways); sets as usize]

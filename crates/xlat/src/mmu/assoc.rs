@@ -5,6 +5,7 @@
 //! evicted since; at most `ways` keys live in one set; eviction picks the least recently used key
 //! of the set (`get` and `insert` both count as a use). Key `u64::MAX` is reserved.
 
+use crate::aligned::LineAligned;
 use crate::recency::{move_to_front, LruWord, NIBBLE_MAX_WAYS};
 
 /// Reserved key marking an empty slot.
@@ -25,7 +26,7 @@ pub struct AssocCache {
     /// are never filled.
     stride: usize,
     set_mask: Option<u64>,
-    keys: Vec<u64>,
+    keys: LineAligned,
     vals: Vec<u64>,
     /// Recency of each set when `ways <= 16` (empty otherwise, and for a zero-entry cache);
     /// without it, sets are kept in recency order.
@@ -53,7 +54,7 @@ impl AssocCache {
             ways,
             stride,
             set_mask: sets.is_power_of_two().then_some(sets - 1),
-            keys: vec![EMPTY; slots],
+            keys: LineAligned::new(slots, EMPTY),
             vals: vec![0; slots],
             order: if ways <= NIBBLE_MAX_WAYS && slots > 0 {
                 vec![LruWord::new(ways); sets as usize]
