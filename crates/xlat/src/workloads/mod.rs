@@ -208,6 +208,33 @@ impl<P: Program> Driver<P> {
     }
 }
 
+impl<P: Program> Driver<P> {
+    /// Run the setup into the queue, applying the reference budget to it.
+    fn step_into_queue(&mut self) {
+        let mut q = std::mem::take(&mut self.q);
+        self.step_into(&mut q);
+        self.refs_left -= apply_budget(&mut q, 0, self.refs_left);
+        self.q = q;
+        self.pos = 0;
+    }
+}
+
+/// Cut `events[from..]` before its first reference beyond `budget`; returns the references
+/// left in `events[from..]`.
+fn apply_budget(events: &mut Vec<Event>, from: usize, budget: u64) -> u64 {
+    if (events.len() - from) as u64 > budget {
+        let mut seen = 0;
+        if let Some(i) = events[from..].iter().position(|e| {
+            let is_ref = matches!(e, Event::Access { .. });
+            seen += is_ref as u64;
+            is_ref && seen > budget
+        }) {
+            events.truncate(from + i);
+        }
+    }
+    count_refs(&events[from..])
+}
+
 /// References among `events`.
 fn count_refs(events: &[Event]) -> u64 {
     events
@@ -230,6 +257,12 @@ impl<P: Program> EventSource for Driver<P> {
             }
             return Ok(n);
         }
+        // The setup (allocations and first touches, often a very long burst) goes through the
+        // queue, so that `out` keeps its small size.
+        if !self.started {
+            self.step_into_queue();
+            return self.fill(out, max);
+        }
         // Then step the program straight into `out` (no intermediate queue to copy from).
         // While this call has produced fewer events than the reference budget, the budget
         // cannot be exceeded (an event is at most one reference), so references are counted
@@ -238,19 +271,7 @@ impl<P: Program> EventSource for Driver<P> {
         while out.len() - start < max && ((out.len() - start) as u64) < budget {
             self.step_into(out);
         }
-        if (out.len() - start) as u64 > budget {
-            // Possibly over budget: the events end before the first reference beyond it.
-            let mut seen = 0;
-            if let Some(i) = out[start..].iter().position(|e| {
-                let is_ref = matches!(e, Event::Access { .. });
-                seen += is_ref as u64;
-                is_ref && seen > budget
-            }) {
-                out.truncate(start + i);
-            }
-        }
-        let refs = count_refs(&out[start..]);
-        self.refs_left -= refs;
+        self.refs_left -= apply_budget(out, start, budget);
         // References beyond `max` were counted above; the next call hands them out.
         if out.len() - start > max {
             self.q.extend_from_slice(&out[start + max..]);
