@@ -292,7 +292,7 @@ impl<D: Design> Sim<D> {
         };
         self.check(vpn, Some(m), "L1 TLB entry")?;
         if kind == AccessKind::Store && !m.writable {
-            return self.store_to_read_only(va, m, 0);
+            return self.store_to_read_only(va, 0);
         }
         self.data_access(kind, m.translate(va));
         Ok(())
@@ -330,23 +330,18 @@ impl<D: Design> Sim<D> {
             }
         };
         if kind == AccessKind::Store && !m.writable {
-            return self.store_to_read_only(va, m, xlat_cycles);
+            return self.store_to_read_only(va, xlat_cycles);
         }
         self.timing.mmu_overhead_cycles += xlat_cycles;
         self.data_access(kind, m.translate(va));
         Ok(())
     }
 
-    /// A store to a read-only translation `m` (found after `xlat_cycles` of translation): the
+    /// A store to a read-only translation (found after `xlat_cycles` of translation): the
     /// OS decides (an error for a protection violation); a changed mapping is walked again.
     #[cold]
     #[inline(never)]
-    fn store_to_read_only(
-        &mut self,
-        va: Vaddr,
-        m: Mapping,
-        mut xlat_cycles: u64,
-    ) -> Result<(), SimError> {
+    fn store_to_read_only(&mut self, va: Vaddr, mut xlat_cycles: u64) -> Result<(), SimError> {
         let kind = AccessKind::Store;
         self.timing.page_faults += 1;
         let nm = self
@@ -360,7 +355,6 @@ impl<D: Design> Sim<D> {
             xlat_cycles += wc;
             wm
         } else {
-            let _ = m;
             nm
         };
         self.timing.mmu_overhead_cycles += xlat_cycles;

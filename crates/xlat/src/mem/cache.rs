@@ -476,8 +476,8 @@ mod tests {
         #[test]
         fn an_lru_cache_matches_a_reference_model(
             lines in prop::collection::vec(0u64..160, 1..500),
-            // 3 ways: the nibble recency word; 20: sets kept in recency order.
-            ways in prop::sample::select(vec![3usize, 20]),
+            // 3 ways: the bit-matrix word; 12: the nibble word; 20: sets kept in recency order.
+            ways in prop::sample::select(vec![3usize, 12, 20]),
         ) {
             let sets = 4u64;
             let mut c = cache(sets, ways as u32, ReplacementPolicy::Lru);

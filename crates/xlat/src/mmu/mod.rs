@@ -129,17 +129,8 @@ impl Mmu {
         }
     }
 
-    /// Look up a data translation.
-    #[inline(always)]
-    pub fn lookup_data(&mut self, asid: Asid, vpn: Vpn) -> TlbOutcome {
-        match self.lookup_data_l1(asid, vpn) {
-            Some(m) => TlbOutcome::L1Hit(m),
-            None => self.lookup_data_after_l1_miss(asid, vpn),
-        }
-    }
-
-    /// The L1 part of [`Mmu::lookup_data`]: the translation if an L1 DTLB holds it. A miss
-    /// must be followed by [`Mmu::lookup_data_after_l1_miss`] (which counts it).
+    /// A data translation from the L1 DTLBs, if one holds it. A miss must be followed by
+    /// [`Mmu::lookup_data_after_l1_miss`] (which counts it and goes on to the L2 TLB).
     #[inline(always)]
     pub fn lookup_data_l1(&mut self, asid: Asid, vpn: Vpn) -> Option<Mapping> {
         // Hardware probes the per-size L1s in parallel; at most one can hold the page.
