@@ -20,47 +20,46 @@ pub const MATRIX_MAX_WAYS: usize = 8;
 const BYTE_LO: u64 = 0x0101_0101_0101_0101;
 const BYTE_HI: u64 = 0x8080_8080_8080_8080;
 
-/// The recency of one set of `ways <= 8` slots as a bit matrix: bit `8 * r + c` is set when slot
-/// `r` was used after the last use of slot `c` (or `c` was never used).
+/// The recency of one set of `ways <= 8` slots as a bit matrix: for a real column `c < ways`,
+/// bit `8 * r + c` is set when slot `r` was used after the last use of slot `c` (or `c` was
+/// never used). Bits in columns `ways..8` are don't-care: a use sets its whole row, so the hot
+/// operation needs no mask that depends on `ways`; [`MatrixOrder::lru`] masks them off.
 ///
-/// Invariants: the diagonal is clear; rows `ways..8` keep bits in columns `ways..8`, so they are
-/// never all zero; among rows `0..ways`, the least recently used slot's row is the lowest all-zero
-/// row (a slot never used has an all-zero row, and every used slot has its bit set in the
-/// columns of slots never used, so unused slots come first, lowest number first).
+/// Why the lowest all-zero row (over real columns) is the victim: a never-used slot's row is
+/// all zero, and every used slot has the bit of each never-used column set, so while unused
+/// slots remain they come first, lowest number first; once all are used, exactly the least
+/// recently used slot has every real column clear (each other slot was used after it). Such a
+/// row always exists among rows `0..ways`, so rows `ways..8` (which stand for no slot) never
+/// come first whatever they hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MatrixOrder(u64);
 
 impl MatrixOrder {
-    /// No slot used yet; `1 <= ways <= 8`.
-    pub fn new(ways: usize) -> MatrixOrder {
-        debug_assert!((1..=MATRIX_MAX_WAYS).contains(&ways));
-        MatrixOrder(padding_rows(ways))
+    /// No slot used yet.
+    pub fn new() -> MatrixOrder {
+        MatrixOrder(0)
     }
 
-    /// Make `slot` the most recent: its row becomes all ones (over the set's `ways` columns),
-    /// its column all zeros (which also clears the diagonal bit).
+    /// Make `slot` the most recent: its row becomes all ones, its column all zeros (which also
+    /// clears the diagonal bit).
     #[inline(always)]
-    pub fn touch(&mut self, slot: usize, ways: usize) {
-        let row = (u64::MAX >> (64 - ways)) << (8 * slot);
-        self.0 = (self.0 | row) & !(BYTE_LO << slot);
+    pub fn touch(&mut self, slot: usize) {
+        self.0 = (self.0 | (0xFF << (8 * slot))) & !(BYTE_LO << slot);
     }
 
-    /// The least recently used of the set's slots (the lowest all-zero row: the classic
-    /// "has zero byte" expression is exact at its lowest flag).
+    /// The least recently used of the set's `ways` slots (the lowest row that is zero over
+    /// the real columns: the classic "has zero byte" expression is exact at its lowest flag).
     #[inline(always)]
-    pub fn lru(self) -> usize {
-        let m = self.0;
+    pub fn lru(self, ways: usize) -> usize {
+        let m = self.0 & (BYTE_LO * (0xFF >> (8 - ways)));
         let zero_rows = m.wrapping_sub(BYTE_LO) & !m & BYTE_HI;
         zero_rows.trailing_zeros() as usize / 8
     }
 }
 
-/// Rows `ways..8` all ones (they stand for no slot and must never look least recently used).
-fn padding_rows(ways: usize) -> u64 {
-    if ways >= 8 {
-        0
-    } else {
-        u64::MAX << (8 * ways)
+impl Default for MatrixOrder {
+    fn default() -> Self {
+        MatrixOrder::new()
     }
 }
 
@@ -75,7 +74,7 @@ impl LruWord {
     /// No slot used yet (`1 <= ways <= 16`).
     pub fn new(ways: usize) -> LruWord {
         if ways <= MATRIX_MAX_WAYS {
-            LruWord(MatrixOrder::new(ways).0)
+            LruWord(MatrixOrder::new().0)
         } else {
             LruWord(NibbleOrder::new(ways).0)
         }
@@ -86,7 +85,7 @@ impl LruWord {
     pub fn touch(&mut self, slot: usize, ways: usize) {
         if ways <= MATRIX_MAX_WAYS {
             let mut m = MatrixOrder(self.0);
-            m.touch(slot, ways);
+            m.touch(slot);
             self.0 = m.0;
         } else {
             let mut n = NibbleOrder(self.0);
@@ -99,7 +98,7 @@ impl LruWord {
     #[inline(always)]
     pub fn lru(self, ways: usize) -> usize {
         if ways <= MATRIX_MAX_WAYS {
-            MatrixOrder(self.0).lru()
+            MatrixOrder(self.0).lru(ways)
         } else {
             NibbleOrder(self.0).lru(ways)
         }
@@ -209,13 +208,13 @@ mod tests {
     #[test]
     fn a_fresh_matrix_order_hands_out_unused_slots_lowest_first() {
         for ways in 1..=MATRIX_MAX_WAYS {
-            let mut o = MatrixOrder::new(ways);
+            let mut o = MatrixOrder::new();
             for slot in 0..ways {
-                assert_eq!(o.lru(), slot);
-                o.touch(slot, ways);
+                assert_eq!(o.lru(ways), slot);
+                o.touch(slot);
             }
             // All used once, in order: slot 0 is now the least recent.
-            assert_eq!(o.lru(), 0);
+            assert_eq!(o.lru(ways), 0);
         }
     }
 
@@ -226,17 +225,17 @@ mod tests {
             ways in 1usize..=MATRIX_MAX_WAYS,
             uses in prop::collection::vec(0usize..8, 1..200)
         ) {
-            let mut o = MatrixOrder::new(ways);
+            let mut o = MatrixOrder::new();
             let mut unused: Vec<usize> = (0..ways).collect();
             let mut list: Vec<usize> = Vec::new(); // most recent first
             for u in uses {
                 let slot = u % ways;
-                o.touch(slot, ways);
+                o.touch(slot);
                 unused.retain(|s| *s != slot);
                 list.retain(|s| *s != slot);
                 list.insert(0, slot);
                 let want = unused.first().copied().unwrap_or(*list.last().unwrap());
-                prop_assert_eq!(o.lru(), want);
+                prop_assert_eq!(o.lru(ways), want);
             }
         }
 

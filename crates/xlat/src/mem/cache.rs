@@ -32,6 +32,10 @@ const DIRTY: u64 = 1 << 57;
 const REPL_SHIFT: u32 = 58;
 const REPL_MASK: u64 = 0x3f << REPL_SHIFT;
 
+/// `set_mask` of a cache whose number of sets is not a power of two (a plain word rather than
+/// an `Option`: one load less on every access).
+const NO_MASK: u64 = u64::MAX;
+
 /// Largest associativity the packed replacement state supports.
 pub const MAX_WAYS: u32 = 64;
 
@@ -90,7 +94,8 @@ const SRRIP_PACKED_MAX_WAYS: usize = 32;
 pub struct Cache {
     ways: usize,
     sets: u64,
-    set_mask: Option<u64>,
+    /// `sets - 1` when `sets` is a power of two, else [`NO_MASK`] (sets found by `%`).
+    set_mask: u64,
     slots: LineAligned,
     /// How replacement state is kept (see the layout note above).
     mode: Mode,
@@ -146,7 +151,11 @@ impl Cache {
         Cache {
             ways,
             sets,
-            set_mask: sets.is_power_of_two().then_some(sets - 1),
+            set_mask: if sets.is_power_of_two() {
+                sets - 1
+            } else {
+                NO_MASK
+            },
             slots: LineAligned::new(lines, 0),
             mode,
             order: if mode == Mode::LruWord {
@@ -178,10 +187,32 @@ impl Cache {
     /// The set `line` maps to.
     #[inline(always)]
     fn set_of(&self, line: u64) -> usize {
-        (match self.set_mask {
-            Some(m) => line & m,
-            None => line % self.sets,
+        (if self.set_mask != NO_MASK {
+            line & self.set_mask
+        } else {
+            line % self.sets
         }) as usize
+    }
+
+    /// The slots of set `s`. Unchecked: this slicing sits on every simulated access, and
+    /// `s` always comes from [`Cache::set_of`], so `s < sets` and the set lies inside `slots`
+    /// (`sets * ways` long); debug builds assert it.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn set_slots(slots: &mut [u64], s: usize, ways: usize) -> &mut [u64] {
+        debug_assert!((s + 1) * ways <= slots.len());
+        // SAFETY: `(s + 1) * ways <= slots.len()` (see above).
+        unsafe { slots.get_unchecked_mut(s * ways..(s + 1) * ways) }
+    }
+
+    /// The recency word of set `s` under [`Mode::LruWord`]; unchecked for the reason and
+    /// with the guarantee of [`Cache::set_slots`] (`order` has one word per set).
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn order_of(order: &mut [LruWord], s: usize) -> &mut LruWord {
+        debug_assert!(s < order.len());
+        // SAFETY: `s < sets == order.len()` (see above).
+        unsafe { order.get_unchecked_mut(s) }
     }
 
     /// The slot of `tag` in `set` (the set's slots), if present.
@@ -197,8 +228,7 @@ impl Cache {
     pub fn lookup(&mut self, line: u64, kind: u8, write: bool) -> bool {
         self.c.accesses[kind as usize] += 1;
         let s = self.set_of(line);
-        let base = s * self.ways;
-        let set = &mut self.slots[base..base + self.ways];
+        let set = Self::set_slots(&mut self.slots, s, self.ways);
         match Self::find(set, line + 1) {
             Some(i) => {
                 // Write the slot only when its dirty bit changes: an unconditional store makes
@@ -209,7 +239,7 @@ impl Cache {
                     set[i] |= DIRTY;
                 }
                 match self.mode {
-                    Mode::LruWord => self.order[s].touch(i, self.ways),
+                    Mode::LruWord => Self::order_of(&mut self.order, s).touch(i, self.ways),
                     Mode::LruOrdered => move_to_front(set, i),
                     Mode::SrripPacked => self.rrpv[s] &= !(3 << (2 * i)),
                     Mode::SrripSlots => set[i] &= !REPL_MASK,
@@ -227,8 +257,8 @@ impl Cache {
     /// above). Returns whether the line was present.
     #[inline(always)]
     pub fn absorb_writeback(&mut self, line: u64) -> bool {
-        let base = self.set_of(line) * self.ways;
-        let set = &mut self.slots[base..base + self.ways];
+        let s = self.set_of(line);
+        let set = Self::set_slots(&mut self.slots, s, self.ways);
         match Self::find(set, line + 1) {
             Some(i) => {
                 set[i] |= DIRTY;
@@ -243,8 +273,7 @@ impl Cache {
     pub fn fill(&mut self, line: u64, kind: u8, dirty: bool) -> Option<Evicted> {
         let s = self.set_of(line);
         let ways = self.ways;
-        let base = s * ways;
-        let set = &mut self.slots[base..base + ways];
+        let set = Self::set_slots(&mut self.slots, s, ways);
         debug_assert!(
             Self::find(set, line + 1).is_none(),
             "fill of a present line"
@@ -252,7 +281,7 @@ impl Cache {
         let fresh = (line + 1) | ((kind as u64) << KIND_SHIFT) | if dirty { DIRTY } else { 0 };
         let old = match self.mode {
             Mode::LruWord => {
-                let order = &mut self.order[s];
+                let order = Self::order_of(&mut self.order, s);
                 let v = order.lru(ways);
                 order.touch(v, ways);
                 std::mem::replace(&mut set[v], fresh)

@@ -218,7 +218,8 @@ pub struct MemSystem {
     dram: Dram,
     walk_entry: WalkEntry,
     pt_served: [u64; 4],
-    accesses: u64,
+    /// Hierarchy accesses until the next page-table share sample.
+    until_sample: u64,
     share_samples: u64,
     share_sum: [f64; 3],
 }
@@ -236,7 +237,7 @@ impl MemSystem {
             dram: Dram::new(&cfg.dram),
             walk_entry: cfg.walk_entry,
             pt_served: [0; 4],
-            accesses: 0,
+            until_sample: SHARE_SAMPLE_PERIOD,
             share_samples: 0,
             share_sum: [0.0; 3],
         }
@@ -244,8 +245,9 @@ impl MemSystem {
 
     #[inline]
     fn sample(&mut self) {
-        self.accesses += 1;
-        if self.accesses.is_multiple_of(SHARE_SAMPLE_PERIOD) {
+        self.until_sample -= 1;
+        if self.until_sample == 0 {
+            self.until_sample = SHARE_SAMPLE_PERIOD;
             self.share_samples += 1;
             for (i, c) in [&self.l1, &self.l2, &self.llc].into_iter().enumerate() {
                 self.share_sum[i] += c.pt_lines as f64 / c.lines() as f64;

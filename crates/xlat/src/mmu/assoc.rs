@@ -25,7 +25,10 @@ pub struct AssocCache {
     /// so that a set is whole groups for the vector compare; padding slots hold [`EMPTY`] and
     /// are never filled.
     stride: usize,
-    set_mask: Option<u64>,
+    /// `sets - 1` when `sets` is a power of two, else `u64::MAX` (sets found by `%`).
+    set_mask: u64,
+    /// Whether [`AssocCache::get`] may take its inlined path (8-slot sets with an [`LruWord`]).
+    fast8: bool,
     keys: LineAligned,
     vals: Vec<u64>,
     /// Recency of each set when `ways <= 16` (empty otherwise, and for a zero-entry cache);
@@ -53,7 +56,12 @@ impl AssocCache {
             sets,
             ways,
             stride,
-            set_mask: sets.is_power_of_two().then_some(sets - 1),
+            set_mask: if sets.is_power_of_two() {
+                sets - 1
+            } else {
+                u64::MAX
+            },
+            fast8: stride == 8 && ways <= NIBBLE_MAX_WAYS && slots > 0,
             keys: LineAligned::new(slots, EMPTY),
             vals: vec![0; slots],
             order: if ways <= NIBBLE_MAX_WAYS && slots > 0 {
@@ -83,9 +91,10 @@ impl AssocCache {
     fn set_of(&self, k: u64) -> usize {
         // Mix high bits in so that keys carrying an ASID or a page size above the VPN spread.
         let h = k ^ (k >> 29) ^ (k >> 46);
-        let set = match self.set_mask {
-            Some(m) => h & m,
-            None => h % self.sets,
+        let set = if self.set_mask != u64::MAX {
+            h & self.set_mask
+        } else {
+            h % self.sets
         };
         set as usize
     }
@@ -140,19 +149,28 @@ impl AssocCache {
         // instructions inlined into the caller: one fixed-size compare, no stride dispatch
         // (an out-of-line general version cost a call and six register saves per L1 TLB hit).
         // Everything else takes the out-of-line path.
-        if self.stride != 8 || self.order.is_empty() {
+        if !self.fast8 {
             return self.get_slow(k);
         }
         let set = self.set_of(k);
+        debug_assert!(set < self.order.len() && (set + 1) * 8 <= self.keys.len());
         let base = set * 8;
-        let keys: &[u64; 8] = self.keys[base..base + 8].try_into().expect("8 slots");
+        // SAFETY: `set_of` returns `set < sets`; with `stride == 8`, `keys` and `vals` hold
+        // `sets * 8` slots and `order` one word per set. Unchecked because this is every L1
+        // TLB and PWC probe.
+        #[allow(unsafe_code)]
+        let keys: &[u64; 8] = unsafe { &*self.keys.as_ptr().add(base).cast::<[u64; 8]>() };
         let m = crate::simd::eq_mask8(keys, u64::MAX, k);
         if m == 0 {
             return None;
         }
         let i = m.trailing_zeros() as usize;
-        self.order[set].touch(i, self.ways);
-        Some(self.vals[base + i])
+        // SAFETY: as above (`i < 8`).
+        #[allow(unsafe_code)]
+        unsafe {
+            self.order.get_unchecked_mut(set).touch(i, self.ways);
+            Some(*self.vals.get_unchecked(base + i))
+        }
     }
 
     #[cold]
