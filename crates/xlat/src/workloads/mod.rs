@@ -142,11 +142,100 @@ pub const WORKLOADS: &[(&str, &str)] = &[
 
 /// One simulated program: `setup` allocates and initializes, `step` performs one operation.
 ///
-/// Contract: both push events in program order onto `q` (system calls from the address space
-/// first); `step` pushes at least one `Access` every call and never ends.
+/// Contract: both push events in program order; `step` pushes only `Access` events (its
+/// system calls go through the address space, and the driver puts them first), at least one
+/// every call, and never ends.
 pub(crate) trait Program: Send {
-    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Vec<Event>);
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst);
     fn step(&mut self, mem: &mut AddressSpace, q: &mut Vec<Event>);
+}
+
+/// What a program's setup produces: events in program order, with its first-touch runs kept
+/// as ranges and expanded only as the engine fetches them. (A 1 GiB footprint is 262,144 first
+/// touches: materialized, they took 8 MiB and several milliseconds of every run before the
+/// engine could simulate the first of them.)
+#[derive(Default)]
+pub(crate) struct Burst {
+    /// Events, first touches excluded.
+    pub events: Vec<Event>,
+    /// First-touch runs: (index in `events` the run comes before, start address, end address).
+    touches: Vec<(usize, u64, u64)>,
+}
+
+/// Expands a [`Burst`] into events, in order.
+struct BurstCursor {
+    burst: Burst,
+    /// Next event of `burst.events`.
+    event: usize,
+    /// Current first-touch run, and the next address it touches.
+    run: usize,
+    next_va: u64,
+}
+
+impl BurstCursor {
+    fn new(burst: Burst) -> BurstCursor {
+        let next_va = burst.touches.first().map_or(0, |t| t.1);
+        BurstCursor {
+            burst,
+            event: 0,
+            run: 0,
+            next_va,
+        }
+    }
+
+    /// Append up to `max` events to `out`, stopping before a reference beyond `*refs_left`
+    /// (then the burst is over: nothing after it is ever handed out) and counting the
+    /// references handed out off `*refs_left`. Returns whether the burst has ended.
+    fn expand(&mut self, out: &mut Vec<Event>, max: usize, refs_left: &mut u64) -> bool {
+        let b = &self.burst;
+        let mut room = max;
+        while room > 0 {
+            match b.touches.get(self.run) {
+                Some(&(at, _, end)) if at == self.event => {
+                    // A run of first touches: one store per 4 KiB page.
+                    let n = end
+                        .div_ceil(4096)
+                        .saturating_sub(self.next_va / 4096)
+                        .min(room as u64)
+                        .min(*refs_left);
+                    if n == 0 {
+                        self.event = b.events.len();
+                        self.run = b.touches.len();
+                        return true;
+                    }
+                    let mut va = self.next_va;
+                    for _ in 0..n {
+                        store(out, va, 8, 2);
+                        va = (va & !4095) + 4096;
+                    }
+                    self.next_va = va;
+                    room -= n as usize;
+                    *refs_left -= n;
+                    if va >= end {
+                        self.run += 1;
+                        self.next_va = b.touches.get(self.run).map_or(0, |t| t.1);
+                    }
+                }
+                _ => {
+                    let Some(e) = b.events.get(self.event) else {
+                        return true;
+                    };
+                    if matches!(e, Event::Access { .. }) {
+                        if *refs_left == 0 {
+                            self.event = b.events.len();
+                            self.run = b.touches.len();
+                            return true;
+                        }
+                        *refs_left -= 1;
+                    }
+                    out.push(*e);
+                    self.event += 1;
+                    room -= 1;
+                }
+            }
+        }
+        self.event == b.events.len() && self.run == b.touches.len()
+    }
 }
 
 /// Push a load.
@@ -171,12 +260,11 @@ pub(crate) fn store(q: &mut Vec<Event>, va: u64, size: u8, instrs: u32) {
     });
 }
 
-/// Push one store per 4 KiB page of `[addr, addr + len)` (first touch by an init loop).
-pub(crate) fn touch_pages(q: &mut Vec<Event>, addr: u64, len: u64) {
-    let mut a = addr;
-    while a < addr + len {
-        store(q, a, 8, 2);
-        a = (a & !4095) + 4096;
+/// One store per 4 KiB page of `[addr, addr + len)` (first touch by an init loop), after the
+/// events pushed so far.
+pub(crate) fn touch_pages(q: &mut Burst, addr: u64, len: u64) {
+    if len > 0 {
+        q.touches.push((q.events.len(), addr, addr + len));
     }
 }
 
@@ -184,38 +272,40 @@ struct Driver<P: Program> {
     name: &'static str,
     program: P,
     mem: AddressSpace,
-    /// Events generated but not handed out yet (a step's overflow beyond `max`).
+    /// The setup's events not handed out yet (`None` before the setup has run).
+    setup: Option<BurstCursor>,
+    /// Whether the setup's events have all been handed out.
+    setup_done: bool,
+    /// Events of a step not handed out yet (its overflow beyond `max`).
     q: Vec<Event>,
     pos: usize,
     refs_left: u64,
-    started: bool,
 }
 
 impl<P: Program> Driver<P> {
-    /// Run `setup` (first call) or one `step`, appending its events to `out`, system calls the
-    /// step needed first.
-    fn step_into(&mut self, out: &mut Vec<Event>) {
+    /// Run one `step`, appending its events to `out`, system calls the step needed first.
+    /// Returns the number of system calls (every other event a program pushes is an access).
+    #[inline(always)]
+    fn step_into(&mut self, out: &mut Vec<Event>) -> usize {
         let start = out.len();
-        if self.started {
-            self.program.step(&mut self.mem, out);
-        } else {
-            self.started = true;
-            self.program.setup(&mut self.mem, out);
-        }
-        if !self.mem.pending.is_empty() {
+        self.program.step(&mut self.mem, out);
+        let calls = self.mem.pending.len();
+        if calls > 0 {
             out.splice(start..start, self.mem.pending.drain(..));
         }
+        calls
     }
-}
 
-impl<P: Program> Driver<P> {
-    /// Run the setup into the queue, applying the reference budget to it.
-    fn step_into_queue(&mut self) {
-        let mut q = std::mem::take(&mut self.q);
-        self.step_into(&mut q);
-        self.refs_left -= apply_budget(&mut q, 0, self.refs_left);
-        self.q = q;
-        self.pos = 0;
+    /// Run the setup (allocations, system calls first, then its events and first touches).
+    fn run_setup(&mut self) -> BurstCursor {
+        let mut burst = Burst::default();
+        self.program.setup(&mut self.mem, &mut burst);
+        let calls = self.mem.pending.len();
+        burst.events.splice(0..0, self.mem.pending.drain(..));
+        for t in burst.touches.iter_mut() {
+            t.0 += calls;
+        }
+        BurstCursor::new(burst)
     }
 }
 
@@ -246,7 +336,21 @@ fn count_refs(events: &[Event]) -> u64 {
 impl<P: Program> EventSource for Driver<P> {
     fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError> {
         let start = out.len();
-        // First what an earlier step left over (its budget was applied when it ran).
+        // First the setup burst, expanded as it is fetched.
+        if !self.setup_done {
+            let mut cursor = match self.setup.take() {
+                Some(c) => c,
+                None => self.run_setup(),
+            };
+            self.setup_done = cursor.expand(out, max, &mut self.refs_left);
+            if !self.setup_done {
+                self.setup = Some(cursor);
+            }
+            if out.len() > start {
+                return Ok(out.len() - start);
+            }
+        }
+        // Then what an earlier step left over (its budget was applied when it ran).
         if self.pos < self.q.len() {
             let n = (self.q.len() - self.pos).min(max);
             out.extend_from_slice(&self.q[self.pos..self.pos + n]);
@@ -257,21 +361,21 @@ impl<P: Program> EventSource for Driver<P> {
             }
             return Ok(n);
         }
-        // The setup (allocations and first touches, often a very long burst) goes through the
-        // queue, so that `out` keeps its small size.
-        if !self.started {
-            self.step_into_queue();
-            return self.fill(out, max);
-        }
         // Then step the program straight into `out` (no intermediate queue to copy from).
         // While this call has produced fewer events than the reference budget, the budget
         // cannot be exceeded (an event is at most one reference), so references are counted
         // once at the end rather than after every step.
         let budget = self.refs_left;
+        let mut calls = 0;
         while out.len() - start < max && ((out.len() - start) as u64) < budget {
-            self.step_into(out);
+            calls += self.step_into(out);
         }
-        self.refs_left -= apply_budget(out, start, budget);
+        let refs = (out.len() - start - calls) as u64;
+        self.refs_left -= if refs > budget {
+            apply_budget(out, start, budget)
+        } else {
+            refs
+        };
         // References beyond `max` were counted above; the next call hands them out.
         if out.len() - start > max {
             self.q.extend_from_slice(&out[start + max..]);
@@ -295,10 +399,11 @@ pub fn create(cfg: &WorkloadConfig, refs: u64, seed: u64) -> Result<Box<dyn Even
                 name: $name,
                 program: $p,
                 mem,
+                setup: None,
+                setup_done: false,
                 q: Vec::new(),
                 pos: 0,
                 refs_left: refs,
-                started: false,
             })
         };
     }

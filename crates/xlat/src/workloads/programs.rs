@@ -1,9 +1,9 @@
 //! The programs behind the built-in workloads (see the table in the module doc of `workloads`).
 
 use super::heap::AddressSpace;
-use super::{load, store, touch_pages, Program, WorkloadConfig};
+use super::{load, store, touch_pages, Burst, Program, WorkloadConfig};
 use crate::rng::Rng;
-use crate::trace::Event;
+use crate::trace::{AccessKind, Event};
 
 // ---------------------------------------------------------------------------------------------
 // gups
@@ -26,7 +26,7 @@ impl Gups {
 }
 
 impl Program for Gups {
-    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Vec<Event>) {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
         self.table = mem.alloc(self.bytes);
         touch_pages(q, self.table, self.bytes);
     }
@@ -59,7 +59,7 @@ impl Stream {
 }
 
 impl Program for Stream {
-    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Vec<Event>) {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
         for a in self.arrays.iter_mut() {
             *a = mem.alloc(self.elems * 8);
             touch_pages(q, *a, self.elems * 8);
@@ -69,9 +69,17 @@ impl Program for Stream {
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
         let [a, b, c] = self.arrays;
         let off = self.i * 8;
-        load(q, b + off, 8, 2);
-        load(q, c + off, 8, 2);
-        store(q, a + off, 8, 2);
+        let ev = |kind, va| Event::Access {
+            kind,
+            va: crate::addr::Vaddr(va),
+            size: 8,
+            instrs: 2,
+        };
+        q.extend_from_slice(&[
+            ev(AccessKind::Load, b + off),
+            ev(AccessKind::Load, c + off),
+            ev(AccessKind::Store, a + off),
+        ]);
         // A compare, not `%`: a 64-bit division per step shows at tens of millions of steps/s.
         self.i += 1;
         if self.i == self.elems {
@@ -113,7 +121,7 @@ impl PointerChase {
 }
 
 impl Program for PointerChase {
-    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Vec<Event>) {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
         let bytes = self.next.len() as u64 * 64;
         self.base = mem.alloc(bytes);
         touch_pages(q, self.base, bytes);
@@ -238,7 +246,7 @@ struct CsrAddrs {
     neighbours: u64,
 }
 
-fn alloc_csr(g: &Csr, mem: &mut AddressSpace, q: &mut Vec<Event>) -> CsrAddrs {
+fn alloc_csr(g: &Csr, mem: &mut AddressSpace, q: &mut Burst) -> CsrAddrs {
     let ob = g.offsets.len() as u64 * 8;
     let nb = (g.neighbours.len() as u64 * 4).max(4);
     let a = CsrAddrs {
@@ -309,7 +317,7 @@ impl Bfs {
 }
 
 impl Program for Bfs {
-    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Vec<Event>) {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
         let n = self.parent.len() as u64;
         self.a = alloc_csr(&self.g, mem, q);
         self.parent_addr = mem.alloc(n * 4);
@@ -317,7 +325,7 @@ impl Program for Bfs {
         for base in [self.parent_addr, self.queue_addr[0], self.queue_addr[1]] {
             touch_pages(q, base, n * 4);
         }
-        self.start(q);
+        self.start(&mut q.events);
     }
 
     /// One frontier vertex: its adjacency list and the parent checks of its neighbours.
@@ -380,7 +388,7 @@ impl PageRank {
 }
 
 impl Program for PageRank {
-    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Vec<Event>) {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
         let n = self.g.vertices();
         self.a = alloc_csr(&self.g, mem, q);
         self.contrib_addr = mem.alloc(n * 4);
@@ -526,7 +534,7 @@ impl Kv {
 }
 
 impl Program for Kv {
-    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Vec<Event>) {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
         let tb = self.table.len() as u64 * BUCKET_BYTES;
         self.table_addr = mem.alloc(tb);
         touch_pages(q, self.table_addr, tb);
@@ -614,7 +622,7 @@ impl XsBench {
 }
 
 impl Program for XsBench {
-    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Vec<Event>) {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
         let union = NUCLIDES * self.points;
         for (addr, bytes) in [
             (&mut self.nuclide_grid, NUCLIDES * self.points * POINT_BYTES),

@@ -187,9 +187,8 @@ fn bfs_sets_the_parent_of_exactly_the_vertices_reachable_from_the_source() {
         9,
     );
     let mut mem = heap::AddressSpace::new(false);
+    p.setup(&mut mem, &mut Burst::default());
     let mut q = Vec::new();
-    p.setup(&mut mem, &mut q);
-    q.clear();
     let mut stores = 0usize;
     // Walk until the first search ends (the next reset is a burst of 64-byte stores).
     'outer: for _ in 0..100_000 {
@@ -243,4 +242,77 @@ fn the_zipf_sampler_is_skewed_as_the_distribution_says() {
 fn an_unknown_workload_is_rejected_with_a_suggestion() {
     let err = cfg("gupz", 1 << 20).validate().unwrap_err();
     assert!(err.contains("did you mean 'gups'"), "{err}");
+}
+
+/// The setup burst, expanded lazily, is exactly the eager expansion — every event in order, one
+/// store per page of each first-touch run (also from a start inside a page), cut before the
+/// first reference beyond the budget — however many events each fetch asks for.
+#[test]
+fn a_setup_burst_expands_lazily_to_exactly_its_eager_events() {
+    let call = Event::Munmap {
+        addr: crate::addr::Vaddr(0x9000),
+        len: 4096,
+    };
+    let mut burst = Burst::default();
+    burst.events.push(call);
+    touch_pages(&mut burst, 0x10_0800, 3 * 4096); // starts mid-page: 4 pages
+    touch_pages(&mut burst, 0x20_0000, 0); // empty: nothing
+    store(&mut burst.events, 0x30_0010, 4, 2);
+    burst.events.push(call);
+    touch_pages(&mut burst, 0x40_0000, 4096); // 1 page
+    burst.events.push(call);
+    let ta = |va: u64| Event::Access {
+        kind: AccessKind::Store,
+        va: crate::addr::Vaddr(va),
+        size: 8,
+        instrs: 2,
+    };
+    let eager = vec![
+        call,
+        ta(0x10_0800),
+        ta(0x10_1000),
+        ta(0x10_2000),
+        ta(0x10_3000),
+        Event::Access {
+            kind: AccessKind::Store,
+            va: crate::addr::Vaddr(0x30_0010),
+            size: 4,
+            instrs: 2,
+        },
+        call,
+        ta(0x40_0000),
+        call,
+    ];
+    for budget in 0..8u64 {
+        // Eager: cut before the first reference beyond the budget.
+        let mut seen = 0;
+        let want: Vec<Event> = eager
+            .iter()
+            .copied()
+            .take_while(|e| {
+                seen += matches!(e, Event::Access { .. }) as u64;
+                seen <= budget
+            })
+            .collect();
+        for max in 1..=9 {
+            let mut cursor = BurstCursor::new(Burst {
+                events: burst.events.clone(),
+                touches: burst.touches.clone(),
+            });
+            let mut refs_left = budget;
+            let mut out = Vec::new();
+            let mut done = false;
+            for _ in 0..100 {
+                let before = out.len();
+                done = cursor.expand(&mut out, max, &mut refs_left);
+                assert!(out.len() - before <= max);
+                if done {
+                    break;
+                }
+            }
+            assert!(done, "budget {budget}, max {max}: never ended");
+            assert_eq!(out, want, "budget {budget}, max {max}");
+            assert_eq!(refs_left, budget - accesses(&want).len() as u64);
+        }
+    }
 }
