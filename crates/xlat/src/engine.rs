@@ -290,7 +290,15 @@ impl<D: Design> Sim<D> {
         let Some(m) = self.mmu.lookup_data_l1(self.asid, vpn) else {
             return self.access_general(kind, va);
         };
-        self.check(vpn, Some(m), "L1 TLB entry")?;
+        // The oracle, as `check` but through the page map's memo of recently read entries:
+        // a loop over a few pages checks every hit without searching the page map each time.
+        if self.cfg.sim.oracle {
+            self.c.oracle_checked += 1;
+            if !self.os.maps_recent(self.asid, vpn, &m) {
+                let want = self.os.translate(self.asid, vpn);
+                return Err(self.mismatch(vpn, Some(m), want, "L1 TLB entry"));
+            }
+        }
         if kind == AccessKind::Store && !m.writable {
             return self.store_to_read_only(va, 0);
         }
@@ -302,6 +310,7 @@ impl<D: Design> Sim<D> {
     /// reference under `perfect_tlb`). Its L1 probe (if any) has been made and missed.
     #[inline(never)]
     fn access_general(&mut self, kind: AccessKind, va: Vaddr) -> Result<(), SimError> {
+        self.prefetch_ahead();
         let vpn = va.vpn();
         let ifetch = kind == AccessKind::IFetch;
         let (m, xlat_cycles) = if D::PERFECT_TLB {
@@ -440,7 +449,6 @@ impl<D: Design> Runner for Sim<D> {
                 }
             }
             while self.pos < self.buf.len() && self.c.refs < target {
-                self.prefetch_ahead();
                 let ev = self.buf[self.pos];
                 self.pos += 1;
                 match ev {

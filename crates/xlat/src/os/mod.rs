@@ -630,6 +630,14 @@ impl Os {
             .is_some_and(|p| p.pages.maps(vpn, m))
     }
 
+    /// [`Os::maps`] for the oracle's check of every L1 TLB hit (see `PageMap::maps_recent`).
+    #[inline(always)]
+    pub fn maps_recent(&mut self, asid: Asid, vpn: Vpn, m: &Mapping) -> bool {
+        self.procs
+            .get_mut(asid as usize)
+            .is_some_and(|p| p.pages.maps_recent(vpn, m))
+    }
+
     /// The oracle: the translation covering `vpn` in `asid`, if any.
     #[inline]
     pub fn translate(&self, asid: Asid, vpn: Vpn) -> Option<Mapping> {

@@ -102,7 +102,11 @@ impl RegionTable {
     fn find(&self, key: u64) -> (usize, bool) {
         let mut i = self.home(key);
         loop {
-            let k = self.keys[i];
+            debug_assert!(i < self.keys.len());
+            // SAFETY: `home` is below `2^(64 - shift) == keys.len()` and every later probe is
+            // masked to `keys.len() - 1` (a power of two). Unchecked: this is every oracle check.
+            #[allow(unsafe_code)]
+            let k = unsafe { *self.keys.get_unchecked(i) };
             if k == key {
                 return (i, true);
             }
@@ -116,7 +120,9 @@ impl RegionTable {
     #[inline(always)]
     fn get(&self, key: u64) -> Option<Region> {
         let (i, found) = self.find(key);
-        found.then(|| self.vals[i])
+        // SAFETY: `find` returns a slot below `keys.len() == vals.len()`.
+        #[allow(unsafe_code)]
+        found.then(|| unsafe { *self.vals.get_unchecked(i) })
     }
 
     fn contains(&self, key: u64) -> bool {
@@ -208,6 +214,13 @@ impl RegionTable {
     }
 }
 
+/// Whether the 4 KiB entry `e` of `vpn` holds exactly `m` (a 4 KiB mapping).
+#[inline(always)]
+fn entry_is(e: u32, vpn: Vpn, m: &Mapping) -> bool {
+    let want = (m.pfn.0 as u32).wrapping_add(1) | if m.writable { WRITABLE } else { 0 };
+    e == want && m.vpn == vpn && m.pfn.0 < (WRITABLE - 1) as u64
+}
+
 /// Mappings of one address space.
 #[derive(Clone, Debug)]
 pub struct PageMap {
@@ -221,6 +234,45 @@ pub struct PageMap {
     giant: IntMap<u64, (Pfn, bool)>,
     pages_4k: u64,
     pages_2m: u64,
+    /// 4 KiB entries read lately by [`PageMap::maps_recent`]; emptied by every change.
+    recent: RecentEntries,
+}
+
+/// A few (VPN, 4 KiB entry) pairs copied from the page map: a cache of the map's own content,
+/// so it can only be stale if a change forgot to empty it (`insert` and `remove`, the only
+/// mutators, both do).
+#[derive(Clone, Debug)]
+struct RecentEntries {
+    vpns: [u64; RECENT_ENTRIES],
+    entries: [u32; RECENT_ENTRIES],
+    next: usize,
+}
+
+/// Pages [`RecentEntries`] holds: enough for a loop over a few arrays at once.
+const RECENT_ENTRIES: usize = 4;
+
+impl RecentEntries {
+    fn new() -> RecentEntries {
+        RecentEntries {
+            // No VPN reaches u64::MAX (VPNs have at most 52 bits).
+            vpns: [u64::MAX; RECENT_ENTRIES],
+            entries: [0; RECENT_ENTRIES],
+            next: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, vpn: Vpn) -> Option<u32> {
+        let i = self.vpns.iter().position(|v| *v == vpn.0)?;
+        Some(self.entries[i])
+    }
+
+    #[inline(always)]
+    fn remember(&mut self, vpn: Vpn, entry: u32) {
+        self.vpns[self.next] = vpn.0;
+        self.entries[self.next] = entry;
+        self.next = (self.next + 1) % RECENT_ENTRIES;
+    }
 }
 
 impl Default for PageMap {
@@ -233,11 +285,26 @@ impl Default for PageMap {
             giant: IntMap::default(),
             pages_4k: 0,
             pages_2m: 0,
+            recent: RecentEntries::new(),
         }
     }
 }
 
 impl PageMap {
+    /// The entry of `vpn` in small-region block `block` (a block the region table names).
+    /// Unchecked: this is every oracle check.
+    #[inline(always)]
+    fn small_entry(&self, block: usize, vpn: Vpn) -> u32 {
+        let i = block * REGION_PAGES + (vpn.0 & 511) as usize;
+        debug_assert!(i < self.small.len());
+        // SAFETY: the region table only names blocks below `small_count.len()`, and `small`
+        // holds `REGION_PAGES` entries for each of them (blocks are only ever added).
+        #[allow(unsafe_code)]
+        unsafe {
+            *self.small.get_unchecked(i)
+        }
+    }
+
     /// Prefetch (host caches) the entry `get(vpn)` will read.
     #[inline]
     pub fn prefetch(&self, vpn: Vpn) {
@@ -256,7 +323,7 @@ impl PageMap {
         };
         match r.block() {
             Some(block) => {
-                let e = self.small[block * REGION_PAGES + (vpn.0 & 511) as usize];
+                let e = self.small_entry(block, vpn);
                 (e != 0).then(|| Mapping {
                     vpn,
                     pfn: Pfn(((e & !WRITABLE) - 1) as u64),
@@ -279,12 +346,38 @@ impl PageMap {
     pub fn maps(&self, vpn: Vpn, m: &Mapping) -> bool {
         if m.size == PageSize::Size4K {
             if let Some(block) = self.regions.get(vpn.0 >> 9).and_then(Region::block) {
-                let e = self.small[block * REGION_PAGES + (vpn.0 & 511) as usize];
-                let want = (m.pfn.0 as u32).wrapping_add(1) | if m.writable { WRITABLE } else { 0 };
-                return e == want && m.vpn == vpn && m.pfn.0 < (WRITABLE - 1) as u64;
+                let e = self.small_entry(block, vpn);
+                return entry_is(e, vpn, m);
             }
         }
         self.get(vpn) == Some(*m)
+    }
+
+    /// [`PageMap::maps`] for the oracle's hottest check (every L1 TLB hit): remembers the 4 KiB
+    /// entries it reads, so a loop over a few pages asks the region table only when it enters
+    /// a new page. Same answer as `maps`.
+    #[inline(always)]
+    pub fn maps_recent(&mut self, vpn: Vpn, m: &Mapping) -> bool {
+        if m.size == PageSize::Size4K {
+            if let Some(e) = self.recent.get(vpn) {
+                return entry_is(e, vpn, m);
+            }
+        }
+        self.maps_and_remember(vpn, m)
+    }
+
+    /// [`PageMap::maps`], remembering a 4 KiB entry it reads (out of line: the caller's hot
+    /// path is the remembered case).
+    #[inline(never)]
+    fn maps_and_remember(&mut self, vpn: Vpn, m: &Mapping) -> bool {
+        if m.size == PageSize::Size4K {
+            if let Some(block) = self.regions.get(vpn.0 >> 9).and_then(Region::block) {
+                let e = self.small_entry(block, vpn);
+                self.recent.remember(vpn, e);
+                return entry_is(e, vpn, m);
+            }
+        }
+        self.maps(vpn, m)
     }
 
     /// The 1 GiB mapping containing `vpn` (rare: out of line).
@@ -323,6 +416,7 @@ impl PageMap {
     /// Install `m`.
     pub fn insert(&mut self, m: Mapping) {
         debug_assert!(self.get(m.vpn).is_none(), "overlapping mapping {m:?}");
+        self.recent = RecentEntries::new();
         match m.size {
             PageSize::Size4K => {
                 assert!(
@@ -360,6 +454,7 @@ impl PageMap {
 
     /// Remove exactly `m` (which must be installed).
     pub fn remove(&mut self, m: Mapping) {
+        self.recent = RecentEntries::new();
         match m.size {
             PageSize::Size4K => {
                 let key = m.vpn.0 >> 9;
@@ -563,6 +658,21 @@ mod tests {
                         for c in candidates {
                             prop_assert_eq!(p.maps(Vpn(vpn), &c), p.get(Vpn(vpn)) == Some(c));
                         }
+                    }
+                }
+                // `maps_recent` gives the same answers from its memo. Four pages only, so the
+                // memo keeps them from one operation to the next: a change that failed to
+                // empty it would show here.
+                for vpn in [region(0) + 7, region(1) + 7, region(0) + 14, region(1)] {
+                    let got = p.get(Vpn(vpn));
+                    let right = got.unwrap_or(Mapping {
+                        vpn: Vpn(vpn),
+                        pfn: Pfn(pfn),
+                        size: PageSize::Size4K,
+                        writable: pfn % 2 == 0,
+                    });
+                    for c in [right, Mapping { pfn: Pfn(right.pfn.0 ^ 1), ..right }] {
+                        prop_assert_eq!(p.maps_recent(Vpn(vpn), &c), got == Some(c), "VPN {:#x}", vpn);
                     }
                 }
                 let listed = p.in_range(Vpn(0), Vpn(region(4)));
