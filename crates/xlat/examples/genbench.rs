@@ -42,7 +42,9 @@ fn main() {
         let (mut events, mut timed_from) = (0u64, None);
         loop {
             out.clear();
-            let n = src.fill(&mut out, FETCH).expect("a built-in workload cannot fail");
+            let n = src
+                .fill(&mut out, FETCH)
+                .expect("a built-in workload cannot fail");
             if n == 0 {
                 break;
             }

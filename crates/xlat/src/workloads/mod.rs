@@ -289,6 +289,12 @@ impl<P: Program> Driver<P> {
     fn step_into(&mut self, out: &mut Vec<Event>) -> usize {
         let start = out.len();
         self.program.step(&mut self.mem, out);
+        debug_assert!(
+            out[start..]
+                .iter()
+                .all(|e| matches!(e, Event::Access { .. })),
+            "a step pushed a non-access event (system calls go through the address space)"
+        );
         let calls = self.mem.pending.len();
         if calls > 0 {
             out.splice(start..start, self.mem.pending.drain(..));
