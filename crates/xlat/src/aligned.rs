@@ -63,9 +63,56 @@ impl DerefMut for LineAligned {
     }
 }
 
+/// Which of `sets` sets a number (line or key hash) falls in: a mask when `sets` is a power of
+/// two, else `%`. The mask is a plain word with a sentinel rather than an `Option` (one load
+/// less on every simulated access).
+#[derive(Clone, Copy, Debug)]
+pub struct SetIndex {
+    sets: u64,
+    /// `sets - 1`, or [`SetIndex::NO_MASK`] when `sets` is not a power of two.
+    mask: u64,
+}
+
+impl SetIndex {
+    const NO_MASK: u64 = u64::MAX;
+
+    /// Index into `sets >= 1` sets.
+    pub fn new(sets: u64) -> SetIndex {
+        debug_assert!(sets >= 1);
+        SetIndex {
+            sets,
+            mask: if sets.is_power_of_two() {
+                sets - 1
+            } else {
+                Self::NO_MASK
+            },
+        }
+    }
+
+    /// The set `x` falls in (below `sets`).
+    #[inline(always)]
+    pub fn of(self, x: u64) -> usize {
+        (if self.mask != Self::NO_MASK {
+            x & self.mask
+        } else {
+            x % self.sets
+        }) as usize
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_set_index_is_the_remainder_for_every_number_of_sets() {
+        for sets in [1u64, 2, 3, 12, 16, 1536, 1 << 20] {
+            let ix = SetIndex::new(sets);
+            for x in [0u64, 1, 5, 1535, 1536, 123_456_789, u64::MAX - 1] {
+                assert_eq!(ix.of(x) as u64, x % sets, "{x} into {sets} sets");
+            }
+        }
+    }
 
     #[test]
     fn the_slice_starts_on_a_cache_line_and_a_clone_does_too() {

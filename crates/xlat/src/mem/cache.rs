@@ -6,7 +6,7 @@
 //! the kind of the access that filled it (a later access of the other kind does not change it).
 
 use super::{CacheLevelConfig, ReplacementPolicy};
-use crate::aligned::LineAligned;
+use crate::aligned::{LineAligned, SetIndex};
 use crate::recency::{move_to_front, LruWord, NIBBLE_MAX_WAYS};
 
 /// Line kind: program data.
@@ -31,10 +31,6 @@ const KIND_SHIFT: u32 = 56;
 const DIRTY: u64 = 1 << 57;
 const REPL_SHIFT: u32 = 58;
 const REPL_MASK: u64 = 0x3f << REPL_SHIFT;
-
-/// `set_mask` of a cache whose number of sets is not a power of two (a plain word rather than
-/// an `Option`: one load less on every access).
-const NO_MASK: u64 = u64::MAX;
 
 /// Largest associativity the packed replacement state supports.
 pub const MAX_WAYS: u32 = 64;
@@ -93,9 +89,7 @@ const SRRIP_PACKED_MAX_WAYS: usize = 32;
 #[derive(Clone, Debug)]
 pub struct Cache {
     ways: usize,
-    sets: u64,
-    /// `sets - 1` when `sets` is a power of two, else [`NO_MASK`] (sets found by `%`).
-    set_mask: u64,
+    sets: SetIndex,
     slots: LineAligned,
     /// How replacement state is kept (see the layout note above).
     mode: Mode,
@@ -150,12 +144,7 @@ impl Cache {
         };
         Cache {
             ways,
-            sets,
-            set_mask: if sets.is_power_of_two() {
-                sets - 1
-            } else {
-                NO_MASK
-            },
+            sets: SetIndex::new(sets),
             slots: LineAligned::new(lines, 0),
             mode,
             order: if mode == Mode::LruWord {
@@ -187,11 +176,7 @@ impl Cache {
     /// The set `line` maps to.
     #[inline(always)]
     fn set_of(&self, line: u64) -> usize {
-        (if self.set_mask != NO_MASK {
-            line & self.set_mask
-        } else {
-            line % self.sets
-        }) as usize
+        self.sets.of(line)
     }
 
     /// The slots of set `s`. Unchecked: this slicing sits on every simulated access, and

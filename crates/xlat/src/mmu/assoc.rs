@@ -5,7 +5,7 @@
 //! evicted since; at most `ways` keys live in one set; eviction picks the least recently used key
 //! of the set (`get` and `insert` both count as a use). Key `u64::MAX` is reserved.
 
-use crate::aligned::LineAligned;
+use crate::aligned::{LineAligned, SetIndex};
 use crate::recency::{move_to_front, LruWord, NIBBLE_MAX_WAYS};
 
 /// Reserved key marking an empty slot.
@@ -25,8 +25,7 @@ pub struct AssocCache {
     /// so that a set is whole groups for the vector compare; padding slots hold [`EMPTY`] and
     /// are never filled.
     stride: usize,
-    /// `sets - 1` when `sets` is a power of two, else `u64::MAX` (sets found by `%`).
-    set_mask: u64,
+    set_index: SetIndex,
     /// Whether [`AssocCache::get`] may take its inlined path (8-slot sets with an [`LruWord`]).
     fast8: bool,
     keys: LineAligned,
@@ -56,11 +55,7 @@ impl AssocCache {
             sets,
             ways,
             stride,
-            set_mask: if sets.is_power_of_two() {
-                sets - 1
-            } else {
-                u64::MAX
-            },
+            set_index: SetIndex::new(sets),
             fast8: stride == 8 && ways <= NIBBLE_MAX_WAYS && slots > 0,
             keys: LineAligned::new(slots, EMPTY),
             vals: vec![0; slots],
@@ -91,12 +86,7 @@ impl AssocCache {
     fn set_of(&self, k: u64) -> usize {
         // Mix high bits in so that keys carrying an ASID or a page size above the VPN spread.
         let h = k ^ (k >> 29) ^ (k >> 46);
-        let set = if self.set_mask != u64::MAX {
-            h & self.set_mask
-        } else {
-            h % self.sets
-        };
-        set as usize
+        self.set_index.of(h)
     }
 
     /// Slot of `k` within its set.
