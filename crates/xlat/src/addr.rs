@@ -95,34 +95,48 @@ impl Pfn {
     }
 }
 
-/// Page (translation) sizes known to the OS model and the MMU.
+/// A page (translation) size: any power of two from 4 KiB to 1 GiB.
 ///
-/// Contract: `shift()` is the log2 of the size in bytes; sizes are ordered from smallest to largest.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
-pub enum PageSize {
-    /// 4 KiB base page.
-    #[serde(rename = "4KiB")]
-    Size4K,
-    /// 2 MiB huge page (x86-64 PD leaf).
-    #[serde(rename = "2MiB")]
-    Size2M,
-    /// 1 GiB huge page (x86-64 PDPT leaf).
-    #[serde(rename = "1GiB")]
-    Size1G,
-}
+/// Contract: a size is `4 KiB << order` with `order` in `0..=18`; sizes order from smallest to
+/// largest; pages of a size are naturally aligned, virtually and physically. x86-64 translates
+/// three of them ([`PageSize::X86`]); other designs (TPS, Arm contiguous entries, ...) declare
+/// theirs through [`PageSizeSet`].
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PageSize(u8);
 
+#[allow(non_upper_case_globals)]
 impl PageSize {
-    /// All sizes, smallest first.
-    pub const ALL: [PageSize; 3] = [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G];
+    /// 4 KiB base page.
+    pub const Size4K: PageSize = PageSize(0);
+    /// 2 MiB huge page (x86-64 PD leaf).
+    pub const Size2M: PageSize = PageSize(9);
+    /// 1 GiB huge page (x86-64 PDPT leaf).
+    pub const Size1G: PageSize = PageSize(18);
+    /// Largest order (1 GiB).
+    pub const MAX_ORDER: u8 = 18;
+    /// The three sizes x86-64 page tables translate, smallest first.
+    pub const X86: [PageSize; 3] = [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G];
+
+    /// The size of `2^order` base pages; `None` above 1 GiB.
+    #[inline]
+    pub const fn from_order(order: u8) -> Option<PageSize> {
+        if order <= Self::MAX_ORDER {
+            Some(PageSize(order))
+        } else {
+            None
+        }
+    }
+
+    /// The size of `bytes` bytes, if it is a power of two from 4 KiB to 1 GiB.
+    pub fn from_bytes(bytes: u64) -> Option<PageSize> {
+        (bytes.is_power_of_two() && (BASE_PAGE_BYTES..=1 << 30).contains(&bytes))
+            .then(|| PageSize((bytes.trailing_zeros() - BASE_PAGE_SHIFT) as u8))
+    }
 
     /// log2 of the size in bytes.
     #[inline]
     pub const fn shift(self) -> u32 {
-        match self {
-            PageSize::Size4K => 12,
-            PageSize::Size2M => 21,
-            PageSize::Size1G => 30,
-        }
+        self.0 as u32 + BASE_PAGE_SHIFT
     }
     /// Size in bytes.
     #[inline]
@@ -132,29 +146,149 @@ impl PageSize {
     /// Number of 4 KiB base pages in one page of this size.
     #[inline]
     pub const fn base_pages(self) -> u64 {
-        1 << (self.shift() - BASE_PAGE_SHIFT)
+        1 << self.0
     }
-    /// Buddy-allocator order of one page of this size.
+    /// Buddy-allocator order of one page of this size (log2 of its base pages).
     #[inline]
     pub const fn order(self) -> u8 {
-        (self.shift() - BASE_PAGE_SHIFT) as u8
+        self.0
     }
-    /// Dense index 0..3 (4 KiB, 2 MiB, 1 GiB), for per-size arrays.
+    /// Dense index of an x86 size (0 = 4 KiB, 1 = 2 MiB, 2 = 1 GiB), for per-size arrays of
+    /// structures that only hold x86 sizes; `None` for any other size.
+    #[inline]
+    pub const fn x86_index(self) -> Option<usize> {
+        match self.0 {
+            0 => Some(0),
+            9 => Some(1),
+            18 => Some(2),
+            _ => None,
+        }
+    }
+    /// [`PageSize::x86_index`] for code that only ever sees x86 sizes (a design that declares
+    /// only those): another size is a bug of the caller (debug assertion; 0 in release).
     #[inline]
     pub const fn index(self) -> usize {
-        match self {
-            PageSize::Size4K => 0,
-            PageSize::Size2M => 1,
-            PageSize::Size1G => 2,
+        match self.x86_index() {
+            Some(i) => i,
+            None => {
+                debug_assert!(false, "not an x86 page size");
+                0
+            }
         }
     }
-    /// Short label used in stats keys: `4k`, `2m`, `1g`.
-    pub const fn label(self) -> &'static str {
-        match self {
-            PageSize::Size4K => "4k",
-            PageSize::Size2M => "2m",
-            PageSize::Size1G => "1g",
+    /// Short label used in stats keys: `4k`, `64k`, `2m`, `32m`, `1g`.
+    pub fn label(self) -> String {
+        let b = self.bytes();
+        if b >= 1 << 30 {
+            format!("{}g", b >> 30)
+        } else if b >= 1 << 20 {
+            format!("{}m", b >> 20)
+        } else {
+            format!("{}k", b >> 10)
         }
+    }
+}
+
+impl fmt::Debug for PageSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_bytes(self.bytes()))
+    }
+}
+
+impl fmt::Display for PageSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_bytes(self.bytes()))
+    }
+}
+
+impl Serialize for PageSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_bytes(self.bytes()))
+    }
+}
+
+impl<'de> Deserialize<'de> for PageSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PageSize, D::Error> {
+        let text = String::deserialize(d)?;
+        PageSize::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl PageSize {
+    /// Parse `4KiB`, `64KiB`, `2MiB`, ... (a power of two from 4 KiB to 1 GiB).
+    pub fn parse(text: &str) -> Result<PageSize, String> {
+        let bytes = parse_bytes(text)?;
+        PageSize::from_bytes(bytes).ok_or_else(|| {
+            format!(
+                "'{text}' is not a page size: a page is a power of two from 4KiB to 1GiB \
+                 (4KiB, 8KiB, ..., 2MiB, ..., 1GiB)"
+            )
+        })
+    }
+}
+
+/// A set of page sizes (one bit per order 0..=18).
+///
+/// Contract: iteration is smallest first; the empty set is valid (nothing allowed).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct PageSizeSet(u32);
+
+impl PageSizeSet {
+    /// No size.
+    pub const EMPTY: PageSizeSet = PageSizeSet(0);
+    /// 4 KiB only.
+    pub const BASE: PageSizeSet = PageSizeSet(1);
+    /// 4 KiB, 2 MiB and 1 GiB (x86-64 radix).
+    pub const X86: PageSizeSet = PageSizeSet(1 | 1 << 9 | 1 << 18);
+    /// Every size from 4 KiB to 1 GiB.
+    pub const ALL: PageSizeSet = PageSizeSet((1 << 19) - 1);
+
+    /// The set of the given sizes.
+    pub fn of(sizes: &[PageSize]) -> PageSizeSet {
+        sizes.iter().fold(PageSizeSet::EMPTY, |s, z| s.with(*z))
+    }
+    /// This set plus `size`.
+    #[inline]
+    pub const fn with(self, size: PageSize) -> PageSizeSet {
+        PageSizeSet(self.0 | 1 << size.0)
+    }
+    /// Whether `size` is in the set.
+    #[inline]
+    pub const fn contains(self, size: PageSize) -> bool {
+        self.0 & (1 << size.0) != 0
+    }
+    /// Sizes in both sets.
+    #[inline]
+    pub const fn intersect(self, other: PageSizeSet) -> PageSizeSet {
+        PageSizeSet(self.0 & other.0)
+    }
+    /// Whether the set is empty.
+    #[inline]
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    /// The largest size in the set that is at most `limit`.
+    #[inline]
+    pub fn largest_at_most(self, limit: PageSize) -> Option<PageSize> {
+        let below = self.0 & ((2u32 << limit.0) - 1);
+        (below != 0).then(|| PageSize((31 - below.leading_zeros()) as u8))
+    }
+    /// The sizes, smallest first.
+    pub fn iter(self) -> impl Iterator<Item = PageSize> {
+        (0..=PageSize::MAX_ORDER)
+            .filter(move |o| self.0 & (1 << o) != 0)
+            .map(PageSize)
+    }
+    /// Raw bit mask (bit `order` set for each size).
+    #[inline]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+impl fmt::Debug for PageSizeSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -315,5 +449,34 @@ mod tests {
         assert_eq!(PageSize::Size2M.order(), 9);
         assert_eq!(PageSize::Size1G.order(), 18);
         assert_eq!(format_bytes(1 << 30), "1GiB");
+    }
+
+    #[test]
+    fn any_power_of_two_from_4k_to_1g_is_a_page_size() {
+        assert_eq!(PageSize::parse("64KiB").unwrap().order(), 4);
+        assert_eq!(PageSize::parse("32MiB").unwrap().bytes(), 32 << 20);
+        assert_eq!(PageSize::parse("2MiB").unwrap(), PageSize::Size2M);
+        for bad in ["2KiB", "12KiB", "2GiB", "x"] {
+            assert!(PageSize::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(PageSize::from_order(4).unwrap().label(), "64k");
+        assert_eq!(PageSize::Size1G.label(), "1g");
+        assert_eq!(PageSize::from_order(13).unwrap().label(), "32m");
+        assert_eq!(PageSize::from_order(4).unwrap().x86_index(), None);
+    }
+
+    #[test]
+    fn a_size_set_finds_the_largest_member_below_a_limit() {
+        let s = PageSizeSet::X86;
+        let k64 = PageSize::from_order(4).unwrap();
+        assert_eq!(s.largest_at_most(k64), Some(PageSize::Size4K));
+        assert_eq!(s.largest_at_most(PageSize::Size2M), Some(PageSize::Size2M));
+        assert_eq!(
+            s.largest_at_most(PageSize::from_order(17).unwrap()),
+            Some(PageSize::Size2M)
+        );
+        assert_eq!(PageSizeSet::EMPTY.largest_at_most(PageSize::Size1G), None);
+        assert_eq!(s.iter().collect::<Vec<_>>(), PageSize::X86.to_vec());
+        assert!(!s.contains(k64) && s.with(k64).contains(k64));
     }
 }

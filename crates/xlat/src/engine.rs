@@ -101,15 +101,16 @@ struct MakeSim {
     source: Box<dyn EventSource>,
 }
 
-type RunnerFactory = Box<dyn FnOnce(Os) -> Box<dyn Runner> + Send>;
+type RunnerFactory = Box<dyn FnOnce(Os) -> Result<Box<dyn Runner>, OsError> + Send>;
 
 impl DesignVisitor for MakeSim {
     type Output = RunnerFactory;
     fn visit<D: Design + 'static>(self, design: D) -> RunnerFactory {
         let MakeSim { cfg, source } = self;
-        Box::new(move |mut os: Os| -> Box<dyn Runner> {
+        Box::new(move |mut os: Os| -> Result<Box<dyn Runner>, OsError> {
+            os.set_page_sizes(design.page_sizes())?;
             let asid = os.process(0);
-            Box::new(Sim {
+            Ok(Box::new(Sim {
                 mmu: Mmu::new(&cfg.tlb),
                 mem: MemSystem::new(&cfg.mem),
                 cfg,
@@ -125,8 +126,21 @@ impl DesignVisitor for MakeSim {
                 changes: Vec::new(),
                 finished: false,
                 truncated_by_refs: false,
-            })
+            }))
         })
+    }
+}
+
+/// The design's placement hook, as the OS model asks it at a fault.
+struct DesignPlacer<'a, D: Design>(&'a mut D);
+
+impl<D: Design> crate::os::Placer for DesignPlacer<'_, D> {
+    fn place(
+        &mut self,
+        phys: &mut crate::os::PhysMem,
+        req: &crate::os::PlaceRequest,
+    ) -> Option<crate::addr::Pfn> {
+        self.0.place(phys, req)
     }
 }
 
@@ -136,7 +150,8 @@ impl DesignVisitor for MakeSim {
 const CHUNK: usize = 512;
 
 impl<D: Design> Sim<D> {
-    /// Apply OS mapping changes to the design and the TLBs.
+    /// Apply OS mapping changes to the design and the TLBs; frames whose contents the OS
+    /// moved leave the data caches.
     fn apply_changes(&mut self) -> Result<(), OsError> {
         for ch in self.changes.drain(..) {
             match ch {
@@ -147,7 +162,20 @@ impl<D: Design> Sim<D> {
                 }
             }
         }
+        for (pfn, order) in self.os.take_moved_frames() {
+            self.mem.invalidate_frames(pfn, 1 << order);
+        }
         Ok(())
+    }
+
+    /// Run the OS daemons due by now (simulated core cycles so far), once per event chunk.
+    #[cold]
+    fn run_daemons(&mut self) -> Result<(), SimError> {
+        let now = self
+            .timing
+            .core_cycles(&self.cfg.timing, self.c.instructions) as u64;
+        self.os.tick(now, &mut self.changes);
+        self.apply_changes().map_err(|e| self.os_err(e))
     }
 
     fn os_err(&self, error: OsError) -> SimError {
@@ -262,7 +290,13 @@ impl<D: Design> Sim<D> {
             self.c.fault_walks += 1;
             self.timing.page_faults += 1;
             self.os
-                .fault(self.asid, va, kind, &mut self.changes)
+                .fault_with(
+                    self.asid,
+                    va,
+                    kind,
+                    &mut self.changes,
+                    &mut DesignPlacer(&mut self.design),
+                )
                 .map_err(|e| self.os_err(e))?;
             self.apply_changes().map_err(|e| self.os_err(e))?;
         }
@@ -355,7 +389,13 @@ impl<D: Design> Sim<D> {
         self.timing.page_faults += 1;
         let nm = self
             .os
-            .fault(self.asid, va, kind, &mut self.changes)
+            .fault_with(
+                self.asid,
+                va,
+                kind,
+                &mut self.changes,
+                &mut DesignPlacer(&mut self.design),
+            )
             .map_err(|e| self.os_err(e))?;
         self.apply_changes().map_err(|e| self.os_err(e))?;
         let m = if !D::PERFECT_TLB {
@@ -437,6 +477,9 @@ impl<D: Design> Runner for Sim<D> {
         let target = self.c.refs.saturating_add(max_refs).min(self.cfg.sim.refs);
         while !self.finished && self.c.refs < target {
             if self.pos == self.buf.len() {
+                if self.os.has_daemons() {
+                    self.run_daemons()?;
+                }
                 self.buf.clear();
                 self.pos = 0;
                 let n = self
@@ -527,7 +570,7 @@ impl<D: Design> Runner for Sim<D> {
         self.timing.stats(
             &self.cfg.timing,
             c.instructions,
-            self.design.os_cycles(),
+            self.design.os_cycles() + self.os.extra_os_cycles(),
             &mut r,
         );
         {
@@ -589,7 +632,7 @@ impl Simulation {
         )
         .map_err(|e| SimError::Os { event: 0, error: e })?;
         Ok(Simulation {
-            runner: factory(os),
+            runner: factory(os).map_err(|e| SimError::Os { event: 0, error: e })?,
             wall_seconds: 0.0,
         })
     }
@@ -714,7 +757,7 @@ mod tests {
         let mut os = Os::new(&cfg.os, 1).unwrap();
         let design = Broken::new(&cfg.designs.radix, &mut os.phys).unwrap();
         let source = crate::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).unwrap();
-        let mut runner = MakeSim { cfg, source }.visit(design)(os);
+        let mut runner = MakeSim { cfg, source }.visit(design)(os).unwrap();
         let err = runner.step(u64::MAX).unwrap_err();
         match err {
             SimError::Oracle(msg) => assert!(msg.contains("the OS model maps"), "{msg}"),

@@ -17,7 +17,7 @@ pub mod mehpt;
 pub mod perfect_tlb;
 pub mod radix;
 
-use crate::addr::{Asid, Mapping, Pfn, Vpn, BASE_PAGE_BYTES};
+use crate::addr::{Asid, Mapping, PageSizeSet, Pfn, Vpn, BASE_PAGE_BYTES};
 use crate::mem::MemSystem;
 use crate::os::{FrameUse, OsError, PhysMem};
 use crate::stats::Stats;
@@ -65,6 +65,24 @@ pub trait Design: Sized + Send {
 
     /// Build an empty design.
     fn new(cfg: &Self::Config, phys: &mut PhysMem) -> Result<Self, OsError>;
+    /// The page sizes this design translates as one entry. The OS model creates mappings of
+    /// these sizes only: a larger block a policy allocates (a 64 KiB mTHP folio on x86, say) is
+    /// mapped as pages of the largest declared size that fits, over the same frames.
+    /// Contract: contains 4 KiB, and does not change during a run.
+    fn page_sizes(&self) -> PageSizeSet {
+        PageSizeSet::X86
+    }
+    /// Placement hook, asked at every page fault before the OS model allocates the frames of
+    /// the new page (`req.size` pages of `req.vpn`, as the OS policy chose them). A design that
+    /// decides where pages live (Utopia's set-associative segments) or how frames line up
+    /// (Elastic Translations' CoalaPaging) returns the first frame of a naturally aligned block
+    /// of `req.size` that it took from `phys` for [`FrameUse::Data`] (e.g. with
+    /// `PhysMem::alloc_at`); the OS model then owns and maps it like any frame it allocated,
+    /// and frees it to the buddy allocator on unmap. `None` (the default) lets the OS policy
+    /// allocate. The hook may read the process's page map (`req.pages`) but changes no mapping.
+    fn place(&mut self, _phys: &mut PhysMem, _req: &crate::os::PlaceRequest) -> Option<Pfn> {
+        None
+    }
     /// Install a translation.
     fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError>;
     /// Remove a translation.

@@ -67,6 +67,8 @@ pub struct LevelCounters {
     pub evictions: u64,
     /// Dirty lines evicted.
     pub writebacks: u64,
+    /// Lines dropped because their frame's contents moved.
+    pub invalidations: u64,
 }
 
 /// Representation of the replacement state (a speed choice; decisions are the same).
@@ -309,6 +311,51 @@ impl Cache {
         self.c.writebacks += e.dirty as u64;
         self.pt_lines -= (e.kind == PT) as u64;
         Some(e)
+    }
+
+    /// Drop `line` if present (its frame's contents moved), leaving its way the next one
+    /// filled. Returns `Some(dirty)` when the line was present. Rare (page migrations), so
+    /// clarity over speed.
+    pub fn invalidate(&mut self, line: u64) -> Option<bool> {
+        let s = self.set_of(line);
+        let ways = self.ways;
+        let set = Self::set_slots(&mut self.slots, s, ways);
+        let i = Self::find(set, line + 1)?;
+        let old = set[i];
+        match self.mode {
+            Mode::LruWord => {
+                set[i] = 0;
+                // Make way `i` the least recent, the others keeping their order: make it the
+                // most recent, then cycle every other way through the front in LRU order.
+                let order = Self::order_of(&mut self.order, s);
+                order.touch(i, ways);
+                for _ in 1..ways {
+                    let v = order.lru(ways);
+                    order.touch(v, ways);
+                }
+            }
+            Mode::LruOrdered => {
+                // Ordered most recent first: the invalid slot goes to the back.
+                set[i..].rotate_left(1);
+                set[ways - 1] = 0;
+            }
+            Mode::SrripPacked => {
+                // Valid ways stay a prefix: the last valid way takes the freed place.
+                let last = self.filled[s] as usize - 1;
+                set[i] = set[last];
+                set[last] = 0;
+                let r = &mut self.rrpv[s];
+                let moved = (*r >> (2 * last)) & 3;
+                *r = (*r & !(3 << (2 * i))) | (moved << (2 * i));
+                *r &= !(3 << (2 * last));
+                self.filled[s] -= 1;
+            }
+            Mode::SrripSlots => set[i] = 0,
+        }
+        let kind = ((old >> KIND_SHIFT) & 1) as u8;
+        self.pt_lines -= (kind == PT) as u64;
+        self.c.invalidations += 1;
+        Some(old & DIRTY != 0)
     }
 
     /// SRRIP victim: the first invalid way, else the first way at the largest RRPV; if that is

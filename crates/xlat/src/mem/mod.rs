@@ -331,6 +331,22 @@ impl MemSystem {
         self.llc.prefetch(line);
     }
 
+    /// Drop every line of the `pages` frames from `pfn` from every cache level (their contents
+    /// moved to other frames); a dirty copy is written back to DRAM first, once.
+    pub fn invalidate_frames(&mut self, pfn: crate::addr::Pfn, pages: u64) {
+        let first = pfn.addr().line();
+        let lines = pages * (crate::addr::BASE_PAGE_BYTES / crate::addr::LINE_BYTES);
+        for line in first..first + lines {
+            let mut dirty = false;
+            for c in [&mut self.l1, &mut self.l2, &mut self.llc] {
+                dirty |= c.invalidate(line).unwrap_or(false);
+            }
+            if dirty {
+                self.dram.write(line);
+            }
+        }
+    }
+
     /// A data reference from the core (enters at L1D).
     #[inline]
     pub fn data_access(&mut self, pa: Paddr, is_write: bool) -> MemAccess {
@@ -370,6 +386,7 @@ impl MemSystem {
             s.put_f64("miss_rate", ratio(miss, acc));
             s.put_u64("evictions", k.evictions);
             s.put_u64("writebacks", k.writebacks);
+            s.put_u64("invalidated_lines", k.invalidations);
             s.put_f64(
                 "pt_line_share",
                 level.pt_lines as f64 / level.lines() as f64,

@@ -3,7 +3,8 @@
 //!
 //! Contract: a translation is looked up in the L1 TLB of every size (in parallel, as hardware
 //! does), then in the L2 TLB; an L2 hit refills the L1; a walk result fills both. Invalidation
-//! removes the translation from every level.
+//! removes the translation from every level. Pages of a size other than 4 KiB / 2 MiB / 1 GiB
+//! (which an x86 design never declares) have no L1 here and are cached in the L2 TLB only.
 
 pub mod assoc;
 pub mod tlb;
@@ -161,7 +162,9 @@ impl Mmu {
         self.l1_misses += 1;
         match self.l2.lookup(asid, vpn) {
             Some(m) => {
-                self.l1[m.size.index()].fill(asid, m);
+                if let Some(i) = m.size.x86_index() {
+                    self.l1[i].fill(asid, m);
+                }
                 TlbOutcome::L2Hit(m)
             }
             None => {
@@ -196,15 +199,17 @@ impl Mmu {
         self.l2.fill(asid, m);
         if ifetch {
             self.itlb.fill(asid, m);
-        } else {
-            self.l1[m.size.index()].fill(asid, m);
+        } else if let Some(i) = m.size.x86_index() {
+            self.l1[i].fill(asid, m);
         }
     }
 
     /// Remove a translation from every level (TLB shootdown for one page).
     pub fn invalidate(&mut self, asid: Asid, m: Mapping) {
         self.invalidations += 1;
-        self.l1[m.size.index()].invalidate(asid, m);
+        if let Some(i) = m.size.x86_index() {
+            self.l1[i].invalidate(asid, m);
+        }
         self.l2.invalidate(asid, m);
         self.itlb.invalidate(asid, m);
     }
@@ -232,7 +237,7 @@ impl Mmu {
         s.put_f64("l1_mpki", ratio(self.l1_misses * 1000, instructions));
         s.put_f64("l2_mpki", ratio(self.l2_misses * 1000, instructions));
         s.put_u64("invalidations", self.invalidations);
-        for size in PageSize::ALL {
+        for size in PageSize::X86 {
             s.put_u64(
                 &format!("l1_{}_hits", size.label()),
                 self.l1[size.index()].hits,

@@ -13,18 +13,31 @@ const WRITABLE_BIT: u64 = 1 << 63;
 #[derive(Clone, Debug)]
 pub struct Tlb {
     cache: AssocCache,
-    /// Bit i set when an entry of `PageSize::ALL[i]` was ever filled: sizes never seen are not
-    /// probed, so a 4 KiB-only run does not pay for three probes per lookup.
-    sizes_seen: u8,
+    /// Bit `order` set when an entry of that page size was ever filled: sizes never seen are not
+    /// probed, so a 4 KiB-only run does not pay for a probe per size.
+    sizes_seen: u32,
     /// Lookups that hit.
     pub hits: u64,
     /// Lookups that missed.
     pub misses: u64,
 }
 
+/// The entry key of the page of `size` containing `vpn`. x86 sizes keep the layout
+/// `asid << 48 | x86_index << 46 | page number` (set selection mixes the high bits, so changing it
+/// would move every figure); other sizes use code 3 at bit 46 and their order at bits 41..46,
+/// which leaves 41 bits of page number (enough for 57-bit addresses from 16 KiB pages, and for
+/// 48-bit addresses at any size).
 #[inline]
 fn key(asid: Asid, vpn: Vpn, size: PageSize) -> u64 {
-    ((asid as u64) << 48) | ((size.index() as u64) << 46) | (vpn.0 >> size.order())
+    let page = vpn.0 >> size.order();
+    let code = match size.x86_index() {
+        Some(i) => (i as u64) << 46,
+        None => {
+            debug_assert!(page < 1 << 41, "page number too large for a TLB key");
+            3 << 46 | (size.order() as u64) << 41
+        }
+    };
+    ((asid as u64) << 48) | code | page
 }
 
 impl Tlb {
@@ -52,10 +65,10 @@ impl Tlb {
     /// Look up the translation of `vpn`; counts a hit or a miss.
     #[inline]
     pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> Option<Mapping> {
-        for size in PageSize::ALL {
-            if self.sizes_seen & (1 << size.index()) == 0 {
-                continue;
-            }
+        let mut seen = self.sizes_seen;
+        while seen != 0 {
+            let size = PageSize::from_order(seen.trailing_zeros() as u8).expect("order");
+            seen &= seen - 1;
             if let Some(v) = self.cache.get(key(asid, vpn, size)) {
                 self.hits += 1;
                 return Some(Mapping {
@@ -93,7 +106,7 @@ impl Tlb {
     /// Insert `m`, evicting the least recently used entry of its set.
     #[inline]
     pub fn fill(&mut self, asid: Asid, m: Mapping) {
-        self.sizes_seen |= 1 << m.size.index();
+        self.sizes_seen |= 1 << m.size.order();
         let val = m.pfn.0 | if m.writable { WRITABLE_BIT } else { 0 };
         self.cache.insert(key(asid, m.vpn, m.size), val);
     }

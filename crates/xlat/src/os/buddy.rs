@@ -169,6 +169,33 @@ impl Buddy {
         true
     }
 
+    /// Allocate exactly the naturally aligned block of `2^order` frames at `pfn` if every frame
+    /// of it is free (it lies inside one free block), splitting that block around it. Returns
+    /// false, changing nothing, otherwise.
+    pub fn alloc_at(&mut self, pfn: u64, order: u8) -> bool {
+        debug_assert_eq!(pfn % (1 << order), 0, "misaligned block");
+        let Some((start, free_order)) = self.free_block_containing(pfn) else {
+            return false;
+        };
+        if free_order < order {
+            return false;
+        }
+        self.remove(start, free_order);
+        let mut block = start;
+        for k in (order..free_order).rev() {
+            // Keep the half with `pfn`, free the other.
+            let upper = block + (1 << k);
+            if pfn >= upper {
+                self.insert(block, k);
+                block = upper;
+            } else {
+                self.insert(upper, k);
+            }
+        }
+        debug_assert_eq!(block, pfn);
+        true
+    }
+
     /// Free memory fragmentation index at `order`: the share of free memory that sits in blocks
     /// smaller than `2^order` frames (0 = all free memory usable for such blocks, 1 = none).
     pub fn fmfi(&self, order: u8) -> f64 {
@@ -234,6 +261,21 @@ mod tests {
         got.sort();
         assert!(!got.contains(&5));
         assert_eq!(b.alloc(0), None);
+    }
+
+    #[test]
+    fn a_block_is_allocated_at_a_chosen_place_only_when_all_of_it_is_free() {
+        let mut b = Buddy::new(1 << 10);
+        assert!(b.alloc_at(64, 4));
+        assert!(!b.alloc_at(64, 0), "inside an allocated block");
+        assert!(b.alloc_frame(130));
+        assert!(!b.alloc_at(128, 4), "one frame of it is taken");
+        assert!(b.alloc_at(144, 4));
+        assert_eq!(b.free_pages(), (1 << 10) - 33);
+        b.free(64, 4);
+        b.free(144, 4);
+        b.free(130, 0);
+        assert_eq!(b.free_blocks()[10], 1, "everything coalesces back");
     }
 
     #[test]

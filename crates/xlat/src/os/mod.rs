@@ -44,14 +44,18 @@
 pub mod buddy;
 pub mod pagemap;
 pub mod phys;
+pub mod policy;
+pub mod reservation;
 pub mod vma;
 
 use buddy::ORDERS;
 use pagemap::PageMap;
 pub use phys::{FrameUse, PhysMem};
+use policy::{KhugepagedConfig, MigrationConfig, MthpConfig, PolicyKind, ReservationConfig};
+use reservation::{Reservation, Reservations};
 use vma::VmaSet;
 
-use crate::addr::{Asid, Mapping, PageSize, Pfn, Vaddr, Vpn, BASE_PAGE_BYTES};
+use crate::addr::{Asid, Mapping, PageSize, PageSizeSet, Pfn, Vaddr, Vpn, BASE_PAGE_BYTES};
 use crate::stats::{Stats, StatsExt};
 use crate::trace::{advice, prot, AccessKind};
 use serde::{Deserialize, Serialize};
@@ -82,6 +86,17 @@ pub struct OsConfig {
     pub fmfi_order: u8,
     /// Path of a `/proc/buddyinfo`-style snapshot to start from ("" = none).
     pub buddyinfo: String,
+    /// Fault-time placement policy: `thp` (Linux THP, as `os.thp` says), `mthp`,
+    /// `reservation` or `eager`.
+    pub policy: PolicyKind,
+    /// Multi-size THP settings (`policy = "mthp"`).
+    pub mthp: MthpConfig,
+    /// Reservation settings (`policy = "reservation"`).
+    pub reservation: ReservationConfig,
+    /// The khugepaged daemon (any policy).
+    pub khugepaged: KhugepagedConfig,
+    /// Costs of migrations, splits, collapses and shootdowns.
+    pub migration: MigrationConfig,
 }
 
 impl Default for OsConfig {
@@ -92,6 +107,11 @@ impl Default for OsConfig {
             fmfi_target: 0.0,
             fmfi_order: 9,
             buddyinfo: String::new(),
+            policy: PolicyKind::Thp,
+            mthp: MthpConfig::default(),
+            reservation: ReservationConfig::default(),
+            khugepaged: KhugepagedConfig::default(),
+            migration: MigrationConfig::default(),
         }
     }
 }
@@ -105,7 +125,39 @@ impl OsConfig {
                 self.fmfi_target
             ));
         }
-        Ok(())
+        policy::validate(&self.mthp, &self.reservation, &self.khugepaged)
+    }
+}
+
+/// What the placement hook is asked at a fault (see `Design::place`).
+pub struct PlaceRequest<'a> {
+    /// The faulting process.
+    pub asid: Asid,
+    /// First VPN of the page to place (aligned to `size`).
+    pub vpn: Vpn,
+    /// Size of the page the OS policy chose.
+    pub size: PageSize,
+    /// The process's current mappings (read only).
+    pub pages: &'a PageMap,
+}
+
+/// Chooses the frames of a new page at fault time (the placement hook; implemented for the
+/// engine by every design through `Design::place`).
+///
+/// Contract: `place` returns either `None` (the OS allocates) or the first frame of a naturally
+/// aligned block of `req.size` that it allocated from `phys` as [`FrameUse::Data`]; it changes
+/// no mapping.
+pub trait Placer {
+    /// Choose the frames of the page `req` describes.
+    fn place(&mut self, phys: &mut PhysMem, req: &PlaceRequest) -> Option<Pfn>;
+}
+
+/// The placer that leaves every choice to the OS policy.
+pub struct OsPlacement;
+
+impl Placer for OsPlacement {
+    fn place(&mut self, _phys: &mut PhysMem, _req: &PlaceRequest) -> Option<Pfn> {
+        None
     }
 }
 
@@ -135,6 +187,7 @@ struct Process {
     pages: PageMap,
     heap_start: Option<u64>,
     heap_end: u64,
+    reservations: Reservations,
 }
 
 /// Counters of the OS model.
@@ -146,6 +199,29 @@ struct OsCounters {
     fallback_partly_mapped: u64,
     fallback_no_block: u64,
     fallback_not_advised: u64,
+    /// Faults whose frames the placement hook chose.
+    placed_by_design: u64,
+    /// mTHP faults per order (a folio of that size was allocated).
+    mthp_faults: [u64; PageSize::MAX_ORDER as usize + 1],
+    reservations_made: u64,
+    reservations_broken: u64,
+    reservations_released_for_memory: u64,
+    promotions: u64,
+    promotion_bloat_bytes: u64,
+    eager_bytes: u64,
+    khugepaged_wakeups: u64,
+    khugepaged_pages_scanned: u64,
+    collapses: u64,
+    collapses_in_place: u64,
+    collapse_no_block: u64,
+    migrations: u64,
+    splits: u64,
+    shootdowns: u64,
+    bytes_copied: u64,
+    /// OS cycles of background daemons (scans).
+    daemon_cycles: u64,
+    /// OS cycles of copies and shootdowns (migrations, collapses, splits).
+    migration_cycles: u64,
 }
 
 /// The OS model.
@@ -157,6 +233,15 @@ pub struct Os {
     c: OsCounters,
     fmfi_before: f64,
     free_blocks_before: [u64; ORDERS],
+    /// Sizes the design translates as one entry (see `Design::page_sizes`).
+    sizes: PageSizeSet,
+    /// Frames whose contents moved (migration, copying collapse): the engine drops their
+    /// lines from the data caches.
+    moved_frames: Vec<(Pfn, u8)>,
+    /// Simulated cycle of the next khugepaged wake-up.
+    khugepaged_next: u64,
+    /// khugepaged's scan position: (process index, virtual address).
+    khugepaged_cursor: (usize, u64),
 }
 
 fn page_round(len: u64) -> u64 {
@@ -188,6 +273,10 @@ impl Os {
             cfg: cfg.clone(),
             procs: Vec::new(),
             c: OsCounters::default(),
+            sizes: PageSizeSet::X86,
+            moved_frames: Vec::new(),
+            khugepaged_next: cfg.khugepaged.interval_cycles,
+            khugepaged_cursor: (0, 0),
         })
     }
 
@@ -202,6 +291,7 @@ impl Os {
             pages: PageMap::default(),
             heap_start: None,
             heap_end: 0,
+            reservations: Reservations::default(),
         });
         (self.procs.len() - 1) as Asid
     }
@@ -242,12 +332,19 @@ impl Os {
         }
         self.unmap_pages(asid, start, end, changes);
         self.procs[asid as usize].vmas.insert(start, end, prot_bits);
+        if self.cfg.policy == PolicyKind::Eager
+            && prot_bits & (prot::READ | prot::WRITE | prot::EXEC) != 0
+        {
+            self.populate(asid, start, end, prot_bits & prot::WRITE != 0, changes)?;
+        }
         Ok(())
     }
 
-    /// Remove and free every page in `[start, end)`, splitting 2 MiB pages at the edges.
+    /// Remove and free every page in `[start, end)`, splitting pages at the edges into 4 KiB
+    /// pages of the same frames; reservations overlapping the range are broken first.
     fn unmap_pages(&mut self, asid: Asid, start: u64, end: u64, changes: &mut Vec<MapChange>) {
         let (s, e) = (Vpn(start >> 12), Vpn(end >> 12));
+        self.break_reservations(asid, s, e.0 - s.0);
         let proc_ = &mut self.procs[asid as usize];
         for m in proc_.pages.in_range(s, e) {
             proc_.pages.remove(m);
@@ -311,7 +408,11 @@ impl Os {
         if new_end > old_end {
             let prot = prot::READ | prot::WRITE;
             // Extend the heap area (merging is cosmetic; a second area is equivalent).
-            p.vmas.insert(page_round(start).max(old_end), new_end, prot);
+            let from = page_round(start).max(old_end);
+            p.vmas.insert(from, new_end, prot);
+            if self.cfg.policy == PolicyKind::Eager {
+                self.populate(asid, from, new_end, true, changes)?;
+            }
         } else if new_end < old_end {
             self.unmap_pages(asid, new_end, old_end, changes);
             self.procs[asid as usize]
@@ -331,6 +432,8 @@ impl Os {
         changes: &mut Vec<MapChange>,
     ) -> Result<(), OsError> {
         let (start, end) = Self::check_range(addr, len, "mprotect")?;
+        // A reservation's pages must share one protection to be promoted together.
+        self.break_reservations(asid, Vpn(start >> 12), (end - start) >> 12);
         let covered = self.procs[asid as usize]
             .vmas
             .update_range(start, end, |v| v.prot = prot_bits);
@@ -443,14 +546,16 @@ impl Os {
         }
     }
 
-    /// Demand paging: handle a fault on `va`; installs and returns the new translation
-    /// (also appended to `changes`).
-    pub fn fault(
+    /// Demand paging: handle a fault on `va` under the configured policy; installs the new
+    /// translation(s) (appended to `changes`) and returns the one covering `va`. `placer` is
+    /// asked for the frames of each new page (the design's placement hook).
+    pub fn fault_with(
         &mut self,
         asid: Asid,
         va: Vaddr,
         kind: AccessKind,
         changes: &mut Vec<MapChange>,
+        placer: &mut dyn Placer,
     ) -> Result<Mapping, OsError> {
         let p = &self.procs[asid as usize];
         let Some(vma) = p.vmas.find(va.0).copied() else {
@@ -487,56 +592,660 @@ impl Os {
         }
         self.c.faults += 1;
         let writable = vma.prot & prot::WRITE != 0;
-        let want_huge = match self.cfg.thp {
-            ThpPolicy::Never => false,
-            ThpPolicy::Always => vma.thp != Some(false),
-            ThpPolicy::Madvise => {
-                if vma.thp != Some(true) {
-                    self.c.fallback_not_advised += 1;
-                }
-                vma.thp == Some(true)
+        match self.cfg.policy {
+            PolicyKind::Thp => self.fault_thp(asid, va, &vma, writable, placer, changes),
+            PolicyKind::Mthp => self.fault_mthp(asid, va, &vma, writable, placer, changes),
+            PolicyKind::Reservation => {
+                self.fault_reservation(asid, va, &vma, writable, placer, changes)
             }
+            // Eager paging mapped what it could at mmap time; what is left faults in 4 KiB.
+            PolicyKind::Eager => self.fault_base(asid, va, writable, placer, changes),
+        }
+    }
+
+    /// [`Os::fault_with`] with the OS policy choosing every frame (no placement hook).
+    pub fn fault(
+        &mut self,
+        asid: Asid,
+        va: Vaddr,
+        kind: AccessKind,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<Mapping, OsError> {
+        self.fault_with(asid, va, kind, changes, &mut OsPlacement)
+    }
+
+    /// The frames of a new page of `size` at `vpn`: the placement hook's choice, else a block
+    /// from the buddy allocator.
+    fn alloc_page(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        size: PageSize,
+        placer: &mut dyn Placer,
+    ) -> Result<Pfn, OsError> {
+        let req = PlaceRequest {
+            asid,
+            vpn,
+            size,
+            pages: &self.procs[asid as usize].pages,
         };
-        let m = if want_huge {
+        if let Some(pfn) = placer.place(&mut self.phys, &req) {
+            debug_assert_eq!(pfn.0 % size.base_pages(), 0, "placed frame misaligned");
+            self.c.placed_by_design += 1;
+            return Ok(pfn);
+        }
+        match self.phys.alloc(size.order(), FrameUse::Data) {
+            Ok(pfn) => Ok(pfn),
+            Err(e) if self.release_reservations_for_memory() => {
+                self.phys.alloc(size.order(), FrameUse::Data).map_err(|_| e)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Install `m` in the page map and report it.
+    fn install(&mut self, asid: Asid, m: Mapping, changes: &mut Vec<MapChange>) {
+        self.procs[asid as usize].pages.insert(m);
+        changes.push(MapChange::Map(asid, m));
+    }
+
+    /// Map the block of `size` at `vpn` -> `pfn` as pages of the largest size the design
+    /// translates that fits (one page when it translates `size`).
+    fn install_block(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        pfn: Pfn,
+        size: PageSize,
+        writable: bool,
+        changes: &mut Vec<MapChange>,
+    ) {
+        let piece = self
+            .sizes
+            .largest_at_most(size)
+            .expect("every design translates 4 KiB");
+        for i in 0..size.base_pages() / piece.base_pages() {
+            let off = i * piece.base_pages();
+            let m = Mapping {
+                vpn: Vpn(vpn.0 + off),
+                pfn: Pfn(pfn.0 + off),
+                size: piece,
+                writable,
+            };
+            self.install(asid, m, changes);
+        }
+    }
+
+    /// A 4 KiB page at `va`.
+    fn fault_base(
+        &mut self,
+        asid: Asid,
+        va: Vaddr,
+        writable: bool,
+        placer: &mut dyn Placer,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<Mapping, OsError> {
+        let pfn = self.alloc_page(asid, va.vpn(), PageSize::Size4K, placer)?;
+        let m = Mapping {
+            vpn: va.vpn(),
+            pfn,
+            size: PageSize::Size4K,
+            writable,
+        };
+        self.install(asid, m, changes);
+        Ok(m)
+    }
+
+    /// Linux's THP fault path (`do_huge_pmd_anonymous_page`).
+    fn fault_thp(
+        &mut self,
+        asid: Asid,
+        va: Vaddr,
+        vma: &vma::Vma,
+        writable: bool,
+        placer: &mut dyn Placer,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<Mapping, OsError> {
+        let want_huge = self.sizes.contains(PageSize::Size2M)
+            && match self.cfg.thp {
+                ThpPolicy::Never => false,
+                ThpPolicy::Always => vma.thp != Some(false),
+                ThpPolicy::Madvise => {
+                    if vma.thp != Some(true) {
+                        self.c.fallback_not_advised += 1;
+                    }
+                    vma.thp == Some(true)
+                }
+            };
+        if want_huge {
             let base = va.0 & !(PageSize::Size2M.bytes() - 1);
             let vpn = Vpn(base >> 12);
             if base < vma.start || base + PageSize::Size2M.bytes() > vma.end {
                 self.c.fallback_unaligned += 1;
-                None
-            } else if p.pages.region_in_use(vpn) {
+            } else if self.procs[asid as usize].pages.region_in_use(vpn) {
                 self.c.fallback_partly_mapped += 1;
-                None
             } else if !self.phys.can_alloc(PageSize::Size2M.order()) {
                 self.c.fallback_no_block += 1;
-                None
             } else {
-                let pfn = self.phys.alloc(PageSize::Size2M.order(), FrameUse::Data)?;
+                let pfn = self.alloc_page(asid, vpn, PageSize::Size2M, placer)?;
                 self.c.faults_2m += 1;
-                Some(Mapping {
+                let m = Mapping {
                     vpn,
                     pfn,
                     size: PageSize::Size2M,
                     writable,
-                })
+                };
+                self.install(asid, m, changes);
+                return Ok(m);
             }
-        } else {
-            None
+        }
+        self.fault_base(asid, va, writable, placer, changes)
+    }
+
+    /// Multi-size THP: the first enabled size whose aligned range fits the VMA, is unmapped
+    /// and has a free block; the whole folio is mapped at once (as Linux does).
+    fn fault_mthp(
+        &mut self,
+        asid: Asid,
+        va: Vaddr,
+        vma: &vma::Vma,
+        writable: bool,
+        placer: &mut dyn Placer,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<Mapping, OsError> {
+        for i in 0..self.cfg.mthp.sizes.len() {
+            let size = self.cfg.mthp.sizes[i];
+            if size == PageSize::Size4K {
+                break;
+            }
+            let first = va.vpn().align_down(size);
+            let (lo, hi) = (first.addr().0, first.addr().0 + size.bytes());
+            if lo < vma.start || hi > vma.end {
+                self.c.fallback_unaligned += 1;
+                continue;
+            }
+            if self.procs[asid as usize]
+                .pages
+                .range_in_use(first, size.base_pages())
+            {
+                self.c.fallback_partly_mapped += 1;
+                continue;
+            }
+            if !self.phys.can_alloc(size.order()) {
+                self.c.fallback_no_block += 1;
+                continue;
+            }
+            let pfn = self.alloc_page(asid, first, size, placer)?;
+            self.c.mthp_faults[size.order() as usize] += 1;
+            if size == PageSize::Size2M {
+                self.c.faults_2m += 1;
+            }
+            self.install_block(asid, first, pfn, size, writable, changes);
+            return Ok(self.procs[asid as usize]
+                .pages
+                .get(va.vpn())
+                .expect("just mapped"));
+        }
+        self.fault_base(asid, va, writable, placer, changes)
+    }
+
+    /// Reservation-based paging: map the base page from the reservation covering `va` (making
+    /// one at the region's first fault), then promote in place as far as the threshold allows.
+    fn fault_reservation(
+        &mut self,
+        asid: Asid,
+        va: Vaddr,
+        vma: &vma::Vma,
+        writable: bool,
+        placer: &mut dyn Placer,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<Mapping, OsError> {
+        let vpn = va.vpn();
+        let covered = self.procs[asid as usize]
+            .reservations
+            .covering(vpn)
+            .is_some();
+        if !covered && !self.reserve(asid, vpn, vma) {
+            return self.fault_base(asid, va, writable, placer, changes);
+        }
+        let r = self.procs[asid as usize]
+            .reservations
+            .covering(vpn)
+            .expect("reservation covers the fault");
+        let (first, order) = (r.vpn, r.order);
+        let m = Mapping {
+            vpn,
+            pfn: r.frame_of(vpn),
+            size: PageSize::Size4K,
+            writable,
         };
-        let m = match m {
-            Some(m) => m,
-            None => {
-                let pfn = self.phys.alloc(0, FrameUse::Data)?;
-                Mapping {
-                    vpn: va.vpn(),
-                    pfn,
-                    size: PageSize::Size4K,
-                    writable,
+        r.mark(vpn);
+        self.phys
+            .transfer(BASE_PAGE_BYTES, FrameUse::Reserved, FrameUse::Data);
+        self.install(asid, m, changes);
+        self.promote(asid, first, order, vpn, vma, changes);
+        Ok(self.procs[asid as usize]
+            .pages
+            .get(vpn)
+            .expect("just mapped"))
+    }
+
+    /// Make a reservation for the region around `vpn` (the rule's target size, falling back to
+    /// smaller ones when no block is free). Returns whether one was made.
+    fn reserve(&mut self, asid: Asid, vpn: Vpn, vma: &vma::Vma) -> bool {
+        let max = PageSize::from_bytes(self.cfg.reservation.max_bytes)
+            .expect("validated")
+            .order();
+        let p = &self.procs[asid as usize];
+        // Exact rule: the largest aligned block around the fault inside the VMA, not
+        // overlapping mappings or other reservations.
+        let target = (1..=max).rev().find(|&order| {
+            let first = vpn.0 & !((1u64 << order) - 1);
+            let (lo, hi) = (first << 12, (first + (1 << order)) << 12);
+            lo >= vma.start
+                && hi <= vma.end
+                && !p.reservations.overlaps(Vpn(first), 1 << order)
+                && !p.pages.range_in_use(Vpn(first), 1 << order)
+        });
+        let Some(target) = target else {
+            return false;
+        };
+        // Fragmentation: fall back to the largest smaller block that is free.
+        let Some(order) = (1..=target).rev().find(|o| self.phys.can_alloc(*o)) else {
+            return false;
+        };
+        let Ok(pfn) = self.phys.alloc(order, FrameUse::Reserved) else {
+            return false;
+        };
+        let first = Vpn(vpn.0 & !((1u64 << order) - 1));
+        self.c.reservations_made += 1;
+        self.procs[asid as usize]
+            .reservations
+            .insert(Reservation::new(first, pfn, order));
+        true
+    }
+
+    /// Promote the reservation at `first` around `vpn` to the largest page the design
+    /// translates whose touched share reaches the threshold (in place: the frames are already
+    /// the aligned block). Untouched pages it maps are counted as bloat.
+    fn promote(
+        &mut self,
+        asid: Asid,
+        first: Vpn,
+        order: u8,
+        vpn: Vpn,
+        vma: &vma::Vma,
+        changes: &mut Vec<MapChange>,
+    ) {
+        let threshold = self.cfg.reservation.promotion_threshold;
+        let p = &mut self.procs[asid as usize];
+        let current = p.pages.get(vpn).expect("mapped").size.order();
+        let r = p.reservations.covering(vpn).expect("reservation");
+        let Some(level) = (current + 1..=order).rev().find(|&k| {
+            let size = PageSize::from_order(k).expect("order");
+            let block = vpn.align_down(size);
+            self.sizes.contains(size)
+                && block.addr().0 >= vma.start
+                && block.addr().0 + size.bytes() <= vma.end
+                && r.mapped_in(k, vpn) as f64 >= threshold * (1u64 << k) as f64
+        }) else {
+            return;
+        };
+        let size = PageSize::from_order(level).expect("order");
+        let block = vpn.align_down(size);
+        let old = p.pages.in_range(block, Vpn(block.0 + size.base_pages()));
+        // Pages of one protection only (mprotect breaks reservations, so this holds).
+        let writable = old[0].writable;
+        if old.iter().any(|m| m.writable != writable) {
+            return;
+        }
+        let pfn = r.frame_of(block);
+        let mut bloat = 0;
+        for v in block.0..block.0 + size.base_pages() {
+            if r.mark(Vpn(v)) {
+                bloat += 1;
+            }
+        }
+        let done = r.mapped() == r.pages() && level == order;
+        for m in &old {
+            debug_assert_eq!(
+                m.pfn.0,
+                pfn.0 + (m.vpn.0 - block.0),
+                "not the reserved frames"
+            );
+            p.pages.remove(*m);
+            changes.push(MapChange::Unmap(asid, *m));
+        }
+        if done {
+            p.reservations.remove(first);
+        }
+        self.phys
+            .transfer(bloat * BASE_PAGE_BYTES, FrameUse::Reserved, FrameUse::Data);
+        self.c.promotions += 1;
+        self.c.promotion_bloat_bytes += bloat * BASE_PAGE_BYTES;
+        self.count_shootdowns(old.len() as u64);
+        self.install(
+            asid,
+            Mapping {
+                vpn: block,
+                pfn,
+                size,
+                writable,
+            },
+            changes,
+        );
+    }
+
+    /// Break the reservations overlapping `pages` pages from `start`: their unmapped frames go
+    /// back to the allocator (mapped pages stay as they are).
+    fn break_reservations(&mut self, asid: Asid, start: Vpn, pages: u64) {
+        let p = &mut self.procs[asid as usize];
+        if p.reservations.is_empty() {
+            return;
+        }
+        for r in p.reservations.take_overlapping(start, pages) {
+            self.c.reservations_broken += 1;
+            for (pfn, order) in r.unmapped_blocks() {
+                self.phys.free(pfn, order, FrameUse::Reserved);
+            }
+        }
+    }
+
+    /// Memory pressure: break every reservation to free its unmapped frames. Returns whether
+    /// any frame was freed.
+    fn release_reservations_for_memory(&mut self) -> bool {
+        let mut freed = false;
+        for p in &mut self.procs {
+            for r in p.reservations.take_all() {
+                self.c.reservations_released_for_memory += 1;
+                for (pfn, order) in r.unmapped_blocks() {
+                    self.phys.free(pfn, order, FrameUse::Reserved);
+                    freed = true;
                 }
             }
+        }
+        freed
+    }
+
+    /// Eager paging: map `[start, end)` now, in the largest aligned pages the design translates
+    /// (smaller ones where no block of that size is free).
+    fn populate(
+        &mut self,
+        asid: Asid,
+        start: u64,
+        end: u64,
+        writable: bool,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<(), OsError> {
+        let mut va = start;
+        while va < end {
+            let fits = self
+                .sizes
+                .iter()
+                .filter(|z| va.is_multiple_of(z.bytes()) && va + z.bytes() <= end)
+                .collect::<Vec<_>>();
+            let size = fits
+                .iter()
+                .rev()
+                .find(|z| self.phys.can_alloc(z.order()))
+                .copied()
+                .unwrap_or(PageSize::Size4K);
+            let vpn = Vpn(va >> 12);
+            let pfn = self.alloc_page(asid, vpn, size, &mut OsPlacement)?;
+            self.install(
+                asid,
+                Mapping {
+                    vpn,
+                    pfn,
+                    size,
+                    writable,
+                },
+                changes,
+            );
+            self.c.eager_bytes += size.bytes();
+            va += size.bytes();
+        }
+        Ok(())
+    }
+
+    /// Tell the model which page sizes the design translates (`Design::page_sizes`); checks
+    /// that the configured policy can run with them.
+    pub fn set_page_sizes(&mut self, sizes: PageSizeSet) -> Result<(), OsError> {
+        if !sizes.contains(PageSize::Size4K) {
+            return Err(OsError("the design does not translate 4 KiB pages".into()));
+        }
+        if self.cfg.khugepaged.enabled && !sizes.contains(PageSize::Size2M) {
+            return Err(OsError(
+                "os.khugepaged.enabled needs a design that translates 2 MiB pages".into(),
+            ));
+        }
+        self.sizes = sizes;
+        Ok(())
+    }
+
+    /// The sizes the model may map (see [`Os::set_page_sizes`]).
+    pub fn page_sizes(&self) -> PageSizeSet {
+        self.sizes
+    }
+
+    fn count_shootdowns(&mut self, n: u64) {
+        self.c.shootdowns += n;
+        self.c.migration_cycles += n * self.cfg.migration.shootdown_cycles;
+    }
+
+    /// Frames whose contents were copied away since the last call (first frame, order): the
+    /// engine drops their lines from the data caches.
+    pub fn take_moved_frames(&mut self) -> Vec<(Pfn, u8)> {
+        std::mem::take(&mut self.moved_frames)
+    }
+
+    /// OS cycles of background work and page moves so far (beyond fault handling).
+    pub fn extra_os_cycles(&self) -> u64 {
+        self.c.daemon_cycles + self.c.migration_cycles
+    }
+
+    /// Whether any background daemon runs (the engine then calls [`Os::tick`]).
+    pub fn has_daemons(&self) -> bool {
+        self.cfg.khugepaged.enabled
+    }
+
+    /// Run the daemons due at simulated cycle `now_cycles`; mapping changes go to `changes`.
+    pub fn tick(&mut self, now_cycles: u64, changes: &mut Vec<MapChange>) {
+        while self.cfg.khugepaged.enabled && now_cycles >= self.khugepaged_next {
+            self.khugepaged_next += self.cfg.khugepaged.interval_cycles;
+            self.khugepaged_scan(changes);
+        }
+    }
+
+    /// One khugepaged wake-up: scan up to `pages_to_scan` pages in 2 MiB ranges (resuming
+    /// where the last wake-up stopped) and collapse each eligible range.
+    fn khugepaged_scan(&mut self, changes: &mut Vec<MapChange>) {
+        self.c.khugepaged_wakeups += 1;
+        let huge = PageSize::Size2M.bytes();
+        let mut budget = self.cfg.khugepaged.pages_to_scan;
+        let mut laps = 0;
+        while budget >= 512 && !self.procs.is_empty() {
+            let (pi, addr) = self.khugepaged_cursor;
+            if pi >= self.procs.len() {
+                self.khugepaged_cursor = (0, 0);
+                laps += 1;
+                if laps > 1 {
+                    return; // nothing left to scan anywhere
+                }
+                continue;
+            }
+            // The next 2 MiB range at or after `addr` that lies inside a VMA.
+            let next = self.procs[pi]
+                .vmas
+                .iter()
+                .filter(|v| v.end >= addr.next_multiple_of(huge) + huge)
+                .find_map(|v| {
+                    let lo = v.start.max(addr).next_multiple_of(huge);
+                    (lo + huge <= v.end).then_some(lo)
+                });
+            let Some(lo) = next else {
+                self.khugepaged_cursor = (pi + 1, 0);
+                continue;
+            };
+            self.khugepaged_cursor = (pi, lo + huge);
+            budget -= 512;
+            self.c.khugepaged_pages_scanned += 512;
+            self.c.daemon_cycles += 512 * self.cfg.khugepaged.scan_cycles_per_page;
+            self.try_collapse(pi as Asid, Vpn(lo >> 12), changes);
+        }
+    }
+
+    /// Collapse the 2 MiB range at `first` into one 2 MiB page if it has at most
+    /// `max_ptes_none` unmapped pages, no page of 2 MiB or more, and one protection: in place
+    /// when its frames already form the aligned block (holes allocated), else into a new block
+    /// (allocate, copy the mapped pages, free the old frames).
+    fn try_collapse(&mut self, asid: Asid, first: Vpn, changes: &mut Vec<MapChange>) {
+        let p = &self.procs[asid as usize];
+        let old = p.pages.in_range(first, Vpn(first.0 + 512));
+        if old.is_empty() || old.iter().any(|m| m.size >= PageSize::Size2M) {
+            return;
+        }
+        let mapped: u64 = old.iter().map(|m| m.size.base_pages()).sum();
+        if 512 - mapped > self.cfg.khugepaged.max_ptes_none as u64 {
+            return;
+        }
+        let writable = old[0].writable;
+        if old.iter().any(|m| m.writable != writable) {
+            return;
+        }
+        if p.reservations.overlaps(first, 512) {
+            return; // the reservation promotes it itself
+        }
+        // In place: every page at block + offset, and every hole's frame free.
+        let base = old[0].pfn.0.wrapping_sub(old[0].vpn.0 - first.0);
+        let aligned = base.is_multiple_of(512)
+            && old
+                .iter()
+                .all(|m| m.pfn.0 == base.wrapping_add(m.vpn.0 - first.0));
+        let mut holes: Vec<Pfn> = Vec::new();
+        let mut in_place = aligned;
+        if aligned {
+            let mut v = first.0;
+            for m in &old {
+                while v < m.vpn.0 {
+                    holes.push(Pfn(base + (v - first.0)));
+                    v += 1;
+                }
+                v = m.vpn.0 + m.size.base_pages();
+            }
+            while v < first.0 + 512 {
+                holes.push(Pfn(base + (v - first.0)));
+                v += 1;
+            }
+            let mut taken = Vec::new();
+            for h in &holes {
+                match self.phys.alloc_at(*h, 0, FrameUse::Data) {
+                    Some(_) => taken.push(*h),
+                    None => {
+                        in_place = false;
+                        break;
+                    }
+                }
+            }
+            if !in_place {
+                for h in taken {
+                    self.phys.free(h, 0, FrameUse::Data);
+                }
+            }
+        }
+        let pfn = if in_place {
+            self.c.collapses_in_place += 1;
+            Pfn(base)
+        } else {
+            let Ok(pfn) = self.phys.alloc(PageSize::Size2M.order(), FrameUse::Data) else {
+                self.c.collapse_no_block += 1;
+                return;
+            };
+            let copied = mapped * BASE_PAGE_BYTES;
+            self.c.bytes_copied += copied;
+            self.c.migration_cycles += mapped * self.cfg.migration.copy_cycles_per_4k;
+            pfn
         };
-        self.procs[asid as usize].pages.insert(m);
-        changes.push(MapChange::Map(asid, m));
-        Ok(m)
+        let p = &mut self.procs[asid as usize];
+        for m in &old {
+            p.pages.remove(*m);
+            changes.push(MapChange::Unmap(asid, *m));
+            if !in_place {
+                self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
+                self.moved_frames.push((m.pfn, m.size.order()));
+            }
+        }
+        self.c.collapses += 1;
+        self.count_shootdowns(old.len() as u64);
+        self.install(
+            asid,
+            Mapping {
+                vpn: first,
+                pfn,
+                size: PageSize::Size2M,
+                writable,
+            },
+            changes,
+        );
+    }
+
+    /// Move the page `m` of `asid` to the block at `to` (allocated by the caller for
+    /// [`FrameUse::Data`]); the old frames are freed, their contents counted as copied.
+    pub fn migrate(
+        &mut self,
+        asid: Asid,
+        m: Mapping,
+        to: Pfn,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<Mapping, OsError> {
+        let p = &mut self.procs[asid as usize];
+        if p.pages.get(m.vpn) != Some(m) {
+            return Err(OsError(format!(
+                "migrate: {m:?} is not mapped in ASID {asid}"
+            )));
+        }
+        p.pages.remove(m);
+        changes.push(MapChange::Unmap(asid, m));
+        self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
+        self.moved_frames.push((m.pfn, m.size.order()));
+        self.c.migrations += 1;
+        self.c.bytes_copied += m.size.bytes();
+        self.c.migration_cycles += m.size.base_pages() * self.cfg.migration.copy_cycles_per_4k;
+        self.count_shootdowns(1);
+        let nm = Mapping { pfn: to, ..m };
+        self.install(asid, nm, changes);
+        Ok(nm)
+    }
+
+    /// Split the page `m` of `asid` into pages of `into` over the same frames (no copy).
+    pub fn split(
+        &mut self,
+        asid: Asid,
+        m: Mapping,
+        into: PageSize,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<(), OsError> {
+        let p = &mut self.procs[asid as usize];
+        if p.pages.get(m.vpn) != Some(m) || into >= m.size || !self.sizes.contains(into) {
+            return Err(OsError(format!(
+                "split: cannot split {m:?} of ASID {asid} into {into} pages"
+            )));
+        }
+        p.pages.remove(m);
+        changes.push(MapChange::Unmap(asid, m));
+        self.c.splits += 1;
+        self.count_shootdowns(1);
+        for i in 0..m.size.base_pages() / into.base_pages() {
+            let off = i * into.base_pages();
+            let piece = Mapping {
+                vpn: Vpn(m.vpn.0 + off),
+                pfn: Pfn(m.pfn.0 + off),
+                size: into,
+                writable: m.writable,
+            };
+            self.install(asid, piece, changes);
+        }
+        Ok(())
     }
 
     /// Write the `os` section of the result record.
@@ -594,6 +1303,64 @@ impl Os {
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         s.put_u64("mapped_4k", m4k);
         s.put_u64("mapped_2m", m2m);
+        // The page-size distribution: mapped bytes per size, every size that has a page.
+        let mut by_order = [0u64; PageSize::MAX_ORDER as usize + 1];
+        for p in &self.procs {
+            for (o, n) in p.pages.pages_by_order().iter().enumerate() {
+                by_order[o] += n;
+            }
+        }
+        let mut dist = Stats::new();
+        for (o, n) in by_order.iter().enumerate() {
+            if *n > 0 {
+                let size = PageSize::from_order(o as u8).expect("order");
+                dist.put_u64(&size.label(), n * size.bytes());
+            }
+        }
+        s.insert(
+            "mapped_bytes_by_size".into(),
+            serde_json::Value::Object(dist),
+        );
+        s.put_str("policy", self.cfg.policy.name());
+        s.put_u64("reserved_bytes", self.phys.bytes_in_use(FrameUse::Reserved));
+        let c = &self.c;
+        s.put_u64("placed_by_design", c.placed_by_design);
+        if self.cfg.policy == PolicyKind::Mthp {
+            let mut f = Stats::new();
+            for (o, n) in c.mthp_faults.iter().enumerate() {
+                if *n > 0 {
+                    f.put_u64(&PageSize::from_order(o as u8).expect("order").label(), *n);
+                }
+            }
+            s.insert("mthp_faults".into(), serde_json::Value::Object(f));
+        }
+        if self.cfg.policy == PolicyKind::Reservation {
+            s.put_u64("reservations", c.reservations_made);
+            s.put_u64("reservations_broken", c.reservations_broken);
+            s.put_u64(
+                "reservations_released_for_memory",
+                c.reservations_released_for_memory,
+            );
+            s.put_u64("promotions", c.promotions);
+            s.put_u64("promotion_bloat_bytes", c.promotion_bloat_bytes);
+        }
+        if self.cfg.policy == PolicyKind::Eager {
+            s.put_u64("eager_bytes", c.eager_bytes);
+        }
+        if self.cfg.khugepaged.enabled {
+            let k = s.section("khugepaged");
+            k.put_u64("wakeups", c.khugepaged_wakeups);
+            k.put_u64("pages_scanned", c.khugepaged_pages_scanned);
+            k.put_u64("collapses", c.collapses);
+            k.put_u64("collapses_in_place", c.collapses_in_place);
+            k.put_u64("collapse_no_block", c.collapse_no_block);
+        }
+        s.put_u64("migrations", c.migrations);
+        s.put_u64("splits", c.splits);
+        s.put_u64("shootdowns", c.shootdowns);
+        s.put_u64("bytes_copied", c.bytes_copied);
+        s.put_u64("daemon_cycles", c.daemon_cycles);
+        s.put_u64("migration_cycles", c.migration_cycles);
     }
 }
 

@@ -4,9 +4,15 @@
 //! mappings never overlap (the OS model guarantees it, `insert` debug-asserts it).
 //!
 //! `get` runs on every simulated reference, so the structure is built for the simulator's own
-//! cache: an open-addressing table from the 2 MiB region number to either one 2 MiB leaf or a
+//! cache: an open-addressing table from the 2 MiB region number to either one huge leaf or a
 //! 2 KiB block of 512 compact 4 KiB entries (blocks live in one flat array), and a separate
 //! (rarely non-empty) map of 1 GiB leaves.
+//!
+//! Any power-of-two page size is kept in one of the three: a page of 8 KiB .. 1 MiB occupies
+//! its 4 KiB entries of a block (each the frame of that 4 KiB piece), with its order in a side
+//! array that is read only for blocks flagged as holding such pages (so a 4 KiB-only map pays
+//! nothing for it); a page of 2 MiB .. 512 MiB is a huge leaf in every 2 MiB region it covers
+//! (each naming the page's first frame and order); 1 GiB pages are the giant map's.
 
 use crate::addr::{Mapping, PageSize, Pfn, Vpn};
 use std::collections::HashMap;
@@ -42,23 +48,43 @@ const WRITABLE: u32 = 1 << 31;
 const REGION_PAGES: usize = 512;
 
 /// One 2 MiB virtual region, packed in a u64 for [`RegionTable`]:
-/// - a 2 MiB leaf: `pfn << 2 | writable << 1 | 1`;
-/// - 4 KiB pages: `block << 1`, block `block` of [`PageMap::small`] (512 entries of `pfn + 1`,
-///   0 = unmapped, with the writable bit on top).
+/// - part of a page of 2 MiB .. 512 MiB: `first_pfn << 7 | order << 2 | writable << 1 | 1`;
+/// - pages below 2 MiB: `block << 2 | mixed << 1`, block `block` of [`PageMap::small`] (512
+///   entries of `pfn + 1`, 0 = unmapped, with the writable bit on top); `mixed` is set once the
+///   block holds a page larger than 4 KiB (whose orders are in [`PageMap::small_order`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Region(u64);
 
 impl Region {
-    fn huge(pfn: Pfn, writable: bool) -> Region {
-        Region(pfn.0 << 2 | (writable as u64) << 1 | 1)
+    fn huge(pfn: Pfn, order: u8, writable: bool) -> Region {
+        Region(pfn.0 << 7 | (order as u64) << 2 | (writable as u64) << 1 | 1)
     }
-    fn small(block: u32) -> Region {
-        Region((block as u64) << 1)
+    fn small(block: u32, mixed: bool) -> Region {
+        Region((block as u64) << 2 | (mixed as u64) << 1)
     }
-    /// The block of a small region, `None` for a 2 MiB leaf.
+    /// The block of a small region, `None` for a huge leaf.
     #[inline(always)]
     fn block(self) -> Option<usize> {
-        (self.0 & 1 == 0).then_some((self.0 >> 1) as usize)
+        (self.0 & 1 == 0).then_some((self.0 >> 2) as usize)
+    }
+    /// The block of a small region that holds only 4 KiB pages.
+    #[inline(always)]
+    fn plain_block(self) -> Option<usize> {
+        (self.0 & 3 == 0).then_some((self.0 >> 2) as usize)
+    }
+    /// Whether a small region's block holds pages above 4 KiB.
+    #[inline(always)]
+    fn mixed(self) -> bool {
+        self.0 & 3 == 2
+    }
+    /// The huge leaf's page: (first frame, size, writable).
+    #[inline(always)]
+    fn leaf(self) -> (Pfn, PageSize, bool) {
+        (
+            Pfn(self.0 >> 7),
+            PageSize::from_order(((self.0 >> 2) & 31) as u8).expect("leaf order"),
+            self.0 & 2 != 0,
+        )
     }
 }
 
@@ -227,13 +253,15 @@ pub struct PageMap {
     regions: RegionTable,
     /// Entries of the small regions, [`REGION_PAGES`] per block.
     small: Vec<u32>,
+    /// Page order of each entry of `small` (meaningful only in blocks flagged `mixed`).
+    small_order: Vec<u8>,
     /// Mapped entries per block (a block is freed when it drops to 0).
     small_count: Vec<u16>,
     /// Blocks free for reuse (all their entries are 0).
     free_blocks: Vec<u32>,
     giant: IntMap<u64, (Pfn, bool)>,
-    pages_4k: u64,
-    pages_2m: u64,
+    /// Mapped pages per order.
+    pages: [u64; PageSize::MAX_ORDER as usize + 1],
     /// 4 KiB entries read lately by [`PageMap::maps_recent`]; emptied by every change.
     recent: RecentEntries,
 }
@@ -280,11 +308,11 @@ impl Default for PageMap {
         PageMap {
             regions: RegionTable::new(),
             small: Vec::new(),
+            small_order: Vec::new(),
             small_count: Vec::new(),
             free_blocks: Vec::new(),
             giant: IntMap::default(),
-            pages_4k: 0,
-            pages_2m: 0,
+            pages: [0; PageSize::MAX_ORDER as usize + 1],
             recent: RecentEntries::new(),
         }
     }
@@ -324,19 +352,44 @@ impl PageMap {
         match r.block() {
             Some(block) => {
                 let e = self.small_entry(block, vpn);
-                (e != 0).then(|| Mapping {
-                    vpn,
-                    pfn: Pfn(((e & !WRITABLE) - 1) as u64),
-                    size: PageSize::Size4K,
-                    writable: e & WRITABLE != 0,
+                if e == 0 {
+                    return None;
+                }
+                let pfn = ((e & !WRITABLE) - 1) as u64;
+                let writable = e & WRITABLE != 0;
+                if !r.mixed() {
+                    return Some(Mapping {
+                        vpn,
+                        pfn: Pfn(pfn),
+                        size: PageSize::Size4K,
+                        writable,
+                    });
+                }
+                Some(self.get_mixed(block, vpn, pfn, writable))
+            }
+            None => {
+                let (pfn, size, writable) = r.leaf();
+                Some(Mapping {
+                    vpn: vpn.align_down(size),
+                    pfn,
+                    size,
+                    writable,
                 })
             }
-            None => Some(Mapping {
-                vpn: vpn.align_down(PageSize::Size2M),
-                pfn: Pfn(r.0 >> 2),
-                size: PageSize::Size2M,
-                writable: r.0 & 2 != 0,
-            }),
+        }
+    }
+
+    /// The page of `vpn` in a block holding pages above 4 KiB (`pfn` = its entry's frame).
+    #[inline(never)]
+    fn get_mixed(&self, block: usize, vpn: Vpn, pfn: u64, writable: bool) -> Mapping {
+        let order = self.small_order[block * REGION_PAGES + (vpn.0 & 511) as usize];
+        let size = PageSize::from_order(order).expect("entry order");
+        let first = vpn.align_down(size);
+        Mapping {
+            vpn: first,
+            pfn: Pfn(pfn - (vpn.0 - first.0)),
+            size,
+            writable,
         }
     }
 
@@ -345,7 +398,7 @@ impl PageMap {
     #[inline(always)]
     pub fn maps(&self, vpn: Vpn, m: &Mapping) -> bool {
         if m.size == PageSize::Size4K {
-            if let Some(block) = self.regions.get(vpn.0 >> 9).and_then(Region::block) {
+            if let Some(block) = self.regions.get(vpn.0 >> 9).and_then(Region::plain_block) {
                 let e = self.small_entry(block, vpn);
                 return entry_is(e, vpn, m);
             }
@@ -371,7 +424,7 @@ impl PageMap {
     #[inline(never)]
     fn maps_and_remember(&mut self, vpn: Vpn, m: &Mapping) -> bool {
         if m.size == PageSize::Size4K {
-            if let Some(block) = self.regions.get(vpn.0 >> 9).and_then(Region::block) {
+            if let Some(block) = self.regions.get(vpn.0 >> 9).and_then(Region::plain_block) {
                 let e = self.small_entry(block, vpn);
                 self.recent.remember(vpn, e);
                 return entry_is(e, vpn, m);
@@ -401,85 +454,134 @@ impl PageMap {
         self.regions.contains(vpn.0 >> 9) || self.giant.contains_key(&(vpn.0 >> 18))
     }
 
+    /// Whether any page overlaps the `pages` 4 KiB pages from `start`.
+    pub fn range_in_use(&self, start: Vpn, pages: u64) -> bool {
+        let end = start.0 + pages;
+        if !self.giant.is_empty()
+            && (start.0 >> 18..=(end - 1) >> 18).any(|g| self.giant.contains_key(&g))
+        {
+            return true;
+        }
+        (start.0 >> 9..=(end - 1) >> 9).any(|r| match self.regions.get(r) {
+            None => false,
+            Some(region) => match region.block() {
+                None => true,
+                Some(block) => {
+                    let lo = start.0.max(r << 9);
+                    let hi = end.min((r + 1) << 9);
+                    (lo..hi).any(|v| self.small_entry(block, Vpn(v)) != 0)
+                }
+            },
+        })
+    }
+
     /// A zeroed block for a new small region.
     fn new_block(&mut self) -> u32 {
         if let Some(b) = self.free_blocks.pop() {
             return b;
         }
         let b = self.small_count.len();
-        assert!(b < (u32::MAX >> 1) as usize, "too many page-map blocks");
+        assert!(b < (u32::MAX >> 2) as usize, "too many page-map blocks");
         self.small.resize(self.small.len() + REGION_PAGES, 0);
+        self.small_order
+            .resize(self.small_order.len() + REGION_PAGES, 0);
         self.small_count.push(0);
         b as u32
     }
 
     /// Install `m`.
     pub fn insert(&mut self, m: Mapping) {
-        debug_assert!(self.get(m.vpn).is_none(), "overlapping mapping {m:?}");
+        debug_assert!(
+            !self.range_in_use(m.vpn, m.size.base_pages()),
+            "overlapping mapping {m:?}"
+        );
+        debug_assert!(
+            m.vpn.0.is_multiple_of(m.size.base_pages())
+                && m.pfn.0.is_multiple_of(m.size.base_pages()),
+            "misaligned mapping {m:?}"
+        );
         self.recent = RecentEntries::new();
-        match m.size {
-            PageSize::Size4K => {
-                assert!(
-                    m.pfn.0 < (WRITABLE - 1) as u64,
-                    "frame number too large for the page map"
-                );
-                let key = m.vpn.0 >> 9;
-                let block = match self.regions.get(key) {
-                    Some(r) => r
+        self.pages[m.size.order() as usize] += 1;
+        let order = m.size.order();
+        if order < PageSize::Size2M.order() {
+            assert!(
+                m.pfn.0 + m.size.base_pages() < (WRITABLE - 1) as u64,
+                "frame number too large for the page map"
+            );
+            let key = m.vpn.0 >> 9;
+            let mixed = order > 0;
+            let block = match self.regions.get(key) {
+                Some(r) => {
+                    let block = r
                         .block()
-                        .unwrap_or_else(|| panic!("4 KiB mapping inside a 2 MiB page: {m:?}")),
-                    None => {
-                        let block = self.new_block();
-                        self.regions.insert(key, Region::small(block));
-                        block as usize
+                        .unwrap_or_else(|| panic!("mapping inside a huge page: {m:?}"));
+                    if mixed && !r.mixed() {
+                        self.regions.insert(key, Region::small(block as u32, true));
                     }
-                };
-                self.small[block * REGION_PAGES + (m.vpn.0 & 511) as usize] =
-                    (m.pfn.0 as u32 + 1) | if m.writable { WRITABLE } else { 0 };
-                self.small_count[block] += 1;
-                self.pages_4k += 1;
+                    block
+                }
+                None => {
+                    let block = self.new_block();
+                    self.regions.insert(key, Region::small(block, mixed));
+                    block as usize
+                }
+            };
+            let w = if m.writable { WRITABLE } else { 0 };
+            for i in 0..m.size.base_pages() {
+                let slot = block * REGION_PAGES + ((m.vpn.0 + i) & 511) as usize;
+                self.small[slot] = ((m.pfn.0 + i) as u32 + 1) | w;
+                self.small_order[slot] = order;
             }
-            PageSize::Size2M => {
+            self.small_count[block] += m.size.base_pages() as u16;
+        } else if order < PageSize::Size1G.order() {
+            for r in 0..m.size.base_pages() >> 9 {
                 let old = self
                     .regions
-                    .insert(m.vpn.0 >> 9, Region::huge(m.pfn, m.writable));
-                debug_assert!(old.is_none(), "2 MiB mapping over a mapped region: {m:?}");
-                self.pages_2m += 1;
+                    .insert((m.vpn.0 >> 9) + r, Region::huge(m.pfn, order, m.writable));
+                debug_assert!(old.is_none(), "huge mapping over a mapped region: {m:?}");
             }
-            PageSize::Size1G => {
-                self.giant.insert(m.vpn.0 >> 18, (m.pfn, m.writable));
-            }
+        } else {
+            self.giant.insert(m.vpn.0 >> 18, (m.pfn, m.writable));
         }
     }
 
     /// Remove exactly `m` (which must be installed).
     pub fn remove(&mut self, m: Mapping) {
         self.recent = RecentEntries::new();
-        match m.size {
-            PageSize::Size4K => {
-                let key = m.vpn.0 >> 9;
-                if let Some(block) = self.regions.get(key).and_then(Region::block) {
-                    let i = block * REGION_PAGES + (m.vpn.0 & 511) as usize;
-                    if self.small[i] != 0 {
-                        self.small[i] = 0;
-                        self.pages_4k -= 1;
-                        self.small_count[block] -= 1;
-                        if self.small_count[block] == 0 {
-                            // Every entry is 0 again: the block is ready for reuse.
-                            self.regions.remove(key);
-                            self.free_blocks.push(block as u32);
-                        }
-                    }
+        let order = m.size.order();
+        if order < PageSize::Size2M.order() {
+            let key = m.vpn.0 >> 9;
+            let Some(block) = self.regions.get(key).and_then(Region::block) else {
+                return;
+            };
+            let mut removed = 0;
+            for i in 0..m.size.base_pages() {
+                let slot = block * REGION_PAGES + ((m.vpn.0 + i) & 511) as usize;
+                if self.small[slot] != 0 {
+                    self.small[slot] = 0;
+                    self.small_order[slot] = 0;
+                    removed += 1;
                 }
             }
-            PageSize::Size2M => {
-                if self.regions.remove(m.vpn.0 >> 9).is_some() {
-                    self.pages_2m -= 1;
+            if removed > 0 {
+                self.pages[order as usize] -= 1;
+                self.small_count[block] -= removed;
+                if self.small_count[block] == 0 {
+                    // Every entry is 0 again: the block is ready for reuse.
+                    self.regions.remove(key);
+                    self.free_blocks.push(block as u32);
                 }
             }
-            PageSize::Size1G => {
-                self.giant.remove(&(m.vpn.0 >> 18));
+        } else if order < PageSize::Size1G.order() {
+            let mut found = false;
+            for r in 0..m.size.base_pages() >> 9 {
+                found |= self.regions.remove((m.vpn.0 >> 9) + r).is_some();
             }
+            if found {
+                self.pages[order as usize] -= 1;
+            }
+        } else if self.giant.remove(&(m.vpn.0 >> 18)).is_some() {
+            self.pages[order as usize] -= 1;
         }
     }
 
@@ -497,16 +599,22 @@ impl PageMap {
                 .collect()
         };
         regions.sort_unstable_by_key(|(r, _)| *r);
-        let mut out = Vec::new();
+        let mut out: Vec<Mapping> = Vec::new();
+        // A page larger than 4 KiB is met at several entries or regions, consecutively.
+        let mut push = |m: Mapping| {
+            if out.last() != Some(&m) {
+                out.push(m);
+            }
+        };
         for (r, region) in regions {
             match region.block() {
-                None => out.push(self.get(Vpn(r << 9)).expect("huge region")),
+                None => push(self.get(Vpn(r << 9)).expect("huge region")),
                 Some(block) => {
                     let entries = &self.small[block * REGION_PAGES..(block + 1) * REGION_PAGES];
                     for (i, e) in entries.iter().enumerate() {
                         let vpn = Vpn((r << 9) | i as u64);
                         if *e != 0 && vpn >= start && vpn < end {
-                            out.push(self.get(vpn).expect("small entry"));
+                            push(self.get(vpn).expect("small entry"));
                         }
                     }
                 }
@@ -525,7 +633,12 @@ impl PageMap {
 
     /// Mapped 4 KiB pages and 2 MiB pages.
     pub fn counts(&self) -> (u64, u64) {
-        (self.pages_4k, self.pages_2m)
+        (self.pages[0], self.pages[9])
+    }
+
+    /// Mapped pages per order (index = order, 0 = 4 KiB .. 18 = 1 GiB).
+    pub fn pages_by_order(&self) -> [u64; PageSize::MAX_ORDER as usize + 1] {
+        self.pages
     }
 }
 

@@ -17,13 +17,15 @@ pub enum FrameUse {
     Data,
     /// Page-table structures of the simulated design.
     PageTable,
+    /// Frames a placement policy holds for pages not mapped yet (reservations).
+    Reserved = 3,
 }
 
 /// Physical memory: the buddy allocator all frames come from, with usage accounting.
 pub struct PhysMem {
     buddy: Buddy,
-    in_use: [u64; 3],
-    peak: [u64; 3],
+    in_use: [u64; 4],
+    peak: [u64; 4],
 }
 
 /// Index of pinned (fragmentation) frames in the accounting arrays.
@@ -34,8 +36,8 @@ impl PhysMem {
     pub fn new(bytes: u64) -> Self {
         PhysMem {
             buddy: Buddy::new(bytes / BASE_PAGE_BYTES),
-            in_use: [0; 3],
-            peak: [0; 3],
+            in_use: [0; 4],
+            peak: [0; 4],
         }
     }
 
@@ -59,6 +61,7 @@ impl PhysMem {
                 match use_ {
                     FrameUse::Data => "data",
                     FrameUse::PageTable => "page tables",
+                    FrameUse::Reserved => "a reservation",
                 },
                 format_bytes(self.buddy.free_pages() * BASE_PAGE_BYTES),
                 format_bytes(self.buddy.total_pages() * BASE_PAGE_BYTES),
@@ -66,6 +69,16 @@ impl PhysMem {
                     .map_or("none".into(), |o| o.to_string()),
             ))),
         }
+    }
+
+    /// Allocate exactly the naturally aligned block of `2^order` frames at `pfn`, if all of it
+    /// is free (placement policies and hooks that choose frames); `None` otherwise.
+    pub fn alloc_at(&mut self, pfn: Pfn, order: u8, use_: FrameUse) -> Option<Pfn> {
+        if pfn.0 + (1 << order) > self.buddy.total_pages() || !self.buddy.alloc_at(pfn.0, order) {
+            return None;
+        }
+        self.account(use_ as usize, (BASE_PAGE_BYTES << order) as i64);
+        Some(pfn)
     }
 
     /// Return a block (or an aligned part of one) obtained from [`PhysMem::alloc`].
@@ -77,6 +90,13 @@ impl PhysMem {
     /// Whether a block of `order` is available now.
     pub fn can_alloc(&self, order: u8) -> bool {
         self.buddy.can_alloc(order)
+    }
+
+    /// Re-count `bytes` already allocated as `from` as `to` (a reserved frame becoming mapped
+    /// data, say); no frame changes hands.
+    pub fn transfer(&mut self, bytes: u64, from: FrameUse, to: FrameUse) {
+        self.account(from as usize, -(bytes as i64));
+        self.account(to as usize, bytes as i64);
     }
 
     /// Bytes currently allocated for `use_`.
@@ -214,7 +234,7 @@ impl PhysMem {
                 cursor += span;
             }
         }
-        p.in_use = [0, 0, (total - free_pages) * BASE_PAGE_BYTES];
+        p.in_use = [0, 0, (total - free_pages) * BASE_PAGE_BYTES, 0];
         p.peak = p.in_use;
         Ok(p)
     }

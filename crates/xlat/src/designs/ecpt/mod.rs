@@ -471,6 +471,7 @@ impl HashedPt {
             PageSize::Size1G => {
                 self.update_cwt(phys, asid, PUD_CWT, r1, |v| v | PUD_HAS_1G | CWTE_VALID)?;
             }
+            other => unreachable!("{}: declares only x86 page sizes, got {other}", self.name),
         }
         Ok(())
     }
@@ -505,6 +506,7 @@ impl HashedPt {
             PageSize::Size1G => {
                 self.update_cwt(phys, asid, PUD_CWT, r1, |v| norm(v & !PUD_HAS_1G))?;
             }
+            other => unreachable!("{}: declares only x86 page sizes, got {other}", self.name),
         }
         Ok(())
     }
@@ -516,7 +518,7 @@ impl HashedPt {
         let Some(proc) = self.procs.get(asid as usize) else {
             return;
         };
-        for (s, size) in PageSize::ALL.iter().enumerate() {
+        for (s, size) in PageSize::X86.iter().enumerate() {
             if let Some(table) = proc.tables[s].as_ref() {
                 table.prefetch(pte_key(vpn, *size).0);
             }
@@ -587,7 +589,7 @@ impl HashedPt {
         let cwt_addrs = n;
         let mut found = None;
         let mut resizing = false;
-        for (s, size) in PageSize::ALL.iter().enumerate() {
+        for (s, size) in PageSize::X86.iter().enumerate() {
             if mask & (1 << s) == 0 {
                 continue;
             }

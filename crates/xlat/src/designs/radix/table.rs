@@ -104,7 +104,7 @@ impl RadixTable {
         if e & PRESENT == 0 {
             Step::Empty
         } else if e & LEAF != 0 {
-            let size = PageSize::ALL[level as usize];
+            let size = PageSize::X86[level as usize];
             Step::Leaf(Mapping {
                 vpn: vpn.align_down(size),
                 pfn: Pfn(e >> 12),

@@ -1,0 +1,182 @@
+//! Settings of the OS model's placement policies, background daemons and migration costs
+//! (`os.policy`, `os.mthp.*`, `os.reservation.*`, `os.khugepaged.*`, `os.migration.*`).
+//!
+//! Contract: every struct rejects unknown keys, has documented defaults, and `validate` names
+//! the offending key and its valid range. The defaults leave the model as it was before these
+//! settings existed (`policy = "thp"`, khugepaged off).
+
+use crate::addr::PageSize;
+use serde::{Deserialize, Serialize};
+
+/// Which fault-time placement policy the OS model runs (one per run).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyKind {
+    /// Linux's THP fault path (`os.thp` = never / madvise / always).
+    Thp,
+    /// Linux 6.8+ multi-size THP: the sizes of `os.mthp.sizes`, tried in order at each fault.
+    Mthp,
+    /// FreeBSD / TPS reservations: reserve an aligned block at the first fault of a region,
+    /// map base pages from it, promote in place (`os.reservation.*`).
+    Reservation,
+    /// Eager paging (RMM, TPS): map a whole VMA at mmap time in the largest aligned pages.
+    Eager,
+}
+
+impl PolicyKind {
+    /// The config value (`thp`, `mthp`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::Thp => "thp",
+            PolicyKind::Mthp => "mthp",
+            PolicyKind::Reservation => "reservation",
+            PolicyKind::Eager => "eager",
+        }
+    }
+}
+
+/// `os.mthp`: multi-size THP (Linux `/sys/kernel/mm/transparent_hugepage/hugepages-*kB`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MthpConfig {
+    /// Enabled folio sizes, tried in this order at a fault (each when its aligned range lies in
+    /// the VMA, none of it is mapped and a block is free); 4 KiB is the last resort. A size the
+    /// design cannot translate as one entry is mapped as pages of the largest size it can
+    /// (Linux maps a 64 KiB folio with 16 PTEs on x86).
+    pub sizes: Vec<PageSize>,
+}
+
+impl Default for MthpConfig {
+    fn default() -> Self {
+        MthpConfig {
+            sizes: vec![PageSize::Size2M, PageSize::from_order(4).expect("64 KiB")],
+        }
+    }
+}
+
+/// How a reservation's target size is chosen for a VMA.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ReservationRule {
+    /// The largest naturally aligned block that contains the fault and lies inside the VMA
+    /// (and is at most `max_bytes`): a VMA is covered by the fewest exact pages, e.g. 28 KiB at
+    /// a 32 KiB boundary -> 16 + 8 + 4 KiB (TPS's conservative split).
+    Exact,
+}
+
+/// `os.reservation`: reservation-based paging (FreeBSD superpages, TPS §III-B).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReservationConfig {
+    /// Share of a page's base pages that must be touched before the reservation is promoted to
+    /// that page (1.0 = every base page, the TPS paper's setting; 0.5 as its option). Pages
+    /// mapped by a promotion without being touched are counted as bloat.
+    pub promotion_threshold: f64,
+    /// Largest reservation (and page) in bytes, a power of two from 8 KiB to 1 GiB.
+    pub max_bytes: u64,
+    /// How the target size is chosen per VMA.
+    pub rule: ReservationRule,
+}
+
+impl Default for ReservationConfig {
+    fn default() -> Self {
+        ReservationConfig {
+            promotion_threshold: 1.0,
+            max_bytes: 1 << 30,
+            rule: ReservationRule::Exact,
+        }
+    }
+}
+
+/// `os.khugepaged`: the background collapse daemon (Linux `mm/khugepaged.c`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct KhugepagedConfig {
+    /// Run the daemon.
+    pub enabled: bool,
+    /// Simulated core cycles between wake-ups. Linux sleeps 10 s (`scan_sleep_millisecs`);
+    /// simulated runs last well under a second, so the default is scaled down to 3.3 ms at
+    /// 3 GHz (10 M cycles): set it to match the run length you model.
+    pub interval_cycles: u64,
+    /// 4 KiB pages scanned per wake-up (Linux `pages_to_scan`, 4096).
+    pub pages_to_scan: u64,
+    /// A 2 MiB range is collapsed when at most this many of its 512 pages are unmapped
+    /// (Linux `max_ptes_none`, 511).
+    pub max_ptes_none: u32,
+    /// OS cycles per page scanned (page-table reads and checks).
+    pub scan_cycles_per_page: u64,
+}
+
+impl Default for KhugepagedConfig {
+    fn default() -> Self {
+        KhugepagedConfig {
+            enabled: false,
+            interval_cycles: 10_000_000,
+            pages_to_scan: 4096,
+            max_ptes_none: 511,
+            scan_cycles_per_page: 20,
+        }
+    }
+}
+
+/// `os.migration`: the costs of moving, splitting and collapsing pages.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MigrationConfig {
+    /// OS cycles to copy 4 KiB (Utopia's evaluation charges about 1000 cycles per migration,
+    /// a DMA-engine copy; a CPU `memcpy` of 4 KiB is of the same order).
+    pub copy_cycles_per_4k: u64,
+    /// OS cycles of one TLB shootdown (the kernel's flush path and a local invalidation; with
+    /// one core there is no inter-processor interrupt to wait for).
+    pub shootdown_cycles: u64,
+}
+
+impl Default for MigrationConfig {
+    fn default() -> Self {
+        MigrationConfig {
+            copy_cycles_per_4k: 1000,
+            shootdown_cycles: 500,
+        }
+    }
+}
+
+/// Check the policy and daemon settings; errors name the key and its valid range.
+pub fn validate(
+    mthp: &MthpConfig,
+    reservation: &ReservationConfig,
+    khugepaged: &KhugepagedConfig,
+) -> Result<(), String> {
+    if mthp.sizes.is_empty() {
+        return Err(
+            "os.mthp.sizes must list at least one size (e.g. [\"2MiB\", \"64KiB\"])".into(),
+        );
+    }
+    let t = reservation.promotion_threshold;
+    if !(t > 0.0 && t <= 1.0) {
+        return Err(format!(
+            "os.reservation.promotion_threshold must be in (0, 1], got {t}"
+        ));
+    }
+    if PageSize::from_bytes(reservation.max_bytes).is_none_or(|s| s == PageSize::Size4K) {
+        return Err(format!(
+            "os.reservation.max_bytes must be a power of two from 8KiB to 1GiB, got {}",
+            reservation.max_bytes
+        ));
+    }
+    if khugepaged.interval_cycles == 0 {
+        return Err("os.khugepaged.interval_cycles must be at least 1".into());
+    }
+    if khugepaged.pages_to_scan < 512 {
+        return Err(format!(
+            "os.khugepaged.pages_to_scan must be at least 512 (one 2 MiB range), got {}",
+            khugepaged.pages_to_scan
+        ));
+    }
+    if khugepaged.max_ptes_none > 511 {
+        return Err(format!(
+            "os.khugepaged.max_ptes_none must be in [0, 511], got {}",
+            khugepaged.max_ptes_none
+        ));
+    }
+    Ok(())
+}
