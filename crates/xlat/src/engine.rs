@@ -715,6 +715,39 @@ mod tests {
     }
 
     #[test]
+    fn every_design_passes_the_oracle_under_every_policy_with_khugepaged() {
+        let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+        for info in crate::designs::REGISTRY {
+            for policy in ["thp", "mthp", "reservation", "eager"] {
+                for workload in ["gups", "kv", "bfs"] {
+                    let cfg = Config::resolve(
+                        None,
+                        &[
+                            o("sim.design", info.name),
+                            o("sim.refs", "30000"),
+                            o("workload.name", workload),
+                            o("workload.footprint", "24MiB"),
+                            o("os.phys_mem_bytes", "1GiB"),
+                            o("os.thp", "always"),
+                            o("os.policy", policy),
+                            o("os.reservation.promotion_threshold", "0.5"),
+                            o("os.khugepaged.enabled", "true"),
+                            o("os.khugepaged.interval_cycles", "20000"),
+                            o("os.khugepaged.max_ptes_none", "256"),
+                        ],
+                    )
+                    .unwrap();
+                    let r = run_workload(&cfg)
+                        .unwrap_or_else(|e| panic!("{} {policy} {workload}: {e}", info.name));
+                    assert_eq!(r["oracle"]["mismatches"], 0);
+                    assert_eq!(r["os"]["policy"], policy);
+                    assert!(r["os"]["khugepaged"]["wakeups"].as_u64().unwrap() > 0);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_run_stops_after_exactly_the_configured_references() {
         let r = run_workload(&small("radix")).unwrap();
         assert_eq!(r["refs"], 20000);

@@ -896,10 +896,14 @@ impl Os {
         let old = p.pages.in_range(block, Vpn(block.0 + size.base_pages()));
         // Pages of one protection only (mprotect breaks reservations, so this holds).
         let writable = old[0].writable;
-        if old.iter().any(|m| m.writable != writable) {
+        let pfn = r.frame_of(block);
+        // In place only: every page already on its reserved frame, with one protection.
+        if old
+            .iter()
+            .any(|m| m.writable != writable || m.pfn.0 != pfn.0 + (m.vpn.0 - block.0))
+        {
             return;
         }
-        let pfn = r.frame_of(block);
         let mut bloat = 0;
         for v in block.0..block.0 + size.base_pages() {
             if r.mark(Vpn(v)) {
@@ -1506,6 +1510,273 @@ mod tests {
         assert!(err.0.contains("out of physical memory"), "{err}");
     }
 
+    fn os_with(policy: PolicyKind, sizes: PageSizeSet, tweak: impl FnOnce(&mut OsConfig)) -> Os {
+        let mut cfg = OsConfig {
+            phys_mem_bytes: 1 << 30,
+            policy,
+            thp: ThpPolicy::Always,
+            ..OsConfig::default()
+        };
+        tweak(&mut cfg);
+        let mut o = Os::new(&cfg, 1).unwrap();
+        o.set_page_sizes(sizes).unwrap();
+        assert_eq!(o.process(1), 0);
+        o
+    }
+
+    /// Every mapping of ASID 0 in `[start, end)`.
+    fn mappings(o: &Os, start: u64, end: u64) -> Vec<Mapping> {
+        o.procs[0].pages.in_range(Vpn(start >> 12), Vpn(end >> 12))
+    }
+
+    #[test]
+    fn a_reservation_promoted_at_threshold_one_after_512_touches_is_one_2m_page_without_copy() {
+        let mut o = os_with(PolicyKind::Reservation, PageSizeSet::X86, |_| {});
+        let base = 0x4000_0000u64;
+        o.mmap(0, Vaddr(base), 2 << 20, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        // Touch in a scattered order: the promotion happens at the 512th distinct page.
+        for i in 0..512u64 {
+            let va = base + ((i * 97) % 512) * 4096;
+            let m = touch(&mut o, va, AccessKind::Store).unwrap();
+            if i < 511 {
+                assert_eq!(m.size, PageSize::Size4K, "touch {i}");
+            } else {
+                assert_eq!(m.size, PageSize::Size2M);
+            }
+        }
+        let all = mappings(&o, base, base + (2 << 20));
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].pfn.0 % 512, 0, "the reserved block, aligned");
+        assert_eq!((o.c.promotions, o.c.bytes_copied), (1, 0));
+        assert_eq!(o.phys.bytes_in_use(FrameUse::Reserved), 0);
+        assert_eq!(o.phys.bytes_in_use(FrameUse::Data), 2 << 20);
+    }
+
+    #[test]
+    fn a_reservation_at_threshold_one_half_promotes_early_and_counts_the_bloat() {
+        let mut o = os_with(PolicyKind::Reservation, PageSizeSet::X86, |c| {
+            c.reservation.promotion_threshold = 0.5;
+        });
+        let base = 0x4000_0000u64;
+        o.mmap(0, Vaddr(base), 2 << 20, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        for i in 0..256u64 {
+            touch(&mut o, base + i * 4096, AccessKind::Load).unwrap();
+        }
+        assert_eq!(
+            mappings(&o, base, base + (2 << 20))[0].size,
+            PageSize::Size2M
+        );
+        assert_eq!(o.c.promotion_bloat_bytes, 256 * 4096);
+    }
+
+    #[test]
+    fn any_size_reservations_split_a_28k_vma_into_16k_8k_and_4k_pages() {
+        let mut o = os_with(PolicyKind::Reservation, PageSizeSet::ALL, |_| {});
+        let base = 0x4000_0000u64; // 32 KiB aligned
+        o.mmap(0, Vaddr(base), 28 << 10, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        for i in 0..7u64 {
+            touch(&mut o, base + i * 4096, AccessKind::Store).unwrap();
+        }
+        let sizes: Vec<u64> = mappings(&o, base, base + (28 << 10))
+            .iter()
+            .map(|m| m.size.bytes() >> 10)
+            .collect();
+        assert_eq!(sizes, vec![16, 8, 4]);
+    }
+
+    #[test]
+    fn breaking_a_reservation_returns_its_unmapped_frames() {
+        let mut o = os_with(PolicyKind::Reservation, PageSizeSet::X86, |_| {});
+        let base = 0x4000_0000u64;
+        o.mmap(0, Vaddr(base), 2 << 20, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        touch(&mut o, base, AccessKind::Store).unwrap();
+        assert_eq!(o.phys.bytes_in_use(FrameUse::Reserved), (2 << 20) - 4096);
+        o.munmap(0, Vaddr(base + 4096), 4096, &mut Vec::new())
+            .unwrap();
+        assert_eq!(o.phys.bytes_in_use(FrameUse::Reserved), 0);
+        assert_eq!(o.phys.bytes_in_use(FrameUse::Data), 4096);
+        assert_eq!(o.c.reservations_broken, 1);
+    }
+
+    #[test]
+    fn eager_paging_maps_a_3m_aligned_vma_as_one_2m_and_256_4k_pages() {
+        let mut o = os_with(PolicyKind::Eager, PageSizeSet::X86, |_| {});
+        let mut ch = Vec::new();
+        o.mmap(0, Vaddr(0x4000_0000), 3 << 20, RW, 0x22, &mut ch)
+            .unwrap();
+        let all = mappings(&o, 0x4000_0000, 0x4000_0000 + (3 << 20));
+        assert_eq!(all.len(), 257);
+        assert_eq!(all[0].size, PageSize::Size2M);
+        assert!(all[1..].iter().all(|m| m.size == PageSize::Size4K));
+        assert_eq!(ch.len(), 257, "each page reported to the design");
+        assert_eq!(o.c.faults, 0, "nothing left to fault");
+    }
+
+    #[test]
+    fn an_mthp_folio_the_design_cannot_translate_is_mapped_as_contiguous_4k_pages() {
+        let k64 = PageSize::from_order(4).unwrap();
+        let mut o = os_with(PolicyKind::Mthp, PageSizeSet::X86, |c| {
+            c.mthp.sizes = vec![k64]
+        });
+        o.mmap(0, Vaddr(0x4000_0000), 1 << 20, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        let m = touch(&mut o, 0x4000_5000, AccessKind::Load).unwrap();
+        assert_eq!(m.size, PageSize::Size4K);
+        let folio = mappings(&o, 0x4000_0000, 0x4001_0000);
+        assert_eq!(folio.len(), 16);
+        assert!(folio
+            .iter()
+            .all(|p| p.pfn.0 == folio[0].pfn.0 + (p.vpn.0 - folio[0].vpn.0)));
+        assert_eq!(folio[0].pfn.0 % 16, 0);
+        // On a design that translates 64 KiB, the same fault maps one 64 KiB page.
+        let mut o = os_with(PolicyKind::Mthp, PageSizeSet::X86.with(k64), |c| {
+            c.mthp.sizes = vec![k64]
+        });
+        o.mmap(0, Vaddr(0x4000_0000), 1 << 20, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        assert_eq!(
+            touch(&mut o, 0x4000_5000, AccessKind::Load).unwrap().size,
+            k64
+        );
+    }
+
+    #[test]
+    fn mthp_falls_back_down_its_list_when_the_range_does_not_fit() {
+        let k64 = PageSize::from_order(4).unwrap();
+        let mut o = os_with(PolicyKind::Mthp, PageSizeSet::X86.with(k64), |_| {});
+        // 1 MiB VMA: no 2 MiB range fits, 64 KiB does.
+        o.mmap(0, Vaddr(0x4000_0000), 1 << 20, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        assert_eq!(
+            touch(&mut o, 0x4000_0000, AccessKind::Load).unwrap().size,
+            k64
+        );
+        assert_eq!(o.c.fallback_unaligned, 1);
+    }
+
+    #[test]
+    fn a_khugepaged_collapse_of_512_scattered_frames_copies_2m() {
+        let mut o = os_with(PolicyKind::Thp, PageSizeSet::X86, |c| {
+            c.thp = ThpPolicy::Never;
+            c.khugepaged.enabled = true;
+            c.khugepaged.interval_cycles = 100;
+        });
+        let base = 0x4000_0000u64;
+        o.mmap(0, Vaddr(base), 2 << 20, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        // Scatter the frames: a frame taken between every two touches.
+        let mut hold = Vec::new();
+        for i in 0..512u64 {
+            touch(&mut o, base + i * 4096, AccessKind::Store).unwrap();
+            hold.push(o.phys.alloc(0, FrameUse::Data).unwrap());
+        }
+        let mut ch = Vec::new();
+        o.tick(99, &mut ch);
+        assert!(ch.is_empty(), "not due yet");
+        o.tick(100, &mut ch);
+        assert_eq!(ch.len(), 513, "512 unmaps and one map");
+        let all = mappings(&o, base, base + (2 << 20));
+        assert_eq!((all.len(), all[0].size), (1, PageSize::Size2M));
+        assert_eq!((o.c.collapses, o.c.collapses_in_place), (1, 0));
+        assert_eq!(o.c.bytes_copied, 2 << 20);
+        assert_eq!(o.take_moved_frames().len(), 512);
+        assert_eq!(
+            o.c.migration_cycles,
+            512 * o.cfg.migration.copy_cycles_per_4k + 512 * o.cfg.migration.shootdown_cycles
+        );
+    }
+
+    #[test]
+    fn khugepaged_collapses_in_place_when_the_frames_already_form_the_block() {
+        let mut o = os_with(PolicyKind::Reservation, PageSizeSet::X86, |c| {
+            c.reservation.max_bytes = 2 << 20;
+            c.khugepaged.enabled = true;
+            c.khugepaged.interval_cycles = 1;
+            c.khugepaged.max_ptes_none = 64;
+        });
+        let base = 0x4000_0000u64;
+        o.mmap(0, Vaddr(base), 2 << 20, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        for i in 0..500u64 {
+            touch(&mut o, base + i * 4096, AccessKind::Store).unwrap();
+        }
+        // A reservation promotes itself; khugepaged leaves it alone until it is broken.
+        o.tick(1, &mut Vec::new());
+        assert_eq!(o.c.collapses, 0);
+        let mut r = o.procs[0].reservations.take_all();
+        for (pfn, order) in r[0].unmapped_blocks() {
+            o.phys
+                .transfer(4096 << order, FrameUse::Reserved, FrameUse::Data);
+            o.phys.free(pfn, order, FrameUse::Data);
+        }
+        r.clear();
+        o.tick(2, &mut Vec::new());
+        assert_eq!((o.c.collapses, o.c.collapses_in_place), (1, 1));
+        assert_eq!(o.c.bytes_copied, 0);
+        assert_eq!(o.phys.bytes_in_use(FrameUse::Data), 2 << 20);
+    }
+
+    #[test]
+    fn migrating_a_page_moves_it_to_the_new_frame_and_frees_the_old_one() {
+        let mut o = os(ThpPolicy::Never);
+        o.set_page_sizes(PageSizeSet::X86).unwrap();
+        o.mmap(0, Vaddr(0x10000), 0x4000, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        let m = touch(&mut o, 0x10000, AccessKind::Store).unwrap();
+        let to = o.phys.alloc(0, FrameUse::Data).unwrap();
+        let mut ch = Vec::new();
+        let nm = o.migrate(0, m, to, &mut ch).unwrap();
+        assert_eq!(ch, vec![MapChange::Unmap(0, m), MapChange::Map(0, nm)]);
+        assert_eq!(o.translate(0, Vpn(0x10)).unwrap().pfn, to);
+        assert_eq!(o.take_moved_frames(), vec![(m.pfn, 0)]);
+        assert_eq!(o.phys.bytes_in_use(FrameUse::Data), 4096);
+        assert!(
+            o.migrate(0, m, to, &mut ch).is_err(),
+            "the old mapping is gone"
+        );
+    }
+
+    #[test]
+    fn bad_policy_settings_are_errors_naming_the_key() {
+        for (tweak, key) in [
+            (
+                Box::new(|c: &mut OsConfig| c.reservation.promotion_threshold = 1.5)
+                    as Box<dyn Fn(&mut OsConfig)>,
+                "os.reservation.promotion_threshold",
+            ),
+            (
+                Box::new(|c: &mut OsConfig| c.reservation.max_bytes = 3 << 20),
+                "os.reservation.max_bytes",
+            ),
+            (
+                Box::new(|c: &mut OsConfig| c.khugepaged.interval_cycles = 0),
+                "os.khugepaged.interval_cycles",
+            ),
+            (
+                Box::new(|c: &mut OsConfig| c.mthp.sizes.clear()),
+                "os.mthp.sizes",
+            ),
+        ] {
+            let mut cfg = OsConfig::default();
+            tweak(&mut cfg);
+            let err = cfg.validate().unwrap_err();
+            assert!(err.contains(key), "{err}");
+        }
+        let cfg = OsConfig {
+            khugepaged: KhugepagedConfig {
+                enabled: true,
+                ..KhugepagedConfig::default()
+            },
+            ..OsConfig::default()
+        };
+        let mut o = Os::new(&cfg, 1).unwrap();
+        assert!(o.set_page_sizes(PageSizeSet::BASE).is_err());
+    }
+
     proptest! {
         /// Under random mmap / munmap / touch / mprotect / madvise sequences, the oracle agrees
         /// with a reference model rebuilt from the reported changes, and frames are conserved.
@@ -1544,6 +1815,96 @@ mod tests {
                 }
                 let mapped: u64 = model.values().map(|m| m.size.bytes()).sum();
                 prop_assert_eq!(o.phys.bytes_in_use(FrameUse::Data), mapped);
+            }
+        }
+
+        /// Under every policy, with khugepaged, migrations, splits and unmaps in any order: the
+        /// reported changes rebuild the oracle's map, no frame is mapped twice or both mapped
+        /// and reserved, and every frame in use is accounted (nothing leaks).
+        #[test]
+        fn no_frame_is_mapped_twice_or_leaked_under_any_policy(
+            policy in 0u8..4,
+            any_size in any::<bool>(),
+            ops in prop::collection::vec((0u8..9, 0u64..32, 1u64..40), 1..120)
+        ) {
+            let policy = [PolicyKind::Thp, PolicyKind::Mthp, PolicyKind::Reservation, PolicyKind::Eager][policy as usize];
+            let sizes = if any_size { PageSizeSet::ALL } else { PageSizeSet::X86 };
+            let mut o = os_with(policy, sizes, |c| {
+                c.phys_mem_bytes = 256 << 20;
+                c.khugepaged.enabled = true;
+                c.khugepaged.interval_cycles = 1;
+                c.khugepaged.max_ptes_none = 500;
+                c.reservation.promotion_threshold = 0.5;
+                c.mthp.sizes = vec![PageSize::Size2M, PageSize::from_order(4).unwrap(), PageSize::from_order(2).unwrap()];
+            });
+            let mut model: HashMap<u64, Mapping> = HashMap::new();
+            let base = 0x4000_0000u64;
+            let mut now = 0;
+            for (op, page, n) in ops {
+                let addr = base + page * (256 << 10);
+                let len = n * (64 << 10);
+                let mut ch = Vec::new();
+                match op {
+                    0 => { let _ = o.mmap(0, Vaddr(addr), len, RW, 0x22, &mut ch); }
+                    1 => o.munmap(0, Vaddr(addr), len, &mut ch).unwrap(),
+                    2 | 3 => {
+                        for k in 0..n.min(24) {
+                            let va = addr + (k * 4096 * 7) % len;
+                            if o.translate(0, Vaddr(va).vpn()).is_none() {
+                                let _ = o.fault(0, Vaddr(va), AccessKind::Store, &mut ch);
+                            }
+                        }
+                    }
+                    4 => { let _ = o.mprotect(0, Vaddr(addr), len, prot::READ, &mut ch); }
+                    5 => o.madvise(0, Vaddr(addr), len, advice::DONTNEED, &mut ch).unwrap(),
+                    6 => { now += 1; o.tick(now, &mut ch); }
+                    7 => {
+                        if let Some(m) = o.procs[0].pages.in_range(Vpn(addr >> 12), Vpn((addr + len) >> 12)).first().copied() {
+                            if let Ok(to) = o.phys.alloc(m.size.order(), FrameUse::Data) {
+                                o.migrate(0, m, to, &mut ch).unwrap();
+                            }
+                        }
+                    }
+                    _ => {
+                        if let Some(m) = o.procs[0].pages.in_range(Vpn(addr >> 12), Vpn((addr + len) >> 12)).first().copied() {
+                            if m.size > PageSize::Size4K {
+                                o.split(0, m, PageSize::Size4K, &mut ch).unwrap();
+                            }
+                        }
+                    }
+                }
+                for c in ch {
+                    match c {
+                        MapChange::Map(_, m) => { prop_assert!(model.insert(m.vpn.0, m).is_none(), "mapped twice: {:?}", m); }
+                        MapChange::Unmap(_, m) => { prop_assert_eq!(model.remove(&m.vpn.0), Some(m)); }
+                    }
+                }
+                let mut frames: HashMap<u64, u64> = HashMap::new();
+                for m in model.values() {
+                    prop_assert!(sizes.contains(m.size), "size {} not declared", m.size);
+                    for f in m.pfn.0..m.pfn.0 + m.size.base_pages() {
+                        prop_assert!(frames.insert(f, m.vpn.0).is_none(), "frame {:#x} mapped twice", f);
+                    }
+                }
+                let mut reserved = 0;
+                for r in o.procs[0].reservations.by_vpn_values() {
+                    for (pfn, order) in r.unmapped_blocks() {
+                        reserved += 4096u64 << order;
+                        for f in pfn.0..pfn.0 + (1 << order) {
+                            prop_assert!(!frames.contains_key(&f), "frame {:#x} mapped and reserved", f);
+                        }
+                    }
+                }
+                prop_assert_eq!(o.phys.bytes_in_use(FrameUse::Reserved), reserved);
+                prop_assert_eq!(o.phys.bytes_in_use(FrameUse::Data), frames.len() as u64 * 4096);
+                prop_assert_eq!(
+                    o.phys.free_bytes() + o.phys.bytes_in_use(FrameUse::Data) + reserved,
+                    o.phys.total_bytes()
+                );
+                for v in (base >> 12..(base >> 12) + 2048 * 4).step_by(3) {
+                    let want = model.values().find(|m| m.contains(Vpn(v))).copied();
+                    prop_assert_eq!(o.translate(0, Vpn(v)), want);
+                }
             }
         }
     }

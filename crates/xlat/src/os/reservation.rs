@@ -164,6 +164,11 @@ impl Reservations {
         std::mem::take(&mut self.by_vpn).into_values().collect()
     }
 
+    /// The reservations, in address order.
+    pub fn by_vpn_values(&self) -> impl Iterator<Item = &Reservation> {
+        self.by_vpn.values()
+    }
+
     /// Number of reservations.
     pub fn len(&self) -> usize {
         self.by_vpn.len()
