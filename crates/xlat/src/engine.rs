@@ -280,6 +280,7 @@ impl<D: Design> Sim<D> {
             }
             if let Some(m) = w.mapping {
                 self.check(vpn, Some(m), "walk")?;
+                self.os.note_walk(self.asid, &m);
                 return Ok((m, cycles));
             }
             if attempt == 1 {
@@ -742,6 +743,35 @@ mod tests {
                     assert_eq!(r["oracle"]["mismatches"], 0);
                     assert_eq!(r["os"]["policy"], policy);
                     assert!(r["os"]["khugepaged"]["wakeups"].as_u64().unwrap() > 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_design_passes_the_oracle_when_memory_is_overcommitted_to_swap() {
+        let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+        for info in crate::designs::REGISTRY {
+            for thp in ["never", "always"] {
+                let cfg = Config::resolve(
+                    None,
+                    &[
+                        o("sim.design", info.name),
+                        o("sim.refs", "60000"),
+                        o("workload.name", "gups"),
+                        o("workload.footprint", "96MiB"),
+                        o("os.phys_mem_bytes", "64MiB"),
+                        o("os.thp", thp),
+                        o("os.swap.bytes", "256MiB"),
+                    ],
+                )
+                .unwrap();
+                let r =
+                    run_workload(&cfg).unwrap_or_else(|e| panic!("{} thp {thp}: {e}", info.name));
+                let swap = &r["os"]["swap"];
+                assert!(swap["swap_outs"].as_u64().unwrap() > 0, "{}", info.name);
+                if info.name != "perfect_tlb" {
+                    assert!(swap["major_faults"].as_u64().unwrap() > 0, "{}", info.name);
                 }
             }
         }

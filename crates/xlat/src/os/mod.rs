@@ -46,6 +46,7 @@ pub mod pagemap;
 pub mod phys;
 pub mod policy;
 pub mod reservation;
+pub mod swap;
 pub mod vma;
 
 use buddy::ORDERS;
@@ -53,6 +54,7 @@ use pagemap::PageMap;
 pub use phys::{FrameUse, PhysMem};
 use policy::{KhugepagedConfig, MigrationConfig, MthpConfig, PolicyKind, ReservationConfig};
 use reservation::{Reservation, Reservations};
+use swap::{Swap, SwapConfig};
 use vma::VmaSet;
 
 use crate::addr::{Asid, Mapping, PageSize, PageSizeSet, Pfn, Vaddr, Vpn, BASE_PAGE_BYTES};
@@ -97,6 +99,8 @@ pub struct OsConfig {
     pub khugepaged: KhugepagedConfig,
     /// Costs of migrations, splits, collapses and shootdowns.
     pub migration: MigrationConfig,
+    /// Reclaim and the swap device (`os.swap.bytes = 0`: no swap).
+    pub swap: SwapConfig,
 }
 
 impl Default for OsConfig {
@@ -112,6 +116,7 @@ impl Default for OsConfig {
             reservation: ReservationConfig::default(),
             khugepaged: KhugepagedConfig::default(),
             migration: MigrationConfig::default(),
+            swap: SwapConfig::default(),
         }
     }
 }
@@ -125,7 +130,8 @@ impl OsConfig {
                 self.fmfi_target
             ));
         }
-        policy::validate(&self.mthp, &self.reservation, &self.khugepaged)
+        policy::validate(&self.mthp, &self.reservation, &self.khugepaged)?;
+        self.swap.validate(self.phys_mem_bytes)
     }
 }
 
@@ -242,6 +248,9 @@ pub struct Os {
     khugepaged_next: u64,
     /// khugepaged's scan position: (process index, virtual address).
     khugepaged_cursor: (usize, u64),
+    /// Reclaim and swap state (used only when `os.swap.bytes > 0`).
+    swap: Swap,
+    swap_on: bool,
 }
 
 fn page_round(len: u64) -> u64 {
@@ -277,6 +286,8 @@ impl Os {
             moved_frames: Vec::new(),
             khugepaged_next: cfg.khugepaged.interval_cycles,
             khugepaged_cursor: (0, 0),
+            swap: Swap::default(),
+            swap_on: cfg.swap.bytes > 0,
         })
     }
 
@@ -345,6 +356,9 @@ impl Os {
     fn unmap_pages(&mut self, asid: Asid, start: u64, end: u64, changes: &mut Vec<MapChange>) {
         let (s, e) = (Vpn(start >> 12), Vpn(end >> 12));
         self.break_reservations(asid, s, e.0 - s.0);
+        if self.swap_on {
+            self.swap.discard(asid, s, e.0 - s.0);
+        }
         let proc_ = &mut self.procs[asid as usize];
         for m in proc_.pages.in_range(s, e) {
             proc_.pages.remove(m);
@@ -592,6 +606,13 @@ impl Os {
         }
         self.c.faults += 1;
         let writable = vma.prot & prot::WRITE != 0;
+        if self.swap_on {
+            self.keep_free_memory(changes);
+            if self.swap.swap_in(asid, va.vpn()) {
+                // A major fault: the page comes back from the swap device as a base page.
+                return self.fault_base(asid, va, writable, placer, changes);
+            }
+        }
         match self.cfg.policy {
             PolicyKind::Thp => self.fault_thp(asid, va, &vma, writable, placer, changes),
             PolicyKind::Mthp => self.fault_mthp(asid, va, &vma, writable, placer, changes),
@@ -622,6 +643,7 @@ impl Os {
         vpn: Vpn,
         size: PageSize,
         placer: &mut dyn Placer,
+        changes: &mut Vec<MapChange>,
     ) -> Result<Pfn, OsError> {
         let req = PlaceRequest {
             asid,
@@ -634,17 +656,89 @@ impl Os {
             self.c.placed_by_design += 1;
             return Ok(pfn);
         }
-        match self.phys.alloc(size.order(), FrameUse::Data) {
-            Ok(pfn) => Ok(pfn),
-            Err(e) if self.release_reservations_for_memory() => {
-                self.phys.alloc(size.order(), FrameUse::Data).map_err(|_| e)
+        loop {
+            match self.phys.alloc(size.order(), FrameUse::Data) {
+                Ok(pfn) => return Ok(pfn),
+                // Memory pressure: give up reservations first, then reclaim to swap.
+                Err(_) if self.release_reservations_for_memory() => {}
+                Err(_) if self.swap_on && self.reclaim(self.cfg.swap.batch_pages, changes) > 0 => {}
+                Err(e) => {
+                    return Err(if self.swap_on {
+                        OsError(format!(
+                            "{e}; swap is full or holds nothing more to evict ({} of {} used)",
+                            crate::addr::format_bytes(self.swap.used_pages * BASE_PAGE_BYTES),
+                            crate::addr::format_bytes(self.cfg.swap.bytes)
+                        ))
+                    } else {
+                        e
+                    })
+                }
             }
-            Err(e) => Err(e),
+        }
+    }
+
+    /// Reclaim until `os.swap.min_free_bytes` are free (kswapd's watermark), so that page-table
+    /// allocations made while a design installs a mapping find memory.
+    fn keep_free_memory(&mut self, changes: &mut Vec<MapChange>) {
+        while self.phys.free_bytes() < self.cfg.swap.min_free_bytes {
+            if self.release_reservations_for_memory() {
+                continue;
+            }
+            if self.reclaim(self.cfg.swap.batch_pages, changes) == 0 {
+                break;
+            }
+        }
+    }
+
+    /// Evict up to `pages` base pages to swap, chosen by the clock; huge pages the hand picks
+    /// are split first. Returns the pages evicted.
+    fn reclaim(&mut self, pages: u64, changes: &mut Vec<MapChange>) -> u64 {
+        self.swap.reclaims += 1;
+        let mut evicted = 0;
+        while evicted < pages && self.swap.used_pages * BASE_PAGE_BYTES < self.cfg.swap.bytes {
+            let procs = &self.procs;
+            let Some((asid, vpn)) = self
+                .swap
+                .victim(|a, v| procs[a as usize].pages.get(v).is_some_and(|m| m.vpn == v))
+            else {
+                break;
+            };
+            let m = self.procs[asid as usize]
+                .pages
+                .get(vpn)
+                .expect("victim mapped");
+            // The frame leaves its reservation's block.
+            self.break_reservations(asid, vpn, m.size.base_pages());
+            if m.size > PageSize::Size4K {
+                self.swap.forget(asid, vpn);
+                self.split(asid, m, PageSize::Size4K, changes)
+                    .expect("4 KiB pieces of a mapped page");
+            }
+            let piece = self.procs[asid as usize].pages.get(vpn).expect("piece");
+            self.swap.forget(asid, vpn);
+            self.procs[asid as usize].pages.remove(piece);
+            changes.push(MapChange::Unmap(asid, piece));
+            self.phys.free(piece.pfn, 0, FrameUse::Data);
+            self.swap.swap_out(asid, vpn);
+            self.count_shootdowns(1);
+            evicted += 1;
+        }
+        evicted
+    }
+
+    /// The MMU walked to the page starting at `vpn` (sets its accessed bit for reclaim).
+    #[inline]
+    pub fn note_walk(&mut self, asid: Asid, m: &Mapping) {
+        if self.swap_on {
+            self.swap.referenced(asid, m.vpn);
         }
     }
 
     /// Install `m` in the page map and report it.
     fn install(&mut self, asid: Asid, m: Mapping, changes: &mut Vec<MapChange>) {
+        if self.swap_on {
+            self.swap.track(asid, m.vpn);
+        }
         self.procs[asid as usize].pages.insert(m);
         changes.push(MapChange::Map(asid, m));
     }
@@ -685,7 +779,7 @@ impl Os {
         placer: &mut dyn Placer,
         changes: &mut Vec<MapChange>,
     ) -> Result<Mapping, OsError> {
-        let pfn = self.alloc_page(asid, va.vpn(), PageSize::Size4K, placer)?;
+        let pfn = self.alloc_page(asid, va.vpn(), PageSize::Size4K, placer, changes)?;
         let m = Mapping {
             vpn: va.vpn(),
             pfn,
@@ -727,7 +821,7 @@ impl Os {
             } else if !self.phys.can_alloc(PageSize::Size2M.order()) {
                 self.c.fallback_no_block += 1;
             } else {
-                let pfn = self.alloc_page(asid, vpn, PageSize::Size2M, placer)?;
+                let pfn = self.alloc_page(asid, vpn, PageSize::Size2M, placer, changes)?;
                 self.c.faults_2m += 1;
                 let m = Mapping {
                     vpn,
@@ -775,7 +869,7 @@ impl Os {
                 self.c.fallback_no_block += 1;
                 continue;
             }
-            let pfn = self.alloc_page(asid, first, size, placer)?;
+            let pfn = self.alloc_page(asid, first, size, placer, changes)?;
             self.c.mthp_faults[size.order() as usize] += 1;
             if size == PageSize::Size2M {
                 self.c.faults_2m += 1;
@@ -995,7 +1089,7 @@ impl Os {
                 .copied()
                 .unwrap_or(PageSize::Size4K);
             let vpn = Vpn(va >> 12);
-            let pfn = self.alloc_page(asid, vpn, size, &mut OsPlacement)?;
+            let pfn = self.alloc_page(asid, vpn, size, &mut OsPlacement, changes)?;
             self.install(
                 asid,
                 Mapping {
@@ -1045,7 +1139,10 @@ impl Os {
 
     /// OS cycles of background work and page moves so far (beyond fault handling).
     pub fn extra_os_cycles(&self) -> u64 {
-        self.c.daemon_cycles + self.c.migration_cycles
+        self.c.daemon_cycles
+            + self.c.migration_cycles
+            + self.swap.swap_ins * self.cfg.swap.swap_in_cycles
+            + self.swap.swap_outs * self.cfg.swap.swap_out_cycles
     }
 
     /// Whether any background daemon runs (the engine then calls [`Os::tick`]).
@@ -1365,6 +1462,16 @@ impl Os {
         s.put_u64("bytes_copied", c.bytes_copied);
         s.put_u64("daemon_cycles", c.daemon_cycles);
         s.put_u64("migration_cycles", c.migration_cycles);
+        if self.swap_on {
+            let w = s.section("swap");
+            w.put_u64("bytes", self.cfg.swap.bytes);
+            w.put_u64("used_bytes", self.swap.used_pages * BASE_PAGE_BYTES);
+            w.put_u64("swap_outs", self.swap.swap_outs);
+            w.put_u64("swap_ins", self.swap.swap_ins);
+            w.put_u64("major_faults", self.swap.swap_ins);
+            w.put_u64("reclaims", self.swap.reclaims);
+            w.put_u64("reclaim_scans", self.swap.scanned);
+        }
     }
 }
 
@@ -1741,6 +1848,55 @@ mod tests {
     }
 
     #[test]
+    fn under_memory_pressure_pages_go_to_swap_and_come_back_as_major_faults() {
+        let mut o = os_with(PolicyKind::Thp, PageSizeSet::X86, |c| {
+            c.phys_mem_bytes = 16 << 20;
+            c.swap.bytes = 64 << 20;
+            c.swap.min_free_bytes = 1 << 20;
+        });
+        let base = 0x4000_0000u64;
+        o.mmap(0, Vaddr(base), 40 << 20, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        for i in 0..(40u64 << 8) {
+            touch(&mut o, base + i * 4096, AccessKind::Store).unwrap();
+        }
+        assert!(o.swap.swap_outs >= (24 << 8), "{}", o.swap.swap_outs);
+        assert!(o.phys.bytes_in_use(FrameUse::Data) <= 16 << 20);
+        // The first pages were evicted (their 2 MiB pages split first): touching them again
+        // reads them back.
+        assert_eq!(o.translate(0, Vpn(base >> 12)), None);
+        touch(&mut o, base, AccessKind::Load).unwrap();
+        assert_eq!(o.swap.swap_ins, 1);
+        assert!(o.c.splits > 0);
+        assert!(o.extra_os_cycles() >= o.cfg.swap.swap_in_cycles);
+        // Unmapping drops the swapped pages' slots.
+        o.munmap(0, Vaddr(base), 40 << 20, &mut Vec::new()).unwrap();
+        assert_eq!(o.swap.used_pages, 0);
+    }
+
+    #[test]
+    fn without_swap_running_out_of_memory_stays_a_clear_error_and_with_full_swap_too() {
+        for swap in [0u64, 2 << 20] {
+            let mut o = os_with(PolicyKind::Thp, PageSizeSet::X86, |c| {
+                c.phys_mem_bytes = 8 << 20;
+                c.thp = ThpPolicy::Never;
+                c.swap.bytes = swap;
+                c.swap.min_free_bytes = 1 << 20;
+            });
+            o.mmap(0, Vaddr(0x4000_0000), 64 << 20, RW, 0x22, &mut Vec::new())
+                .unwrap();
+            let err = (0..(64u64 << 8))
+                .map(|i| touch(&mut o, 0x4000_0000 + i * 4096, AccessKind::Store))
+                .find_map(Result::err)
+                .expect("runs out");
+            assert!(err.0.contains("out of physical memory"), "{err}");
+            if swap > 0 {
+                assert!(err.0.contains("swap is full"), "{err}");
+            }
+        }
+    }
+
+    #[test]
     fn bad_policy_settings_are_errors_naming_the_key() {
         for (tweak, key) in [
             (
@@ -1825,12 +1981,19 @@ mod tests {
         fn no_frame_is_mapped_twice_or_leaked_under_any_policy(
             policy in 0u8..4,
             any_size in any::<bool>(),
+            tight in any::<bool>(),
             ops in prop::collection::vec((0u8..9, 0u64..32, 1u64..40), 1..120)
         ) {
             let policy = [PolicyKind::Thp, PolicyKind::Mthp, PolicyKind::Reservation, PolicyKind::Eager][policy as usize];
             let sizes = if any_size { PageSizeSet::ALL } else { PageSizeSet::X86 };
             let mut o = os_with(policy, sizes, |c| {
                 c.phys_mem_bytes = 256 << 20;
+                if tight {
+                    // Memory pressure: reclaim to swap.
+                    c.phys_mem_bytes = 12 << 20;
+                    c.swap.bytes = 256 << 20;
+                    c.swap.min_free_bytes = 1 << 20;
+                }
                 c.khugepaged.enabled = true;
                 c.khugepaged.interval_cycles = 1;
                 c.khugepaged.max_ptes_none = 500;

@@ -55,7 +55,7 @@ impl PhysMem {
             }
             None => Err(OsError(format!(
                 "out of physical memory: no free block of {} (order {order}) for {}; {} of {} \
-                 free, largest free block order {} (swap is not modeled yet; raise \
+                 free, largest free block order {} (raise os.swap.bytes or \
                  os.phys_mem_bytes or lower the fragmentation)",
                 format_bytes(BASE_PAGE_BYTES << order),
                 match use_ {
