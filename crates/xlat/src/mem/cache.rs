@@ -439,6 +439,42 @@ mod tests {
         assert!(c.lookup(1, DATA, false));
     }
 
+    proptest! {
+        /// Under every replacement representation (LRU word / ordered, SRRIP packed / slots):
+        /// an invalidated line misses, reports whether it was dirty, leaves the other lines of
+        /// its set alone, and its way is the next one filled (no valid line is evicted for it).
+        #[test]
+        fn an_invalidated_line_misses_and_its_way_is_refilled_first(
+            ways in prop::sample::select(vec![4u32, 8, 12, 48]),
+            srrip in any::<bool>(),
+            victim in 0u64..48,
+            touches in prop::collection::vec(0u64..48, 0..40),
+        ) {
+            let policy = if srrip { ReplacementPolicy::Srrip } else { ReplacementPolicy::Lru };
+            let mut c = cache(1, ways, policy);
+            let n = ways as u64;
+            for l in 0..n {
+                c.fill(l, if l % 2 == 0 { DATA } else { PT }, l % 3 == 0);
+            }
+            for t in touches {
+                c.lookup(t % n, DATA, false);
+            }
+            let victim = victim % n;
+            let pt_before = c.pt_lines;
+            prop_assert_eq!(c.invalidate(victim), Some(victim % 3 == 0));
+            prop_assert_eq!(c.invalidate(victim), None);
+            prop_assert_eq!(c.pt_lines, pt_before - (victim % 2 == 1) as u64);
+            prop_assert!(!c.contains(victim));
+            for l in (0..n).filter(|l| *l != victim) {
+                prop_assert!(c.contains(l), "line {} lost", l);
+            }
+            prop_assert!(c.fill(1000, DATA, false).is_none(), "the free way is filled first");
+            for l in (0..n).filter(|l| *l != victim) {
+                prop_assert!(c.contains(l));
+            }
+        }
+    }
+
     #[test]
     fn srrip_evicts_a_line_never_reused_before_one_that_was() {
         let mut c = cache(1, 2, ReplacementPolicy::Srrip);

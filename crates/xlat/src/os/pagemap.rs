@@ -792,5 +792,60 @@ mod tests {
                 prop_assert_eq!(listed.len(), model.len());
             }
         }
+
+        /// Pages of every size from 4 KiB to 32 MiB (in blocks, in huge regions and across
+        /// several regions) against a plain list: `get`, `maps`, `range_in_use`, `in_range`
+        /// and the per-order counts agree through inserts and removals.
+        #[test]
+        fn pages_of_any_size_agree_with_a_plain_list(
+            ops in prop::collection::vec((0u8..14, 0u64..64, any::<bool>(), 0u64..100), 1..120)
+        ) {
+            let mut p = PageMap::default();
+            let mut model: Vec<Mapping> = Vec::new();
+            let window = 1u64 << 14; // 64 MiB of VPNs from 0x40000
+            let origin = 0x40000u64;
+            for (order, slot, insert, pfn) in ops {
+                let size = PageSize::from_order(order).unwrap();
+                let pages = size.base_pages();
+                let vpn = origin + (slot * 521 * pages) % window / pages * pages;
+                let overlapping: Vec<Mapping> = model
+                    .iter()
+                    .filter(|m| m.vpn.0 < vpn + pages && vpn < m.vpn.0 + m.size.base_pages())
+                    .copied()
+                    .collect();
+                prop_assert_eq!(p.range_in_use(Vpn(vpn), pages), !overlapping.is_empty());
+                if insert && overlapping.is_empty() {
+                    let m = Mapping { vpn: Vpn(vpn), pfn: Pfn(pfn * pages), size, writable: pfn % 2 == 0 };
+                    p.insert(m);
+                    model.push(m);
+                } else if !insert {
+                    for m in overlapping {
+                        p.remove(m);
+                        model.retain(|x| *x != m);
+                    }
+                }
+                for probe in (origin..origin + window).step_by(97) {
+                    let want = model.iter().find(|m| m.contains(Vpn(probe))).map(|m| {
+                        if m.size == PageSize::Size4K { Mapping { vpn: Vpn(probe), ..*m } } else { *m }
+                    });
+                    prop_assert_eq!(p.get(Vpn(probe)), want, "VPN {:#x}", probe);
+                    if let Some(w) = want {
+                        prop_assert!(p.maps(Vpn(probe), &w));
+                        prop_assert!(p.maps_recent(Vpn(probe), &w));
+                        let off = Mapping { pfn: Pfn(w.pfn.0 + 1), ..w };
+                        prop_assert!(!p.maps(Vpn(probe), &off));
+                    }
+                }
+                let mut listed = p.in_range(Vpn(origin), Vpn(origin + window));
+                let mut want = model.clone();
+                listed.sort_by_key(|m| m.vpn);
+                want.sort_by_key(|m| m.vpn);
+                // 4 KiB pages are listed at their own VPN, as inserted.
+                prop_assert_eq!(listed, want);
+                let mut by_order = [0u64; 19];
+                for m in &model { by_order[m.size.order() as usize] += 1; }
+                prop_assert_eq!(p.pages_by_order(), by_order);
+            }
+        }
     }
 }
