@@ -454,14 +454,14 @@ mod tests {
             let mut c = cache(1, ways, policy);
             let n = ways as u64;
             for l in 0..n {
-                c.fill(l, if l % 2 == 0 { DATA } else { PT }, l % 3 == 0);
+                c.fill(l, if l.is_multiple_of(2) { DATA } else { PT }, l.is_multiple_of(3));
             }
             for t in touches {
                 c.lookup(t % n, DATA, false);
             }
             let victim = victim % n;
             let pt_before = c.pt_lines;
-            prop_assert_eq!(c.invalidate(victim), Some(victim % 3 == 0));
+            prop_assert_eq!(c.invalidate(victim), Some(victim.is_multiple_of(3)));
             prop_assert_eq!(c.invalidate(victim), None);
             prop_assert_eq!(c.pt_lines, pt_before - (victim % 2 == 1) as u64);
             prop_assert!(!c.contains(victim));
