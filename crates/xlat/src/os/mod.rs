@@ -10,35 +10,46 @@
 //!   design's page-table frames come from it, so page-table contiguity needs compete with data.
 //! - Processes (one ASID each) own a [`vma::VmaSet`] built from the trace's mmap / munmap / brk /
 //!   mprotect / madvise events and a [`pagemap::PageMap`] of their translations.
-//! - Demand paging: the first touch of a page faults; THP (`os.thp`) maps a 2 MiB page at fault
-//!   time when the aligned 2 MiB range lies inside the VMA, none of it is mapped yet, and an
-//!   order-9 block is free; otherwise a 4 KiB page.
-//! - munmap / madvise(DONTNEED) / brk shrink / exit free the frames; a 2 MiB page that is only
+//! - Demand paging under one placement policy (`os.policy`): `thp` (Linux's THP fault path,
+//!   `os.thp`), `mthp` (multi-size THP), `reservation` (FreeBSD / TPS reservations with in-place
+//!   promotion) or `eager` (map whole VMAs at mmap). Pages are any power of two from 4 KiB to
+//!   1 GiB that the design declares (`Design::page_sizes`); the design's placement hook
+//!   (`Design::place`) may choose a fault's frames.
+//! - khugepaged on simulated time (`Os::tick`), migration / split / collapse with shootdowns
+//!   and cache invalidation of moved frames, reclaim to swap under memory pressure.
+//! - munmap / madvise(DONTNEED) / brk shrink / exit free the frames; a page that is only
 //!   partly unmapped or re-protected is split into 4 KiB pages of the same frames.
 //! - Before the run, free memory can be fragmented to a target FMFI (`os.fmfi_target`) by pinning
 //!   one random 4 KiB frame in a random share of the 2^`fmfi_order`-frame blocks (scattered
 //!   unmovable pages, as kernel allocations leave), or loaded from a `/proc/buddyinfo` snapshot.
 //!
+//! `docs/os-model.md` describes every mechanism, its costs and its deviations from Linux.
+//!
 //! ## Configuration
 //! `os.phys_mem_bytes` (64 GiB), `os.thp` (`never` | `madvise` | `always`), `os.fmfi_target`
-//! (0 = unfragmented), `os.fmfi_order` (9), `os.buddyinfo` (path; "" = none).
+//! (0 = unfragmented), `os.fmfi_order` (9), `os.buddyinfo` (path; "" = none), `os.policy`
+//! (`thp`), `os.mthp.*`, `os.reservation.*`, `os.khugepaged.*`, `os.migration.*`, `os.swap.*`
+//! (see [`policy`] and [`swap`]).
 //!
 //! ## Deviations and limits
-//! No swap: running out of memory is an error naming the request. No compaction, khugepaged
-//! promotion or migration yet. mprotect(PROT_NONE) drops the range's translations and frames
-//! (re-touching faults in fresh frames). Copy-on-write and file-backed mappings are not modeled
-//! (every mapping is private anonymous memory). A `buddyinfo` snapshot is laid out with every free
-//! block next to a pinned buddy, so it needs up to twice its free memory.
+//! mprotect(PROT_NONE) drops the range's translations and frames (re-touching faults in fresh
+//! frames). Copy-on-write and file-backed mappings are not modeled (every mapping is private
+//! anonymous memory). A `buddyinfo` snapshot is laid out with every free block next to a pinned
+//! buddy, so it needs up to twice its free memory. One core: shootdowns are local.
 //!
 //! ## Stats (section `os`)
 //! `page_faults`, `faults_2m`, `thp_fallbacks` and `thp_fallback_{unaligned,partly_mapped,
 //! no_block,not_advised}`, `data_bytes`, `data_peak_bytes`, `page_table_bytes`,
 //! `page_table_peak_bytes`, `pinned_bytes`, `phys_mem_bytes`, `fmfi_target`, `fmfi_order`,
 //! `fmfi_before`, `fmfi_end`, `free_blocks_before`, `free_blocks_end` (19 counts, orders 0..18),
-//! `thp`, `processes`, `vmas`, `mapped_4k`, `mapped_2m`.
+//! `thp`, `processes`, `vmas`, `mapped_4k`, `mapped_2m`, `mapped_bytes_by_size`, `policy`,
+//! policy, daemon, migration and swap counters (`docs/results.md`).
 //!
 //! ## References
-//! Linux mm (buddy allocator, THP fault path `do_huge_pmd_anonymous_page`); Gorman & Whitcroft,
+//! Linux mm (buddy allocator, THP fault path `do_huge_pmd_anonymous_page`, mTHP
+//! `alloc_anon_folio`, `mm/khugepaged.c`, `mm/migrate.c`, `mm/vmscan.c`); Navarro et al.,
+//! "Practical, transparent operating system support for superpages" (OSDI'02, reservations);
+//! TPS §III-B; Gorman & Whitcroft,
 //! "The what, the why and the where to of anti-fragmentation" (FMFI); ME-HPT §III.
 
 pub mod buddy;
