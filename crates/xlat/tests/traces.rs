@@ -397,3 +397,53 @@ proptest! {
         }
     }
 }
+
+/// The committed recording of a real program (`tests/data/sort.xlat`: mmap, brk, munmap and
+/// the program's own references) under every design and every placement policy, with
+/// khugepaged and with memory overcommitted to swap: the oracle must hold throughout.
+#[test]
+fn a_recorded_real_program_passes_the_oracle_under_every_design_and_policy() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/sort.xlat");
+    let path = path.to_str().unwrap();
+    let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+    for info in xlat::designs::REGISTRY {
+        for (policy, extra) in [
+            ("thp", vec![o("os.thp", "always")]),
+            ("mthp", vec![]),
+            (
+                "reservation",
+                vec![o("os.reservation.promotion_threshold", "0.5")],
+            ),
+            ("eager", vec![]),
+            (
+                "thp",
+                vec![
+                    o("os.khugepaged.enabled", "true"),
+                    o("os.khugepaged.interval_cycles", "10000"),
+                ],
+            ),
+            (
+                "thp",
+                vec![
+                    o("os.phys_mem_bytes", "16MiB"),
+                    o("os.swap.bytes", "1GiB"),
+                    o("os.swap.min_free_bytes", "2MiB"),
+                ],
+            ),
+        ] {
+            let mut overrides = vec![
+                o("sim.design", info.name),
+                o("sim.refs", "400000"),
+                o("os.phys_mem_bytes", "1GiB"),
+                o("os.policy", policy),
+            ];
+            overrides.extend(extra);
+            let cfg = Config::resolve(None, &overrides).unwrap();
+            let source = xlat::trace::open(path, None).unwrap();
+            let r = xlat::engine::run(&cfg, source)
+                .unwrap_or_else(|e| panic!("{} {policy} {overrides:?}: {e}", info.name));
+            assert_eq!(r["oracle"]["mismatches"], 0);
+            assert!(r["refs"].as_u64().unwrap() > 0);
+        }
+    }
+}

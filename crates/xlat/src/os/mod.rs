@@ -1088,18 +1088,28 @@ impl Os {
     ) -> Result<(), OsError> {
         let mut va = start;
         while va < end {
-            let fits = self
+            let vpn = Vpn(va >> 12);
+            // Pages already there (a brk over an older mapping, say) stay as they are.
+            let pages = &self.procs[asid as usize].pages;
+            let fits: Vec<PageSize> = self
                 .sizes
                 .iter()
-                .filter(|z| va.is_multiple_of(z.bytes()) && va + z.bytes() <= end)
-                .collect::<Vec<_>>();
+                .filter(|z| {
+                    va.is_multiple_of(z.bytes())
+                        && va + z.bytes() <= end
+                        && !pages.range_in_use(vpn, z.base_pages())
+                })
+                .collect();
+            let Some(&smallest) = fits.first() else {
+                va += BASE_PAGE_BYTES;
+                continue;
+            };
             let size = fits
                 .iter()
                 .rev()
                 .find(|z| self.phys.can_alloc(z.order()))
                 .copied()
-                .unwrap_or(PageSize::Size4K);
-            let vpn = Vpn(va >> 12);
+                .unwrap_or(smallest);
             let pfn = self.alloc_page(asid, vpn, size, &mut OsPlacement, changes)?;
             self.install(
                 asid,
