@@ -735,6 +735,14 @@ mod tests {
                             o("os.khugepaged.enabled", "true"),
                             o("os.khugepaged.interval_cycles", "20000"),
                             o("os.khugepaged.max_ptes_none", "256"),
+                            o(
+                                "tlb.l1_organization",
+                                if workload == "kv" {
+                                    "any_size"
+                                } else {
+                                    "split"
+                                },
+                            ),
                         ],
                     )
                     .unwrap();

@@ -18,6 +18,8 @@ pub struct Tlb {
     sizes_seen: u32,
     /// Lookups that hit.
     pub hits: u64,
+    /// Hits of [`Tlb::lookup`] by the order of the entry that hit.
+    hits_by_order: [u64; PageSize::MAX_ORDER as usize + 1],
     /// Lookups that missed.
     pub misses: u64,
 }
@@ -47,6 +49,7 @@ impl Tlb {
             cache: AssocCache::new(entries as usize, ways as usize),
             sizes_seen: 0,
             hits: 0,
+            hits_by_order: [0; PageSize::MAX_ORDER as usize + 1],
             misses: 0,
         }
     }
@@ -71,6 +74,7 @@ impl Tlb {
             seen &= seen - 1;
             if let Some(v) = self.cache.get(key(asid, vpn, size)) {
                 self.hits += 1;
+                self.hits_by_order[size.order() as usize] += 1;
                 return Some(Mapping {
                     vpn: vpn.align_down(size),
                     pfn: Pfn(v & !WRITABLE_BIT),
@@ -119,6 +123,11 @@ impl Tlb {
     /// Remove every entry of `asid`.
     pub fn invalidate_asid(&mut self, asid: Asid) {
         self.cache.remove_if(|k| (k >> 48) as Asid == asid);
+    }
+
+    /// Hits of [`Tlb::lookup`] by the order of the entry that hit (index 0 = 4 KiB).
+    pub fn hits_by_order(&self) -> &[u64] {
+        &self.hits_by_order
     }
 
     /// Number of valid entries.
