@@ -137,6 +137,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"{summary['ok']} ran ok{where}, {summary['failed']} failed -> {args.db}",
             file=sys.stderr,
         )
+        if summary["trace_changed"]:
+            print(
+                f"warning: {summary['trace_changed']} runs read a trace file whose content "
+                "changed after the sweep started; they are stored under the sha256 of what they "
+                "read (column trace_sha256), not under the spec's",
+                file=sys.stderr,
+            )
         if summary["stale"]:
             print(
                 f"note: {summary['stale']} of the stored runs were made by another xlat version "

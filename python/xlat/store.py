@@ -7,7 +7,8 @@ Contract:
 - Each call of :meth:`Store.commit` is one transaction: after it returns the rows are on disk,
   and a process killed at any point leaves either all of them or none.
 - ``status`` is ``'ok'`` or ``'failed'``. A failed row has ``error`` set and no figures (its
-  figure columns are NULL): a failure is never data.
+  figure columns are NULL): a failure is never data. It keeps its ``config.*`` columns, which
+  say which grid point failed.
 - Figures of the result record are columns named by their dotted path (``tlb.l1_mpki``,
   ``cache.llc.pt_line_share_avg``, ``config.os.thp``), as :func:`xlat.flatten` names them. A key
   that a later version of xlat adds becomes a new column (``ALTER TABLE ADD COLUMN``); older rows
