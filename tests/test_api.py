@@ -18,7 +18,14 @@ def test_ideal_makes_at_most_one_reference_per_walk_and_radix_more():
     ideal = xlat.run("ideal", **SMALL)
     radix = xlat.run("radix", **SMALL)
     assert ideal["walk"]["mem_accesses"] <= ideal["walk"]["count"]
-    assert radix["walk"]["mem_accesses"] > ideal["walk"]["mem_accesses"]
+
+    # On this tiny cold run a radix TLB-miss walk mostly hits the PDE cache (one reference, as
+    # ideal); its cold 4-level walks come after the faults, so compare all walk references.
+    def total(rec):
+        return rec["walk"]["mem_accesses"] + rec["walk"]["post_fault_mem_accesses"]
+
+    assert radix["walk"]["mem_accesses"] >= ideal["walk"]["mem_accesses"]
+    assert total(radix) > total(ideal)
     assert radix["tlb"]["l1_misses"] == ideal["tlb"]["l1_misses"]  # same trace, same TLBs
 
 
