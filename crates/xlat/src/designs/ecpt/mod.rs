@@ -145,8 +145,9 @@ impl EcptConfig {
         let (down, up) = (self.downsize_occupancy, self.upsize_occupancy);
         if !(down >= 0.0 && down * 2.0 < up && up < 1.0) {
             return Err(format!(
-                "need 0 <= downsize_occupancy, 2 * downsize_occupancy < upsize_occupancy < 1 (a \
-                 resize must not immediately trigger the opposite one), got {down} and {up}"
+                "upsize_occupancy ({up}) must be below 1 and above twice downsize_occupancy \
+                 ({down}), which must be at least 0 (a resize must not immediately trigger the \
+                 opposite one)"
             ));
         }
         if self.max_kicks == 0 {
