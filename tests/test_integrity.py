@@ -244,3 +244,104 @@ def test_ended_by_values_are_the_ones_docs_results_md_lists():
     assert f"`{rec['ended_by']}`" in line
     trace = api.run("radix", trace=str(ROOT / "tests" / "data" / "sort.xlat"))
     assert f"`{trace['ended_by']}`" in line
+
+
+def clean_error(*args: str, message: str) -> None:
+    """``xlat ARGS`` exits 2 with one ``xlat: error:`` line holding ``message``: no traceback,
+    no usage text."""
+    proc = xlat(*args, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "usage:" not in proc.stderr, proc.stderr
+    assert message in proc.stderr, proc.stderr
+
+
+SORT = str(ROOT / "tests" / "data" / "sort.xlat")
+RUN = ["run", "--refs", "1k", "--footprint", "1MiB"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--footprint", "-1MiB"], "'workload.footprint' must not be negative"),
+        (["run", "--footprint", "1PiB"], "must be at most 1TiB"),
+        (RUN + ["--seed", "18446744073709551615"], "'sim.seed' is at most 9223372036854775807"),
+        (RUN + ["--seed", "-1"], "'sim.seed' must not be negative"),
+        (["run", "--refs", "0"], "sim.refs must be at least 1"),
+        (["run", "--trace", SORT, "--workload", "gups"], "--workload cannot be given with --trace"),
+        (["run", "--trace", SORT, "--footprint", "1MiB"], "--footprint cannot be given with"),
+        (["compare", "--designs", "", "--refs", "1k"], "--designs names no design"),
+        (RUN + ["--design", "mehpt", "--set", "mehpt.chunk_bytes=0"], "mehpt.chunk_bytes must"),
+        (RUN + ["--design", "mehpt", "--set", "mehpt.chunk_bytes=3000"], "power of two"),
+        (RUN + ["--design", "mehpt", "--set", "mehpt.upsize_occupancy=0.1"], "mehpt.upsize_occ"),
+        (RUN + ["--set", "os.fmfi_order=40"], "os.fmfi_order must be at most 18"),
+        (["trace", "record", "--zstd-level", "99", "-o", "x.xlat", "--", "true"], "zstd's range"),
+    ],
+)
+def test_bad_command_lines_are_one_clean_error_line(args, message):
+    clean_error(*args, message=message)
+
+
+def test_non_utf8_files_and_directories_are_clean_errors_naming_them(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_bytes(b'designs = ["radix"]\nworkloads = ["gups"]\nname = "\xff"\n')
+    clean_error("sweep", str(spec), "--dry-run", message="not UTF-8 text (byte 0xff at offset 49)")
+    preset = tmp_path / "p.toml"
+    preset.write_bytes(b"[sim]\n# \xff\n")
+    clean_error(*RUN, "--preset", str(preset), message="not UTF-8 text (byte 0xff at offset 8)")
+    folder = str(tmp_path) + "/"
+    clean_error(*RUN, "--trace", folder, message="is a directory")
+    clean_error(*RUN, "--preset", folder, message="is a directory")
+    clean_error("sweep", folder, "--dry-run", message="is a directory")
+
+
+def test_a_database_whose_runs_table_is_not_ours_is_a_clean_error(tmp_path):
+    import duckdb
+
+    db = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE runs (a INTEGER)")
+    con.close()
+    spec = tmp_path / "s.toml"
+    spec.write_text('designs = ["radix"]\nworkloads = ["gups"]\nfootprint = "1MiB"\nrefs = "1k"\n')
+    for args in (
+        ["results", "--db", str(db)],
+        ["sweep", str(spec), "--db", str(db)],
+        ["report", str(db), "--out", str(tmp_path / "o")],
+    ):
+        clean_error(*args, message="is not an xlat result table")
+
+
+def test_report_destinations_that_cannot_be_written_and_incomplete_json_are_clean_errors(
+    tmp_path, two_designs_db
+):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    clean_error("report", str(two_designs_db), "--out", str(afile), message="is a file")
+    clean_error("report", str(two_designs_db), "--out", "/proc/nope", message="cannot write")
+    clean_error(
+        "compare", "--designs", "radix", *RUN[1:], "--report", str(afile), message="is a file"
+    )
+    partial = tmp_path / "r.json"
+    partial.write_text('[{"design": "radix"}]')
+    clean_error("report", str(partial), "--out", str(tmp_path / "o"), message="record 0 lacks")
+
+
+def test_a_spec_with_only_traces_rejects_a_footprint():
+    with pytest.raises(SpecError, match="'footprint' applies to built-in workloads only"):
+        parse_spec({"designs": ["radix"], "traces": [SORT], "footprint": "1MiB"}, "g.toml")
+
+
+def test_trace_runs_are_not_multiplied_by_the_footprint_axis():
+    spec = {
+        "designs": ["radix"],
+        "workloads": ["gups"],
+        "traces": [SORT],
+        "footprint": ["1MiB", "2MiB"],
+        "refs": "1k",
+    }
+    runs = expand(parse_spec(spec))
+    assert [(r.workload, r.footprint) for r in runs] == [
+        ("gups", "1MiB"),
+        ("gups", "2MiB"),
+        ("sort.xlat", None),
+    ]

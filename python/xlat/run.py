@@ -79,13 +79,37 @@ def load_preset(preset: str | None) -> tuple[str | None, str]:
     else:
         candidates = [d / f"{preset}.toml" for d in preset_dirs()]
     for path in candidates:
+        if path.is_dir():
+            raise _core.XlatError(f"preset {path}: is a directory, not a TOML file")
         if path.is_file():
-            return path.read_text(), str(path)
+            return read_text(path, "preset"), str(path)
     names = sorted({p.stem for d in preset_dirs() if d.is_dir() for p in d.glob("*.toml")})
     raise _core.XlatError(
         f"preset '{preset}' not found (looked for {', '.join(map(str, candidates))}); "
         f"available presets: {', '.join(names) or 'none'}"
     )
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of a configuration file; XlatError naming the file, offset and problem.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "p.toml")
+    >>> _ = open(p, "wb").write(b"[sim]\\n# \\xff\\n")
+    >>> read_text(p, "preset")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    _core.XlatError: preset .../p.toml: not UTF-8 text (byte 0xff at offset 8)
+    """
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _core.XlatError(
+            f"{what} {path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
+        ) from None
 
 
 def build_overrides(
@@ -198,6 +222,12 @@ def run(
     >>> int(df.loc[0, "walk.mem_accesses"]) == rec["walk"]["mem_accesses"]
     True
     """
+    if trace is not None and (workload is not None or footprint is not None):
+        given = "workload" if workload is not None else "footprint"
+        raise _core.XlatError(
+            f"{given} cannot be given with a trace: the references come from the trace file "
+            f"{trace} (it would be recorded in the configuration without effect)"
+        )
     text, origin = load_preset(preset)
     overrides = build_overrides(design, workload, footprint, refs, seed, set)
     if trace is not None and refs is None:

@@ -213,6 +213,13 @@ class Store:
         elif not self._has_table(con):
             con.close()
             raise StoreError(f"{self.path} holds no xlat result table '{TABLE}'")
+        missing = [n for n, _ in META_COLUMNS if n not in self._columns(con)]
+        if missing:
+            con.close()
+            raise StoreError(
+                f"{self.path}: its table '{TABLE}' is not an xlat result table (no column "
+                f"{', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}); use another --db"
+            )
         return con
 
     @staticmethod

@@ -190,6 +190,11 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
     designs = names("designs", registered_designs(), registered_designs())
     traces = _trace_files(data.get("traces"), origin, fail)
     workloads = names("workloads", builtin_workloads(), [] if traces else None)
+    if traces and not workloads and "footprint" in data:
+        raise fail(
+            "'footprint' applies to built-in workloads only (a trace's references come from "
+            "the file); remove it or add 'workloads'"
+        )
 
     def sizes(key: str) -> list[str | None]:
         if key not in data:
@@ -294,10 +299,17 @@ def load_spec(path: str | Path) -> Spec:
     xlat.sweeps.SpecError: .../s.toml: 'seeds' must be a non-empty list of non-negative ...
     """
     path = Path(path)
+    if path.is_dir():
+        raise SpecError(f"{path}: is a directory, not a sweep spec (a TOML file)")
     try:
-        text = path.read_text()
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except OSError as e:
         raise SpecError(f"{path}: cannot read the sweep spec: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(
+            f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -322,12 +334,12 @@ def expand(spec: Spec) -> list[Run]:
     (4, 2)
     """
     keys = list(spec.params)
-    sources = [(w, None, None) for w in spec.workloads]
-    sources += [(Path(path).name, path, sha) for path, sha in spec.traces]
+    # The footprint axis applies to workloads only: a trace's references come from the file.
+    sources = [(w, None, None, f) for w in spec.workloads for f in spec.footprints]
+    sources += [(Path(path).name, path, sha, None) for path, sha in spec.traces]
     runs = []
-    for (workload, trace, sha), footprint, refs, seed, values, design in itertools.product(
+    for (workload, trace, sha, footprint), refs, seed, values, design in itertools.product(
         sources,
-        spec.footprints,
         spec.refs,
         spec.seeds,
         list(itertools.product(*(spec.params[k] for k in keys))),
