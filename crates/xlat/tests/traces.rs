@@ -266,6 +266,38 @@ fn a_champsim_trace_cut_mid_record_or_corrupted_is_an_error() {
 }
 
 #[test]
+fn a_champsim_file_of_random_bytes_is_refused_up_front_naming_the_file_and_offset() {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let random: Vec<u8> = (0..64_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let p = tmp("random.champsim");
+    std::fs::write(&p, &random).unwrap();
+    let e = xlat::trace::open(p.to_str().unwrap(), None)
+        .err()
+        .expect("random bytes accepted as a ChampSim trace");
+    assert_eq!(e.source, p.to_str().unwrap());
+    assert!(e.problem.contains("is not a ChampSim record"), "{e}");
+    assert_eq!(e.offset.unwrap() % 64, 0, "{e}");
+    // One bad flag byte in an otherwise good trace: refused at that record.
+    let ev = generated("gups", 200);
+    let mut plain = Vec::new();
+    write_champsim(&mut plain, ev.iter().copied()).unwrap();
+    plain[3 * 64 + 9] = 2;
+    std::fs::write(&p, &plain).unwrap();
+    let e = ChampSimReader::open(p.to_str().unwrap(), Variant::ChampSim)
+        .err()
+        .unwrap();
+    assert_eq!(e.offset, Some(3 * 64), "{e}");
+    assert!(e.problem.contains("branch_taken byte is 0x02"), "{e}");
+}
+
+#[test]
 fn cloudsuite_records_are_84_bytes_with_four_destinations() {
     let mut rec = [0u8; 84];
     rec[50..58].copy_from_slice(&0x1000u64.to_le_bytes()); // source 0
