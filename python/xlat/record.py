@@ -99,7 +99,8 @@ def add_parser(tsub: argparse._SubParsersAction) -> None:
     r.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
 
 
-#: zstd's compression levels: 1..22, and negative levels down to -131072 for its fast modes.
+#: Accepted ``--zstd-level`` values: 0 (chunks stored uncompressed), zstd's levels 1..22, and
+#: its fast modes down to -131072.
 ZSTD_LEVELS = range(-131072, 23)
 
 
@@ -112,12 +113,12 @@ def check_zstd_level(level: int) -> None:
     >>> check_zstd_level(40)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    xlat.record.RecordError: --zstd-level 40 is outside zstd's range: 1..22, or -1..-131072 ...
+    xlat.record.RecordError: --zstd-level 40 is outside zstd's range: 1..22, -1..-131072 ...
     """
-    if level == 0 or level not in ZSTD_LEVELS:
+    if level not in ZSTD_LEVELS:
         raise RecordError(
-            f"--zstd-level {level} is outside zstd's range: 1..22, or -1..-131072 for its "
-            "faster modes"
+            f"--zstd-level {level} is outside zstd's range: 1..22, -1..-131072 for its faster "
+            "modes, or 0 for no compression"
         )
 
 
