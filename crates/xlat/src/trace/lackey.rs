@@ -187,7 +187,28 @@ impl LackeyDecoder {
         let Some(res) = rest.split("Success(").nth(1) else {
             return Ok(()); // failed, or the first half of an async call
         };
-        let result = num(res.trim_end().trim_end_matches(')')).ok_or("bad result")?;
+        // Another thread's output can continue on the same line right after the result (seen
+        // after `clone`: the new thread runs before valgrind ends the line). The result ends at
+        // its ')'; what follows is decoded as a line of its own, after the system call.
+        let (res, tail) = res.split_once(')').unwrap_or((res.trim_end(), ""));
+        let result = num(res).ok_or("bad result")?;
+        self.syscall(rest, result, emit)?;
+        let tail = tail.strip_prefix(' ').unwrap_or(tail);
+        if tail.trim().is_empty() {
+            Ok(())
+        } else {
+            self.decode_line(tail, emit)
+        }
+    }
+
+    /// A completed system call (`rest`: the line after `SYSCALL[`) that returned `result`.
+    fn syscall(
+        &mut self,
+        rest: &str,
+        result: u64,
+        emit: &mut impl FnMut(Event) -> std::io::Result<()>,
+    ) -> Result<(), String> {
+        let io = |e: std::io::Error| format!("cannot write the trace: {e}");
         let nr = rest
             .split_once("](")
             .and_then(|(_, r)| r.split(')').next())
@@ -267,6 +288,29 @@ impl LackeyDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn another_threads_record_on_the_line_of_a_clone_result_is_decoded_not_an_error() {
+        let text = "SYSCALL[29807,1](56) sys_clone ( 3d0f00, 0x5229f70, 0x522a990, 0x522a990, \
+                    0x522a6c0 ) --> [pre-success] Success(0x7472) I  0494db42,3\n\
+                    SYSCALL[1,1](12) sys_brk ( 0x0 ) --> [pre-success] Success(0x4035000)  L 04035000,8\n";
+        let mut d = LackeyDecoder::new();
+        let mut ev = Vec::new();
+        d.push(text.as_bytes(), |e| {
+            ev.push(e);
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        d.finish(|e| {
+            ev.push(e);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(d.accesses(), 1);
+        let kinds: Vec<String> = ev.iter().map(|e| format!("{e:?}")).collect();
+        assert!(kinds[0].starts_with("Brk"), "{kinds:?}");
+        assert!(kinds.iter().any(|k| k.starts_with("Access")), "{kinds:?}");
+    }
 
     #[test]
     fn lackey_lines_become_events_with_inferred_pages_for_the_startup_areas() {
