@@ -868,6 +868,20 @@ mod tests {
     }
 
     #[test]
+    fn hashed_designs_count_post_fault_walks_apart_from_their_per_walk_figures() {
+        for design in ["ecpt", "mehpt"] {
+            let r = run_workload(&small(design)).unwrap();
+            let (walk, own) = (&r["walk"], &r[design]);
+            assert_eq!(own["walks"], walk["count"], "{design}");
+            assert_eq!(
+                own["post_fault_walks"], walk["post_fault_count"],
+                "{design}"
+            );
+            assert!(walk["post_fault_count"].as_u64().unwrap() > 0, "{design}");
+        }
+    }
+
+    #[test]
     fn walk_counts_and_averages_cover_tlb_miss_walks_and_post_fault_walks_are_apart() {
         let r = run_workload(&small("radix")).unwrap();
         let walk = &r["walk"];
