@@ -345,3 +345,26 @@ def test_trace_runs_are_not_multiplied_by_the_footprint_axis():
         ("gups", "2MiB"),
         ("sort.xlat", None),
     ]
+
+
+# Structure -------------------------------------------------------------------------------------
+
+#: The Python front's modules in dependency order: each may import only those before it.
+FRONT_ORDER = ["_core", "records", "store", "run", "sweeps", "query", "report", "commands", "cli"]
+
+
+def test_the_python_front_imports_in_one_direction():
+    import ast
+
+    package = ROOT / "python" / "xlat"
+    for i, name in enumerate(FRONT_ORDER[1:], start=1):
+        tree = ast.parse((package / f"{name}.py").read_text())
+        imported = set()
+        for node in ast.walk(tree):  # module level and inside functions alike
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module == "xlat":
+                    imported |= {a.name for a in node.names}
+                elif node.module.startswith("xlat."):
+                    imported.add(node.module.split(".")[1])
+        later = sorted(m for m in imported if m in FRONT_ORDER[i:])
+        assert not later, f"xlat.{name} imports {later}, which come after it in {FRONT_ORDER}"

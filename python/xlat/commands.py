@@ -185,7 +185,8 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from xlat.report import frame_from_records, write_report
+    from xlat.report import write_report
+    from xlat.store import frame_from_records
 
     source = Path(args.source)
     if source.suffix == ".json":

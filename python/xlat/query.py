@@ -17,6 +17,7 @@ from typing import Any
 
 from xlat.run import designs as registered_designs
 from xlat.store import DEFAULT_DB, META_NAMES, TABLE, Store, StoreError, quote
+from xlat.sweeps import expand, load_spec, parse_spec
 
 #: Columns ``xlat results`` shows when none are asked for (figures after the grid keys).
 HEADLINE = [
@@ -312,8 +313,6 @@ def results(
     """
     hashes = None
     if spec is not None:
-        from xlat.sweeps import expand, load_spec, parse_spec
-
         parsed = parse_spec(spec) if isinstance(spec, Mapping) else load_spec(spec)
         hashes = [r.config_hash for r in expand(parsed)]
     if speedup_over is not None:

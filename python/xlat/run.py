@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from xlat import _core
+from xlat.records import flatten, get_path, speedups  # noqa: F401 - the API names them here
+from xlat.store import frame_from_records
 
 #: Chunk of references simulated between two progress updates.
 STEP_REFS = 1_000_000
@@ -243,8 +245,6 @@ def run(
         bar.close()
     record = json.loads(sim.record())
     if as_frame:
-        from xlat.report import frame_from_records
-
         return frame_from_records([record])
     return record
 
@@ -285,61 +285,5 @@ def compare(
         for d in names
     ]
     if as_frame:
-        from xlat.report import frame_from_records
-
         return frame_from_records(records)
     return records
-
-
-def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Flatten a nested record into dotted keys (``{"tlb": {"l1_misses": 3}}`` becomes
-    ``tlb.l1_misses``).
-
-    Examples
-    --------
-    >>> flatten({"tlb": {"l1_misses": 3}, "refs": 10})
-    {'tlb.l1_misses': 3, 'refs': 10}
-    """
-    out: dict[str, Any] = {}
-    for key, value in record.items():
-        path = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, Mapping):
-            out.update(flatten(value, path))
-        else:
-            out[path] = value
-    return out
-
-
-def get_path(record: Mapping[str, Any], path: str) -> Any:
-    """Value at a dotted path of a nested record (KeyError naming the path if absent).
-
-    Examples
-    --------
-    >>> get_path({"walk": {"count": 4}}, "walk.count")
-    4
-    """
-    node: Any = record
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            raise KeyError(path)
-        node = node[part]
-    return node
-
-
-def speedups(records: list[dict], baseline: str | None = None) -> dict[str, float]:
-    """Speedup of each design over ``baseline`` (default: the first record): cycles ratio.
-
-    Examples
-    --------
-    >>> speedups([{"design": "a", "timing": {"cycles": 200.0}},
-    ...           {"design": "b", "timing": {"cycles": 100.0}}])
-    {'a': 1.0, 'b': 2.0}
-    """
-    if not records:
-        return {}
-    base = next((r for r in records if r["design"] == baseline), records[0])
-    base_cycles = base["timing"]["cycles"]
-    return {
-        r["design"]: (base_cycles / r["timing"]["cycles"]) if r["timing"]["cycles"] else 0.0
-        for r in records
-    }

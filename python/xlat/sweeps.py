@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from xlat import _core
+from xlat.records import config_labels
 from xlat.run import TRACE_NO_LIMIT, resolve_config, version
 from xlat.run import designs as registered_designs
 from xlat.run import workloads as builtin_workloads
-from xlat.store import DEFAULT_DB, Store, config_hash, figure_columns, point_hash
+from xlat.store import DEFAULT_DB, TABLE, Store, config_hash, figure_columns, point_hash
 
 try:
     import tomllib
@@ -382,20 +383,6 @@ def expand(spec: Spec) -> list[Run]:
                 "configuration (a value listed twice under another spelling?)"
             )
     return runs
-
-
-def config_labels(config: Mapping[str, Any], trace: str | None) -> tuple[str, str, int]:
-    """The label columns (design, workload, seed) of a run with this resolved configuration:
-    the one place labels come from. A trace run's workload is the trace file's name.
-
-    Examples
-    --------
-    >>> config_labels({"sim": {"design": "ecpt", "seed": 2}, "workload": {"name": "stream"}}, None)
-    ('ecpt', 'stream', 2)
-    """
-    sim = config["sim"]
-    workload = Path(trace).name if trace else config["workload"]["name"]
-    return str(sim["design"]), str(workload), int(sim["seed"])
 
 
 def git_commit() -> str | None:
@@ -763,9 +750,10 @@ def sweep(
 
 def frame_of(db: str | Path, runs: list[Run]):
     """The stored rows of ``runs`` as a DataFrame, in grid order."""
-    from xlat.query import load_rows
-
-    df = load_rows(db, hashes=[r.config_hash for r in runs], status=None)
+    hashes = [r.config_hash for r in runs] or [""]
+    df = Store(db).query(
+        f"SELECT * FROM {TABLE} WHERE config_hash IN ({', '.join('?' * len(hashes))})", hashes
+    )
     order = {r.config_hash: i for i, r in enumerate(runs)}
     df = df.assign(_order=df["config_hash"].map(order)).sort_values("_order")
     return df.drop(columns="_order").reset_index(drop=True)
