@@ -32,6 +32,10 @@ pub struct LackeyDecoder {
     syscalls: u64,
     inferred: u64,
     line: u64,
+    /// The first half of each thread's pending asynchronous system call (`PID,TID](NR) sys_x (
+    /// ARGS ) --> [async] ...`), keyed by `PID,TID`: its completion line elides the arguments.
+    /// At most one entry per thread.
+    async_calls: std::collections::HashMap<String, String>,
 }
 
 fn hex(s: &str) -> Option<u64> {
@@ -185,7 +189,15 @@ impl LackeyDecoder {
             return Ok(()); // valgrind's own messages
         };
         let Some(res) = rest.split("Success(").nth(1) else {
-            return Ok(()); // failed, or the first half of an async call
+            // Failed, or the first half of an asynchronous call: keep its arguments for the
+            // completion line.
+            if rest.contains("--> [async]") {
+                if let Some((thread, _)) = rest.split_once(']') {
+                    self.async_calls
+                        .insert(thread.to_string(), rest.to_string());
+                }
+            }
+            return Ok(());
         };
         // Another thread's output can continue on the same line right after the result (seen
         // after `clone`: the new thread runs before valgrind ends the line). The result ends at
@@ -217,6 +229,19 @@ impl LackeyDecoder {
         if !matches!(nr, 9..=12 | 25 | 28) {
             return Ok(());
         }
+        // The completion of an asynchronous call elides its arguments (`(NR) ... [async] -->
+        // Success(..)`): they are on the thread's first half.
+        let first_half;
+        let rest = if !rest.contains(" ( ") && rest.contains("[async] -->") {
+            let thread = rest.split_once(']').map_or("", |(t, _)| t);
+            first_half = self
+                .async_calls
+                .remove(thread)
+                .ok_or("the completion of an asynchronous call whose start was not seen")?;
+            first_half.as_str()
+        } else {
+            rest
+        };
         let open = rest.find(" ( ");
         let close = open.and_then(|a| rest[a..].find(" )").map(|z| a + z));
         let args: Vec<u64> = match (open, close) {
@@ -310,6 +335,28 @@ mod tests {
         let kinds: Vec<String> = ev.iter().map(|e| format!("{e:?}")).collect();
         assert!(kinds[0].starts_with("Brk"), "{kinds:?}");
         assert!(kinds.iter().any(|k| k.starts_with("Access")), "{kinds:?}");
+    }
+
+    #[test]
+    fn an_asynchronous_madvise_takes_its_arguments_from_its_first_half() {
+        let text = "SYSCALL[9849,2](28) sys_madvise ( 0x4835000, 8192, 4 ) --> [async] ... \n\
+                    SYSCALL[9849,1](0) sys_read ( 4, 0x1, 832 ) --> [async] ... \n\
+                    SYSCALL[9849,2](28) ... [async] --> Success(0x0) \n";
+        let mut d = LackeyDecoder::new();
+        let mut ev = Vec::new();
+        d.push(text.as_bytes(), |e| {
+            ev.push(e);
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            ev,
+            vec![Event::Madvise {
+                addr: Vaddr(0x4835000),
+                len: 8192,
+                advice: 4
+            }]
+        );
     }
 
     #[test]
