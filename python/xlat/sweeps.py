@@ -64,7 +64,7 @@ GRID_KEYS = {
     "sim.refs": "refs",
 }
 
-#: Times Ray re-executes a task whose worker died. None: a run that kills its worker (out of
+#: Times Ray re-executes a task whose worker died: zero. A run that kills its worker (out of
 #: memory, a crash) would most likely do it again, so it is stored as failed with the reason
 #: after one attempt instead of being retried for minutes.
 TASK_RETRIES = 0
