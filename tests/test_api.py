@@ -18,15 +18,24 @@ def test_ideal_makes_at_most_one_reference_per_walk_and_radix_more():
     ideal = xlat.run("ideal", **SMALL)
     radix = xlat.run("radix", **SMALL)
     assert ideal["walk"]["mem_accesses"] <= ideal["walk"]["count"]
-    assert radix["walk"]["mem_accesses"] > ideal["walk"]["mem_accesses"]
+
+    # On this tiny cold run a radix TLB-miss walk mostly hits the PDE cache (one reference, as
+    # ideal); its cold 4-level walks come after the faults, so compare all walk references.
+    def total(rec):
+        return rec["walk"]["mem_accesses"] + rec["walk"]["post_fault_mem_accesses"]
+
+    assert radix["walk"]["mem_accesses"] >= ideal["walk"]["mem_accesses"]
+    assert total(radix) > total(ideal)
     assert radix["tlb"]["l1_misses"] == ideal["tlb"]["l1_misses"]  # same trace, same TLBs
 
 
 def test_disabling_page_walk_caches_makes_every_radix_walk_four_references():
     rec = xlat.run("radix", set={"radix.pwc_entries": 0}, **SMALL)
-    mapped_walks = rec["walk"]["count"] - 2 * rec["walk"]["fault_walks"]
-    # Every walk of a mapped page reads 4 entries; fault walks read at most 4.
+    # walk.* counts TLB-miss walks: every one of a mapped page reads 4 entries; those that
+    # fault read at most 4 (the repeat after the fault is counted apart, in post_fault_*).
+    mapped_walks = rec["walk"]["count"] - rec["walk"]["fault_walks"]
     assert rec["walk"]["mem_accesses"] >= 4 * mapped_walks
+    assert rec["walk"]["post_fault_mem_accesses"] == 4 * rec["walk"]["post_fault_count"]
 
 
 def test_an_invalid_value_raises_xlat_error_with_the_key():

@@ -141,3 +141,14 @@ def test_recording_a_missing_program_fails_and_leaves_no_trace(tmp_path):
                 check=False)  # fmt: skip
     assert proc.returncode == 2 and "before the program started" in proc.stderr
     assert not out.exists()
+
+
+@need_valgrind
+def test_lackey_records_a_threaded_program(tmp_path):
+    exe, out = tmp_path / "threads", tmp_path / "threads.xlat"
+    src = DATA / "src" / "threads.c"
+    subprocess.run(["gcc", "-O1", "-pthread", "-o", str(exe), str(src)], check=True)
+    proc = xlat("trace", "record", "--tool", "lackey", "-o", str(out), "--", str(exe), check=False)
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads(xlat("run", "--trace", str(out), "--json").stdout)
+    assert rec["refs"] > 1000 and rec["oracle"]["mismatches"] == 0

@@ -17,16 +17,8 @@ True
 
 from xlat._core import XlatError
 from xlat.query import results
-from xlat.run import (
-    compare,
-    designs,
-    flatten,
-    get_path,
-    run,
-    speedups,
-    version,
-    workloads,
-)
+from xlat.records import flatten, get_path, speedups
+from xlat.run import compare, designs, run, version, workloads
 from xlat.sweeps import sweep
 
 __all__ = [

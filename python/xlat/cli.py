@@ -43,7 +43,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", help="built-in workload (see `xlat workloads`)")
     p.add_argument("--footprint", help="workload footprint, e.g. 256MiB, 1GiB")
     p.add_argument("--refs", help="memory references to simulate, e.g. 1M, 10M")
-    p.add_argument("--seed", type=int, help="seed of every random choice")
+    p.add_argument("--seed", help="seed of every random choice (0..2^63-1)")
     p.add_argument(
         "--set",
         action="append",
@@ -119,10 +119,16 @@ def _validate(args: argparse.Namespace, design_names: list[str]) -> None:
     problems exit with code 2 and nothing is simulated."""
     kw = _kwargs(args)
     preset = kw.pop("preset")
+    trace = kw.pop("trace")
     try:
-        trace_cli.check_trace_kwargs(kw.pop("trace"), kw.pop("trace_format"))
+        trace_cli.check_trace_kwargs(trace, kw.pop("trace_format"))
     except ValueError as e:
         raise UsageError(str(e)) from None
+    for option in ("workload", "footprint"):
+        if trace is not None and kw[option] is not None:
+            raise UsageError(
+                f"--{option} cannot be given with --trace: the references come from the trace file"
+            )
     for d in design_names:
         try:
             resolve_config(preset, design=d, **kw)
@@ -145,7 +151,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    names = [d.strip() for d in args.designs.split(",")] if args.designs else designs()
+    if args.designs is None:
+        names = designs()
+    else:
+        names = [d.strip() for d in args.designs.split(",") if d.strip()]
+        if not names:
+            raise UsageError(f"--designs names no design (got '{args.designs}'); omit it for all")
     if args.baseline and args.baseline not in names:
         raise UsageError(f"--baseline {args.baseline} is not among the compared designs {names}")
     _validate(args, names)
@@ -155,7 +166,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         print(format_table(table_rows(recs, args.baseline)))
     if args.report:
-        paths = write_report(recs, args.report, args.baseline)
+        try:
+            paths = write_report(recs, args.report, args.baseline)
+        except OSError as e:
+            message = commands.report_dir_error(args.report, e)
+            raise UsageError(message.replace("--out", "--report", 1)) from None
         print(f"report written: {paths['html']} and {paths['markdown']}", file=sys.stderr)
     return 0
 
@@ -171,8 +186,31 @@ def cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Options whose value may start with '-' (a negative number is an error the configuration
+#: reports by key; argparse would otherwise take ``-1MiB`` for an option and print its usage).
+VALUE_OPTIONS = ("--footprint", "--refs", "--seed")
+
+
+def _join_dash_values(argv: list[str]) -> list[str]:
+    """``--footprint -1MiB`` as ``--footprint=-1MiB``.
+
+    Examples
+    --------
+    >>> _join_dash_values(["run", "--footprint", "-1MiB", "--refs", "1k"])
+    ['run', '--footprint=-1MiB', '--refs', '1k']
+    """
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in VALUE_OPTIONS and arg.startswith("-") and arg[1:2].isdigit():
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``xlat`` command; returns the exit code."""
+    argv = _join_dash_values(sys.argv[1:] if argv is None else list(argv))
     args = build_parser().parse_args(argv)
     try:
         if args.command == "designs":

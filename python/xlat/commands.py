@@ -137,6 +137,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"{summary['ok']} ran ok{where}, {summary['failed']} failed -> {args.db}",
             file=sys.stderr,
         )
+        if summary["trace_changed"]:
+            print(
+                f"warning: {summary['trace_changed']} runs read a trace file whose content "
+                "changed after the sweep started; they are stored under the sha256 of what they "
+                "read (column trace_sha256), not under the spec's",
+                file=sys.stderr,
+            )
         if summary["stale"]:
             print(
                 f"note: {summary['stale']} of the stored runs were made by another xlat version "
@@ -178,7 +185,8 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from xlat.report import frame_from_records, write_report
+    from xlat.report import write_report
+    from xlat.store import frame_from_records
 
     source = Path(args.source)
     if source.suffix == ".json":
@@ -190,6 +198,13 @@ def cmd_report(args: argparse.Namespace) -> int:
             records = [records]
         if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
             raise QueryError(f"{source}: expected the JSON of `xlat compare --json` (a list)")
+        for i, rec in enumerate(records):
+            missing = [k for k in RECORD_KEYS if k not in rec]
+            if missing:
+                raise QueryError(
+                    f"{source}: record {i} lacks {', '.join(missing)}; expected result records "
+                    "as `xlat compare --json` writes them"
+                )
         df = frame_from_records(records)
         origin = str(source)
     else:
@@ -201,8 +216,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         paths = write_report(df, args.out, args.baseline, source=origin)
     except ValueError as e:  # an unknown baseline, or no successful run
         raise QueryError(f"{source}: {e}") from None
+    except OSError as e:
+        raise QueryError(report_dir_error(args.out, e)) from None
     print(f"report written: {paths['html']} ({len(paths['figures'])} figures)", file=sys.stderr)
     return 0
+
+
+#: Top-level keys every result record has (what a report reads).
+RECORD_KEYS = ("design", "workload", "seed", "config", "timing", "tlb", "walk", "mmu", "page_table")
+
+
+def report_dir_error(out: str, e: OSError) -> str:
+    """The message for a report folder that cannot be written."""
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        return f"--out {out}: is a file, not a folder (the report writes several files into it)"
+    return f"--out {out}: cannot write the report there: {e.strerror or e}"
 
 
 COMMANDS = {"sweep": cmd_sweep, "results": cmd_results, "report": cmd_report}

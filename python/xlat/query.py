@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from xlat.run import designs as registered_designs
-from xlat.store import DEFAULT_DB, TABLE, Store, StoreError, quote
+from xlat.store import DEFAULT_DB, META_NAMES, TABLE, Store, StoreError, quote
+from xlat.sweeps import expand, load_spec, parse_spec
 
 #: Columns ``xlat results`` shows when none are asked for (figures after the grid keys).
 HEADLINE = [
@@ -39,24 +40,48 @@ class QueryError(ValueError):
     """A query naming an unknown column, a bad filter or an empty result where one is needed."""
 
 
-def resolve_column(name: str, columns: Iterable[str]) -> str:
-    """The store column a user-facing name refers to (``os.thp`` -> ``config.os.thp`` when the
-    record has no ``os.thp`` figure).
+def resolve_column(name: str, columns: Iterable[str], prefer: str = "figure") -> str:
+    """The store column a user-facing name refers to.
+
+    A metadata column (``design``, ``seed``, ...) is itself. Otherwise ``prefer`` decides
+    between a figure column ``NAME`` and the configuration column ``config.NAME`` when both
+    exist: ``"config"`` for filters and grouping (``radix.levels`` names the configuration key,
+    as ``--set`` does, which every row has, not the radix-only figure of the same name),
+    ``"figure"`` for values and shown columns. A name that is neither is matched against the
+    columns' dotted suffixes (``l2_mpki`` -> ``tlb.l2_mpki``); a suffix that several columns
+    share is ambiguous, and an error lists them.
 
     Examples
     --------
-    >>> resolve_column("radix.levels", ["design", "config.radix.levels"])
+    >>> cols = ["design", "radix.levels", "config.radix.levels", "config.ideal.levels"]
+    >>> resolve_column("radix.levels", cols, prefer="config")
     'config.radix.levels'
+    >>> resolve_column("radix.levels", cols)
+    'radix.levels'
+    >>> resolve_column("levels", cols)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    xlat.query.QueryError: column name 'levels' is ambiguous: it could be radix.levels, ...
     >>> resolve_column("desgn", ["design", "workload"])
     Traceback (most recent call last):
     ...
     xlat.query.QueryError: no column 'desgn' in the store (did you mean 'design'?)
     """
     cols = list(columns)
+    config_name = f"config.{name}"
+    if name in META_NAMES and name in cols:
+        return name
+    if prefer == "config" and config_name in cols:
+        return config_name
     if name in cols:
         return name
-    if f"config.{name}" in cols:
-        return f"config.{name}"
+    if config_name in cols:
+        return config_name
+    suffix = [c for c in cols if c.endswith("." + name)]
+    if len(suffix) == 1:
+        return suffix[0]
+    if suffix:
+        raise QueryError(f"column name '{name}' is ambiguous: it could be {', '.join(suffix)}")
     close = difflib.get_close_matches(name, cols, n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     raise QueryError(f"no column '{name}' in the store{hint}")
@@ -116,7 +141,7 @@ def load_rows(
         clauses.append("status = ?")
         params.append(status)
     for key, op, value in parse_filters(where):
-        col = quote(resolve_column(key, all_cols))
+        col = quote(resolve_column(key, all_cols, prefer="config"))
         if op in ("in", "not in"):
             marks = ", ".join("?" * len(value))
             clauses.append(f"CAST({col} AS VARCHAR) {op.upper()} ({marks})")
@@ -288,8 +313,6 @@ def results(
     """
     hashes = None
     if spec is not None:
-        from xlat.sweeps import expand, load_spec, parse_spec
-
         parsed = parse_spec(spec) if isinstance(spec, Mapping) else load_spec(spec)
         hashes = [r.config_hash for r in expand(parsed)]
     if speedup_over is not None:
@@ -297,16 +320,18 @@ def results(
         if df.empty:
             raise QueryError("no stored run matches the filters")
         df = with_speedup(df, speedup_over)
-        index = [resolve_column(b, df.columns) for b in by] if by else default_index(df)
+        index = _index(by, df)
         return pivot_table(df, index, "design", "speedup", "geomean", total="geomean")
     if value is not None:
         df = load_rows(db, where, status, hashes)
         if df.empty:
             raise QueryError("no stored run matches the filters")
         val = resolve_column(value, df.columns)
-        index = [resolve_column(b, df.columns) for b in by] if by else default_index(df)
-        if pivot is not None:
-            return pivot_table(df, index, resolve_column(pivot, df.columns), val, agg)
+        index = _index(by, df)
+        piv = resolve_column(pivot, df.columns, prefer="config") if pivot is not None else None
+        _check_grouping(df, index, piv, val, agg)
+        if piv is not None:
+            return pivot_table(df, index, piv, val, agg)
         out = df.groupby(index)[val].agg(_agg(agg))
         out.index.names = [_strip(n) for n in out.index.names]
         return out
@@ -317,10 +342,52 @@ def results(
     return load_rows(db, where, status, hashes, columns=columns)
 
 
+def _index(by: Iterable[str] | None, df) -> list[str]:
+    """The row keys of a table: ``by`` resolved as configuration-first names, or the default."""
+    if not by:
+        return default_index(df)
+    index = [resolve_column(b, df.columns, prefer="config") for b in by]
+    if len(set(index)) != len(index):
+        raise QueryError(f"--by names a column twice: {', '.join(index)}")
+    return index
+
+
+def _check_grouping(df, index: list[str], pivot: str | None, value: str, agg: str) -> None:
+    """Reject a table whose keys overlap or whose value cannot be aggregated, naming them."""
+    import pandas as pd
+
+    keys = index + ([pivot] if pivot else [])
+    if pivot is not None and pivot in index:
+        raise QueryError(f"--pivot {_strip(pivot)} is also a --by column; name each column once")
+    if value in keys:
+        raise QueryError(
+            f"--value {_strip(value)} is also a --by/--pivot column; aggregate another column"
+        )
+    column = df[value]
+    if agg != "count" and not (
+        pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+    ):
+        raise QueryError(
+            f"--value {value} is not numeric (values such as {column.dropna().iloc[0]!r}) and "
+            f"cannot be aggregated with {agg}; --agg count counts rows"
+            if column.notna().any()
+            else f"--value {value} holds no values among the selected rows"
+        )
+
+
 def default_columns(df) -> list[str]:
-    """The columns ``xlat results`` prints by default for plain rows."""
-    cols = ["design", "workload"] + varying_params(df) + ["seed", "status"]
+    """The columns ``xlat results`` prints by default for plain rows: the grid keys, and for
+    failed rows also the point's footprint, refs and ``[set]`` keys (which point failed)."""
+    params = varying_params(df)
+    cols = ["design", "workload"] + params + ["seed", "status"]
     if "error" in df.columns and df["status"].ne("ok").any():
+        import json
+
+        keys = ["workload.footprint", "sim.refs"]
+        for text in df.loc[df["status"].ne("ok"), "params"].dropna():
+            keys += [k for k in json.loads(text) if k not in keys]
+        point = [f"config.{k}" for k in keys if f"config.{k}" in df.columns]
+        cols[2:2] = [c for c in point if c not in params]
         cols.append("error")
     return cols + [c for c in HEADLINE if c in df.columns]
 

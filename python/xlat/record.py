@@ -99,6 +99,29 @@ def add_parser(tsub: argparse._SubParsersAction) -> None:
     r.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
 
 
+#: Accepted ``--zstd-level`` values: 0 (chunks stored uncompressed), zstd's levels 1..22, and
+#: its fast modes down to -131072.
+ZSTD_LEVELS = range(-131072, 23)
+
+
+def check_zstd_level(level: int) -> None:
+    """Raise :class:`RecordError` for a level zstd does not have.
+
+    Examples
+    --------
+    >>> check_zstd_level(3)
+    >>> check_zstd_level(40)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    xlat.record.RecordError: --zstd-level 40 is outside zstd's range: 1..22, -1..-131072 ...
+    """
+    if level not in ZSTD_LEVELS:
+        raise RecordError(
+            f"--zstd-level {level} is outside zstd's range: 1..22, -1..-131072 for its faster "
+            "modes, or 0 for no compression"
+        )
+
+
 def record(
     command: list[str],
     output: str,
@@ -113,6 +136,7 @@ def record(
     ``tool`` is ``xlat`` (our valgrind tool, built on first use if needed), ``lackey`` (valgrind's
     stock text tool: about 1 M refs/s, exec not followed, start-up areas inferred page by page),
     or ``auto`` (xlat, lackey when the tool cannot be built)."""
+    check_zstd_level(zstd_level)
     if not command:
         raise RecordError("no program given: xlat trace record -o OUT -- PROGRAM ARGS...")
     vg_version = valgrind_version()
@@ -220,6 +244,11 @@ def main(args: argparse.Namespace) -> int:
     command = list(args.program)
     if command and command[0] == "--":
         command = command[1:]
+    try:
+        check_zstd_level(args.zstd_level)
+    except RecordError as e:
+        print(f"xlat: error: {e}", file=sys.stderr)
+        return 2
     if shutil.which("valgrind") is None:
         print("xlat: error: valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2

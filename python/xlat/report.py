@@ -16,7 +16,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from xlat.run import speedups, version
+from xlat.query import default_index, design_order, format_frame, geomean, pivot_table, with_speedup
+from xlat.records import speedups
+from xlat.run import version
+from xlat.store import frame_from_records  # noqa: F401 - reports are drawn from such frames
 
 APPROXIMATIONS = (
     "Cycle figures come from a first-order core model (base CPI plus exposed translation and "
@@ -112,44 +115,6 @@ def format_table(rows: list[dict[str, Any]], markdown: bool = False) -> str:
     return "\n".join([fmt_row(header)] + [fmt_row(b) for b in body])
 
 
-def frame_from_records(records: list[dict]):
-    """Result records (``xlat compare`` output) as a frame with the store's columns.
-
-    Examples
-    --------
-    >>> from xlat.run import compare
-    >>> df = frame_from_records(compare(["radix", "ideal"], "gups", "16MiB", 20000))
-    >>> df[["design", "workload", "status"]].values.tolist()
-    [['radix', 'gups', 'ok'], ['ideal', 'gups', 'ok']]
-    >>> df["point_hash"].nunique(), int(df["walk.count"].iloc[0]) > 0
-    (1, True)
-    """
-    import pandas as pd
-
-    from xlat.store import config_hash, figure_columns, point_hash
-
-    rows = []
-    for r in records:
-        cfg = r.get("config", {})
-        rows.append(
-            {
-                "config_hash": config_hash(cfg, r["design"], r["workload"], None, r["seed"]),
-                "point_hash": point_hash(cfg, None),
-                "status": "ok",
-                "error": None,
-                "design": r["design"],
-                "workload": r["workload"],
-                "seed": r["seed"],
-                "xlat_version": r.get("version"),
-                "git_commit": None,
-                "config_json": json.dumps(cfg, sort_keys=True),
-                "record_json": json.dumps(r),
-                **figure_columns(r),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 def _records(df) -> list[dict]:
     return [json.loads(x) for x in df["record_json"]]
 
@@ -159,7 +124,6 @@ class _Grid:
     grouped bar charts over them."""
 
     def __init__(self, df, baseline: str) -> None:
-        from xlat.query import default_index, design_order, with_speedup
 
         self.df = with_speedup(df, baseline) if baseline in set(df["design"]) else df
         self.baseline = baseline
@@ -173,7 +137,6 @@ class _Grid:
         return "\n".join(parts)
 
     def cell(self, cat: tuple, design: str, column: str, agg: str = "mean") -> float:
-        from xlat.query import geomean
 
         df = self.df
         mask = df["design"] == design
@@ -278,8 +241,6 @@ def _figures(df, out: Path, baseline: str, footer: str) -> list[tuple[Path, str]
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from xlat.query import geomean
 
     _style(plt)
     grid = _Grid(df, baseline)
@@ -507,8 +468,6 @@ def write_report(
     True
     """
     import pandas as pd
-
-    from xlat.query import default_index, design_order, format_frame, pivot_table, with_speedup
 
     if isinstance(data, pd.DataFrame):
         df = data

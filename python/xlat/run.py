@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from xlat import _core
+from xlat.records import flatten, get_path, speedups  # noqa: F401 - the API names them here
+from xlat.store import frame_from_records
 
 #: Chunk of references simulated between two progress updates.
 STEP_REFS = 1_000_000
@@ -79,13 +81,37 @@ def load_preset(preset: str | None) -> tuple[str | None, str]:
     else:
         candidates = [d / f"{preset}.toml" for d in preset_dirs()]
     for path in candidates:
+        if path.is_dir():
+            raise _core.XlatError(f"preset {path}: is a directory, not a TOML file")
         if path.is_file():
-            return path.read_text(), str(path)
+            return read_text(path, "preset"), str(path)
     names = sorted({p.stem for d in preset_dirs() if d.is_dir() for p in d.glob("*.toml")})
     raise _core.XlatError(
         f"preset '{preset}' not found (looked for {', '.join(map(str, candidates))}); "
         f"available presets: {', '.join(names) or 'none'}"
     )
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of a configuration file; XlatError naming the file, offset and problem.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "p.toml")
+    >>> _ = open(p, "wb").write(b"[sim]\\n# \\xff\\n")
+    >>> read_text(p, "preset")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    _core.XlatError: preset .../p.toml: not UTF-8 text (byte 0xff at offset 8)
+    """
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _core.XlatError(
+            f"{what} {path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
+        ) from None
 
 
 def build_overrides(
@@ -198,6 +224,12 @@ def run(
     >>> int(df.loc[0, "walk.mem_accesses"]) == rec["walk"]["mem_accesses"]
     True
     """
+    if trace is not None and (workload is not None or footprint is not None):
+        given = "workload" if workload is not None else "footprint"
+        raise _core.XlatError(
+            f"{given} cannot be given with a trace: the references come from the trace file "
+            f"{trace} (it would be recorded in the configuration without effect)"
+        )
     text, origin = load_preset(preset)
     overrides = build_overrides(design, workload, footprint, refs, seed, set)
     if trace is not None and refs is None:
@@ -213,8 +245,6 @@ def run(
         bar.close()
     record = json.loads(sim.record())
     if as_frame:
-        from xlat.report import frame_from_records
-
         return frame_from_records([record])
     return record
 
@@ -255,61 +285,5 @@ def compare(
         for d in names
     ]
     if as_frame:
-        from xlat.report import frame_from_records
-
         return frame_from_records(records)
     return records
-
-
-def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Flatten a nested record into dotted keys (``{"tlb": {"l1_misses": 3}}`` becomes
-    ``tlb.l1_misses``).
-
-    Examples
-    --------
-    >>> flatten({"tlb": {"l1_misses": 3}, "refs": 10})
-    {'tlb.l1_misses': 3, 'refs': 10}
-    """
-    out: dict[str, Any] = {}
-    for key, value in record.items():
-        path = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, Mapping):
-            out.update(flatten(value, path))
-        else:
-            out[path] = value
-    return out
-
-
-def get_path(record: Mapping[str, Any], path: str) -> Any:
-    """Value at a dotted path of a nested record (KeyError naming the path if absent).
-
-    Examples
-    --------
-    >>> get_path({"walk": {"count": 4}}, "walk.count")
-    4
-    """
-    node: Any = record
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            raise KeyError(path)
-        node = node[part]
-    return node
-
-
-def speedups(records: list[dict], baseline: str | None = None) -> dict[str, float]:
-    """Speedup of each design over ``baseline`` (default: the first record): cycles ratio.
-
-    Examples
-    --------
-    >>> speedups([{"design": "a", "timing": {"cycles": 200.0}},
-    ...           {"design": "b", "timing": {"cycles": 100.0}}])
-    {'a': 1.0, 'b': 2.0}
-    """
-    if not records:
-        return {}
-    base = next((r for r in records if r["design"] == baseline), records[0])
-    base_cycles = base["timing"]["cycles"]
-    return {
-        r["design"]: (base_cycles / r["timing"]["cycles"]) if r["timing"]["cycles"] else 0.0
-        for r in records
-    }

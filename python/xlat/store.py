@@ -7,7 +7,8 @@ Contract:
 - Each call of :meth:`Store.commit` is one transaction: after it returns the rows are on disk,
   and a process killed at any point leaves either all of them or none.
 - ``status`` is ``'ok'`` or ``'failed'``. A failed row has ``error`` set and no figures (its
-  figure columns are NULL): a failure is never data.
+  figure columns are NULL): a failure is never data. It keeps its ``config.*`` columns, which
+  say which grid point failed.
 - Figures of the result record are columns named by their dotted path (``tlb.l1_mpki``,
   ``cache.llc.pt_line_share_avg``, ``config.os.thp``), as :func:`xlat.flatten` names them. A key
   that a later version of xlat adds becomes a new column (``ALTER TABLE ADD COLUMN``); older rows
@@ -27,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from xlat.run import flatten
+from xlat.records import flatten, record_labels
 
 #: Default database file of ``xlat sweep`` / ``xlat results`` / ``xlat report``.
 DEFAULT_DB = "results.duckdb"
@@ -212,6 +213,13 @@ class Store:
         elif not self._has_table(con):
             con.close()
             raise StoreError(f"{self.path} holds no xlat result table '{TABLE}'")
+        missing = [n for n, _ in META_COLUMNS if n not in self._columns(con)]
+        if missing:
+            con.close()
+            raise StoreError(
+                f"{self.path}: its table '{TABLE}' is not an xlat result table (no column "
+                f"{', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}); use another --db"
+            )
         return con
 
     @staticmethod
@@ -326,3 +334,45 @@ class Store:
             return list(self._columns(con))
         finally:
             con.close()
+
+
+def frame_from_records(records: list[dict]):
+    """Result records (``xlat compare`` output) as a frame with the store's columns.
+
+    Examples
+    --------
+    >>> from xlat.run import compare
+    >>> df = frame_from_records(compare(["radix", "ideal"], "gups", "16MiB", 20000))
+    >>> df[["design", "workload", "status"]].values.tolist()
+    [['radix', 'gups', 'ok'], ['ideal', 'gups', 'ok']]
+    >>> df["point_hash"].nunique(), int(df["walk.count"].iloc[0]) > 0
+    (1, True)
+    """
+    import pandas as pd
+
+    rows = []
+    for r in records:
+        cfg = r.get("config", {})
+        design, workload, seed = record_labels(r)
+        trace_sha = r.get("trace", {}).get("sha256")
+        rows.append(
+            {
+                "config_hash": config_hash(
+                    cfg, design, None if trace_sha else workload, trace_sha, seed
+                ),
+                "point_hash": point_hash(cfg, trace_sha),
+                "status": "ok",
+                "error": None,
+                "design": design,
+                "workload": workload,
+                "trace": r.get("trace", {}).get("path"),
+                "trace_sha256": trace_sha,
+                "seed": seed,
+                "xlat_version": r.get("version"),
+                "git_commit": None,
+                "config_json": json.dumps(cfg, sort_keys=True),
+                "record_json": json.dumps(r),
+                **figure_columns(r),
+            }
+        )
+    return pd.DataFrame(rows)

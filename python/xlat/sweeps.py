@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from xlat import _core
+from xlat.records import config_labels
 from xlat.run import TRACE_NO_LIMIT, resolve_config, version
 from xlat.run import designs as registered_designs
 from xlat.run import workloads as builtin_workloads
-from xlat.store import DEFAULT_DB, Store, config_hash, figure_columns, point_hash
+from xlat.store import DEFAULT_DB, TABLE, Store, config_hash, figure_columns, point_hash
 
 try:
     import tomllib
@@ -53,8 +54,20 @@ SPEC_KEYS = (
     "set",
 )
 
-#: Times Ray re-executes a task whose worker died before the run is stored as failed.
-TASK_RETRIES = 2
+#: Configuration keys that the grid itself sets: ``[set]`` may not override them (the stored
+#: labels would then disagree with the runs), so each maps to the spec key to use instead.
+GRID_KEYS = {
+    "sim.design": "designs",
+    "workload.name": "workloads",
+    "sim.seed": "seeds",
+    "workload.footprint": "footprint",
+    "sim.refs": "refs",
+}
+
+#: Times Ray re-executes a task whose worker died: zero. A run that kills its worker (out of
+#: memory, a crash) would most likely do it again, so it is stored as failed with the reason
+#: after one attempt instead of being retried for minutes.
+TASK_RETRIES = 0
 #: Connection attempts to an existing cluster (``--address``) before giving up.
 CONNECT_ATTEMPTS = 3
 
@@ -101,8 +114,14 @@ class Run:
         return kw
 
     def label(self) -> str:
-        """Short human-readable name, e.g. ``radix gups os.thp=always seed=1``."""
+        """Short human-readable name naming every grid coordinate, e.g.
+        ``radix gups footprint=16MiB refs=20k os.thp=always seed=1`` (footprint and refs only
+        when the spec sets them)."""
         parts = [self.design, self.workload]
+        if self.footprint is not None:
+            parts.append(f"footprint={self.footprint}")
+        if self.refs is not None:
+            parts.append(f"refs={self.refs}")
         parts += [f"{k}={v}" for k, v in self.params]
         return " ".join(parts + [f"seed={self.seed}"])
 
@@ -172,6 +191,11 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
     designs = names("designs", registered_designs(), registered_designs())
     traces = _trace_files(data.get("traces"), origin, fail)
     workloads = names("workloads", builtin_workloads(), [] if traces else None)
+    if traces and not workloads and "footprint" in data:
+        raise fail(
+            "'footprint' applies to built-in workloads only (a trace's references come from "
+            "the file); remove it or add 'workloads'"
+        )
 
     def sizes(key: str) -> list[str | None]:
         if key not in data:
@@ -184,6 +208,8 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
                 f'\'{key}\' must be a size such as "256MiB" / "1M" or a list of them, '
                 f"got {data[key]!r}"
             )
+        if len({str(v) for v in values}) != len(values):
+            raise fail(f"'{key}' lists a value twice: {data[key]!r}")
         return [str(v) for v in values]
 
     seeds = _as_list(data.get("seeds", [1]))
@@ -191,16 +217,26 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
         isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds
     ):
         raise fail(f"'seeds' must be a non-empty list of non-negative integers, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise fail(f"'seeds' lists a value twice: {seeds!r}")
     table = data.get("set", {})
     if not isinstance(table, Mapping):
         raise fail("'set' must be a table of \"section.field\" = [values] (write [set])")
     params: dict[str, list[Any]] = {}
     for key, values in table.items():
+        grid_key = GRID_KEYS.get(str(key).strip().lower())
+        if grid_key is not None:
+            raise fail(
+                f"[set] '{key}' is set by the grid: use the top-level '{grid_key}' key instead "
+                f"(the stored runs are labelled by {', '.join(sorted(set(GRID_KEYS.values())))})"
+            )
         values = _as_list(values)
         if not values:
             raise fail(f"[set] '{key}' has an empty list of values")
         if any(isinstance(v, (list, dict)) for v in values):
             raise fail(f"[set] '{key}' values must be scalars, got {values!r}")
+        if len({_value_text(v) for v in values}) != len(values):
+            raise fail(f"[set] '{key}' lists a value twice: {values!r}")
         params[str(key)] = values
     preset = data.get("preset")
     if preset is not None and not isinstance(preset, str):
@@ -218,6 +254,11 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
         origin,
         traces,
     )
+
+
+def _value_text(v: Any) -> str:
+    """A ``[set]`` value as the override text it becomes (``True`` and ``"true"`` are one)."""
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
 def _trace_files(value: Any, origin: str, fail) -> list[tuple[str, str]]:
@@ -259,10 +300,17 @@ def load_spec(path: str | Path) -> Spec:
     xlat.sweeps.SpecError: .../s.toml: 'seeds' must be a non-empty list of non-negative ...
     """
     path = Path(path)
+    if path.is_dir():
+        raise SpecError(f"{path}: is a directory, not a sweep spec (a TOML file)")
     try:
-        text = path.read_text()
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except OSError as e:
         raise SpecError(f"{path}: cannot read the sweep spec: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(
+            f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -287,12 +335,12 @@ def expand(spec: Spec) -> list[Run]:
     (4, 2)
     """
     keys = list(spec.params)
-    sources = [(w, None, None) for w in spec.workloads]
-    sources += [(Path(path).name, path, sha) for path, sha in spec.traces]
+    # The footprint axis applies to workloads only: a trace's references come from the file.
+    sources = [(w, None, None, f) for w in spec.workloads for f in spec.footprints]
+    sources += [(Path(path).name, path, sha, None) for path, sha in spec.traces]
     runs = []
-    for (workload, trace, sha), footprint, refs, seed, values, design in itertools.product(
+    for (workload, trace, sha, footprint), refs, seed, values, design in itertools.product(
         sources,
-        spec.footprints,
         spec.refs,
         spec.seeds,
         list(itertools.product(*(spec.params[k] for k in keys))),
@@ -308,22 +356,32 @@ def expand(spec: Spec) -> list[Run]:
         except _core.XlatError as e:
             raise SpecError(f"{spec.origin}: run '{run.label()}': {e}") from None
         config = tomllib.loads(text)
+        # Labels come from the resolved configuration, never from the grid alone.
+        design_, workload_, seed_ = config_labels(config, trace)
         runs.append(
             Run(
-                design,
-                workload,
+                design_,
+                workload_,
                 footprint,
                 refs,
-                seed,
+                seed_,
                 params,
                 spec.preset,
                 config,
-                config_hash(config, design, None if trace else workload, sha, seed),
+                config_hash(config, design_, None if trace else workload_, sha, seed_),
                 point_hash(config, sha),
                 trace,
                 sha,
             )
         )
+    seen: dict[str, Run] = {}
+    for run in runs:
+        other = seen.setdefault(run.config_hash, run)
+        if other is not run:
+            raise SpecError(
+                f"{spec.origin}: runs '{other.label()}' and '{run.label()}' resolve to the same "
+                "configuration (a value listed twice under another spelling?)"
+            )
     return runs
 
 
@@ -370,18 +428,42 @@ def execute(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def make_row(run: Run, result: dict[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The store row of a finished (or failed) run."""
+    """The store row of a finished (or failed) run.
+
+    The label columns (``design``, ``workload``, ``seed``) and ``trace_sha256`` come from the
+    record: a trace run is keyed by the hash of the content it read (a trace file changed
+    during the sweep is stored under its new hash, so a rerun neither skips nor mislabels it).
+    A record whose labels disagree with its grid point is stored as a failure, never as data.
+    A failed row keeps the run's ``config.*`` columns, so it shows which point failed.
+    """
     record = result.get("record")
+    error = result.get("error")
+    design, workload, seed = run.design, run.workload, run.seed
+    trace_sha = run.trace_sha256
+    key, point = run.config_hash, run.point_hash
+    if record is not None:
+        if run.trace:
+            trace_sha = record.get("trace", {}).get("sha256", trace_sha)
+        got = config_labels(record["config"], run.trace)
+        if got != (design, workload, seed):
+            error = (
+                f"LabelMismatch: the run of '{run.label()}' produced a record of design "
+                f"{got[0]}, workload {got[1]}, seed {got[2]} (xlat bug)"
+            )
+            record = None
+        elif trace_sha != run.trace_sha256:
+            key = config_hash(run.config, design, None, trace_sha, seed)
+            point = point_hash(run.config, trace_sha)
     row = {
-        "config_hash": run.config_hash,
-        "point_hash": run.point_hash,
+        "config_hash": key,
+        "point_hash": point,
         "status": "ok" if record is not None else "failed",
-        "error": result.get("error"),
-        "design": run.design,
-        "workload": run.workload,
+        "error": error,
+        "design": design,
+        "workload": workload,
         "trace": run.trace,
-        "trace_sha256": run.trace_sha256,
-        "seed": run.seed,
+        "trace_sha256": trace_sha,
+        "seed": seed,
         "params": json.dumps(dict(run.params), sort_keys=True),
         "spec": meta.get("spec"),
         "xlat_version": meta.get("xlat_version"),
@@ -393,6 +475,8 @@ def make_row(run: Run, result: dict[str, Any], meta: Mapping[str, Any]) -> dict[
     }
     if record is not None:
         row.update(figure_columns(record))
+    else:
+        row.update(figure_columns({"config": run.config}))
     return row
 
 
@@ -542,6 +626,7 @@ def run_sweep(
         "stale": stale,
         "ok": 0,
         "failed": 0,
+        "trace_changed": 0,
         "interrupted": False,
     }
     if not todo:
@@ -583,11 +668,15 @@ def run_sweep(
                         "finished_at": _now(),
                     }
                 finished.append((run, result, time.monotonic() - t0))
-            store.commit(make_row(run, result, meta) for run, result, _ in finished)
-            for run, result, secs in finished:
-                ok = result["record"] is not None
+            rows = [make_row(run, result, meta) for run, result, _ in finished]
+            store.commit(rows)
+            summary["trace_changed"] += sum(
+                row["trace_sha256"] != run.trace_sha256 for (run, _, _), row in zip(finished, rows)
+            )
+            for (run, _, secs), row in zip(finished, rows):
+                ok = row["status"] == "ok"
                 summary["ok" if ok else "failed"] += 1
-                bar.finished(run, ok, secs, result["error"])
+                bar.finished(run, ok, secs, row["error"])
     except KeyboardInterrupt:
         summary["interrupted"] = True
     finally:
@@ -661,9 +750,10 @@ def sweep(
 
 def frame_of(db: str | Path, runs: list[Run]):
     """The stored rows of ``runs`` as a DataFrame, in grid order."""
-    from xlat.query import load_rows
-
-    df = load_rows(db, hashes=[r.config_hash for r in runs], status=None)
+    hashes = [r.config_hash for r in runs] or [""]
+    df = Store(db).query(
+        f"SELECT * FROM {TABLE} WHERE config_hash IN ({', '.join('?' * len(hashes))})", hashes
+    )
     order = {r.config_hash: i for i, r in enumerate(runs)}
     df = df.assign(_order=df["config_hash"].map(order)).sort_values("_order")
     return df.drop(columns="_order").reset_index(drop=True)

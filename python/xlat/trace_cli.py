@@ -70,6 +70,8 @@ def check_trace_kwargs(trace: str | None, trace_format: str | None) -> None:
         if trace_format is not None:
             raise ValueError("--trace-format needs --trace FILE")
         return
+    if Path(trace).is_dir():
+        raise ValueError(f"--trace {trace}: is a directory, not a trace file")
     if not Path(trace).is_file():
         raise ValueError(f"--trace {trace}: no such file")
 

@@ -339,19 +339,22 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     parse_scaled(
         text,
         1024,
-        &["b", "kib", "mib", "gib", "tib"],
-        &["", "k", "m", "g", "t"],
+        &["b", "kib", "mib", "gib", "tib", "pib"],
+        &["", "k", "m", "g", "t", "p"],
     )
     .or_else(|_| {
         parse_scaled(
             text,
             1024,
-            &["", "kb", "mb", "gb", "tb"],
-            &["b", "kb", "mb", "gb", "tb"],
+            &["", "kb", "mb", "gb", "tb", "pb"],
+            &["b", "kb", "mb", "gb", "tb", "pb"],
         )
     })
     .map_err(|_| {
-        format!("cannot read '{text}' as a size in bytes (examples: 4096, 64KiB, 512MiB, 1GiB)")
+        format!(
+            "cannot read '{text}' as a size in bytes (a whole number of B, KiB, MiB, GiB, TiB \
+             or PiB, such as 4096, 64KiB, 512MiB, 1GiB)"
+        )
     })
 }
 

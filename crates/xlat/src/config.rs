@@ -119,8 +119,21 @@ impl Config {
                 names.join(", ")
             )));
         }
+        if self.sim.refs == 0 {
+            return Err(ConfigError(
+                "sim.refs must be at least 1 (a run of 0 references has no figures)".into(),
+            ));
+        }
         self.workload.validate().map_err(ConfigError)?;
         self.os.validate().map_err(ConfigError)?;
+        // Checked here, up front, rather than when the OS model fragments memory at start-up.
+        if self.os.fmfi_order > crate::os::buddy::MAX_ORDER {
+            return Err(ConfigError(format!(
+                "os.fmfi_order must be at most {} (the buddy allocator's largest order), got {}",
+                crate::os::buddy::MAX_ORDER,
+                self.os.fmfi_order
+            )));
+        }
         self.tlb.validate().map_err(ConfigError)?;
         self.mem.validate().map_err(ConfigError)?;
         self.timing.validate().map_err(ConfigError)?;
@@ -252,14 +265,34 @@ fn coerce_like(old: &toml::Value, new: toml::Value, key: &str) -> Result<toml::V
         ))
     };
     Ok(match (old, &new) {
+        // Every integer key is unsigned.
+        (V::Integer(_), V::Integer(i)) if *i < 0 => {
+            return Err(ConfigError(format!(
+                "'{key}' must not be negative, got {i}"
+            )))
+        }
         (V::Integer(_), V::Integer(_)) => new,
         (V::Integer(_), V::String(s)) => {
-            let parsed = if key.ends_with("_bytes") || key.ends_with("footprint") {
+            let is_size = key.ends_with("_bytes") || key.ends_with("footprint");
+            if s.trim_start().starts_with('-') {
+                return Err(ConfigError(format!(
+                    "'{key}' must not be negative, got '{s}'"
+                )));
+            }
+            let parsed = if is_size {
                 crate::addr::parse_bytes(s)
             } else {
                 crate::addr::parse_count(s).or_else(|_| crate::addr::parse_bytes(s))
             };
-            V::Integer(parsed.map_err(|_| bad("an integer"))? as i64)
+            let value = parsed.map_err(|e| ConfigError(format!("'{key}': {e}")))?;
+            // The configuration tree is TOML, whose integers are signed 64-bit.
+            let value = i64::try_from(value).map_err(|_| {
+                ConfigError(format!(
+                    "'{key}' is at most {} (configuration integers are signed 64-bit), got '{s}'",
+                    i64::MAX
+                ))
+            })?;
+            V::Integer(value)
         }
         (V::Float(_), V::Float(_)) => new,
         (V::Float(_), V::Integer(i)) => V::Float(*i as f64),
@@ -361,5 +394,69 @@ mod tests {
     fn an_unknown_design_is_rejected_with_a_suggestion() {
         let err = Config::resolve(None, &set(&[("sim.design", "radx")])).unwrap_err();
         assert!(err.0.contains("did you mean 'radix'"), "{err}");
+    }
+
+    fn error_of(pairs: &[(&str, &str)]) -> String {
+        Config::resolve(None, &set(pairs)).unwrap_err().0
+    }
+
+    #[test]
+    fn a_negative_integer_is_an_error_naming_the_key() {
+        for v in ["-1MiB", "-1"] {
+            let e = error_of(&[("workload.footprint", v)]);
+            assert!(
+                e.contains("'workload.footprint' must not be negative"),
+                "{e}"
+            );
+        }
+        let e = error_of(&[("sim.seed", "-3")]);
+        assert!(e.contains("'sim.seed' must not be negative"), "{e}");
+    }
+
+    #[test]
+    fn a_value_beyond_the_signed_64_bit_range_is_an_error_not_a_wrapped_number() {
+        let e = error_of(&[("sim.seed", "18446744073709551615")]);
+        assert!(
+            e.contains("'sim.seed' is at most 9223372036854775807"),
+            "{e}"
+        );
+        let cfg = Config::resolve(None, &set(&[("sim.seed", "9223372036854775807")])).unwrap();
+        assert_eq!(cfg.sim.seed, i64::MAX as u64);
+    }
+
+    #[test]
+    fn sizes_accept_pib_and_a_bad_size_says_which_units_exist() {
+        assert_eq!(crate::addr::parse_bytes("1PiB"), Ok(1 << 50));
+        // 1 PiB is a size, but not a footprint the generators support: the error says why.
+        let e = error_of(&[("workload.footprint", "1PiB")]);
+        assert!(
+            e.contains("at most 1TiB") && e.contains("got 1024TiB"),
+            "{e}"
+        );
+        let e = error_of(&[("workload.footprint", "1EiB")]);
+        assert!(
+            e.contains("'workload.footprint'") && e.contains("PiB"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn zero_refs_and_a_fragmentation_order_above_the_allocators_are_config_errors() {
+        assert!(error_of(&[("sim.refs", "0")]).contains("sim.refs must be at least 1"));
+        let e = error_of(&[("os.fmfi_order", "40")]);
+        assert!(e.contains("os.fmfi_order must be at most 18"), "{e}");
+    }
+
+    #[test]
+    fn mehpt_chunk_bytes_must_be_a_power_of_two_and_errors_name_their_design() {
+        for v in ["0", "3000"] {
+            let e = error_of(&[("mehpt.chunk_bytes", v)]);
+            assert!(
+                e.contains("mehpt.chunk_bytes must be a power of two"),
+                "{e}"
+            );
+        }
+        let e = error_of(&[("mehpt.upsize_occupancy", "0.1")]);
+        assert!(e.starts_with("mehpt.upsize_occupancy (0.1) must be"), "{e}");
     }
 }

@@ -6,7 +6,7 @@
 //! between a design's translation and the OS model's mapping aborts the run with
 //! [`SimError::Oracle`]: a mismatch is a bug, never a statistic.
 
-use crate::addr::{Asid, Mapping, Vaddr, Vpn};
+use crate::addr::{Asid, Mapping, Vaddr, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT};
 use crate::config::Config;
 use crate::designs::{build_and_visit, Design, DesignVisitor};
 use crate::mem::MemSystem;
@@ -59,10 +59,19 @@ struct Counters {
     stores: u64,
     ifetches: u64,
     instructions: u64,
+    /// Walks after a TLB miss (including those that found no translation and faulted).
     walks: u64,
     walk_mem_accesses: u64,
     walk_cycles: u64,
+    /// TLB-miss walks that found no translation (each is followed by a page fault).
     fault_walks: u64,
+    /// Walks repeated after a page fault (demand paging or a store to a read-only page): they
+    /// cost cycles but are not TLB-miss walks, so they stay out of `walks` and its averages.
+    post_fault_walks: u64,
+    post_fault_walk_mem_accesses: u64,
+    post_fault_walk_cycles: u64,
+    /// References whose bytes span two pages (each page is translated).
+    page_crossing_refs: u64,
     oracle_checked: u64,
     syscalls: u64,
 }
@@ -265,17 +274,35 @@ impl<D: Design> Sim<D> {
     }
 
     /// Walk, and on an unmapped page take the fault and walk again. Returns the translation and
-    /// the walk cycles.
+    /// the walk cycles. `after_fault` says the first walk already follows a page fault (a store
+    /// to a read-only page); such walks, and every repeat after a fault, are counted as
+    /// post-fault walks, apart from the TLB-miss walks.
     #[inline]
-    fn walk(&mut self, va: Vaddr, kind: AccessKind) -> Result<(Mapping, u64), SimError> {
+    fn walk(
+        &mut self,
+        va: Vaddr,
+        kind: AccessKind,
+        after_fault: bool,
+    ) -> Result<(Mapping, u64), SimError> {
         let vpn = va.vpn();
         let mut cycles = 0u64;
         for attempt in 0..2 {
-            let w = self.design.walk(self.asid, vpn, &mut self.mem);
+            let post_fault = after_fault || attempt == 1;
+            let w = if post_fault {
+                self.design.walk_after_fault(self.asid, vpn, &mut self.mem)
+            } else {
+                self.design.walk(self.asid, vpn, &mut self.mem)
+            };
             if !D::PERFECT_TLB {
-                self.c.walks += 1;
-                self.c.walk_mem_accesses += w.mem_accesses as u64;
-                self.c.walk_cycles += w.latency_cycles as u64;
+                if post_fault {
+                    self.c.post_fault_walks += 1;
+                    self.c.post_fault_walk_mem_accesses += w.mem_accesses as u64;
+                    self.c.post_fault_walk_cycles += w.latency_cycles as u64;
+                } else {
+                    self.c.walks += 1;
+                    self.c.walk_mem_accesses += w.mem_accesses as u64;
+                    self.c.walk_cycles += w.latency_cycles as u64;
+                }
                 cycles += w.latency_cycles as u64;
             }
             if let Some(m) = w.mapping {
@@ -318,6 +345,13 @@ impl<D: Design> Sim<D> {
             AccessKind::Store => self.c.stores += 1,
             AccessKind::IFetch => self.c.ifetches += 1,
         }
+        self.reference(kind, va)
+    }
+
+    /// The translation and data access of the page holding `va` (a reference, or the second
+    /// page of a page-crossing one); counts no reference.
+    #[inline(always)]
+    fn reference(&mut self, kind: AccessKind, va: Vaddr) -> Result<(), SimError> {
         if D::PERFECT_TLB || kind == AccessKind::IFetch {
             return self.access_general(kind, va);
         }
@@ -341,6 +375,33 @@ impl<D: Design> Sim<D> {
         Ok(())
     }
 
+    /// The second page of a reference whose bytes span two 4 KiB pages (its first page has been
+    /// handled by [`Sim::access`]). Hardware translates both pages, so an unmapped or protected
+    /// second page faults; the engine does the same: when the second page lies in another
+    /// mapping than the first, it is translated (TLBs, walk, fault, oracle) and its first line
+    /// accessed like a reference, though not counted as one (`refs` counts trace references;
+    /// `page_crossing_refs` counts these). Inside one huge page the single translation covers
+    /// both pages and nothing more happens.
+    #[cold]
+    #[inline(never)]
+    fn second_page(
+        &mut self,
+        kind: AccessKind,
+        first: Vaddr,
+        second: Vaddr,
+    ) -> Result<(), SimError> {
+        self.c.page_crossing_refs += 1;
+        let second_vpn = second.vpn().0;
+        let covered = self
+            .os
+            .translate(self.asid, first.vpn())
+            .is_some_and(|m| second_vpn - m.vpn.0 < m.size.bytes() >> BASE_PAGE_SHIFT);
+        if covered {
+            return Ok(());
+        }
+        self.reference(kind, second)
+    }
+
     /// A reference that is not an L1 DTLB hit (an instruction fetch, an L1 miss, or any
     /// reference under `perfect_tlb`). Its L1 probe (if any) has been made and missed.
     #[inline(never)]
@@ -349,7 +410,7 @@ impl<D: Design> Sim<D> {
         let vpn = va.vpn();
         let ifetch = kind == AccessKind::IFetch;
         let (m, xlat_cycles) = if D::PERFECT_TLB {
-            let (m, _) = self.walk(va, kind)?;
+            let (m, _) = self.walk(va, kind, false)?;
             (m, 0)
         } else {
             let outcome = if ifetch {
@@ -367,7 +428,7 @@ impl<D: Design> Sim<D> {
                     (m, self.mmu.l2_latency_cycles as u64)
                 }
                 TlbOutcome::Miss => {
-                    let (m, walk_cycles) = self.walk(va, kind)?;
+                    let (m, walk_cycles) = self.walk(va, kind, false)?;
                     self.mmu.fill(self.asid, m, ifetch);
                     (m, self.mmu.l2_latency_cycles as u64 + walk_cycles)
                 }
@@ -400,7 +461,7 @@ impl<D: Design> Sim<D> {
             .map_err(|e| self.os_err(e))?;
         self.apply_changes().map_err(|e| self.os_err(e))?;
         let m = if !D::PERFECT_TLB {
-            let (wm, wc) = self.walk(va, kind)?;
+            let (wm, wc) = self.walk(va, kind, true)?;
             self.mmu.fill(self.asid, wm, false);
             xlat_cycles += wc;
             wm
@@ -497,8 +558,17 @@ impl<D: Design> Runner for Sim<D> {
                 self.pos += 1;
                 match ev {
                     Event::Access {
-                        kind, va, instrs, ..
-                    } => self.access(kind, va, instrs)?,
+                        kind,
+                        va,
+                        size,
+                        instrs,
+                    } => {
+                        self.access(kind, va, instrs)?;
+                        let last = Vaddr(va.0.saturating_add(size.max(1) as u64 - 1));
+                        if last.vpn() != va.vpn() {
+                            self.second_page(kind, va, Vaddr(last.0 & !(BASE_PAGE_BYTES - 1)))?;
+                        }
+                    }
                     Event::Thread { .. } => {}
                     other => self.handle_syscall(other)?,
                 }
@@ -533,6 +603,7 @@ impl<D: Design> Runner for Sim<D> {
         r.put_u64("ifetches", c.ifetches);
         r.put_u64("events", c.events);
         r.put_u64("syscalls", c.syscalls);
+        r.put_u64("page_crossing_refs", c.page_crossing_refs);
         r.insert(
             "ended_by".into(),
             Value::from(if self.truncated_by_refs {
@@ -567,6 +638,9 @@ impl<D: Design> Runner for Sim<D> {
             w.put_f64("avg_cycles", ratio(c.walk_cycles, c.walks));
             w.put_f64("avg_mem_accesses", ratio(c.walk_mem_accesses, c.walks));
             w.put_u64("fault_walks", c.fault_walks);
+            w.put_u64("post_fault_count", c.post_fault_walks);
+            w.put_u64("post_fault_mem_accesses", c.post_fault_walk_mem_accesses);
+            w.put_u64("post_fault_cycles", c.post_fault_walk_cycles);
         }
         self.timing.stats(
             &self.cfg.timing,
@@ -834,5 +908,112 @@ mod tests {
             SimError::Oracle(msg) => assert!(msg.contains("the OS model maps"), "{msg}"),
             other => panic!("expected an oracle error, got {other}"),
         }
+    }
+
+    /// Events from a list (the engine's input without a trace file).
+    struct Events(std::vec::IntoIter<Event>);
+
+    impl EventSource for Events {
+        fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError> {
+            let before = out.len();
+            out.extend(self.0.by_ref().take(max));
+            Ok(out.len() - before)
+        }
+        fn name(&self) -> String {
+            "events".into()
+        }
+    }
+
+    fn run_events(design: &str, events: Vec<Event>) -> Result<Value, SimError> {
+        run(&small(design), Box::new(Events(events.into_iter())))
+    }
+
+    fn load(va: u64, size: u8) -> Event {
+        Event::Access {
+            kind: AccessKind::Load,
+            va: Vaddr(va),
+            size,
+            instrs: 1,
+        }
+    }
+
+    const RW: u32 = crate::trace::prot::READ | crate::trace::prot::WRITE;
+
+    #[test]
+    fn an_access_crossing_into_an_unmapped_page_faults_like_hardware() {
+        // One mapped page, then a 64-byte load whose last 8 bytes lie in the next (unmapped)
+        // page: hardware translates both pages and faults on the second.
+        let base = 0x7000_0000_0000u64;
+        let events = vec![
+            Event::Mmap {
+                addr: Vaddr(base),
+                len: 4096,
+                prot: RW,
+                flags: 0,
+            },
+            load(base + 4096 - 56, 64),
+        ];
+        for design in ["radix", "perfect_tlb", "ecpt"] {
+            match run_events(design, events.clone()) {
+                Err(SimError::Os { event: 1, .. }) => {}
+                other => panic!("{design}: expected an OS error at event 1, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn an_access_crossing_two_mapped_pages_translates_both() {
+        let base = 0x7000_0000_0000u64;
+        let events = vec![
+            Event::Mmap {
+                addr: Vaddr(base),
+                len: 2 * 4096,
+                prot: RW,
+                flags: 0,
+            },
+            load(base + 4096 - 8, 16),
+        ];
+        let r = run_events("radix", events).unwrap();
+        assert_eq!(r["refs"], 1);
+        assert_eq!(r["page_crossing_refs"], 1);
+        // Both pages were faulted in and walked after a TLB miss each.
+        assert_eq!(r["os"]["page_faults"], 2);
+        assert_eq!(r["walk"]["count"], 2);
+    }
+
+    #[test]
+    fn hashed_designs_count_post_fault_walks_apart_from_their_per_walk_figures() {
+        for design in ["ecpt", "mehpt"] {
+            let r = run_workload(&small(design)).unwrap();
+            let (walk, own) = (&r["walk"], &r[design]);
+            assert_eq!(own["walks"], walk["count"], "{design}");
+            assert_eq!(
+                own["post_fault_walks"], walk["post_fault_count"],
+                "{design}"
+            );
+            assert!(walk["post_fault_count"].as_u64().unwrap() > 0, "{design}");
+        }
+    }
+
+    #[test]
+    fn walk_counts_and_averages_cover_tlb_miss_walks_and_post_fault_walks_are_apart() {
+        let r = run_workload(&small("radix")).unwrap();
+        let walk = &r["walk"];
+        let tlb = &r["tlb"];
+        let misses = tlb["l2_misses"].as_u64().unwrap() + tlb["itlb_l2_misses"].as_u64().unwrap();
+        assert_eq!(walk["count"].as_u64().unwrap(), misses);
+        assert!(walk["fault_walks"].as_u64().unwrap() > 0);
+        // Every demand fault is followed by one repeated walk.
+        assert_eq!(walk["post_fault_count"], walk["fault_walks"]);
+        let avg = walk["avg_mem_accesses"].as_f64().unwrap();
+        let want = walk["mem_accesses"].as_f64().unwrap() / misses as f64;
+        assert_eq!(avg, want);
+        // Every TLB-miss walk probes the PWCs except the very first, made before the process
+        // has a page table.
+        assert_eq!(r["radix"]["pwc_lookups"].as_u64().unwrap(), misses - 1);
+        assert_eq!(
+            r["radix"]["pwc_post_fault_lookups"],
+            walk["post_fault_count"]
+        );
     }
 }

@@ -75,6 +75,49 @@ fn a_generated_workload_round_trips_through_a_native_file() {
     assert_eq!(d["vmas_inferred"], false);
 }
 
+/// The byte ranges of a native file's chunks (header and payload), in file order.
+fn chunk_ranges(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let mut at = 16 + word(12) + 4;
+    let mut out = Vec::new();
+    while &bytes[at..at + 4] == b"CHNK" {
+        let end = at + 20 + word(at + 12);
+        out.push(at..end);
+        at = end;
+    }
+    out
+}
+
+#[test]
+fn two_swapped_chunks_are_detected_at_the_first_of_them() {
+    let (_, bytes) = real_trace();
+    let chunks = chunk_ranges(&bytes);
+    assert!(chunks.len() >= 3);
+    let (a, b) = (chunks[0].clone(), chunks[1].clone());
+    let mut swapped = bytes[..a.start].to_vec();
+    swapped.extend_from_slice(&bytes[b.clone()]);
+    swapped.extend_from_slice(&bytes[a.clone()]);
+    swapped.extend_from_slice(&bytes[b.end..]);
+    assert_eq!(swapped.len(), bytes.len());
+    let e = read_bytes(&swapped, "swapped.xlat").unwrap_err();
+    assert_eq!(e.offset, Some(a.start as u64 + 16), "{e}");
+    assert!(e.problem.contains("chunk 0: checksum mismatch"), "{e}");
+    assert!(e.problem.contains("out of place"), "{e}");
+}
+
+#[test]
+fn a_version_1_trace_is_still_read() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/sort.xlat");
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(
+        u16::from_le_bytes([bytes[8], bytes[9]]),
+        1,
+        "the committed trace is version 1"
+    );
+    let ev = read_bytes(&bytes, path).unwrap();
+    assert!(ev.len() > 100_000);
+}
+
 #[test]
 fn a_trace_cut_at_any_offset_is_an_error_naming_the_file_and_offset() {
     let (ev, bytes) = real_trace();
@@ -263,6 +306,38 @@ fn a_champsim_trace_cut_mid_record_or_corrupted_is_an_error() {
         .err()
         .unwrap();
     assert!(e.problem.contains("decompress"), "{e}");
+}
+
+#[test]
+fn a_champsim_file_of_random_bytes_is_refused_up_front_naming_the_file_and_offset() {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let random: Vec<u8> = (0..64_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let p = tmp("random.champsim");
+    std::fs::write(&p, &random).unwrap();
+    let e = xlat::trace::open(p.to_str().unwrap(), None)
+        .err()
+        .expect("random bytes accepted as a ChampSim trace");
+    assert_eq!(e.source, p.to_str().unwrap());
+    assert!(e.problem.contains("is not a ChampSim record"), "{e}");
+    assert_eq!(e.offset.unwrap() % 64, 0, "{e}");
+    // One bad flag byte in an otherwise good trace: refused at that record.
+    let ev = generated("gups", 200);
+    let mut plain = Vec::new();
+    write_champsim(&mut plain, ev.iter().copied()).unwrap();
+    plain[3 * 64 + 9] = 2;
+    std::fs::write(&p, &plain).unwrap();
+    let e = ChampSimReader::open(p.to_str().unwrap(), Variant::ChampSim)
+        .err()
+        .unwrap();
+    assert_eq!(e.offset, Some(3 * 64), "{e}");
+    assert!(e.problem.contains("branch_taken byte is 0x02"), "{e}");
 }
 
 #[test]

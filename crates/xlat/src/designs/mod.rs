@@ -89,6 +89,14 @@ pub trait Design: Sized + Send {
     fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping);
     /// Translate `vpn` after a TLB miss.
     fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult;
+    /// Translate `vpn` again after the OS resolved a page fault on it (the faulting reference's
+    /// repeated walk). Must behave exactly as [`Design::walk`] (same state changes, same
+    /// result); a design whose statistics describe TLB-miss walks (rates, averages) counts this
+    /// walk apart from them.
+    #[inline]
+    fn walk_after_fault(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+        self.walk(asid, vpn, mem)
+    }
     /// Page-table memory held.
     fn footprint(&self) -> PtFootprint;
     /// Write design-specific statistics (into the section named after the design).

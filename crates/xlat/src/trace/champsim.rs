@@ -154,6 +154,55 @@ impl Records {
     }
 }
 
+/// Memory operands at or above this address cannot be user-space addresses (57 bits is the
+/// widest x86-64 virtual address space); a record holding one is not a ChampSim record.
+pub const MAX_OPERAND_ADDR: u64 = 1 << 57;
+
+/// Reject a record that cannot be a ChampSim record, naming its offset: its two flag bytes
+/// (`is_branch`, `branch_taken`) are C++ bools (0 or 1), and its memory operands are user-space
+/// addresses. Random or misaligned bytes fail this within the first few records, so
+/// `trace info` and `run` refuse such a file up front (ChampSim files have no magic number).
+fn check_record(records: &Records, rec: &[u8], variant: Variant) -> Result<(), SourceError> {
+    let offset = records.pos - rec.len() as u64;
+    let index = records.index - 1;
+    for (name, byte) in [("is_branch", rec[8]), ("branch_taken", rec[9])] {
+        if byte > 1 {
+            return Err(records.err(
+                offset,
+                format!(
+                    "record {index} is not a {} record: its {name} byte is 0x{byte:02x} \
+                     (0 or 1 in a real trace; is this the right file and --trace-format?)",
+                    variant_name(variant)
+                ),
+            ));
+        }
+    }
+    let ((doff, dn), (soff, sn)) = variant.layout();
+    for (off, n) in [(soff, sn), (doff, dn)] {
+        for i in 0..n {
+            let a = addr_at(rec, off + 8 * i);
+            if a >= MAX_OPERAND_ADDR {
+                return Err(records.err(
+                    offset,
+                    format!(
+                        "record {index} is not a {} record: memory operand {a:#x} is not a \
+                         user-space address (at most 57 bits)",
+                        variant_name(variant)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn variant_name(v: Variant) -> &'static str {
+    match v {
+        Variant::ChampSim => "ChampSim",
+        Variant::CloudSuite => "CloudSuite",
+    }
+}
+
 fn addr_at(rec: &[u8], off: usize) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&rec[off..off + 8]);
@@ -186,6 +235,7 @@ impl ChampSimReader {
         let ((doff, dn), (soff, sn)) = variant.layout();
         let mut pages: HashSet<u64> = HashSet::new();
         while records.next(&mut rec)? {
+            check_record(&records, &rec, variant)?;
             for (off, n) in [(soff, sn), (doff, dn)] {
                 for i in 0..n {
                     let a = addr_at(&rec, off + 8 * i);

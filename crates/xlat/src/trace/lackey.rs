@@ -32,6 +32,10 @@ pub struct LackeyDecoder {
     syscalls: u64,
     inferred: u64,
     line: u64,
+    /// The first half of each thread's pending asynchronous system call (`PID,TID](NR) sys_x (
+    /// ARGS ) --> [async] ...`), keyed by `PID,TID`: its completion line elides the arguments.
+    /// At most one entry per thread.
+    async_calls: std::collections::HashMap<String, String>,
 }
 
 fn hex(s: &str) -> Option<u64> {
@@ -185,9 +189,38 @@ impl LackeyDecoder {
             return Ok(()); // valgrind's own messages
         };
         let Some(res) = rest.split("Success(").nth(1) else {
-            return Ok(()); // failed, or the first half of an async call
+            // Failed, or the first half of an asynchronous call: keep its arguments for the
+            // completion line.
+            if rest.contains("--> [async]") {
+                if let Some((thread, _)) = rest.split_once(']') {
+                    self.async_calls
+                        .insert(thread.to_string(), rest.to_string());
+                }
+            }
+            return Ok(());
         };
-        let result = num(res.trim_end().trim_end_matches(')')).ok_or("bad result")?;
+        // Another thread's output can continue on the same line right after the result (seen
+        // after `clone`: the new thread runs before valgrind ends the line). The result ends at
+        // its ')'; what follows is decoded as a line of its own, after the system call.
+        let (res, tail) = res.split_once(')').unwrap_or((res.trim_end(), ""));
+        let result = num(res).ok_or("bad result")?;
+        self.syscall(rest, result, emit)?;
+        let tail = tail.strip_prefix(' ').unwrap_or(tail);
+        if tail.trim().is_empty() {
+            Ok(())
+        } else {
+            self.decode_line(tail, emit)
+        }
+    }
+
+    /// A completed system call (`rest`: the line after `SYSCALL[`) that returned `result`.
+    fn syscall(
+        &mut self,
+        rest: &str,
+        result: u64,
+        emit: &mut impl FnMut(Event) -> std::io::Result<()>,
+    ) -> Result<(), String> {
+        let io = |e: std::io::Error| format!("cannot write the trace: {e}");
         let nr = rest
             .split_once("](")
             .and_then(|(_, r)| r.split(')').next())
@@ -196,6 +229,19 @@ impl LackeyDecoder {
         if !matches!(nr, 9..=12 | 25 | 28) {
             return Ok(());
         }
+        // The completion of an asynchronous call elides its arguments (`(NR) ... [async] -->
+        // Success(..)`): they are on the thread's first half.
+        let first_half;
+        let rest = if !rest.contains(" ( ") && rest.contains("[async] -->") {
+            let thread = rest.split_once(']').map_or("", |(t, _)| t);
+            first_half = self
+                .async_calls
+                .remove(thread)
+                .ok_or("the completion of an asynchronous call whose start was not seen")?;
+            first_half.as_str()
+        } else {
+            rest
+        };
         let open = rest.find(" ( ");
         let close = open.and_then(|a| rest[a..].find(" )").map(|z| a + z));
         let args: Vec<u64> = match (open, close) {
@@ -267,6 +313,51 @@ impl LackeyDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn another_threads_record_on_the_line_of_a_clone_result_is_decoded_not_an_error() {
+        let text = "SYSCALL[29807,1](56) sys_clone ( 3d0f00, 0x5229f70, 0x522a990, 0x522a990, \
+                    0x522a6c0 ) --> [pre-success] Success(0x7472) I  0494db42,3\n\
+                    SYSCALL[1,1](12) sys_brk ( 0x0 ) --> [pre-success] Success(0x4035000)  L 04035000,8\n";
+        let mut d = LackeyDecoder::new();
+        let mut ev = Vec::new();
+        d.push(text.as_bytes(), |e| {
+            ev.push(e);
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        d.finish(|e| {
+            ev.push(e);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(d.accesses(), 1);
+        let kinds: Vec<String> = ev.iter().map(|e| format!("{e:?}")).collect();
+        assert!(kinds[0].starts_with("Brk"), "{kinds:?}");
+        assert!(kinds.iter().any(|k| k.starts_with("Access")), "{kinds:?}");
+    }
+
+    #[test]
+    fn an_asynchronous_madvise_takes_its_arguments_from_its_first_half() {
+        let text = "SYSCALL[9849,2](28) sys_madvise ( 0x4835000, 8192, 4 ) --> [async] ... \n\
+                    SYSCALL[9849,1](0) sys_read ( 4, 0x1, 832 ) --> [async] ... \n\
+                    SYSCALL[9849,2](28) ... [async] --> Success(0x0) \n";
+        let mut d = LackeyDecoder::new();
+        let mut ev = Vec::new();
+        d.push(text.as_bytes(), |e| {
+            ev.push(e);
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            ev,
+            vec![Event::Madvise {
+                addr: Vaddr(0x4835000),
+                len: 8192,
+                advice: 4
+            }]
+        );
+    }
 
     #[test]
     fn lackey_lines_become_events_with_inferred_pages_for_the_startup_areas() {

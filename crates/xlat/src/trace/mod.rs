@@ -8,6 +8,7 @@
 use crate::addr::Vaddr;
 use std::fmt;
 
+pub mod background;
 pub mod champsim;
 pub mod info;
 pub mod lackey;

@@ -17,8 +17,24 @@ use std::io::{self, Read, Write};
 
 /// First 8 bytes of every native trace.
 pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
-/// Format version this module writes and reads.
-pub const VERSION: u16 = 1;
+/// Format version this module writes. Version 2 chunk checksums cover the chunk's sequence
+/// number, so swapped or repeated chunks are detected where they are; version 1 files (the chunk
+/// checksum covers the payload only) are still read.
+pub const VERSION: u16 = 2;
+
+/// Oldest format version this module reads.
+pub const OLDEST_VERSION: u16 = 1;
+
+/// The chunk checksum: CRC-32 of the chunk's sequence number (u32 LE, from 0) followed by its
+/// uncompressed payload (version 2), or of the payload alone (version 1).
+fn chunk_crc(version: u16, index: u32, raw: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    if version >= 2 {
+        h.update(&index.to_le_bytes());
+    }
+    h.update(raw);
+    h.finalize()
+}
 /// Header flag: chunk payloads are zstd-compressed (otherwise stored raw).
 pub const FLAG_ZSTD: u16 = 1;
 /// Most records one chunk may hold.
@@ -205,7 +221,7 @@ impl<W: Write> NativeWriter<W> {
         if self.in_chunk == 0 {
             return Ok(());
         }
-        let crc = crc32fast::hash(&self.raw);
+        let crc = chunk_crc(VERSION, self.totals.chunks, &self.raw);
         let stored: &[u8] = match self.compressor.as_mut() {
             Some(c) => {
                 self.packed.clear();
@@ -305,6 +321,8 @@ pub struct NativeReader<R: Read> {
     left: u32,
     chunk_start: u64,
     chunk_index: u32,
+    /// Format version of the file (from its header).
+    version: u16,
     chunk_records: u32,
     prev_va: u64,
     seen: Totals,
@@ -331,6 +349,7 @@ impl<R: Read> NativeReader<R> {
             left: 0,
             chunk_start: 0,
             chunk_index: 0,
+            version: VERSION,
             chunk_records: 0,
             prev_va: 0,
             seen: Totals::default(),
@@ -411,14 +430,16 @@ impl<R: Read> NativeReader<R> {
             ));
         }
         let version = u16::from_le_bytes([h[8], h[9]]);
-        if version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(self.err(
                 8,
                 format!(
-                    "unsupported format version {version} (this build reads version {VERSION})"
+                    "unsupported format version {version} (this build reads versions \
+                     {OLDEST_VERSION} to {VERSION})"
                 ),
             ));
         }
+        self.version = version;
         self.flags = u16::from_le_bytes([h[10], h[11]]);
         if self.flags & !FLAG_ZSTD != 0 {
             return Err(self.err(10, format!("unknown header flags {:#06x}", self.flags)));
@@ -547,11 +568,13 @@ impl<R: Read> NativeReader<R> {
         } else {
             self.raw.extend_from_slice(&self.stored);
         }
-        if crc32fast::hash(&self.raw) != crc {
-            return Err(self.err(
-                start + 16,
-                format!("chunk {idx}: checksum mismatch: the chunk is corrupted"),
-            ));
+        if chunk_crc(self.version, idx, &self.raw) != crc {
+            let why = if self.version >= 2 {
+                "the chunk is corrupted, or out of place (moved, swapped or repeated)"
+            } else {
+                "the chunk is corrupted"
+            };
+            return Err(self.err(start + 16, format!("chunk {idx}: checksum mismatch: {why}")));
         }
         self.rpos = 0;
         self.left = records;

@@ -140,7 +140,8 @@ pub fn open(path: &str, format: Option<TraceFormat>) -> Result<Box<dyn EventSour
             describe["vma_heuristic"] = r.heuristic().into();
             describe["inferred_vmas"] = r.vma_count().into();
             r.set_describe(describe);
-            Ok(Box::new(r))
+            // Decompressing dominates reading a ChampSim trace: do it alongside the simulation.
+            Ok(Box::new(super::background::Background::new(Box::new(r))))
         }
     }
 }

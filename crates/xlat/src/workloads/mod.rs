@@ -88,8 +88,9 @@ impl WorkloadConfig {
         }
         if self.footprint > 1 << 40 {
             return Err(format!(
-                "workload.footprint must be at most 1TiB, got {}",
-                self.footprint
+                "workload.footprint must be at most 1TiB (the limit of the built-in workloads), \
+                 got {}",
+                crate::addr::format_bytes(self.footprint)
             ));
         }
         if !(1..=1024).contains(&self.degree) {

@@ -145,8 +145,9 @@ impl EcptConfig {
         let (down, up) = (self.downsize_occupancy, self.upsize_occupancy);
         if !(down >= 0.0 && down * 2.0 < up && up < 1.0) {
             return Err(format!(
-                "need 0 <= downsize_occupancy, 2 * downsize_occupancy < upsize_occupancy < 1 (a \
-                 resize must not immediately trigger the opposite one), got {down} and {up}"
+                "upsize_occupancy ({up}) must be below 1 and above twice downsize_occupancy \
+                 ({down}), which must be at least 0 (a resize must not immediately trigger the \
+                 opposite one)"
             ));
         }
         if self.max_kicks == 0 {
@@ -286,7 +287,10 @@ pub struct HashedPt {
     pud_cwc: AssocCache,
     /// Counters of tables already freed, per table kind.
     retired: [TableStats; TABLES],
+    /// Counters of TLB-miss walks (what the per-walk figures describe).
     c: WalkCounters,
+    /// Counters of the walks repeated after a page fault (see [`HashedPt::walk_after_fault`]).
+    post_fault: WalkCounters,
     l2p_used_max: u32,
     /// An error met while unmapping (which cannot report one), returned by the next map.
     deferred: Option<OsError>,
@@ -320,6 +324,7 @@ impl HashedPt {
             ),
             retired: Default::default(),
             c: WalkCounters::default(),
+            post_fault: WalkCounters::default(),
             l2p_used_max: 0,
             deferred: None,
         }
@@ -527,6 +532,16 @@ impl HashedPt {
 
     /// Translate `vpn` (see the module doc of `ecpt` for the walk).
     #[inline]
+    /// The walk repeated after a page fault: exactly [`HashedPt::walk`], counted apart so that
+    /// `walks`, `probes_per_walk` and the CWC rates describe TLB-miss walks.
+    pub fn walk_after_fault(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+        std::mem::swap(&mut self.c, &mut self.post_fault);
+        let w = self.walk(asid, vpn, mem);
+        std::mem::swap(&mut self.c, &mut self.post_fault);
+        w
+    }
+
+    /// Translate `vpn` (a TLB-miss walk).
     pub fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
         self.c.walks += 1;
         let pre = self.params.pre_probe_cycles;
@@ -667,6 +682,7 @@ impl HashedPt {
         s.put_u64("pt_bytes_final", fp.bytes);
         let c = &self.c;
         s.put_u64("walks", c.walks);
+        s.put_u64("post_fault_walks", self.post_fault.walks);
         s.put_u64("probes", c.probes);
         s.put_f64("probes_per_walk", ratio(c.probes, c.walks));
         s.put_u64("cwt_reads", c.cwt_reads);
@@ -806,6 +822,15 @@ macro_rules! forward_design_to_hashed_pt {
             mem: &mut $crate::mem::MemSystem,
         ) -> $crate::designs::WalkResult {
             self.0.walk(asid, vpn, mem)
+        }
+
+        fn walk_after_fault(
+            &mut self,
+            asid: $crate::addr::Asid,
+            vpn: $crate::addr::Vpn,
+            mem: &mut $crate::mem::MemSystem,
+        ) -> $crate::designs::WalkResult {
+            self.0.walk_after_fault(asid, vpn, mem)
         }
 
         #[inline]

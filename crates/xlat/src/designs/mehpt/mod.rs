@@ -165,8 +165,8 @@ impl MehptConfig {
                 "in_place = true needs l2p = true (a contiguous way cannot grow in place)".into(),
             );
         }
-        if !self.dynamic_chunks && (!self.chunk_bytes.is_power_of_two() || self.chunk_bytes < 8192)
-        {
+        // Checked even with dynamic chunks (where it is unused): a bad value is a typo either way.
+        if !self.chunk_bytes.is_power_of_two() || self.chunk_bytes < 8192 {
             return Err(format!(
                 "chunk_bytes must be a power of two of at least 8 KiB, got {}",
                 self.chunk_bytes

@@ -6,7 +6,13 @@
 //! one entry per level, each read dependent on the previous one, through the data-cache hierarchy
 //! (entering at L2 by default), so page-table lines compete with data. Page-walk caches (PWCs), one
 //! per upper level, cache entries that point to the next node: a hit in the PWC of the deepest
-//! level skips every level above it. All PWCs are probed in parallel (one latency).
+//! level skips every level above it. All PWCs are probed in parallel (one latency), so every PWC
+//! that hits counts the use: an upper-level entry stays recent while a region is hot in a deeper
+//! PWC (it is not aged out behind the deeper hit).
+//!
+//! PWC statistics (`pwc_lookups`, `pwc_<level>_hits`, `pwc_<level>_miss_rate`) count the walks
+//! after a TLB miss; the walk the engine repeats after a page fault updates the PWCs the same way
+//! but is counted apart (`pwc_post_fault_lookups`), so the rates describe TLB-miss walks.
 //!
 //! ## Configuration
 //! `[radix]`: `levels` (4 or 5), `pwc_levels` (how many upper levels, counted from the page
@@ -94,8 +100,12 @@ impl RadixConfig {
 struct PageWalkCaches {
     pwcs: Vec<AssocCache>,
     latency_cycles: u32,
+    /// `hits[j]`: TLB-miss walks whose deepest PWC hit was `pwcs[j]` (the hit the walk used).
     hits: Vec<u64>,
+    /// TLB-miss walks that probed the PWCs.
     lookups: u64,
+    /// Walks repeated after a page fault that probed the PWCs (not in `hits` / `lookups`).
+    post_fault_lookups: u64,
 }
 
 #[inline]
@@ -117,6 +127,7 @@ impl PageWalkCaches {
             latency_cycles: cfg.pwc_latency_cycles,
             hits: vec![0; n],
             lookups: 0,
+            post_fault_lookups: 0,
         }
     }
 }
@@ -128,33 +139,17 @@ pub struct Radix {
     walks: u64,
 }
 
-impl Design for Radix {
-    type Config = RadixConfig;
-
-    fn new(cfg: &RadixConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
-        Ok(Radix {
-            table: RadixTable::new(cfg.levels),
-            pwc: PageWalkCaches::new(cfg),
-            walks: 0,
-        })
-    }
-
-    fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
-        self.table.map(phys, asid, m)
-    }
-
-    fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
-        let pwcs = &mut self.pwc.pwcs;
-        self.table.unmap(phys, asid, m, |level| {
-            // A freed node must not be reachable through a stale PWC entry.
-            if let Some(c) = pwcs.get_mut(level as usize) {
-                c.remove(pwc_key(asid, m.vpn, level));
-            }
-        });
-    }
-
+impl Radix {
+    /// A walk of `vpn`; `after_fault` says it is the engine's repeat after a page fault, whose
+    /// PWC probes are counted apart from TLB-miss walks (the PWCs are used and filled alike).
     #[inline]
-    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+    fn walk_counted(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        mem: &mut MemSystem,
+        after_fault: bool,
+    ) -> WalkResult {
         self.walks += 1;
         let Some(root) = self.table.root(asid) else {
             return WalkResult {
@@ -167,13 +162,21 @@ impl Design for Radix {
         let mut start = (root, self.table.levels() - 1);
         if !self.pwc.pwcs.is_empty() {
             latency += self.pwc.latency_cycles;
-            self.pwc.lookups += 1;
-            // The deepest hit wins: it skips the most levels.
-            for j in 0..self.pwc.pwcs.len() {
+            // All PWCs are probed in parallel, so each one that hits counts the use (keeps its
+            // entry recent); the deepest hit is the one the walk starts from.
+            let mut deepest = None;
+            for j in (0..self.pwc.pwcs.len()).rev() {
                 if let Some(node) = self.pwc.pwcs[j].get(pwc_key(asid, vpn, j as u32)) {
-                    self.pwc.hits[j] += 1;
+                    deepest = Some(j);
                     start = (node as u32, j as u32);
-                    break;
+                }
+            }
+            if after_fault {
+                self.pwc.post_fault_lookups += 1;
+            } else {
+                self.pwc.lookups += 1;
+                if let Some(j) = deepest {
+                    self.pwc.hits[j] += 1;
                 }
             }
         }
@@ -209,6 +212,41 @@ impl Design for Radix {
             }
         }
     }
+}
+
+impl Design for Radix {
+    type Config = RadixConfig;
+
+    fn new(cfg: &RadixConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
+        Ok(Radix {
+            table: RadixTable::new(cfg.levels),
+            pwc: PageWalkCaches::new(cfg),
+            walks: 0,
+        })
+    }
+
+    fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+        self.table.map(phys, asid, m)
+    }
+
+    fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
+        let pwcs = &mut self.pwc.pwcs;
+        self.table.unmap(phys, asid, m, |level| {
+            // A freed node must not be reachable through a stale PWC entry.
+            if let Some(c) = pwcs.get_mut(level as usize) {
+                c.remove(pwc_key(asid, m.vpn, level));
+            }
+        });
+    }
+
+    #[inline]
+    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+        self.walk_counted(asid, vpn, mem, false)
+    }
+
+    fn walk_after_fault(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+        self.walk_counted(asid, vpn, mem, true)
+    }
 
     #[inline]
     fn prefetch(&self, asid: Asid, vpn: Vpn, mem: &MemSystem) {
@@ -225,6 +263,7 @@ impl Design for Radix {
         let s = out.section("radix");
         s.put_u64("levels", self.table.levels() as u64);
         s.put_u64("pwc_lookups", self.pwc.lookups);
+        s.put_u64("pwc_post_fault_lookups", self.pwc.post_fault_lookups);
         let names = ["pde", "pdpte", "pml4e", "pml5e"];
         let mut remaining = self.pwc.lookups;
         for (j, hits) in self.pwc.hits.iter().enumerate() {
@@ -323,5 +362,48 @@ mod tests {
         r.map(&mut phys, 0, m(0x9_0000_0000 >> 12, 5, PageSize::Size4K))
             .unwrap();
         assert_eq!(r.walk(0, Vpn(0x1000), &mut mem).mapping, None);
+    }
+
+    #[test]
+    fn a_pde_cache_hit_keeps_the_upper_level_entries_recent() {
+        // 4-entry, fully associative PWCs. Region G0 stays hot in the PDE cache (VPN x) while
+        // four other 1 GiB regions pass through the PDPTE cache; since all PWCs are probed in
+        // parallel, every x walk also uses G0's PDPTE entry, so it is still cached when another
+        // 2 MiB region of G0 (VPN y) is walked: 2 references (PTE + PDE), not 3.
+        let cfg = RadixConfig {
+            pwc_entries: 4,
+            pwc_ways: 4,
+            ..RadixConfig::default()
+        };
+        let (mut r, mut phys, mut mem) = setup(cfg);
+        let x = 0x10;
+        let y = (1 << 9) + 5;
+        let regions: Vec<u64> = (1..=4).map(|i| i << 18).collect();
+        for vpn in [x, y].iter().chain(&regions) {
+            r.map(&mut phys, 0, m(*vpn, 100 + vpn, PageSize::Size4K))
+                .unwrap();
+        }
+        assert_eq!(r.walk(0, Vpn(x), &mut mem).mem_accesses, 4);
+        for g in &regions {
+            r.walk(0, Vpn(*g), &mut mem);
+            assert_eq!(r.walk(0, Vpn(x), &mut mem).mem_accesses, 1);
+        }
+        assert_eq!(r.walk(0, Vpn(y), &mut mem).mem_accesses, 2);
+    }
+
+    #[test]
+    fn walks_after_a_fault_are_counted_apart_from_the_pwc_rates() {
+        let (mut r, mut phys, mut mem) = setup(RadixConfig::default());
+        r.map(&mut phys, 0, m(0x1000, 1, PageSize::Size4K)).unwrap();
+        r.walk(0, Vpn(0x1000), &mut mem);
+        r.walk_after_fault(0, Vpn(0x1000), &mut mem);
+        let mut out = Stats::new();
+        r.stats(&mut out);
+        let s = &out["radix"];
+        assert_eq!(s["pwc_lookups"], 1);
+        assert_eq!(s["pwc_post_fault_lookups"], 1);
+        // The only counted walk was cold: every PWC missed.
+        assert_eq!(s["pwc_pde_hits"], 0);
+        assert_eq!(s["pwc_pde_miss_rate"], 1.0);
     }
 }
