@@ -297,7 +297,7 @@ fn event_strategy() -> impl Strategy<Value = Event> {
     ];
     prop_oneof![
         6 => (kind, any::<u64>(), 1u8..=64, any::<u32>()).prop_map(|(kind, va, size, instrs)| {
-            Event::Access { kind, va: Vaddr(va), size, instrs }
+            Event::Access { kind, va: Vaddr(va), size, instrs, dep: 0 }
         }),
         1 => (any::<u64>(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(a, len, prot, flags)| {
             Event::Mmap { addr: Vaddr(a), len, prot, flags }
