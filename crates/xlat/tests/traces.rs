@@ -73,6 +73,7 @@ fn a_generated_workload_round_trips_through_a_native_file() {
     assert_eq!(d["format"], "native");
     assert_eq!(d["sha256"].as_str().unwrap().len(), 64);
     assert_eq!(d["vmas_inferred"], false);
+    assert!(d["dependences"].as_str().unwrap().starts_with("unknown"));
 }
 
 #[test]
@@ -226,6 +227,7 @@ fn a_champsim_trace_simulates_and_says_its_vmas_were_inferred() {
     assert_eq!(rec["refs"], 20_000);
     assert_eq!(rec["ended_by"], "end_of_trace");
     assert_eq!(rec["trace"]["vmas_inferred"], true);
+    assert_eq!(rec["trace"]["dependences"], "derived from registers");
     assert!(rec["trace"]["vma_heuristic"]
         .as_str()
         .unwrap()
