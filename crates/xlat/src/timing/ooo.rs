@@ -194,28 +194,46 @@ impl<T: Copy + Default> Ring<T> {
     }
 }
 
-/// Pool of identical units (walkers, MSHRs of one level): each remembers when it becomes free.
+/// Pool of identical units (walkers, MSHRs of one level): the times they become free, as a
+/// binary min-heap. Units are interchangeable, so only the multiset of free times matters:
+/// a grant takes the earliest (the root) and puts it back busy until its operation is done.
+/// The heap is padded to a full tree with units that are never free (`f64::INFINITY`), so a
+/// sift-down has a fixed depth and no data-dependent branch (the host mispredicted those).
 #[derive(Clone, Debug)]
 struct Units {
     free_at: Vec<f64>,
+    depth: u32,
 }
 
 impl Units {
     fn new(n: u32) -> Self {
-        Units {
-            free_at: vec![0.0; n as usize],
-        }
+        let depth = (n as u64 + 1).next_power_of_two().trailing_zeros();
+        let full = (1usize << depth) - 1;
+        let mut free_at = vec![f64::INFINITY; full];
+        free_at[..n as usize].fill(0.0);
+        // Only the last level can hold padding, so the first n slots stay a valid heap.
+        Units { free_at, depth }
     }
-    /// The unit free earliest (lowest index on ties, for determinism) and when.
-    #[inline]
-    fn earliest(&self) -> (usize, f64) {
-        let mut best = (0, self.free_at[0]);
-        for (i, &t) in self.free_at.iter().enumerate().skip(1) {
-            if t < best.1 {
-                best = (i, t);
-            }
+
+    /// When the earliest unit is free.
+    #[inline(always)]
+    fn earliest(&self) -> f64 {
+        self.free_at[0]
+    }
+
+    /// Take the earliest unit until `done` (`done` >= [`Units::earliest`]).
+    #[inline(always)]
+    fn take_until(&mut self, done: f64) {
+        let h = &mut self.free_at[..];
+        let mut i = 0usize;
+        for _ in 1..self.depth {
+            let l = 2 * i + 1;
+            let c = l + (h[l + 1] < h[l]) as usize;
+            let move_up = h[c] < done;
+            h[i] = if move_up { h[c] } else { h[i] };
+            i = if move_up { c } else { i };
         }
-        best
+        h[i] = done;
     }
 }
 
@@ -226,8 +244,8 @@ impl Units {
 /// merges are seen.
 #[derive(Clone, Debug)]
 struct InFlight {
-    keys: Vec<u64>,
-    done: Vec<f64>,
+    /// (key, completion) per slot; `u64::MAX` = empty.
+    slots: Vec<(u64, f64)>,
     /// Latest completion recorded: a reference issued after it need not look.
     latest: f64,
 }
@@ -238,8 +256,7 @@ const IN_FLIGHT_SLOTS: usize = 1024;
 impl InFlight {
     fn new() -> Self {
         InFlight {
-            keys: vec![u64::MAX; IN_FLIGHT_SLOTS],
-            done: vec![0.0; IN_FLIGHT_SLOTS],
+            slots: vec![(u64::MAX, 0.0); IN_FLIGHT_SLOTS],
             latest: 0.0,
         }
     }
@@ -250,12 +267,11 @@ impl InFlight {
     }
     #[inline]
     fn record(&mut self, key: u64, done: f64) {
-        let s = Self::slot(key);
-        if self.keys[s] == key {
-            self.done[s] = self.done[s].max(done);
+        let s = &mut self.slots[Self::slot(key)];
+        if s.0 == key {
+            s.1 = s.1.max(done);
         } else {
-            self.keys[s] = key;
-            self.done[s] = done;
+            *s = (key, done);
         }
         self.latest = self.latest.max(done);
     }
@@ -265,8 +281,8 @@ impl InFlight {
         if t >= self.latest {
             return None;
         }
-        let s = Self::slot(key);
-        (self.keys[s] == key && self.done[s] > t).then_some(self.done[s])
+        let (k, d) = self.slots[Self::slot(key)];
+        (k == key && d > t).then_some(d)
     }
 }
 
@@ -318,7 +334,8 @@ pub struct OooCore {
     lq_len: u64,
     sq_len: u64,
     walkers: Units,
-    mshrs: [Units; 3],
+    /// MSHR pools of L1D, L2, LLC; `None` for a level whose pool can never bind (below).
+    mshrs: [Option<Units>; 3],
     walks: InFlight,
     fills: InFlight,
     c: CoreCounters,
@@ -354,10 +371,15 @@ impl OooCore {
             lq_len: cfg.lq_entries as u64,
             sq_len: cfg.sq_entries as u64,
             walkers: Units::new(cfg.page_walkers),
+            // A miss holds an MSHR at every level it passes for the same interval, so at any
+            // time a level has no more misses outstanding than the level above it: a pool at
+            // least as large as one above it can never be full, and is left out (exactly: the
+            // schedule is the same; the host skips its bookkeeping).
             mshrs: [
-                Units::new(cfg.l1d_mshrs),
-                Units::new(cfg.l2_mshrs),
-                Units::new(cfg.llc_mshrs),
+                Some(Units::new(cfg.l1d_mshrs)),
+                (cfg.l2_mshrs < cfg.l1d_mshrs).then(|| Units::new(cfg.l2_mshrs)),
+                (cfg.llc_mshrs < cfg.l1d_mshrs.min(cfg.l2_mshrs))
+                    .then(|| Units::new(cfg.llc_mshrs)),
             ],
             walks: InFlight::new(),
             fills: InFlight::new(),
@@ -463,10 +485,9 @@ impl OooCore {
         // Translation.
         let xlat_done = if r.walk_cycles > 0 {
             let request = issue + (r.xlat_cycles - r.walk_cycles) as f64;
-            let (w, free) = self.walkers.earliest();
-            let start = request.max(free);
+            let start = request.max(self.walkers.earliest());
             let done = start + r.walk_cycles as f64;
-            self.walkers.free_at[w] = done;
+            self.walkers.take_until(done);
             self.c.walker_queue_cycles += start - request;
             self.c.walk_busy_cycles += r.walk_cycles as f64;
             self.c.walks += 1;
@@ -501,15 +522,12 @@ impl OooCore {
                 ServedBy::Dram => 3,
             };
             let mut start = xlat_done;
-            let mut picked = [0usize; 3];
-            for (lvl, p) in picked.iter_mut().enumerate().take(levels) {
-                let (u, free) = self.mshrs[lvl].earliest();
-                *p = u;
-                start = start.max(free);
+            for units in self.mshrs[..levels].iter().flatten() {
+                start = start.max(units.earliest());
             }
             let done = start + r.data_cycles as f64;
-            for (lvl, &u) in picked.iter().enumerate().take(levels) {
-                self.mshrs[lvl].free_at[u] = done;
+            for units in self.mshrs[..levels].iter_mut().flatten() {
+                units.take_until(done);
             }
             self.c.mshr_wait_cycles += start - xlat_done;
             self.c.miss_busy_cycles += r.data_cycles as f64 - self.l1d_hit_cycles;
@@ -859,6 +877,25 @@ mod tests {
     }
 
     #[test]
+    fn a_smaller_l2_or_llc_mshr_pool_binds_and_a_larger_one_changes_nothing() {
+        let n = 12u64;
+        let refs: Vec<_> = (0..n).map(miss).collect();
+        let with = |l1: u32, l2: u32, llc: u32| {
+            let cfg = CoreConfig {
+                l1d_mshrs: l1,
+                l2_mshrs: l2,
+                llc_mshrs: llc,
+                ..CoreConfig::default()
+            };
+            run(&cfg, &refs).cycles()
+        };
+        let ceil = |m: u64| n.div_ceil(m) as f64 * DRAM as f64;
+        assert!((ceil(2)..ceil(2) + 12.0).contains(&with(10, 2, 32)));
+        assert!((ceil(3)..ceil(3) + 12.0).contains(&with(10, 16, 3)));
+        assert_eq!(with(4, 16, 32), with(4, 4, 4));
+    }
+
+    #[test]
     fn a_full_load_queue_stalls_the_next_load() {
         let cfg = CoreConfig {
             lq_entries: 2,
@@ -953,6 +990,24 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn a_unit_pool_grants_like_taking_the_earliest_of_a_plain_list(
+            n in 1..12u32,
+            ops in proptest::collection::vec((0..500u32, 1..400u32), 1..100),
+        ) {
+            let mut heap = Units::new(n);
+            let mut plain = vec![0.0f64; n as usize];
+            for (request, latency) in ops {
+                let i = (0..plain.len())
+                    .min_by(|&a, &b| plain[a].total_cmp(&plain[b]))
+                    .unwrap();
+                prop_assert_eq!(heap.earliest(), plain[i]);
+                let done = (request as f64).max(plain[i]) + latency as f64;
+                plain[i] = done;
+                heap.take_until(done);
+            }
+        }
+
         #[test]
         fn more_walkers_mshrs_or_rob_entries_are_never_slower(
             refs in proptest::collection::vec(arb_ref(), 1..300),
