@@ -126,6 +126,9 @@ impl CoreConfig {
     }
 }
 
+/// References one instruction may make that the dependence window still covers.
+const REFS_PER_INSTRUCTION: usize = 8;
+
 /// Largest value of any `core.*` count (keeps the per-reference scans and rings small).
 const MAX_UNITS: u32 = 1 << 16;
 
@@ -364,8 +367,10 @@ impl OooCore {
             groups: Ring::new(cfg.rob_entries as usize + 2),
             group_head: 0,
             group_tail: 0,
-            // A dependence further back than the ROB is on a retired (complete) reference.
-            done: Ring::new(cfg.rob_entries as usize + 1),
+            // A dependence further back than the references the ROB can hold is on a retired
+            // (complete) reference. An instruction makes at most REFS_PER_INSTRUCTION
+            // references (ChampSim records: 4 loads and 2 stores).
+            done: Ring::new((cfg.rob_entries as usize + 1) * REFS_PER_INSTRUCTION),
             lq: Ring::new(cfg.lq_entries as usize),
             sq: Ring::new(cfg.sq_entries as usize),
             lq_len: cfg.lq_entries as u64,
@@ -455,14 +460,15 @@ impl OooCore {
         };
         match r.kind {
             AccessKind::Load => {
-                let free = self.lq.get(self.loads);
+                // The entry of the load `lq_entries` earlier (the ring holds at least that many).
+                let free = self.lq.get(self.loads.wrapping_sub(self.lq_len));
                 if self.loads >= self.lq_len && free > dispatch_mem {
                     self.c.lq_full_cycles += free - dispatch_mem;
                     dispatch_mem = free;
                 }
             }
             AccessKind::Store => {
-                let free = self.sq.get(self.stores);
+                let free = self.sq.get(self.stores.wrapping_sub(self.sq_len));
                 if self.stores >= self.sq_len && free > dispatch_mem {
                     self.c.sq_full_cycles += free - dispatch_mem;
                     dispatch_mem = free;
@@ -893,6 +899,25 @@ mod tests {
         assert!((ceil(2)..ceil(2) + 12.0).contains(&with(10, 2, 32)));
         assert!((ceil(3)..ceil(3) + 12.0).contains(&with(10, 16, 3)));
         assert_eq!(with(4, 16, 32), with(4, 4, 4));
+    }
+
+    #[test]
+    fn a_load_queue_of_any_size_admits_exactly_that_many_loads() {
+        for lq in [3u32, 5, 72] {
+            let cfg = CoreConfig {
+                lq_entries: lq,
+                l1d_mshrs: 100,
+                l2_mshrs: 100,
+                llc_mshrs: 100,
+                ..CoreConfig::default()
+            };
+            // lq misses overlap; the next one waits for the first to retire.
+            let refs: Vec<_> = (0..=lq as u64).map(miss).collect();
+            let c = run(&cfg, &refs);
+            assert_eq!(c.cycles(), 2.0 * DRAM as f64, "lq {lq}");
+            let fewer = run(&cfg, &refs[..lq as usize]);
+            assert!(fewer.cycles() < DRAM as f64 + 20.0, "lq {lq}");
+        }
     }
 
     #[test]
