@@ -22,10 +22,13 @@ from xlat.run import version
 from xlat.store import frame_from_records  # noqa: F401 - reports are drawn from such frames
 
 APPROXIMATIONS = (
-    "Cycle figures come from a first-order core model (base CPI plus exposed translation and "
-    "data latencies with fixed overlap factors; no pipeline or queueing): compare designs with "
-    "them, do not read them as absolute times. Memory-reference and walk-access counts are exact "
-    "for the modeled hardware. See docs/timing.md."
+    "Cycle figures come from the core model each run's config names (timing.model): 'simple', "
+    "a first-order formula (base CPI plus exposed translation and data latencies with fixed "
+    "overlap factors; no pipeline or queueing), the default; or 'ooo', an out-of-order core at "
+    "the granularity of memory references (ROB, queues, page walkers, MSHRs, dependences), not "
+    "validated against a cycle-level simulator. Compare designs with them, do not read them as "
+    "absolute times. Memory-reference and walk-access counts are exact for the modeled "
+    "hardware. See docs/timing.md."
 )
 
 #: Colour-blind-safe palette (Paul Tol "bright"), one colour per design in registry order.
@@ -277,8 +280,8 @@ def _figures(df, out: Path, baseline: str, footer: str) -> list[tuple[Path, str]
         save(
             fig,
             "speedup",
-            f"Speedup over {baseline} per workload (cycles ratio, first-order "
-            "timing model) with the geometric mean.",
+            f"Speedup over {baseline} per workload (cycles ratio under the runs' "
+            "timing model, see Approximations) with the geometric mean.",
         )
 
     fig, ax = plt.subplots(figsize=(width, 3.2))

@@ -249,6 +249,7 @@ fn trace_accesses(
                     va,
                     size,
                     instrs,
+                    ..
                 } = *ev
                 {
                     if va.0 >= lo && va.0 < hi && out.len() < limit {

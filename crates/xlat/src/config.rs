@@ -13,6 +13,7 @@ use crate::designs::DesignsConfig;
 use crate::mem::MemConfig;
 use crate::mmu::TlbConfig;
 use crate::os::OsConfig;
+use crate::timing::ooo::CoreConfig;
 use crate::timing::TimingConfig;
 use crate::workloads::WorkloadConfig;
 use serde::{Deserialize, Serialize};
@@ -58,6 +59,8 @@ pub struct Config {
     pub mem: MemConfig,
     /// Core timing model.
     pub timing: TimingConfig,
+    /// The out-of-order core (`timing.model = "ooo"`).
+    pub core: CoreConfig,
     /// Per-design sections, flattened so that `radix.levels` is a top-level key path.
     #[serde(flatten)]
     pub designs: DesignsConfig,
@@ -137,6 +140,7 @@ impl Config {
         self.tlb.validate().map_err(ConfigError)?;
         self.mem.validate().map_err(ConfigError)?;
         self.timing.validate().map_err(ConfigError)?;
+        self.core.validate().map_err(ConfigError)?;
         self.designs.validate().map_err(ConfigError)?;
         Ok(())
     }

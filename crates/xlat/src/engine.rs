@@ -13,7 +13,8 @@ use crate::mem::MemSystem;
 use crate::mmu::{Mmu, TlbOutcome};
 use crate::os::{MapChange, Os, OsError};
 use crate::stats::{ratio, Stats, StatsExt};
-use crate::timing::Timing;
+use crate::timing::ooo::{CoreRef, OooCore};
+use crate::timing::{Timing, TimingModel};
 use crate::trace::{AccessKind, Event, EventSource, SourceError};
 use serde_json::Value;
 use std::fmt;
@@ -92,6 +93,12 @@ struct Sim<D: Design> {
     mem: MemSystem,
     design: D,
     timing: Timing,
+    /// The out-of-order core when `timing.model = "ooo"`; it sees every reference with the
+    /// latencies computed here and changes nothing else.
+    core: Option<OooCore>,
+    /// Instruction count and dependence of the reference being simulated (for `core`).
+    cur_instrs: u32,
+    cur_dep: u16,
     c: Counters,
     asid: Asid,
     buf: Vec<Event>,
@@ -122,6 +129,10 @@ impl DesignVisitor for MakeSim {
             Ok(Box::new(Sim {
                 mmu: Mmu::new(&cfg.tlb),
                 mem: MemSystem::new(&cfg.mem),
+                core: (cfg.timing.model == TimingModel::Ooo)
+                    .then(|| OooCore::new(&cfg.core, cfg.mem.l1d.latency_cycles)),
+                cur_instrs: 0,
+                cur_dep: 0,
                 cfg,
                 source,
                 os,
@@ -369,10 +380,9 @@ impl<D: Design> Sim<D> {
             }
         }
         if kind == AccessKind::Store && !m.writable {
-            return self.store_to_read_only(va, 0);
+            return self.store_to_read_only(va, 0, 0);
         }
-        self.data_access(kind, m.translate(va));
-        Ok(())
+        self.data_access(kind, va, m.translate(va), 0, 0)
     }
 
     /// The second page of a reference whose bytes span two 4 KiB pages (its first page has been
@@ -399,6 +409,10 @@ impl<D: Design> Sim<D> {
         if covered {
             return Ok(());
         }
+        // Part of the same instruction: no instructions of its own for the out-of-order core,
+        // and issued with the first page (no dependence of its own).
+        self.cur_instrs = 0;
+        self.cur_dep = 0;
         self.reference(kind, second)
     }
 
@@ -409,6 +423,7 @@ impl<D: Design> Sim<D> {
         self.prefetch_ahead();
         let vpn = va.vpn();
         let ifetch = kind == AccessKind::IFetch;
+        let mut walk_cycles = 0;
         let (m, xlat_cycles) = if D::PERFECT_TLB {
             let (m, _) = self.walk(va, kind, false)?;
             (m, 0)
@@ -428,25 +443,30 @@ impl<D: Design> Sim<D> {
                     (m, self.mmu.l2_latency_cycles as u64)
                 }
                 TlbOutcome::Miss => {
-                    let (m, walk_cycles) = self.walk(va, kind, false)?;
+                    let (m, w) = self.walk(va, kind, false)?;
+                    walk_cycles = w;
                     self.mmu.fill(self.asid, m, ifetch);
-                    (m, self.mmu.l2_latency_cycles as u64 + walk_cycles)
+                    (m, self.mmu.l2_latency_cycles as u64 + w)
                 }
             }
         };
         if kind == AccessKind::Store && !m.writable {
-            return self.store_to_read_only(va, xlat_cycles);
+            return self.store_to_read_only(va, xlat_cycles, walk_cycles);
         }
         self.timing.mmu_overhead_cycles += xlat_cycles;
-        self.data_access(kind, m.translate(va));
-        Ok(())
+        self.data_access(kind, va, m.translate(va), xlat_cycles, walk_cycles)
     }
 
     /// A store to a read-only translation (found after `xlat_cycles` of translation): the
     /// OS decides (an error for a protection violation); a changed mapping is walked again.
     #[cold]
     #[inline(never)]
-    fn store_to_read_only(&mut self, va: Vaddr, mut xlat_cycles: u64) -> Result<(), SimError> {
+    fn store_to_read_only(
+        &mut self,
+        va: Vaddr,
+        mut xlat_cycles: u64,
+        mut walk_cycles: u64,
+    ) -> Result<(), SimError> {
         let kind = AccessKind::Store;
         self.timing.page_faults += 1;
         let nm = self
@@ -464,22 +484,58 @@ impl<D: Design> Sim<D> {
             let (wm, wc) = self.walk(va, kind, true)?;
             self.mmu.fill(self.asid, wm, false);
             xlat_cycles += wc;
+            walk_cycles += wc;
             wm
         } else {
             nm
         };
         self.timing.mmu_overhead_cycles += xlat_cycles;
-        self.data_access(kind, m.translate(va));
-        Ok(())
+        self.data_access(kind, va, m.translate(va), xlat_cycles, walk_cycles)
     }
 
-    /// The data side of a reference to physical address `pa`.
+    /// The data side of a reference to `va` (physical address `pa`), translated in
+    /// `xlat_cycles` of which `walk_cycles` walking; then the out-of-order core, if any.
     #[inline(always)]
-    fn data_access(&mut self, kind: AccessKind, pa: crate::addr::Paddr) {
+    fn data_access(
+        &mut self,
+        kind: AccessKind,
+        va: Vaddr,
+        pa: crate::addr::Paddr,
+        xlat_cycles: u64,
+        walk_cycles: u64,
+    ) -> Result<(), SimError> {
         let a = self.mem.data_access(pa, kind == AccessKind::Store);
         self.timing.data_stall_cycles +=
             a.latency_cycles
                 .saturating_sub(self.cfg.mem.l1d.latency_cycles) as u64;
+        if let Some(core) = self.core.as_mut() {
+            let r = CoreRef {
+                kind,
+                vpn: va.vpn().0,
+                line: pa.line(),
+                instrs: self.cur_instrs,
+                dep: self.cur_dep,
+                xlat_cycles,
+                walk_cycles,
+                data_cycles: a.latency_cycles,
+                data_level: a.served_by,
+            };
+            if let Err(problem) = core.reference(&r) {
+                return Err(self.dependence_error(problem));
+            }
+        }
+        Ok(())
+    }
+
+    /// A dependence the trace cannot satisfy, as a trace error.
+    #[cold]
+    #[inline(never)]
+    fn dependence_error(&self, problem: String) -> SimError {
+        SimError::Source(crate::trace::SourceError {
+            source: self.source.name(),
+            offset: None,
+            problem,
+        })
     }
 }
 
@@ -562,7 +618,10 @@ impl<D: Design> Runner for Sim<D> {
                         va,
                         size,
                         instrs,
+                        dep,
                     } => {
+                        self.cur_instrs = instrs;
+                        self.cur_dep = dep;
                         self.access(kind, va, instrs)?;
                         let last = Vaddr(va.0.saturating_add(size.max(1) as u64 - 1));
                         if last.vpn() != va.vpn() {
@@ -646,6 +705,7 @@ impl<D: Design> Runner for Sim<D> {
             &self.cfg.timing,
             c.instructions,
             self.design.os_cycles() + self.os.extra_os_cycles(),
+            self.core.as_ref(),
             &mut r,
         );
         {
@@ -934,6 +994,7 @@ mod tests {
             va: Vaddr(va),
             size,
             instrs: 1,
+            dep: 0,
         }
     }
 

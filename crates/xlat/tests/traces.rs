@@ -73,6 +73,7 @@ fn a_generated_workload_round_trips_through_a_native_file() {
     assert_eq!(d["format"], "native");
     assert_eq!(d["sha256"].as_str().unwrap().len(), 64);
     assert_eq!(d["vmas_inferred"], false);
+    assert!(d["dependences"].as_str().unwrap().starts_with("unknown"));
 }
 
 /// The byte ranges of a native file's chunks (header and payload), in file order.
@@ -269,6 +270,7 @@ fn a_champsim_trace_simulates_and_says_its_vmas_were_inferred() {
     assert_eq!(rec["refs"], 20_000);
     assert_eq!(rec["ended_by"], "end_of_trace");
     assert_eq!(rec["trace"]["vmas_inferred"], true);
+    assert_eq!(rec["trace"]["dependences"], "derived from registers");
     assert!(rec["trace"]["vma_heuristic"]
         .as_str()
         .unwrap()
@@ -372,7 +374,7 @@ fn event_strategy() -> impl Strategy<Value = Event> {
     ];
     prop_oneof![
         6 => (kind, any::<u64>(), 1u8..=64, any::<u32>()).prop_map(|(kind, va, size, instrs)| {
-            Event::Access { kind, va: Vaddr(va), size, instrs }
+            Event::Access { kind, va: Vaddr(va), size, instrs, dep: 0 }
         }),
         1 => (any::<u64>(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(a, len, prot, flags)| {
             Event::Mmap { addr: Vaddr(a), len, prot, flags }
@@ -521,4 +523,54 @@ fn a_recorded_real_program_passes_the_oracle_under_every_design_and_policy() {
             assert!(r["refs"].as_u64().unwrap() > 0);
         }
     }
+}
+
+/// One 64-byte ChampSim record: destination and source registers, one load or store address.
+fn champsim_record(dst: &[u8], src: &[u8], load: u64, store: u64) -> [u8; 64] {
+    let mut r = [0u8; 64];
+    r[0..8].copy_from_slice(&0x40_1000u64.to_le_bytes());
+    r[10..10 + dst.len()].copy_from_slice(dst);
+    r[12..12 + src.len()].copy_from_slice(src);
+    r[16..24].copy_from_slice(&store.to_le_bytes());
+    r[32..40].copy_from_slice(&load.to_le_bytes());
+    r
+}
+
+#[test]
+fn champsim_dependences_follow_loaded_values_through_registers() {
+    let page = 0x7000_0000u64;
+    let records = [
+        champsim_record(&[1], &[], page, 0),       // access 0: load -> r1
+        champsim_record(&[2], &[1], 0, 0),         // r2 = f(r1): carries access 0
+        champsim_record(&[3], &[2], page + 64, 0), // access 1: address from r2 -> dep 1
+        champsim_record(&[], &[5], page + 128, 0), // access 2: r5 never loaded -> 0
+        champsim_record(&[], &[3], 0, page + 192), // access 3: store, address from r3 -> 2
+        champsim_record(&[2], &[7], 0, 0),         // r2 overwritten by a non-load value
+        champsim_record(&[], &[2], page + 256, 0), // access 4: -> 0
+        champsim_record(&[], &[1, 3], page + 320, 0), // access 5: newest of r1, r3 -> 4
+    ];
+    let p = tmp("deps.champsim");
+    let bytes: Vec<u8> = records.iter().flatten().copied().collect();
+    std::fs::write(&p, bytes).unwrap();
+    let mut r = ChampSimReader::open(p.to_str().unwrap(), Variant::ChampSim).unwrap();
+    let deps: Vec<(AccessKind, u16)> = drain(&mut r)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Access { kind, dep, .. } => Some((kind, dep)),
+            _ => None,
+        })
+        .collect();
+    use AccessKind::{Load, Store};
+    assert_eq!(
+        deps,
+        [
+            (Load, 0),
+            (Load, 1),
+            (Load, 0),
+            (Store, 2),
+            (Load, 0),
+            (Load, 4)
+        ]
+    );
 }

@@ -149,6 +149,7 @@ mod tests {
                     va: Vaddr(self.next),
                     size: 8,
                     instrs: 1,
+                    dep: 0,
                 });
                 self.next += 1;
                 k += 1;

@@ -8,6 +8,14 @@
 //! carry 0. Instructions after the last access of the trace carry no event and are not counted.
 //! Instruction fetches are not emitted.
 //!
+//! Dependences (for `timing.model = "ooo"`): an access depends on the most recent load whose
+//! value reached one of its instruction's source registers, directly (the load's destination
+//! registers) or through non-memory instructions (whose destination registers take the newest
+//! load among their sources); a load that writes a register makes it carry that load's value.
+//! Every register number but 0 (none) is tracked, the flags and instruction pointer included,
+//! as ChampSim's core does. Distances beyond `u16::MAX` accesses are recorded as 0 (no ROB holds
+//! both ends).
+//!
 //! VMAs: ChampSim traces have no mmap events, so the reader infers them (see [`HEURISTIC`]) in a
 //! first pass over the file: touched 4 KiB pages are sorted and grouped into regions, a gap of
 //! [`GAP_BYTES`] or more of untouched address space starting a new region; each region becomes
@@ -47,6 +55,14 @@ impl Variant {
         match self {
             Variant::ChampSim => 64,
             Variant::CloudSuite => 84,
+        }
+    }
+
+    /// (offset of the destination registers, count), (offset of the source registers, count).
+    fn reg_layout(self) -> ((usize, usize), (usize, usize)) {
+        match self {
+            Variant::ChampSim => ((10, 2), (12, 4)),
+            Variant::CloudSuite => ((10, 4), (14, 4)),
         }
     }
 
@@ -220,6 +236,11 @@ pub struct ChampSimReader {
     ppos: usize,
     /// Records without a memory operand since the last access.
     instrs: u64,
+    /// Accesses emitted so far.
+    accesses: u64,
+    /// Per architectural register: 1 + the index of the access whose loaded value it holds
+    /// (0: none).
+    producer: [u64; 256],
     vmas: usize,
     done: bool,
     failed: Option<SourceError>,
@@ -276,6 +297,8 @@ impl ChampSimReader {
             pending,
             ppos: 0,
             instrs: 0,
+            accesses: 0,
+            producer: [0; 256],
             vmas,
             done: false,
             failed: None,
@@ -307,18 +330,44 @@ impl ChampSimReader {
             }
             self.instrs += 1;
             let ((doff, dn), (soff, sn)) = self.variant.layout();
+            let ((dreg, ndreg), (sreg, nsreg)) = self.variant.reg_layout();
+            // The newest load feeding any source register of this instruction.
+            let source = self.rec[sreg..sreg + nsreg]
+                .iter()
+                .filter(|&&r| r != 0)
+                .map(|&r| self.producer[r as usize])
+                .max()
+                .unwrap_or(0);
+            let mut last_load = 0;
             for (off, n, kind) in [(soff, sn, AccessKind::Load), (doff, dn, AccessKind::Store)] {
                 for i in 0..n {
                     let a = addr_at(&self.rec, off + 8 * i);
                     if a != 0 {
                         let instrs = std::mem::take(&mut self.instrs);
+                        let dep = if source == 0 {
+                            0
+                        } else {
+                            u16::try_from(self.accesses + 1 - source).unwrap_or(0)
+                        };
                         self.pending.push(Event::Access {
                             kind,
                             va: Vaddr(a),
                             size: ACCESS_SIZE,
                             instrs: u32::try_from(instrs).unwrap_or(u32::MAX),
+                            dep,
                         });
+                        self.accesses += 1;
+                        if kind == AccessKind::Load {
+                            last_load = self.accesses;
+                        }
                     }
+                }
+            }
+            let written = if last_load != 0 { last_load } else { source };
+            for i in 0..ndreg {
+                let r = self.rec[dreg + i];
+                if r != 0 {
+                    self.producer[r as usize] = written;
                 }
             }
         }

@@ -156,6 +156,7 @@ impl LackeyDecoder {
             va: Vaddr(va),
             size: size.clamp(1, 64) as u8,
             instrs,
+            dep: 0,
         })
     }
 

@@ -67,6 +67,10 @@ pub enum Event {
         size: u8,
         /// Instructions retired since the previous `Access` event (including this one's).
         instrs: u32,
+        /// How many `Access` events back is the one whose loaded value this address depends
+        /// on (directly or through non-memory instructions); 0 = none or unknown. Only the
+        /// `ooo` timing model reads it (see `docs/timing.md`, "Dependences").
+        dep: u16,
     },
     /// `mmap` that returned `addr`.
     Mmap {

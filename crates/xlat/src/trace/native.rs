@@ -151,6 +151,8 @@ impl<W: Write> NativeWriter<W> {
                 va,
                 size,
                 instrs,
+                // Dependences are not recorded in the native format (docs/timing.md).
+                dep: _,
             } => {
                 r.push(match kind {
                     AccessKind::Load => tag::LOAD,
@@ -664,6 +666,7 @@ impl<R: Read> NativeReader<R> {
                     va: Vaddr(va),
                     size,
                     instrs,
+                    dep: 0,
                 }
             }
             tag::MMAP => Event::Mmap {
@@ -796,12 +799,14 @@ mod tests {
                 va: Vaddr(0x7f00_0000_0010),
                 size: 8,
                 instrs: 3,
+                dep: 0,
             },
             Event::Access {
                 kind: AccessKind::Load,
                 va: Vaddr(0x10),
                 size: 64,
                 instrs: 0,
+                dep: 0,
             },
             Event::Mprotect {
                 addr: Vaddr(0x7f00_0000_0000),
@@ -858,6 +863,7 @@ mod tests {
             va: Vaddr(4096),
             size: 4,
             instrs: 2,
+            dep: 0,
         };
         let mut w = NativeWriter::new(Vec::new(), &serde_json::json!({}), 1).unwrap();
         for _ in 0..MAX_CHUNK_RECORDS + 5 {

@@ -99,6 +99,10 @@ fn detect(path: &str, head: &[u8]) -> Result<TraceFormat, SourceError> {
     })
 }
 
+/// What a record says of a trace format without dependences (`Event::Access::dep`).
+pub const DEPENDENCES_UNKNOWN: &str =
+    "unknown: not recorded in this format; timing.model = ooo treats every access as independent";
+
 /// Open the trace at `path` (format detected when `format` is `None`) as a streaming source.
 /// The source's [`EventSource::describe`] carries path, format and sha256.
 pub fn open(path: &str, format: Option<TraceFormat>) -> Result<Box<dyn EventSource>, SourceError> {
@@ -125,6 +129,7 @@ pub fn open(path: &str, format: Option<TraceFormat>) -> Result<Box<dyn EventSour
             let f = File::open(path).map_err(|e| io_err(path, e))?;
             let mut r = NativeReader::new(BufReader::with_capacity(1 << 20, f), path, Some(len))?;
             describe["vmas_inferred"] = false.into();
+            describe["dependences"] = DEPENDENCES_UNKNOWN.into();
             describe["meta"] = r.meta().clone();
             r.set_describe(describe);
             Ok(Box::new(r))
@@ -139,6 +144,7 @@ pub fn open(path: &str, format: Option<TraceFormat>) -> Result<Box<dyn EventSour
             describe["vmas_inferred"] = true.into();
             describe["vma_heuristic"] = r.heuristic().into();
             describe["inferred_vmas"] = r.vma_count().into();
+            describe["dependences"] = "derived from registers".into();
             r.set_describe(describe);
             // Decompressing dominates reading a ChampSim trace: do it alongside the simulation.
             Ok(Box::new(super::background::Background::new(Box::new(r))))

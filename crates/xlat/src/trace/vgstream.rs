@@ -128,6 +128,7 @@ impl VgDecoder {
                             va: Vaddr(va.wrapping_add(off)),
                             size: piece,
                             instrs: if off == 0 { instrs } else { 0 },
+                            dep: 0,
                         })
                         .map_err(io)?;
                         self.counts.accesses += 1;

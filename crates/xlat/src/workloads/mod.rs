@@ -239,25 +239,39 @@ impl BurstCursor {
     }
 }
 
-/// Push a load.
+/// Push a load whose address does not depend on an earlier load.
 #[inline]
 pub(crate) fn load(q: &mut Vec<Event>, va: u64, size: u8, instrs: u32) {
+    load_after(q, va, size, instrs, 0);
+}
+
+/// Push a load whose address depends on the value loaded `dep` accesses back (0 = none).
+#[inline]
+pub(crate) fn load_after(q: &mut Vec<Event>, va: u64, size: u8, instrs: u32, dep: u16) {
     q.push(Event::Access {
         kind: AccessKind::Load,
         va: crate::addr::Vaddr(va),
         size,
         instrs,
+        dep,
     });
 }
 
-/// Push a store.
+/// Push a store whose address does not depend on an earlier load.
 #[inline]
 pub(crate) fn store(q: &mut Vec<Event>, va: u64, size: u8, instrs: u32) {
+    store_after(q, va, size, instrs, 0);
+}
+
+/// Push a store whose address depends on the value loaded `dep` accesses back (0 = none).
+#[inline]
+pub(crate) fn store_after(q: &mut Vec<Event>, va: u64, size: u8, instrs: u32, dep: u16) {
     q.push(Event::Access {
         kind: AccessKind::Store,
         va: crate::addr::Vaddr(va),
         size,
         instrs,
+        dep,
     });
 }
 

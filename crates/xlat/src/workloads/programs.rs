@@ -1,9 +1,16 @@
 //! The programs behind the built-in workloads (see the table in the module doc of `workloads`).
 
 use super::heap::AddressSpace;
-use super::{load, store, touch_pages, Burst, Program, WorkloadConfig};
+use super::{load, load_after, store, store_after, touch_pages, Burst, Program, WorkloadConfig};
 use crate::rng::Rng;
 use crate::trace::{AccessKind, Event};
+
+/// Dependence distance from the access about to be pushed onto `q` back to the one at index
+/// `at` of `q`; 0 (none) when further back than a `u16` reaches, where no ROB can hold both.
+#[inline]
+fn back_to(q: &[Event], at: usize) -> u16 {
+    u16::try_from(q.len() - at).unwrap_or(0)
+}
 
 // ---------------------------------------------------------------------------------------------
 // gups
@@ -74,6 +81,7 @@ impl Program for Stream {
             va: crate::addr::Vaddr(va),
             size: 8,
             instrs: 2,
+            dep: 0,
         };
         q.extend_from_slice(&[
             ev(AccessKind::Load, b + off),
@@ -96,6 +104,8 @@ pub(crate) struct PointerChase {
     next: Vec<u32>,
     base: u64,
     cur: u32,
+    /// Whether a chase load was issued (the next one depends on it).
+    chained: bool,
 }
 
 impl PointerChase {
@@ -116,6 +126,7 @@ impl PointerChase {
             next,
             base: 0,
             cur: 0,
+            chained: false,
         }
     }
 }
@@ -128,7 +139,15 @@ impl Program for PointerChase {
     }
     #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
-        load(q, self.base + self.cur as u64 * 64, 8, 3);
+        // Each node's address is the value the previous load read.
+        load_after(
+            q,
+            self.base + self.cur as u64 * 64,
+            8,
+            3,
+            self.chained as u16,
+        );
+        self.chained = true;
         self.cur = self.next[self.cur as usize];
     }
 }
@@ -342,18 +361,21 @@ impl Program for Bfs {
             self.fi = 0;
         }
         let u = self.frontier[self.fi] as u64;
+        // Dependences: the offsets on the vertex read from the frontier, the neighbour list on
+        // the offsets, each parent check and update on the neighbour id.
         load(q, self.queue_addr[0] + self.fi as u64 * 4, 4, 2);
         self.fi += 1;
-        load(q, self.a.offsets + u * 8, 8, 2);
-        load(q, self.a.offsets + (u + 1) * 8, 8, 1);
+        let offsets_at = q.len();
+        load_after(q, self.a.offsets + u * 8, 8, 2, 1);
+        load_after(q, self.a.offsets + (u + 1) * 8, 8, 1, 2);
         let (lo, hi) = (self.g.offsets[u as usize], self.g.offsets[u as usize + 1]);
         for e in lo..hi {
             let v = self.g.neighbours[e as usize];
-            load(q, self.a.neighbours + e * 4, 4, 2);
-            load(q, self.parent_addr + v as u64 * 4, 4, 3);
+            load_after(q, self.a.neighbours + e * 4, 4, 2, back_to(q, offsets_at));
+            load_after(q, self.parent_addr + v as u64 * 4, 4, 3, 1);
             if self.parent[v as usize] == NO_PARENT {
                 self.parent[v as usize] = u as u32;
-                store(q, self.parent_addr + v as u64 * 4, 4, 1);
+                store_after(q, self.parent_addr + v as u64 * 4, 4, 1, 2);
                 store(q, self.queue_addr[1] + self.next.len() as u64 * 4, 4, 2);
                 self.next.push(v);
             }
@@ -407,12 +429,15 @@ impl Program for PageRank {
             load(q, self.a.offsets + (v + 1) * 8, 8, 1);
             store(q, self.contrib_addr + v * 4, 4, 4);
         } else {
+            // Dependences: the neighbour list on the offsets, each contribution on the
+            // neighbour id.
+            let offsets_at = q.len();
             load(q, self.a.offsets + v * 8, 8, 2);
             load(q, self.a.offsets + (v + 1) * 8, 8, 1);
             for e in self.g.offsets[v as usize]..self.g.offsets[v as usize + 1] {
                 let u = self.g.neighbours[e as usize] as u64;
-                load(q, self.a.neighbours + e * 4, 4, 2);
-                load(q, self.contrib_addr + u * 4, 4, 2);
+                load_after(q, self.a.neighbours + e * 4, 4, 2, back_to(q, offsets_at));
+                load_after(q, self.contrib_addr + u * 4, 4, 2, 1);
             }
             store(q, self.next_addr + v * 4, 4, 4);
         }
@@ -564,10 +589,12 @@ impl Program for Kv {
         let per_slab = SLAB_BYTES / ITEM_BYTES;
         let item = self.slab_addrs[(key as u64 / per_slab) as usize]
             + (key as u64 % per_slab) * ITEM_BYTES;
+        // The matching bucket holds the item's pointer: the item access depends on it. The
+        // probes do not (their addresses follow from the key; the branch predictor guesses).
         if is_get {
-            load(q, item, 64, 10);
+            load_after(q, item, 64, 10, 1);
         } else {
-            store(q, item, 64, 12);
+            store_after(q, item, 64, 12, 1);
         }
     }
 }
@@ -639,11 +666,16 @@ impl Program for XsBench {
         let union = NUCLIDES * self.points;
         let target = self.rng.below(union);
         // Binary search of the (uniform, sorted) unionized grid for the sampled energy.
+        // Each probe's address follows from the previous probe's comparison: a branch a
+        // predictor guesses wrong half the time, so the search is declared a dependent chain.
         let (mut lo, mut hi) = (0u64, union - 1);
         let mut instrs = 20;
+        let mut last_probe: Option<usize> = None;
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
-            load(q, self.union_energy + mid * 8, 8, instrs);
+            let dep = last_probe.map_or(0, |at| back_to(q, at));
+            last_probe = Some(q.len());
+            load_after(q, self.union_energy + mid * 8, 8, instrs, dep);
             instrs = 6;
             if mid <= target {
                 lo = mid;
@@ -653,11 +685,13 @@ impl Program for XsBench {
         }
         let mat = &self.materials[self.rng.below(MATERIAL_SIZES.len() as u64) as usize];
         let point = (lo / NUCLIDES).min(self.points - 2);
+        // The index-grid row follows from the search; the nuclide grid points from the index.
         for &nuc in mat {
-            load(q, self.index_grid + (lo * NUCLIDES + nuc) * 4, 4, 4);
+            let dep = last_probe.map_or(0, |at| back_to(q, at));
+            load_after(q, self.index_grid + (lo * NUCLIDES + nuc) * 4, 4, 4, dep);
             let p = self.nuclide_grid + (nuc * self.points + point) * POINT_BYTES;
-            load(q, p, 48, 8);
-            load(q, p + POINT_BYTES, 48, 20);
+            load_after(q, p, 48, 8, 1);
+            load_after(q, p + POINT_BYTES, 48, 20, 2);
         }
     }
 }

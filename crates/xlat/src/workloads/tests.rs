@@ -266,6 +266,7 @@ fn a_setup_burst_expands_lazily_to_exactly_its_eager_events() {
         va: crate::addr::Vaddr(va),
         size: 8,
         instrs: 2,
+        dep: 0,
     };
     let eager = vec![
         call,
@@ -278,6 +279,7 @@ fn a_setup_burst_expands_lazily_to_exactly_its_eager_events() {
             va: crate::addr::Vaddr(0x30_0010),
             size: 4,
             instrs: 2,
+            dep: 0,
         },
         call,
         ta(0x40_0000),

@@ -1,6 +1,10 @@
 //! The core timing model: turns instruction counts and exposed latencies into cycles.
 //!
-//! Model (documented in `docs/timing.md`):
+//! Two models (`timing.model`, documented in `docs/timing.md`): `simple`, the formula below
+//! (the default), and `ooo`, an out-of-order core that schedules every reference (see [`ooo`]).
+//! Both see the same functional simulation; they differ only in the `timing` figures.
+//!
+//! The `simple` model:
 //! `cycles = instructions * base_cpi
 //!         + (1 - translation_overlap) * mmu_overhead_cycles
 //!         + (1 - data_overlap) * data_stall_cycles`
@@ -8,18 +12,33 @@
 //! and page walks) and `data_stall_cycles` every cycle of a data reference beyond an L1D hit.
 //! It is a first-order model: no pipeline, no queueing, overlap as a fixed fraction.
 
+pub mod ooo;
+
 use crate::stats::{Stats, StatsExt};
 use serde::{Deserialize, Serialize};
+
+/// Which core model turns latencies into cycles.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TimingModel {
+    /// The first-order formula (fast; the default).
+    #[default]
+    Simple,
+    /// The out-of-order core of [`ooo`] (parameters under `core.*`).
+    Ooo,
+}
 
 /// `[timing]` section.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct TimingConfig {
-    /// Cycles per instruction when every reference hits the L1 TLB and L1D.
+    /// Core model: `simple` (formula) or `ooo` (out-of-order core, `core.*`).
+    pub model: TimingModel,
+    /// `simple` only: cycles per instruction when every reference hits the L1 TLB and L1D.
     pub base_cpi: f64,
-    /// Fraction of data-stall cycles hidden by out-of-order execution and memory-level parallelism.
+    /// `simple` only: fraction of data-stall cycles hidden by out-of-order execution and memory-level parallelism.
     pub data_overlap: f64,
-    /// Fraction of translation cycles hidden (0: a walk blocks the dependent load, the papers' view).
+    /// `simple` only: fraction of translation cycles hidden (0: a walk blocks the dependent load, the papers' view).
     pub translation_overlap: f64,
     /// Cycles the OS spends on one page fault (charged to `os_cycles`, not to MMU overhead).
     pub page_fault_cycles: u64,
@@ -28,6 +47,7 @@ pub struct TimingConfig {
 impl Default for TimingConfig {
     fn default() -> Self {
         TimingConfig {
+            model: TimingModel::Simple,
             base_cpi: 0.5,
             data_overlap: 0.5,
             translation_overlap: 0.0,
@@ -77,17 +97,24 @@ impl Timing {
     }
 
     /// Write the `timing` and `mmu` sections; `design_os_cycles` is the OS time the design
-    /// reports for its page tables (added to `os_cycles`).
+    /// reports for its page tables (added to `os_cycles`). With an out-of-order `core`, its
+    /// cycles replace the formula's and its own figures are added (`timing.model = "ooo"`).
     pub fn stats(
         &self,
         cfg: &TimingConfig,
         instructions: u64,
         design_os_cycles: u64,
+        core: Option<&ooo::OooCore>,
         out: &mut Stats,
     ) {
         out.section("mmu")
             .put_u64("overhead_cycles", self.mmu_overhead_cycles);
-        let core = self.core_cycles(cfg, instructions);
+        let core_cycles = match core {
+            Some(c) => c.cycles(),
+            None => self.core_cycles(cfg, instructions),
+        };
+        let core_model = core;
+        let core = core_cycles;
         let os = (self.page_faults * cfg.page_fault_cycles + design_os_cycles) as f64;
         let t = out.section("timing");
         t.put_f64("cycles", core);
@@ -101,14 +128,23 @@ impl Timing {
             },
         );
         t.put_u64("data_stall_cycles", self.data_stall_cycles);
+        let exposed_translation = match core_model {
+            // The cycles retirement stood still behind a translation.
+            Some(c) => c.head_stall_translation_cycles(),
+            None => (1.0 - cfg.translation_overlap) * self.mmu_overhead_cycles as f64,
+        };
         t.put_f64(
             "mmu_overhead_share",
             if core > 0.0 {
-                (1.0 - cfg.translation_overlap) * self.mmu_overhead_cycles as f64 / core
+                exposed_translation / core
             } else {
                 0.0
             },
         );
+        if let Some(c) = core_model {
+            t.put_str("model", "ooo");
+            c.stats(t);
+        }
     }
 }
 
@@ -119,6 +155,7 @@ mod tests {
     #[test]
     fn cycles_follow_the_documented_formula() {
         let cfg = TimingConfig {
+            model: TimingModel::Simple,
             base_cpi: 0.5,
             data_overlap: 0.25,
             translation_overlap: 0.5,

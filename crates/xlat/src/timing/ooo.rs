@@ -1,0 +1,1084 @@
+//! The out-of-order core model (`timing.model = "ooo"`): decides *when* each memory reference
+//! happens and what overlaps, from the latencies the functional simulation already computed.
+//!
+//! ## Model
+//! Trace-driven, one pass in program order, at the granularity of memory references and the
+//! instruction counts between them (an `Access` event with `instrs = n` is `n - 1` non-memory
+//! instructions followed by the memory instruction; `n = 0` is a further operand of the previous
+//! instruction).
+//! - **Dispatch**: in order, `core.dispatch_width` instructions per cycle; instruction `i`
+//!   dispatches only when instruction `i - core.rob_entries` has retired (ROB full), a load only
+//!   when the load `core.lq_entries` earlier has retired (LQ full), a store only when the store
+//!   `core.sq_entries` earlier has drained from the store buffer (SQ full).
+//! - **Issue**: a memory instruction issues when dispatched and when the reference its address
+//!   depends on (the event's `dep` distance) has completed. Non-memory instructions complete one
+//!   cycle after dispatch.
+//! - **Translation**: an L1 TLB hit costs nothing; an L2 TLB hit its latency; a miss the L2
+//!   lookup, then a walk of the design's latency on one of `core.page_walkers` walkers, waiting
+//!   for the earliest free one when all are busy. A reference to a page whose walk is still in
+//!   flight (it hit the TLB entry that walk will fill) waits for that walk (merging).
+//! - **Data**: after translation, the access with the latency the cache hierarchy returned.
+//!   A miss beyond L1D holds one MSHR at every level it passes (`core.l1d_mshrs`,
+//!   `core.l2_mshrs`, `core.llc_mshrs`) for its whole latency and waits for a free one; an L1D
+//!   hit to a line whose fill is still in flight waits for that fill (merging).
+//! - **Retire**: in order, `core.retire_width` per cycle, an instruction no earlier than it
+//!   completed. A load completes with its data; a store completes when translated (it needs its
+//!   translation before retiring), then drains from the store buffer (the SQ entry) in order once
+//!   retired and once its line is owned (the RFO is issued when the store executes).
+//!
+//! Resources (walkers, MSHRs) are granted in program order to the earliest free unit, and the
+//! functional state (TLBs, caches, page tables, DRAM row buffers) is updated in program order by
+//! the engine, exactly as under `simple`: the model changes no counter except `timing.*`.
+//!
+//! ## Approximations
+//! - ROB occupancy is checked at the first instruction of each gap and at the memory
+//!   instruction; the non-memory instructions in between dispatch at the full width.
+//! - No wrong-path execution, branch mispredictions, instruction-fetch stalls beyond an `IFetch`
+//!   reference's latency, functional-unit or port limits, or load-store forwarding.
+//! - Cache, TLB and DRAM state change in program order, not issue order; a walk's own
+//!   page-table reads take no MSHRs; latencies are those of the serial lookups of `mem`.
+//!
+//! ## References
+//! Skylake-SP defaults: Intel 64 and IA-32 Architectures Optimization Reference Manual
+//! (order 248966, Skylake server microarchitecture section: 224-entry ROB, 72-entry load buffer,
+//! 56-entry store buffer, 4-wide allocation and retirement, two page-miss handlers,
+//! 10 L1D fill buffers, 16-entry L2 superqueue).
+
+use crate::mem::ServedBy;
+use crate::stats::{Stats, StatsExt};
+use crate::trace::AccessKind;
+use serde::{Deserialize, Serialize};
+
+/// `[core]` section: the out-of-order core (used when `timing.model = "ooo"`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CoreConfig {
+    /// Reorder-buffer entries (instructions in flight).
+    pub rob_entries: u32,
+    /// Instructions dispatched (allocated into the ROB) per cycle.
+    pub dispatch_width: u32,
+    /// Instructions retired per cycle.
+    pub retire_width: u32,
+    /// Load-queue entries (a load holds one from dispatch to retirement).
+    pub lq_entries: u32,
+    /// Store-queue / store-buffer entries (a store holds one from dispatch until it drains).
+    pub sq_entries: u32,
+    /// Concurrent page walks.
+    pub page_walkers: u32,
+    /// Outstanding L1D misses (fill buffers).
+    pub l1d_mshrs: u32,
+    /// Outstanding L2 misses.
+    pub l2_mshrs: u32,
+    /// Outstanding LLC misses of this core.
+    pub llc_mshrs: u32,
+}
+
+impl Default for CoreConfig {
+    /// Skylake-SP (see the module doc's references).
+    fn default() -> Self {
+        CoreConfig {
+            rob_entries: 224,
+            dispatch_width: 4,
+            retire_width: 4,
+            lq_entries: 72,
+            sq_entries: 56,
+            page_walkers: 2,
+            l1d_mshrs: 10,
+            l2_mshrs: 16,
+            llc_mshrs: 32,
+        }
+    }
+}
+
+impl CoreConfig {
+    /// Every count must be positive and the ROB at least as large as each width.
+    pub fn validate(&self) -> Result<(), String> {
+        for (key, v) in [
+            ("rob_entries", self.rob_entries),
+            ("dispatch_width", self.dispatch_width),
+            ("retire_width", self.retire_width),
+            ("lq_entries", self.lq_entries),
+            ("sq_entries", self.sq_entries),
+            ("page_walkers", self.page_walkers),
+            ("l1d_mshrs", self.l1d_mshrs),
+            ("l2_mshrs", self.l2_mshrs),
+            ("llc_mshrs", self.llc_mshrs),
+        ] {
+            if v == 0 {
+                return Err(format!("core.{key} must be at least 1, got 0"));
+            }
+            if v > MAX_UNITS {
+                return Err(format!("core.{key} must be at most {MAX_UNITS}, got {v}"));
+            }
+        }
+        for (key, w) in [
+            ("dispatch_width", self.dispatch_width),
+            ("retire_width", self.retire_width),
+        ] {
+            if self.rob_entries < w {
+                return Err(format!(
+                    "core.rob_entries ({}) must be at least core.{key} ({w})",
+                    self.rob_entries
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The larger of two times. Times are never NaN, so this skips `f64::max`'s NaN handling
+/// (three host instructions instead of one, on every reference).
+#[inline(always)]
+fn fmax(a: f64, b: f64) -> f64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// References one instruction may make that the dependence window still covers.
+const REFS_PER_INSTRUCTION: usize = 8;
+
+/// Largest value of any `core.*` count (keeps the per-reference scans and rings small).
+const MAX_UNITS: u32 = 1 << 16;
+
+/// What the engine knows about one reference once the functional simulation has handled it.
+#[derive(Clone, Copy, Debug)]
+pub struct CoreRef {
+    /// Load, store or instruction fetch.
+    pub kind: AccessKind,
+    /// Virtual page number (4 KiB) referenced: walks to the same page merge.
+    pub vpn: u64,
+    /// Physical line referenced: fills of the same line merge.
+    pub line: u64,
+    /// Instructions since the previous reference, this one's included (0: same instruction).
+    pub instrs: u32,
+    /// References back to the one whose loaded value this address depends on (0: none).
+    pub dep: u16,
+    /// Translation cycles beyond an L1 TLB hit, walk included.
+    pub xlat_cycles: u64,
+    /// The page walk's part of `xlat_cycles` (0: no walk).
+    pub walk_cycles: u64,
+    /// Latency of the data access through the hierarchy.
+    pub data_cycles: u32,
+    /// The level that served the data access.
+    pub data_level: ServedBy,
+}
+
+/// One run of instructions ending at a reference, kept while any of it may be in the ROB (to
+/// answer "when did instruction `k` retire?").
+#[derive(Clone, Copy, Debug, Default)]
+struct Group {
+    first: u64,
+    n: u64,
+    /// Retire time of the instruction before the group.
+    retire_before: f64,
+    /// Dispatch time of the group's first instruction.
+    dispatch_first: f64,
+    /// Retire time of the group's last instruction.
+    retire_last: f64,
+}
+
+/// A fixed ring of the last `len` (a power of two) values, indexed by a running counter.
+#[derive(Clone, Debug)]
+struct Ring<T> {
+    v: Vec<T>,
+    mask: u64,
+}
+
+impl<T: Copy + Default> Ring<T> {
+    fn new(at_least: usize) -> Self {
+        let len = at_least.max(1).next_power_of_two();
+        Ring {
+            v: vec![T::default(); len],
+            mask: len as u64 - 1,
+        }
+    }
+    #[inline(always)]
+    fn get(&self, i: u64) -> T {
+        self.v[(i & self.mask) as usize]
+    }
+    #[inline(always)]
+    fn set(&mut self, i: u64, x: T) {
+        self.v[(i & self.mask) as usize] = x;
+    }
+    fn len(&self) -> u64 {
+        self.mask + 1
+    }
+}
+
+/// Pool of identical units (walkers, MSHRs of one level): the times they become free, as a
+/// binary min-heap. Units are interchangeable, so only the multiset of free times matters:
+/// a grant takes the earliest (the root) and puts it back busy until its operation is done.
+/// The heap is padded to a full tree with units that are never free (`f64::INFINITY`), so a
+/// sift-down has a fixed depth and no data-dependent branch (the host mispredicted those).
+#[derive(Clone, Debug)]
+struct Units {
+    free_at: Vec<f64>,
+    depth: u32,
+}
+
+impl Units {
+    fn new(n: u32) -> Self {
+        let depth = (n as u64 + 1).next_power_of_two().trailing_zeros();
+        let full = (1usize << depth) - 1;
+        let mut free_at = vec![f64::INFINITY; full];
+        free_at[..n as usize].fill(0.0);
+        // Only the last level can hold padding, so the first n slots stay a valid heap.
+        Units { free_at, depth }
+    }
+
+    /// When the earliest unit is free.
+    #[inline(always)]
+    fn earliest(&self) -> f64 {
+        self.free_at[0]
+    }
+
+    /// Take the earliest unit until `done` (`done` >= [`Units::earliest`]).
+    #[inline(always)]
+    fn take_until(&mut self, done: f64) {
+        let h = &mut self.free_at[..];
+        let mut i = 0usize;
+        for _ in 1..self.depth {
+            let l = 2 * i + 1;
+            let c = l + (h[l + 1] < h[l]) as usize;
+            let move_up = h[c] < done;
+            h[i] = if move_up { h[c] } else { h[i] };
+            i = if move_up { c } else { i };
+        }
+        h[i] = done;
+    }
+}
+
+/// Operations in flight keyed by page or line, for merging: a direct-mapped table of the
+/// latest completion per key slot. A collision forgets the older key, which then merges no
+/// more (a lost overlap, never a wrong wait); with [`IN_FLIGHT_SLOTS`] slots against tens of
+/// operations in flight that is rare. Its size is fixed so that no `core.*` setting changes which
+/// merges are seen.
+#[derive(Clone, Debug)]
+struct InFlight {
+    /// (key, completion) per slot; `u64::MAX` = empty.
+    slots: Vec<(u64, f64)>,
+    /// Latest completion recorded: a reference issued after it need not look.
+    latest: f64,
+}
+
+/// Slots of an [`InFlight`] table (a power of two).
+const IN_FLIGHT_SLOTS: usize = 1024;
+
+impl InFlight {
+    fn new() -> Self {
+        InFlight {
+            slots: vec![(u64::MAX, 0.0); IN_FLIGHT_SLOTS],
+            latest: 0.0,
+        }
+    }
+    #[inline(always)]
+    fn slot(key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - IN_FLIGHT_SLOTS.trailing_zeros()))
+            as usize
+    }
+    #[inline]
+    fn record(&mut self, key: u64, done: f64) {
+        let s = &mut self.slots[Self::slot(key)];
+        if s.0 == key {
+            s.1 = s.1.max(done);
+        } else {
+            *s = (key, done);
+        }
+        self.latest = self.latest.max(done);
+    }
+    /// When the operation on `key` in flight at `t` completes (`None`: nothing in flight).
+    #[inline]
+    fn pending(&self, key: u64, t: f64) -> Option<f64> {
+        if t >= self.latest {
+            return None;
+        }
+        let (k, d) = self.slots[Self::slot(key)];
+        (k == key && d > t).then_some(d)
+    }
+}
+
+/// Per-run counters of the model.
+#[derive(Clone, Debug, Default)]
+struct CoreCounters {
+    rob_full_cycles: f64,
+    lq_full_cycles: f64,
+    sq_full_cycles: f64,
+    head_translation_cycles: f64,
+    head_data_cycles: f64,
+    walker_queue_cycles: f64,
+    mshr_wait_cycles: f64,
+    walk_busy_cycles: f64,
+    miss_busy_cycles: f64,
+    walks: u64,
+    walk_merges: u64,
+    line_merges: u64,
+}
+
+/// The out-of-order core: feed it every reference in program order with [`OooCore::reference`],
+/// then read [`OooCore::cycles`].
+#[derive(Clone, Debug)]
+pub struct OooCore {
+    inv_dispatch: f64,
+    inv_retire: f64,
+    /// Spacing of completions of a run of non-memory instructions at the retire stage.
+    nonmem_step: f64,
+    rob: u64,
+    l1d_hit_cycles: f64,
+    /// Instructions dispatched so far (index of the next one).
+    instrs: u64,
+    refs: u64,
+    loads: u64,
+    stores: u64,
+    last_dispatch: f64,
+    last_retire: f64,
+    last_drain: f64,
+    /// The instruction front end is stalled until then (an instruction fetch's miss).
+    fetch_ready: f64,
+    groups: Ring<Group>,
+    /// Index of the oldest group that may still be queried, and one past the newest.
+    group_head: u64,
+    group_tail: u64,
+    /// Completion time of the last references (dependence targets).
+    done: Ring<f64>,
+    lq: Ring<f64>,
+    sq: Ring<f64>,
+    lq_len: u64,
+    sq_len: u64,
+    walkers: Units,
+    /// MSHR pools of L1D, L2, LLC; `None` for a level whose pool can never bind (below).
+    mshrs: [Option<Units>; 3],
+    walks: InFlight,
+    fills: InFlight,
+    c: CoreCounters,
+}
+
+impl OooCore {
+    /// A core at cycle 0 with empty queues; `l1d_hit_cycles` is the L1D latency (the part of a
+    /// data access a hit costs).
+    pub fn new(cfg: &CoreConfig, l1d_hit_cycles: u32) -> Self {
+        let inv_dispatch = 1.0 / cfg.dispatch_width as f64;
+        let inv_retire = 1.0 / cfg.retire_width as f64;
+        OooCore {
+            inv_dispatch,
+            inv_retire,
+            nonmem_step: inv_dispatch.max(inv_retire),
+            rob: cfg.rob_entries as u64,
+            l1d_hit_cycles: l1d_hit_cycles as f64,
+            instrs: 0,
+            refs: 0,
+            loads: 0,
+            stores: 0,
+            last_dispatch: -inv_dispatch,
+            last_retire: 0.0,
+            last_drain: 0.0,
+            fetch_ready: 0.0,
+            groups: Ring::new(cfg.rob_entries as usize + 2),
+            group_head: 0,
+            group_tail: 0,
+            // A dependence further back than the references the ROB can hold is on a retired
+            // (complete) reference. An instruction makes at most REFS_PER_INSTRUCTION
+            // references (ChampSim records: 4 loads and 2 stores).
+            done: Ring::new((cfg.rob_entries as usize + 1) * REFS_PER_INSTRUCTION),
+            lq: Ring::new(cfg.lq_entries as usize),
+            sq: Ring::new(cfg.sq_entries as usize),
+            lq_len: cfg.lq_entries as u64,
+            sq_len: cfg.sq_entries as u64,
+            walkers: Units::new(cfg.page_walkers),
+            // A miss holds an MSHR at every level it passes for the same interval, so at any
+            // time a level has no more misses outstanding than the level above it: a pool at
+            // least as large as one above it can never be full, and is left out (exactly: the
+            // schedule is the same; the host skips its bookkeeping).
+            mshrs: [
+                Some(Units::new(cfg.l1d_mshrs)),
+                (cfg.l2_mshrs < cfg.l1d_mshrs).then(|| Units::new(cfg.l2_mshrs)),
+                (cfg.llc_mshrs < cfg.l1d_mshrs.min(cfg.l2_mshrs))
+                    .then(|| Units::new(cfg.llc_mshrs)),
+            ],
+            walks: InFlight::new(),
+            fills: InFlight::new(),
+            c: CoreCounters::default(),
+        }
+    }
+
+    /// When instruction `k` retired (or will); 0 for instructions before the start.
+    #[inline]
+    fn retired_at(&mut self, k: i64) -> f64 {
+        if k < 0 {
+            return 0.0;
+        }
+        let k = k as u64;
+        while self.group_head < self.group_tail {
+            let g = self.groups.get(self.group_head);
+            if g.first + g.n > k {
+                let j = k - g.first;
+                return if j + 1 == g.n {
+                    g.retire_last
+                } else {
+                    self.nonmem_retire(&g, j)
+                };
+            }
+            self.group_head += 1;
+        }
+        self.last_retire
+    }
+
+    /// Retire time of non-memory instruction `j` of group `g`.
+    #[inline(always)]
+    fn nonmem_retire(&self, g: &Group, j: u64) -> f64 {
+        fmax(
+            g.retire_before + (j + 1) as f64 * self.inv_retire,
+            g.dispatch_first + 1.0 + j as f64 * self.nonmem_step,
+        )
+    }
+
+    /// Account one reference (in program order). Errors name the reference when its
+    /// dependence points before the first reference.
+    #[inline]
+    pub fn reference(&mut self, r: &CoreRef) -> Result<(), String> {
+        if r.dep as u64 > self.refs {
+            return Err(format!(
+                "reference #{} depends on the reference {} before it, which is before the \
+                 start of the trace",
+                self.refs, r.dep
+            ));
+        }
+        let n = r.instrs as u64;
+        let is_mem = r.kind != AccessKind::IFetch;
+        // Dispatch of the instructions up to this reference.
+        let new_group = n > 0 || self.group_head == self.group_tail || !is_mem;
+        let n = if new_group { n.max(1) } else { 0 };
+        let (first, dispatch_first, mut dispatch_mem) = if new_group {
+            let first = self.instrs;
+            let mut d = fmax(self.last_dispatch + self.inv_dispatch, self.fetch_ready);
+            let rob_free = self.retired_at(first as i64 - self.rob as i64);
+            if rob_free > d {
+                self.c.rob_full_cycles += rob_free - d;
+                d = rob_free;
+            }
+            let last = first + n - 1;
+            let mut dm = d + (n - 1) as f64 * self.inv_dispatch;
+            if n > 1 {
+                let rob_free = self.retired_at(last as i64 - self.rob as i64);
+                if rob_free > dm {
+                    self.c.rob_full_cycles += rob_free - dm;
+                    dm = rob_free;
+                }
+            }
+            (first, d, dm)
+        } else {
+            (self.instrs, self.last_dispatch, self.last_dispatch)
+        };
+        match r.kind {
+            AccessKind::Load => {
+                // The entry of the load `lq_entries` earlier (the ring holds at least that many).
+                let free = self.lq.get(self.loads.wrapping_sub(self.lq_len));
+                if self.loads >= self.lq_len && free > dispatch_mem {
+                    self.c.lq_full_cycles += free - dispatch_mem;
+                    dispatch_mem = free;
+                }
+            }
+            AccessKind::Store => {
+                let free = self.sq.get(self.stores.wrapping_sub(self.sq_len));
+                if self.stores >= self.sq_len && free > dispatch_mem {
+                    self.c.sq_full_cycles += free - dispatch_mem;
+                    dispatch_mem = free;
+                }
+            }
+            AccessKind::IFetch => {}
+        }
+
+        // Issue: dispatched and address known.
+        let mut issue = if is_mem {
+            dispatch_mem
+        } else {
+            // An instruction fetch happens ahead of the dispatch of what it fetches.
+            fmax(self.last_dispatch, 0.0)
+        };
+        if r.dep > 0 && (r.dep as u64) < self.done.len() {
+            issue = fmax(issue, self.done.get(self.refs - r.dep as u64));
+        }
+
+        // Translation.
+        let xlat_done = if r.walk_cycles > 0 {
+            let request = issue + (r.xlat_cycles - r.walk_cycles) as f64;
+            let start = fmax(request, self.walkers.earliest());
+            let done = start + r.walk_cycles as f64;
+            self.walkers.take_until(done);
+            self.c.walker_queue_cycles += start - request;
+            self.c.walk_busy_cycles += r.walk_cycles as f64;
+            self.c.walks += 1;
+            self.walks.record(r.vpn, done);
+            done
+        } else {
+            let done = issue + r.xlat_cycles as f64;
+            match self.walks.pending(r.vpn, done) {
+                Some(w) => {
+                    self.c.walk_merges += 1;
+                    w
+                }
+                None => done,
+            }
+        };
+
+        // Data.
+        let data_done = if r.data_level == ServedBy::L1 {
+            let done = xlat_done + r.data_cycles as f64;
+            match self.fills.pending(r.line, xlat_done) {
+                Some(f) if f > done => {
+                    self.c.line_merges += 1;
+                    f
+                }
+                _ => done,
+            }
+        } else {
+            let levels = match r.data_level {
+                ServedBy::L1 => 0,
+                ServedBy::L2 => 1,
+                ServedBy::Llc => 2,
+                ServedBy::Dram => 3,
+            };
+            let mut start = xlat_done;
+            for units in self.mshrs[..levels].iter().flatten() {
+                start = fmax(start, units.earliest());
+            }
+            let done = start + r.data_cycles as f64;
+            for units in self.mshrs[..levels].iter_mut().flatten() {
+                units.take_until(done);
+            }
+            self.c.mshr_wait_cycles += start - xlat_done;
+            self.c.miss_busy_cycles += r.data_cycles as f64 - self.l1d_hit_cycles;
+            self.fills.record(r.line, done);
+            done
+        };
+
+        if !is_mem {
+            // The fetched instructions dispatch once their line arrives (an L1I hit is
+            // pipelined, so only the part beyond an L1 hit stalls the front end).
+            self.fetch_ready = fmax(fmax(self.fetch_ready, data_done - self.l1d_hit_cycles), 0.0);
+        }
+        let complete = fmax(
+            match r.kind {
+                AccessKind::Load => data_done,
+                AccessKind::Store => xlat_done,
+                AccessKind::IFetch => dispatch_mem + 1.0,
+            },
+            dispatch_mem + 1.0,
+        );
+
+        // Retirement, in order.
+        let retire_before = self.last_retire;
+        let head_at = if new_group {
+            let g = Group {
+                first,
+                n,
+                retire_before,
+                dispatch_first,
+                retire_last: 0.0,
+            };
+            let prefix_last = if n > 1 {
+                self.nonmem_retire(&g, n - 2)
+            } else {
+                retire_before
+            };
+            prefix_last + self.inv_retire
+        } else {
+            retire_before
+        };
+        let retire = fmax(head_at, complete);
+        if retire > head_at && is_mem {
+            // Stall at the ROB head: while translating, then while fetching the data.
+            let overlap = |a: f64, b: f64| fmax(b.min(retire) - fmax(a, head_at), 0.0);
+            self.c.head_translation_cycles += overlap(issue, xlat_done);
+            if r.kind == AccessKind::Load {
+                self.c.head_data_cycles += overlap(xlat_done, data_done);
+            }
+        }
+        if new_group {
+            self.groups.set(
+                self.group_tail,
+                Group {
+                    first,
+                    n,
+                    retire_before,
+                    dispatch_first,
+                    retire_last: retire,
+                },
+            );
+            self.group_tail += 1;
+            if self.group_tail - self.group_head > self.groups.len() {
+                self.group_head = self.group_tail - self.groups.len();
+            }
+        } else {
+            let mut g = self.groups.get(self.group_tail - 1);
+            g.retire_last = retire;
+            self.groups.set(self.group_tail - 1, g);
+        }
+        self.instrs = first + n;
+        self.last_dispatch = dispatch_mem;
+        self.last_retire = retire;
+        match r.kind {
+            AccessKind::Load => {
+                self.lq.set(self.loads, retire);
+                self.loads += 1;
+            }
+            AccessKind::Store => {
+                let drain = fmax(fmax(retire, data_done), self.last_drain + 1.0);
+                self.sq.set(self.stores, drain);
+                self.last_drain = drain;
+                self.stores += 1;
+            }
+            AccessKind::IFetch => {}
+        }
+        self.done.set(self.refs, complete);
+        self.refs += 1;
+        Ok(())
+    }
+
+    /// Cycles retirement stood still at the ROB head behind a translation.
+    pub fn head_stall_translation_cycles(&self) -> f64 {
+        self.c.head_translation_cycles
+    }
+
+    /// Cycles of the run so far: the last instruction's retirement.
+    pub fn cycles(&self) -> f64 {
+        self.last_retire
+    }
+
+    /// Write the model's own figures into the `timing` section.
+    pub fn stats(&self, t: &mut Stats) {
+        let cycles = self.cycles();
+        let per_cycle = |x: f64| if cycles > 0.0 { x / cycles } else { 0.0 };
+        let c = &self.c;
+        t.put_f64("rob_full_stall_cycles", c.rob_full_cycles);
+        t.put_f64("lq_full_stall_cycles", c.lq_full_cycles);
+        t.put_f64("sq_full_stall_cycles", c.sq_full_cycles);
+        t.put_f64("head_stall_translation_cycles", c.head_translation_cycles);
+        t.put_f64("head_stall_data_cycles", c.head_data_cycles);
+        t.put_f64("avg_outstanding_misses", per_cycle(c.miss_busy_cycles));
+        t.put_f64("avg_outstanding_walks", per_cycle(c.walk_busy_cycles));
+        t.put_f64("walker_queue_cycles", c.walker_queue_cycles);
+        t.put_f64(
+            "avg_walker_queue_cycles",
+            if c.walks > 0 {
+                c.walker_queue_cycles / c.walks as f64
+            } else {
+                0.0
+            },
+        );
+        t.put_f64("mshr_wait_cycles", c.mshr_wait_cycles);
+        t.put_u64("walk_merges", c.walk_merges);
+        t.put_u64("line_merges", c.line_merges);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const DRAM: u32 = 200;
+    const L1: u32 = 4;
+    const L2_TLB: u64 = 9;
+
+    fn core(cfg: &CoreConfig) -> OooCore {
+        OooCore::new(cfg, L1)
+    }
+
+    /// A load of 1 instruction to its own page and line, served by `level` in `data` cycles.
+    fn load(i: u64, data: u32, level: ServedBy) -> CoreRef {
+        CoreRef {
+            kind: AccessKind::Load,
+            vpn: 1000 + i,
+            line: 64_000 + i * 64,
+            instrs: 1,
+            dep: 0,
+            xlat_cycles: 0,
+            walk_cycles: 0,
+            data_cycles: data,
+            data_level: level,
+        }
+    }
+
+    fn miss(i: u64) -> CoreRef {
+        load(i, DRAM, ServedBy::Dram)
+    }
+
+    fn hit(i: u64) -> CoreRef {
+        load(i, L1, ServedBy::L1)
+    }
+
+    /// `r` after an L2 TLB miss and a walk of `walk` cycles.
+    fn walked(mut r: CoreRef, walk: u64) -> CoreRef {
+        r.xlat_cycles = L2_TLB + walk;
+        r.walk_cycles = walk;
+        r
+    }
+
+    fn run(cfg: &CoreConfig, refs: &[CoreRef]) -> OooCore {
+        let mut c = core(cfg);
+        for r in refs {
+            c.reference(r).unwrap();
+        }
+        c
+    }
+
+    #[test]
+    fn independent_dram_misses_within_one_rob_window_cost_one_latency_plus_dispatch() {
+        let cfg = CoreConfig::default();
+        let n = 8;
+        let refs: Vec<_> = (0..n).map(miss).collect();
+        let c = run(&cfg, &refs);
+        // Load i dispatches at i/4 and completes DRAM cycles later; retirement follows.
+        assert_eq!(c.cycles(), DRAM as f64 + (n - 1) as f64 / 4.0);
+    }
+
+    #[test]
+    fn a_chain_of_dependent_misses_costs_one_latency_each() {
+        let cfg = CoreConfig::default();
+        let n = 8;
+        let refs: Vec<_> = (0..n)
+            .map(|i| CoreRef {
+                dep: (i > 0) as u16,
+                ..miss(i)
+            })
+            .collect();
+        assert_eq!(run(&cfg, &refs).cycles(), n as f64 * DRAM as f64);
+    }
+
+    #[test]
+    fn with_one_walker_two_simultaneous_tlb_misses_serialize() {
+        let one = CoreConfig {
+            page_walkers: 1,
+            ..CoreConfig::default()
+        };
+        let two = CoreConfig {
+            page_walkers: 2,
+            ..CoreConfig::default()
+        };
+        let refs = [walked(hit(0), 100), walked(hit(1), 100)];
+        // The second walk waits for the first: 9 + 100 + 100 + the L1 hit.
+        let c = run(&one, &refs);
+        assert_eq!(c.cycles(), 9.0 + 200.0 + 4.0);
+        assert_eq!(c.c.walker_queue_cycles, 100.0 - 0.25);
+        // Two walkers: both walks overlap; the second started a dispatch slot later.
+        assert_eq!(run(&two, &refs).cycles(), 0.25 + 9.0 + 100.0 + 4.0);
+    }
+
+    #[test]
+    fn n_independent_walks_on_w_walkers_cost_ceil_n_over_w_walk_latencies() {
+        for walkers in 1..=4u32 {
+            for n in 1..=9u64 {
+                let cfg = CoreConfig {
+                    page_walkers: walkers,
+                    ..CoreConfig::default()
+                };
+                let refs: Vec<_> = (0..n).map(|i| walked(hit(i), 1000)).collect();
+                let cycles = run(&cfg, &refs).cycles();
+                let rounds = n.div_ceil(walkers as u64) as f64;
+                let ideal = 9.0 + rounds * 1000.0 + 4.0;
+                // Dispatch offsets add less than one cycle per reference.
+                assert!(
+                    cycles >= ideal && cycles < ideal + n as f64,
+                    "{n} walks on {walkers} walkers: {cycles} cycles, ideal {ideal}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn misses_further_apart_than_the_rob_do_not_overlap() {
+        let small = CoreConfig {
+            rob_entries: 32,
+            ..CoreConfig::default()
+        };
+        let big = CoreConfig {
+            rob_entries: 128,
+            ..CoreConfig::default()
+        };
+        let n = 6;
+        // 33 instructions per miss: two misses never fit in a 32-entry ROB.
+        let refs: Vec<_> = (0..n)
+            .map(|i| CoreRef {
+                instrs: 33,
+                ..miss(i)
+            })
+            .collect();
+        let serial = run(&small, &refs);
+        assert!(
+            serial.cycles() >= (n * DRAM as u64) as f64,
+            "{}",
+            serial.cycles()
+        );
+        assert!(serial.c.rob_full_cycles > 0.0);
+        // In a 128-entry ROB about four are in flight at once.
+        let overlapped = run(&big, &refs).cycles();
+        assert!(
+            overlapped < serial.cycles() / 2.5,
+            "{overlapped} vs {}",
+            serial.cycles()
+        );
+    }
+
+    #[test]
+    fn a_full_rob_stalls_dispatch_for_the_cycles_it_waits() {
+        let cfg = CoreConfig {
+            rob_entries: 4,
+            dispatch_width: 4,
+            retire_width: 4,
+            ..CoreConfig::default()
+        };
+        // Five one-instruction misses: the fifth waits for the first to retire (at 200).
+        let refs: Vec<_> = (0..5).map(miss).collect();
+        let c = run(&cfg, &refs);
+        assert_eq!(c.c.rob_full_cycles, 200.0 - 1.0);
+        assert_eq!(c.cycles(), 400.0);
+    }
+
+    #[test]
+    fn a_stores_walk_delays_its_retirement_but_its_data_miss_does_not() {
+        let cfg = CoreConfig::default();
+        let store = CoreRef {
+            kind: AccessKind::Store,
+            ..miss(0)
+        };
+        let after: Vec<_> = (1..10).map(hit).collect();
+        let mut refs = vec![store];
+        refs.extend_from_slice(&after);
+        let no_walk = run(&cfg, &refs);
+        assert!(no_walk.cycles() < 20.0, "{}", no_walk.cycles());
+        refs[0] = walked(store, 100);
+        let c = run(&cfg, &refs);
+        assert!(c.cycles() >= 9.0 + 100.0, "{}", c.cycles());
+        assert_eq!(c.c.head_translation_cycles, 9.0 + 100.0 - 0.25);
+        assert_eq!(c.c.head_data_cycles, 0.0);
+    }
+
+    #[test]
+    fn a_reference_to_a_page_being_walked_waits_for_that_walk() {
+        let cfg = CoreConfig::default();
+        let first = walked(hit(0), 100);
+        // Same page, TLB hit (the entry the walk fills), different line.
+        let second = CoreRef { line: 1, ..hit(0) };
+        let c = run(&cfg, &[first, second]);
+        assert_eq!(c.c.walk_merges, 1);
+        // Its data arrives with the first's; it retires one slot after it.
+        assert_eq!(c.cycles(), 9.0 + 100.0 + 4.0 + 0.25);
+    }
+
+    #[test]
+    fn a_hit_to_a_line_being_filled_waits_for_the_fill() {
+        let cfg = CoreConfig::default();
+        let c = run(&cfg, &[miss(0), hit(0)]);
+        assert_eq!(c.c.line_merges, 1);
+        assert_eq!(c.cycles(), DRAM as f64 + 0.25);
+    }
+
+    #[test]
+    fn n_misses_with_m_mshrs_cost_ceil_n_over_m_latencies() {
+        for mshrs in [1u32, 2, 3, 10] {
+            let cfg = CoreConfig {
+                l1d_mshrs: mshrs,
+                ..CoreConfig::default()
+            };
+            let n = 12u64;
+            let refs: Vec<_> = (0..n).map(miss).collect();
+            let cycles = run(&cfg, &refs).cycles();
+            let ideal = n.div_ceil(mshrs as u64) as f64 * DRAM as f64;
+            assert!(
+                cycles >= ideal && cycles < ideal + n as f64,
+                "{mshrs} MSHRs: {cycles}, ideal {ideal}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_smaller_l2_or_llc_mshr_pool_binds_and_a_larger_one_changes_nothing() {
+        let n = 12u64;
+        let refs: Vec<_> = (0..n).map(miss).collect();
+        let with = |l1: u32, l2: u32, llc: u32| {
+            let cfg = CoreConfig {
+                l1d_mshrs: l1,
+                l2_mshrs: l2,
+                llc_mshrs: llc,
+                ..CoreConfig::default()
+            };
+            run(&cfg, &refs).cycles()
+        };
+        let ceil = |m: u64| n.div_ceil(m) as f64 * DRAM as f64;
+        assert!((ceil(2)..ceil(2) + 12.0).contains(&with(10, 2, 32)));
+        assert!((ceil(3)..ceil(3) + 12.0).contains(&with(10, 16, 3)));
+        assert_eq!(with(4, 16, 32), with(4, 4, 4));
+    }
+
+    #[test]
+    fn a_load_queue_of_any_size_admits_exactly_that_many_loads() {
+        for lq in [3u32, 5, 72] {
+            let cfg = CoreConfig {
+                lq_entries: lq,
+                l1d_mshrs: 100,
+                l2_mshrs: 100,
+                llc_mshrs: 100,
+                ..CoreConfig::default()
+            };
+            // lq misses overlap; the next one waits for the first to retire.
+            let refs: Vec<_> = (0..=lq as u64).map(miss).collect();
+            let c = run(&cfg, &refs);
+            assert_eq!(c.cycles(), 2.0 * DRAM as f64, "lq {lq}");
+            let fewer = run(&cfg, &refs[..lq as usize]);
+            assert!(fewer.cycles() < DRAM as f64 + 20.0, "lq {lq}");
+        }
+    }
+
+    #[test]
+    fn a_full_load_queue_stalls_the_next_load() {
+        let cfg = CoreConfig {
+            lq_entries: 2,
+            ..CoreConfig::default()
+        };
+        let c = run(&cfg, &[miss(0), miss(1), miss(2)]);
+        assert!(c.c.lq_full_cycles > 0.0);
+        // The third load waits for the first to retire.
+        assert_eq!(c.cycles(), 2.0 * DRAM as f64 + 0.0);
+    }
+
+    #[test]
+    fn a_dependence_before_the_start_of_the_trace_is_an_error_naming_the_reference() {
+        let mut c = core(&CoreConfig::default());
+        c.reference(&hit(0)).unwrap();
+        let err = c.reference(&CoreRef { dep: 3, ..hit(1) }).unwrap_err();
+        assert!(
+            err.contains("reference #1") && err.contains("before the start"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn zero_counts_and_a_rob_smaller_than_the_width_are_rejected_by_key() {
+        let zero = CoreConfig {
+            page_walkers: 0,
+            ..CoreConfig::default()
+        };
+        assert!(zero.validate().unwrap_err().contains("core.page_walkers"));
+        let tiny = CoreConfig {
+            rob_entries: 2,
+            ..CoreConfig::default()
+        };
+        let e = tiny.validate().unwrap_err();
+        assert!(
+            e.contains("core.rob_entries") && e.contains("dispatch_width"),
+            "{e}"
+        );
+        assert!(CoreConfig::default().validate().is_ok());
+    }
+
+    fn arb_ref() -> impl Strategy<Value = CoreRef> {
+        (
+            0..3u8,
+            0..8u64,
+            0..4u32,
+            0..4u16,
+            0..3u8,
+            prop_oneof![Just(0u64), 1..300u64],
+            0..4u8,
+        )
+            .prop_map(|(kind, page, instrs, dep, tlb, walk, level)| {
+                let (data_level, data_cycles) = match level {
+                    0 => (ServedBy::L1, L1),
+                    1 => (ServedBy::L2, 18),
+                    2 => (ServedBy::Llc, 58),
+                    _ => (ServedBy::Dram, DRAM),
+                };
+                let (xlat_cycles, walk_cycles) = match tlb {
+                    0 => (0, 0),
+                    1 => (L2_TLB, 0),
+                    _ => (L2_TLB + walk, walk),
+                };
+                CoreRef {
+                    kind: match kind {
+                        0 => AccessKind::Load,
+                        1 => AccessKind::Store,
+                        _ => AccessKind::IFetch,
+                    },
+                    vpn: page,
+                    line: page * 64 + instrs as u64,
+                    instrs,
+                    dep,
+                    xlat_cycles,
+                    walk_cycles,
+                    data_cycles,
+                    data_level,
+                }
+            })
+    }
+
+    fn cycles_of(cfg: &CoreConfig, refs: &[CoreRef]) -> f64 {
+        let mut c = core(cfg);
+        for (i, r) in refs.iter().enumerate() {
+            let r = CoreRef {
+                dep: if r.dep as usize > i { 0 } else { r.dep },
+                ..*r
+            };
+            c.reference(&r).unwrap();
+        }
+        c.cycles()
+    }
+
+    proptest! {
+        #[test]
+        fn a_unit_pool_grants_like_taking_the_earliest_of_a_plain_list(
+            n in 1..12u32,
+            ops in proptest::collection::vec((0..500u32, 1..400u32), 1..100),
+        ) {
+            let mut heap = Units::new(n);
+            let mut plain = vec![0.0f64; n as usize];
+            for (request, latency) in ops {
+                let i = (0..plain.len())
+                    .min_by(|&a, &b| plain[a].total_cmp(&plain[b]))
+                    .unwrap();
+                prop_assert_eq!(heap.earliest(), plain[i]);
+                let done = (request as f64).max(plain[i]) + latency as f64;
+                plain[i] = done;
+                heap.take_until(done);
+            }
+        }
+
+        #[test]
+        fn more_walkers_mshrs_or_rob_entries_are_never_slower(
+            refs in proptest::collection::vec(arb_ref(), 1..300),
+            walkers in 1..4u32,
+            mshrs in 1..6u32,
+            rob in 4..64u32,
+        ) {
+            let base = CoreConfig {
+                rob_entries: rob,
+                page_walkers: walkers,
+                l1d_mshrs: mshrs,
+                l2_mshrs: mshrs,
+                llc_mshrs: mshrs,
+                lq_entries: 8,
+                sq_entries: 8,
+                ..CoreConfig::default()
+            };
+            let t = cycles_of(&base, &refs);
+            for more in [
+                CoreConfig { page_walkers: walkers + 1, ..base.clone() },
+                CoreConfig { l1d_mshrs: mshrs + 2, ..base.clone() },
+                CoreConfig { rob_entries: rob * 2, ..base.clone() },
+            ] {
+                let u = cycles_of(&more, &refs);
+                prop_assert!(u <= t + 1e-9, "{more:?}: {u} > {t}");
+            }
+        }
+
+        #[test]
+        fn the_same_references_give_the_same_cycles(
+            refs in proptest::collection::vec(arb_ref(), 1..200),
+        ) {
+            let cfg = CoreConfig::default();
+            prop_assert_eq!(cycles_of(&cfg, &refs).to_bits(), cycles_of(&cfg, &refs).to_bits());
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! The out-of-order timing model (`timing.model = "ooo"`) against the functional simulation:
+//! it may change only the `timing` figures, it is deterministic however a run is chunked, and
+//! the dependences the built-in workloads declare show in its cycles.
+
+use serde_json::Value;
+use xlat::designs::REGISTRY;
+use xlat::workloads::WORKLOADS;
+use xlat::{Config, Simulation};
+
+fn config(design: &str, workload: &str, model: &str, refs: u64) -> Config {
+    let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+    Config::resolve(
+        None,
+        &[
+            o("sim.design", design),
+            o("workload.name", workload),
+            o("sim.refs", &refs.to_string()),
+            o("sim.seed", "7"),
+            o("workload.footprint", "32MiB"),
+            o("os.phys_mem_bytes", "4GiB"),
+            o("timing.model", model),
+        ],
+    )
+    .unwrap()
+}
+
+/// The record without what may legitimately differ between the models: the timing figures,
+/// the configuration (it names the model) and the wall clock.
+fn functional(mut record: Value) -> Value {
+    let obj = record.as_object_mut().unwrap();
+    for k in ["timing", "config", "sim"] {
+        obj.remove(k);
+    }
+    record
+}
+
+#[test]
+fn every_non_timing_counter_is_identical_under_simple_and_ooo_for_every_design_and_workload() {
+    for design in REGISTRY {
+        for (workload, _) in WORKLOADS {
+            let simple =
+                xlat::run_workload(&config(design.name, workload, "simple", 30_000)).unwrap();
+            let ooo = xlat::run_workload(&config(design.name, workload, "ooo", 30_000)).unwrap();
+            assert_eq!(
+                functional(simple.clone()),
+                functional(ooo.clone()),
+                "{} on {workload}",
+                design.name
+            );
+            // The shared latency sums are functional too.
+            for k in ["data_stall_cycles", "os_cycles"] {
+                assert_eq!(simple["timing"][k], ooo["timing"][k], "{k}");
+            }
+            assert_eq!(ooo["timing"]["model"], "ooo");
+            assert!(simple["timing"].get("model").is_none());
+            assert!(ooo["timing"]["cycles"].as_f64().unwrap() > 0.0);
+        }
+    }
+}
+
+#[test]
+fn an_ooo_run_is_identical_however_it_is_chunked() {
+    let cfg = config("radix", "bfs", "ooo", 20_000);
+    let whole = xlat::run_workload(&cfg).unwrap();
+    let source = xlat::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).unwrap();
+    let mut sim = Simulation::new(&cfg, source).unwrap();
+    while !sim.step(333).unwrap() {}
+    let (mut a, mut b) = (whole, sim.record());
+    a.as_object_mut().unwrap().remove("sim");
+    b.as_object_mut().unwrap().remove("sim");
+    assert_eq!(a, b);
+}
+
+#[test]
+fn a_pointer_chase_overlaps_nothing_and_gups_overlaps_its_misses() {
+    let ipc = |w: &str| {
+        let r = xlat::run_workload(&config("radix", w, "ooo", 60_000)).unwrap();
+        (
+            r["timing"]["ipc"].as_f64().unwrap(),
+            r["timing"]["avg_outstanding_misses"].as_f64().unwrap(),
+        )
+    };
+    let (chase_ipc, chase_mlp) = ipc("pointer_chase");
+    let (gups_ipc, gups_mlp) = ipc("gups");
+    // A chain has at most one miss in flight; GUPS keeps several.
+    assert!(chase_mlp <= 1.0 + 1e-9, "pointer_chase MLP {chase_mlp}");
+    assert!(gups_mlp > 2.0, "gups MLP {gups_mlp}");
+    assert!(
+        gups_ipc > chase_ipc,
+        "gups {gups_ipc} vs pointer_chase {chase_ipc}"
+    );
+}
+
+#[test]
+fn zero_core_parameters_are_rejected_naming_the_key() {
+    let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+    for key in [
+        "core.rob_entries",
+        "core.dispatch_width",
+        "core.page_walkers",
+        "core.l1d_mshrs",
+    ] {
+        let err = Config::resolve(None, &[o(key, "0")]).unwrap_err().0;
+        assert!(err.contains(key), "{key}: {err}");
+    }
+    let err = Config::resolve(None, &[o("timing.model", "cycle_accurate")])
+        .unwrap_err()
+        .0;
+    assert!(err.contains("model"), "{err}");
+}

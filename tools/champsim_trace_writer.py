@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Write small ChampSim-format traces of five access patterns, with register dependences.
+
+The traces feed both ChampSim and xlat (``xlat run --trace FILE.champsim``), so the two can be
+compared on the same instruction stream (see ``scripts/champsim_validate.sh`` and
+``docs/timing.md``, "Validation against ChampSim").
+
+Each record is ChampSim's 64-byte ``input_instr``: ip, is_branch, branch_taken, 2 destination
+and 4 source register numbers, 2 destination and 4 source memory addresses. Dependences are
+expressed the way a compiled loop would: a load writes a register, and a later instruction whose
+address is computed from that register lists it as a source. Register numbers avoid ChampSim's
+special registers (6 stack pointer, 25 flags, 26 instruction pointer), and no record is a
+branch (the loops' branches would be perfectly predictable and only add records).
+
+Patterns (``--pattern``):
+
+``gups``
+    HPCC RandomAccess: an xorshift index (two ALU instructions), a load of the table entry, an
+    xor, a store back. Loads are independent of each other.
+``stream``
+    STREAM triad over three arrays: two loads, an ALU op, a store, an index increment.
+``pointer_chase``
+    One random cycle over 64-byte nodes: each load's address is the previous load's value.
+``graph``
+    CSR traversal (BFS-like): the vertex id from a work list, its offsets, its neighbour ids,
+    and a visited-flag load per neighbour, each address computed from the previous load.
+``hash``
+    Hash-table lookups: a hash of a random key (ALU), a bucket load, and the item load through
+    the pointer the bucket holds.
+
+Examples
+--------
+>>> import io
+>>> buf = io.BytesIO()
+>>> write_trace(buf, "pointer_chase", records=8, footprint=1 << 20, seed=1)
+8
+>>> len(buf.getvalue())
+512
+"""
+
+from __future__ import annotations
+
+import argparse
+import lzma
+import random
+import struct
+import sys
+from collections.abc import Iterator
+from typing import BinaryIO
+
+RECORD = struct.Struct("<QBB2B4B2Q4Q")
+"""ChampSim ``input_instr``: 64 bytes, little-endian."""
+
+BASE = 0x7F00_0000_0000
+"""Virtual address of the first array (each array starts on a 1 GiB boundary after it)."""
+
+IP0 = 0x40_1000
+
+Rec = tuple[list[int], list[int], list[int], list[int]]
+"""(destination registers, source registers, store addresses, load addresses)."""
+
+
+def _array(i: int) -> int:
+    return BASE + (i << 30)
+
+
+def _gups(footprint: int, rng: random.Random) -> Iterator[Rec]:
+    entries = max(footprint // 8, 1)
+    while True:
+        yield [3], [3], [], []  # r3 = xorshift(r3)
+        yield [3], [3], [], []
+        idx = rng.randrange(entries)
+        yield [4], [3], [], [_array(0) + idx * 8]  # r4 = table[r3]
+        yield [4], [4, 3], [], []  # r4 ^= r3
+        yield [], [3, 4], [_array(0) + idx * 8], []  # table[r3] = r4
+
+
+def _stream(footprint: int, rng: random.Random) -> Iterator[Rec]:
+    n = max(footprint // 24, 1)
+    i = 0
+    while True:
+        yield [4], [1], [], [_array(1) + i * 8]  # r4 = b[r1]
+        yield [5], [1], [], [_array(2) + i * 8]  # r5 = c[r1]
+        yield [4], [4, 5], [], []  # r4 += s * r5
+        yield [], [1, 4], [_array(0) + i * 8], []  # a[r1] = r4
+        yield [1], [1], [], []  # r1++
+        i = (i + 1) % n
+
+
+def _pointer_chase(footprint: int, rng: random.Random) -> Iterator[Rec]:
+    nodes = max(footprint // 64, 2)
+    order = list(range(nodes))
+    # Sattolo: one cycle through every node.
+    for i in range(nodes - 1, 0, -1):
+        j = rng.randrange(i)
+        order[i], order[j] = order[j], order[i]
+    nxt = [0] * nodes
+    for i in range(nodes):
+        nxt[order[i]] = order[(i + 1) % nodes]
+    cur = 0
+    while True:
+        yield [1], [1], [], [_array(0) + cur * 64]  # r1 = r1->next
+        yield [2], [2], [], []  # loop counter
+        cur = nxt[cur]
+
+
+def _graph(footprint: int, rng: random.Random) -> Iterator[Rec]:
+    degree = 8
+    vertices = max(footprint // (8 + 4 * degree + 4 + 4), 16)
+    worklist, offsets, neighbours, visited = (_array(i) for i in range(4))
+    w = 0
+    while True:
+        v = rng.randrange(vertices)
+        yield [2], [1], [], [worklist + (w % vertices) * 4]  # r2 = worklist[r1]
+        yield [1], [1], [], []  # r1++
+        yield [3], [2], [], [offsets + v * 8]  # r3 = offsets[r2]
+        yield [4], [3], [], []  # r4 = r3 * 4 (address arithmetic)
+        for e in range(degree):
+            edge = v * degree + e
+            yield [5], [4], [], [neighbours + edge * 4]  # r5 = neighbours[r4]
+            yield [4], [4], [], []  # r4 += 4
+            yield [7], [5], [], [visited + rng.randrange(vertices) * 4]  # r7 = visited[r5]
+        w += 1
+
+
+def _hash(footprint: int, rng: random.Random) -> Iterator[Rec]:
+    items = max(footprint // (64 + 16), 2)
+    buckets, slab = _array(0), _array(1)
+    while True:
+        key = rng.randrange(items)
+        yield [1], [1], [], []  # r1 = next key
+        yield [2], [1], [], []  # r2 = hash(r1)
+        yield [2], [2], [], []
+        yield [3], [2], [], [buckets + (key * 2654435761 % (2 * items)) * 16]  # r3 = bucket
+        yield [4], [3], [], [slab + key * 64]  # r4 = r3->item
+
+
+PATTERNS = {
+    "gups": _gups,
+    "stream": _stream,
+    "pointer_chase": _pointer_chase,
+    "graph": _graph,
+    "hash": _hash,
+}
+
+
+def write_trace(out: BinaryIO, pattern: str, records: int, footprint: int, seed: int) -> int:
+    """Write ``records`` ChampSim records of ``pattern`` to ``out``.
+
+    Parameters
+    ----------
+    out : binary file
+        Destination (plain bytes; wrap it in ``lzma.open`` for ``.xz``).
+    pattern : str
+        One of ``PATTERNS``.
+    records : int
+        Instructions to write.
+    footprint : int
+        Bytes of the pattern's data structures.
+    seed : int
+        Seed of the random choices.
+
+    Returns
+    -------
+    int
+        Records written.
+
+    Examples
+    --------
+    >>> import io
+    >>> write_trace(io.BytesIO(), "gups", records=10, footprint=1 << 20, seed=1)
+    10
+    """
+    if pattern not in PATTERNS:
+        raise ValueError(f"unknown pattern {pattern!r}; patterns: {', '.join(PATTERNS)}")
+    if records < 1 or footprint < 4096:
+        raise ValueError("records must be >= 1 and footprint >= 4096 bytes")
+    rng = random.Random(seed)
+    gen = PATTERNS[pattern](footprint, rng)
+    ip = IP0
+    for _ in range(records):
+        dst, src, stores, loads = next(gen)
+        dst_r = (dst + [0, 0])[:2]
+        src_r = (src + [0, 0, 0, 0])[:4]
+        st = (stores + [0, 0])[:2]
+        ld = (loads + [0, 0, 0, 0])[:4]
+        out.write(RECORD.pack(ip, 0, 0, *dst_r, *src_r, *st, *ld))
+        ip += 4
+    return records
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``champsim_trace_writer.py --pattern gups --out gups.champsim.xz``."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--pattern", required=True, choices=sorted(PATTERNS))
+    p.add_argument("--out", required=True, help="output file; .xz compresses")
+    p.add_argument("--records", type=int, default=2_000_000, help="instructions (2M)")
+    p.add_argument("--footprint", type=int, default=256 << 20, help="bytes (256 MiB)")
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args(argv)
+    try:
+        opener = lzma.open if a.out.endswith(".xz") else open
+        with opener(a.out, "wb") as f:
+            n = write_trace(f, a.pattern, a.records, a.footprint, a.seed)
+    except (OSError, ValueError) as e:
+        print(f"champsim_trace_writer: {a.out}: {e}", file=sys.stderr)
+        return 1
+    print(f"{a.out}: {n} records ({a.pattern}, footprint {a.footprint} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
