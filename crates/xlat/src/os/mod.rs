@@ -42,13 +42,15 @@
 //! "The what, the why and the where to of anti-fragmentation" (FMFI); ME-HPT §III.
 
 pub mod buddy;
+pub mod compaction;
 pub mod pagemap;
 pub mod phys;
 pub mod vma;
 
 use buddy::ORDERS;
+pub use compaction::{CompactionConfig, FragmenterConfig, FragmenterMode};
 use pagemap::PageMap;
-pub use phys::{FrameUse, PhysMem};
+pub use phys::{DataOwner, FrameUse, PhysMem, Relocation};
 use vma::VmaSet;
 
 use crate::addr::{Asid, Mapping, PageSize, Pfn, Vaddr, Vpn, BASE_PAGE_BYTES};
@@ -82,6 +84,10 @@ pub struct OsConfig {
     pub fmfi_order: u8,
     /// Path of a `/proc/buddyinfo`-style snapshot to start from ("" = none).
     pub buddyinfo: String,
+    /// Fragmenter mix (`os.fragmenter.*`).
+    pub fragmenter: FragmenterConfig,
+    /// Allocation and compaction costs (`os.compaction.*`).
+    pub compaction: CompactionConfig,
 }
 
 impl Default for OsConfig {
@@ -92,6 +98,8 @@ impl Default for OsConfig {
             fmfi_target: 0.0,
             fmfi_order: 9,
             buddyinfo: String::new(),
+            fragmenter: FragmenterConfig::default(),
+            compaction: CompactionConfig::default(),
         }
     }
 }
@@ -105,6 +113,8 @@ impl OsConfig {
                 self.fmfi_target
             ));
         }
+        self.fragmenter.validate()?;
+        self.compaction.validate()?;
         Ok(())
     }
 }
@@ -178,8 +188,22 @@ impl Os {
             })?;
             PhysMem::from_buddyinfo_text(&text, &cfg.buddyinfo, cfg.phys_mem_bytes)?
         };
-        if cfg.fmfi_target > 0.0 {
-            phys.fragment(cfg.fmfi_target, cfg.fmfi_order, seed)?;
+        phys.set_compaction(&cfg.compaction);
+        match cfg.fragmenter.mode {
+            FragmenterMode::Pin if cfg.fmfi_target > 0.0 => {
+                phys.fragment(cfg.fmfi_target, cfg.fmfi_order, seed)?;
+            }
+            FragmenterMode::Pin => {}
+            FragmenterMode::Fill if !cfg.buddyinfo.is_empty() => {
+                return Err(OsError(
+                    "os.fragmenter.mode = \"fill\" cannot be combined with os.buddyinfo (the \
+                     snapshot already fixes the free memory)"
+                        .into(),
+                ));
+            }
+            FragmenterMode::Fill => {
+                phys.fragment_fill(cfg.fmfi_target, cfg.fmfi_order, &cfg.fragmenter, seed)?;
+            }
         }
         Ok(Os {
             fmfi_before: phys.fmfi(cfg.fmfi_order),
@@ -594,6 +618,7 @@ impl Os {
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         s.put_u64("mapped_4k", m4k);
         s.put_u64("mapped_2m", m2m);
+        self.phys.compaction_stats_into(s);
     }
 }
 
