@@ -123,6 +123,7 @@ impl Hasher for PfnHasher {
 }
 
 /// Physical memory: the buddy allocator all frames come from, with usage accounting.
+#[derive(Clone)]
 pub struct PhysMem {
     pub(super) buddy: Buddy,
     in_use: [u64; 4],
