@@ -21,7 +21,8 @@
 //!
 //! ## Configuration
 //! `os.phys_mem_bytes` (64 GiB), `os.thp` (`never` | `madvise` | `always`), `os.fmfi_target`
-//! (0 = unfragmented), `os.fmfi_order` (9), `os.buddyinfo` (path; "" = none).
+//! (0 = unfragmented), `os.fmfi_order` (9), `os.buddyinfo` (path; "" = none),
+//! `os.fragmenter.*` and `os.compaction.*` (see [`compaction`] and docs/os-model.md).
 //!
 //! ## Deviations and limits
 //! No swap: running out of memory is an error naming the request. No compaction, khugepaged
@@ -35,7 +36,8 @@
 //! no_block,not_advised}`, `data_bytes`, `data_peak_bytes`, `page_table_bytes`,
 //! `page_table_peak_bytes`, `pinned_bytes`, `phys_mem_bytes`, `fmfi_target`, `fmfi_order`,
 //! `fmfi_before`, `fmfi_end`, `free_blocks_before`, `free_blocks_end` (19 counts, orders 0..18),
-//! `thp`, `processes`, `vmas`, `mapped_4k`, `mapped_2m`.
+//! `thp`, `processes`, `vmas`, `mapped_4k`, `mapped_2m`, `filler_bytes`, `compaction.*`
+//! (direct compactions, pages migrated, frames scanned, cycles; see [`compaction`]).
 //!
 //! ## References
 //! Linux mm (buddy allocator, THP fault path `do_huge_pmd_anonymous_page`); Gorman & Whitcroft,
