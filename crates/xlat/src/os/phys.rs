@@ -599,12 +599,17 @@ impl PhysMem {
     }
 
     /// Physical memory of `total_bytes` whose free memory is exactly the free blocks of a
-    /// `/proc/buddyinfo` snapshot (counts summed over zones); everything else is pinned.
+    /// `/proc/buddyinfo` snapshot (counts summed over zones); everything else is pinned
+    /// (unmovable). A `/proc/pagetypeinfo` text (recognised by its "Free pages count per migrate
+    /// type" header) is read by [`PhysMem::from_pagetypeinfo_text`] instead.
     pub fn from_buddyinfo_text(
         text: &str,
         origin: &str,
         total_bytes: u64,
     ) -> Result<PhysMem, OsError> {
+        if text.contains("Free pages count per migrate type") {
+            return Self::from_pagetypeinfo_text(text, origin, total_bytes);
+        }
         let mut counts = [0u64; ORDERS];
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -618,27 +623,36 @@ impl PhysMem {
             if fields.len() < 2 {
                 return Err(bad("no free-block counts"));
             }
-            if fields.len() - 1 > ORDERS {
-                return Err(bad("more orders than 0..18"));
-            }
-            for (order, f) in fields[1..].iter().enumerate() {
-                counts[order] += f
-                    .parse::<u64>()
-                    .map_err(|_| bad(&format!("'{f}' is not a count")))?;
-            }
+            add_counts(&mut counts, &fields[1..], &bad)?;
         }
         let mut p = PhysMem::new(total_bytes);
         let total = p.buddy.total_pages();
-        // Pin everything, then free each snapshot block beside a pinned buddy so none coalesce.
         p.buddy = Buddy::new_full(total);
         p.frames.fill(frame_byte(kind::KERNEL, 0));
         let mut cursor = 0u64;
-        let mut free_pages = 0u64;
+        let free_pages = p.lay_out_free_blocks(&counts, &mut cursor, origin, total_bytes)?;
+        p.in_use = [0, 0, (total - free_pages) * BASE_PAGE_BYTES, 0];
+        p.peak = p.in_use;
+        p.recount_pageblocks(0, total);
+        Ok(p)
+    }
+
+    /// Free the blocks `counts` (per order, largest first) from `cursor` on, each beside a
+    /// used buddy so none coalesce; returns the frames freed.
+    fn lay_out_free_blocks(
+        &mut self,
+        counts: &[u64; ORDERS],
+        cursor: &mut u64,
+        origin: &str,
+        total_bytes: u64,
+    ) -> Result<u64, OsError> {
+        let total = self.buddy.total_pages();
+        let mut free_pages = 0;
         for order in (0..ORDERS).rev() {
             for _ in 0..counts[order] {
                 let span = 2u64 << order;
-                cursor = cursor.next_multiple_of(span);
-                if cursor + span > total {
+                *cursor = cursor.next_multiple_of(span);
+                if *cursor + span > total {
                     return Err(OsError(format!(
                         "{origin}: the snapshot's free memory does not fit in os.phys_mem_bytes = {} \
                          (each free block is laid out beside a pinned buddy, so up to twice the free \
@@ -646,19 +660,145 @@ impl PhysMem {
                         format_bytes(total_bytes)
                     )));
                 }
-                for f in cursor..cursor + (1 << order) {
-                    p.buddy.free(f, 0);
-                    p.frames[f as usize] = frame_byte(kind::FREE, 0);
+                for f in *cursor..*cursor + (1 << order) {
+                    self.buddy.free(f, 0);
+                    self.frames[f as usize] = frame_byte(kind::FREE, 0);
                 }
                 free_pages += 1 << order;
-                cursor += span;
+                *cursor += span;
             }
         }
-        p.in_use = [0, 0, (total - free_pages) * BASE_PAGE_BYTES, 0];
+        Ok(free_pages)
+    }
+
+    /// Physical memory of `total_bytes` seeded from a `/proc/pagetypeinfo` snapshot: its free
+    /// blocks (per order, summed over zones and migrate types) become the free memory, and the
+    /// used memory is split by pageblock type. Unmovable types (Unmovable, Reclaimable,
+    /// HighAtomic, Isolate) are unmovable kernel memory, Movable and CMA pageblocks hold movable
+    /// page-cache-like filler. Layout: the free blocks of unmovable types first (each beside a
+    /// used buddy, as for buddyinfo), the pageblocks they touch being unmovable; then, from the
+    /// next pageblock, the free blocks of movable types; then the top pageblocks of memory are
+    /// made unmovable until the snapshot's share of unmovable pageblocks is reached; every other
+    /// used frame is filler. Counts printed as ">100000" (the kernel stops counting there) are
+    /// taken as 100000.
+    pub fn from_pagetypeinfo_text(
+        text: &str,
+        origin: &str,
+        total_bytes: u64,
+    ) -> Result<PhysMem, OsError> {
+        let movable_type = |t: &str| matches!(t, "Movable" | "CMA");
+        let mut free_unmovable = [0u64; ORDERS];
+        let mut free_movable = [0u64; ORDERS];
+        let mut block_types: Vec<String> = Vec::new();
+        let (mut unmovable_blocks, mut all_blocks) = (0u64, 0u64);
+        let mut in_block_section = false;
+        for (i, line) in text.lines().enumerate() {
+            let bad = |why: &str| OsError(format!("{origin}: line {}: {why}: '{line}'", i + 1));
+            let trimmed = line.trim();
+            if trimmed.is_empty() {
+                in_block_section = false;
+                continue;
+            }
+            if let Some(rest) = trimmed.strip_prefix("Number of blocks type") {
+                block_types = rest.split_whitespace().map(str::to_string).collect();
+                in_block_section = true;
+                continue;
+            }
+            if let Some(type_pos) = line.find(", type ") {
+                let fields: Vec<&str> = line[type_pos + 7..].split_whitespace().collect();
+                if fields.len() < 2 {
+                    return Err(bad("no free-block counts"));
+                }
+                let counts = if movable_type(fields[0]) {
+                    &mut free_movable
+                } else {
+                    &mut free_unmovable
+                };
+                add_counts(counts, &fields[1..], &bad)?;
+                continue;
+            }
+            if in_block_section && line.contains("zone") {
+                let zone_pos = line.find("zone").expect("checked") + 4;
+                let fields: Vec<&str> = line[zone_pos..].split_whitespace().collect();
+                if fields.len() != block_types.len() + 1 {
+                    return Err(bad(&format!(
+                        "expected a zone name and {} pageblock counts",
+                        block_types.len()
+                    )));
+                }
+                for (t, f) in block_types.iter().zip(&fields[1..]) {
+                    let n: u64 = f
+                        .parse()
+                        .map_err(|_| bad(&format!("'{f}' is not a count")))?;
+                    all_blocks += n;
+                    if !movable_type(t) {
+                        unmovable_blocks += n;
+                    }
+                }
+            }
+            // Other lines (page block order, other sections) carry nothing the model uses.
+        }
+        if all_blocks == 0 {
+            return Err(OsError(format!(
+                "{origin}: no 'Number of blocks type' section with pageblock counts (is this \
+                 /proc/pagetypeinfo?)"
+            )));
+        }
+        let mut p = PhysMem::new(total_bytes);
+        let total = p.buddy.total_pages();
+        p.buddy = Buddy::new_full(total);
+        p.frames.fill(frame_byte(kind::KERNEL, 0));
+        let mut cursor = 0u64;
+        let mut free_pages =
+            p.lay_out_free_blocks(&free_unmovable, &mut cursor, origin, total_bytes)?;
+        let pb_frames = 1u64 << PAGEBLOCK_ORDER;
+        let unmovable_low = cursor.div_ceil(pb_frames);
+        cursor = unmovable_low * pb_frames;
+        free_pages += p.lay_out_free_blocks(&free_movable, &mut cursor, origin, total_bytes)?;
+        let pbs = total.div_ceil(pb_frames);
+        let layout_end = cursor.div_ceil(pb_frames);
+        let want = (unmovable_blocks as f64 / all_blocks as f64 * pbs as f64).round() as u64;
+        let unmovable_high = want
+            .saturating_sub(unmovable_low)
+            .min(pbs.saturating_sub(layout_end));
+        let mut filler = 0u64;
+        for pb in unmovable_low..pbs - unmovable_high {
+            let end = ((pb + 1) * pb_frames).min(total);
+            for f in pb * pb_frames..end {
+                if kind_of(p.frames[f as usize]) == kind::KERNEL {
+                    p.frames[f as usize] = frame_byte(kind::FILLER, 0);
+                    filler += 1;
+                }
+            }
+        }
+        p.in_use = [
+            0,
+            0,
+            (total - free_pages - filler) * BASE_PAGE_BYTES,
+            filler * BASE_PAGE_BYTES,
+        ];
         p.peak = p.in_use;
         p.recount_pageblocks(0, total);
         Ok(p)
     }
+}
+
+/// Add a line's per-order free-block counts to `counts` (">N" is read as N).
+fn add_counts(
+    counts: &mut [u64; ORDERS],
+    fields: &[&str],
+    bad: &dyn Fn(&str) -> OsError,
+) -> Result<(), OsError> {
+    if fields.len() > ORDERS {
+        return Err(bad("more orders than 0..18"));
+    }
+    for (order, f) in fields.iter().enumerate() {
+        counts[order] += f
+            .trim_start_matches('>')
+            .parse::<u64>()
+            .map_err(|_| bad(&format!("'{f}' is not a count")))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -676,6 +816,70 @@ mod tests {
                 "pins only a few frames"
             );
         }
+    }
+
+    const PAGETYPEINFO: &str = "Page block order: 9
+Pages per block:  512
+
+Free pages count per migrate type at order       0      1      2      3      4      5      6      7      8      9     10
+Node    0, zone      DMA, type    Unmovable      0      0      0      1      2      1      1      0      1      0      0
+Node    0, zone      DMA, type      Movable      0      0      0      0      0      0      0      0      0      1      3
+Node    0, zone   Normal, type    Unmovable     40     20      5      0      0      0      0      0      0      0      0
+Node    0, zone   Normal, type      Movable   >100000     30     10      4      2      0      0      0      0      2      1
+Node    0, zone   Normal, type  Reclaimable     10      0      0      0      0      0      0      0      0      0      0
+Node    0, zone   Normal, type   HighAtomic      0      0      0      0      0      0      0      0      0      0      0
+Node    0, zone   Normal, type          CMA      0      0      0      0      0      0      0      0      0      0      0
+Node    0, zone   Normal, type      Isolate      0      0      0      0      0      0      0      0      0      0      0
+
+Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic          CMA      Isolate
+Node 0, zone      DMA            1            7            0            0            0            0
+Node 0, zone   Normal           90          850           60            0            0            0
+";
+
+    #[test]
+    fn a_pagetypeinfo_snapshot_seeds_free_blocks_and_movable_vs_unmovable_memory() {
+        let p = PhysMem::from_buddyinfo_text(PAGETYPEINFO, "pti", 4 << 30).unwrap();
+        let b = p.free_blocks();
+        // Summed over zones and types; ">100000" read as 100000.
+        assert_eq!(&b[..11], &[100_050, 50, 15, 5, 4, 1, 1, 0, 1, 3, 4]);
+        // 151 of 1008 pageblocks are of unmovable types: that share of the 2048 pageblocks of
+        // 4 GiB is unmovable, the rest of the used memory is movable filler.
+        let pbs = 2048.0;
+        let want = (151.0 / 1008.0 * pbs as f64).round() as usize;
+        let unmovable_pbs = p.pb_unmovable.iter().filter(|u| **u > 0).count();
+        assert!(
+            unmovable_pbs.abs_diff(want) <= 1,
+            "{unmovable_pbs} vs {want}"
+        );
+        assert!(p.filler_bytes() > 0 && p.pinned_bytes() > 0);
+        assert_eq!(
+            p.filler_bytes() + p.pinned_bytes() + p.free_bytes(),
+            p.total_bytes()
+        );
+        // Movable memory lets direct compaction make a block no snapshot free list had.
+        let mut p = p;
+        assert!(!p.can_alloc(12));
+        p.alloc(12, FrameUse::PageTable).unwrap();
+        assert_eq!(p.compaction_stats().direct_successes, 1);
+        let err = PhysMem::from_buddyinfo_text(
+            "Free pages count per migrate type at order 0 1\nNode 0, zone Normal, type Movable 1 x\n",
+            "pti",
+            1 << 30,
+        )
+        .err()
+        .unwrap();
+        assert!(
+            err.0.contains("pti: line 2") && err.0.contains("'x'"),
+            "{err}"
+        );
+        let err = PhysMem::from_buddyinfo_text(
+            "Free pages count per migrate type at order 0 1\nNode 0, zone Normal, type Movable 1 2\n",
+            "pti",
+            1 << 30,
+        )
+        .err()
+        .unwrap();
+        assert!(err.0.contains("Number of blocks type"), "{err}");
     }
 
     #[test]
