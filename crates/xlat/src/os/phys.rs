@@ -844,8 +844,8 @@ Node 0, zone   Normal           90          850           60            0       
         assert_eq!(&b[..11], &[100_050, 50, 15, 5, 4, 1, 1, 0, 1, 3, 4]);
         // 151 of 1008 pageblocks are of unmovable types: that share of the 2048 pageblocks of
         // 4 GiB is unmovable, the rest of the used memory is movable filler.
-        let pbs = 2048.0;
-        let want = (151.0 / 1008.0 * pbs as f64).round() as usize;
+        let pbs = 2048.0_f64;
+        let want = (151.0 / 1008.0 * pbs).round() as usize;
         let unmovable_pbs = p.pb_unmovable.iter().filter(|u| **u > 0).count();
         assert!(
             unmovable_pbs.abs_diff(want) <= 1,
