@@ -397,8 +397,9 @@ impl PhysMem {
         std::mem::take(&mut self.relocations)
     }
 
-    /// OS cycles spent on allocation work so far: zeroing handed-out blocks plus compaction
-    /// (scans and migrations); designs and the OS model charge deltas.
+    /// OS cycles spent on allocation work so far: zeroing handed-out blocks plus direct
+    /// compaction (scans and migrations); designs and the OS model charge deltas. Background
+    /// compaction is not included (its cycles are returned by `compact_background`).
     pub fn alloc_work_cycles(&self) -> u64 {
         self.work.zero_cycles + self.work.compaction_cycles
     }
