@@ -106,6 +106,8 @@ struct Sim<D: Design> {
     /// Pages last prefetched (see `prefetch_ahead`).
     prefetched: RecentPages,
     changes: Vec<MapChange>,
+    /// Spare buffer for [`Sim::apply_changes`].
+    change_batch: Vec<MapChange>,
     finished: bool,
     truncated_by_refs: bool,
 }
@@ -144,6 +146,7 @@ impl DesignVisitor for MakeSim {
                 pos: 0,
                 prefetched: RecentPages::new(),
                 changes: Vec::new(),
+                change_batch: Vec::new(),
                 finished: false,
                 truncated_by_refs: false,
             }))
@@ -173,15 +176,24 @@ impl<D: Design> Sim<D> {
     /// Apply OS mapping changes to the design and the TLBs; frames whose contents the OS
     /// moved leave the data caches.
     fn apply_changes(&mut self) -> Result<(), OsError> {
-        for ch in self.changes.drain(..) {
-            match ch {
-                MapChange::Map(asid, m) => self.design.map(&mut self.os.phys, asid, m)?,
-                MapChange::Unmap(asid, m) => {
-                    self.design.unmap(&mut self.os.phys, asid, m);
-                    self.mmu.invalidate(asid, m);
+        // A design's page-table allocation may compact memory and move data pages: their
+        // re-mapping is a further batch of changes, applied until none is left.
+        let mut batch = std::mem::take(&mut self.change_batch);
+        while !self.changes.is_empty() {
+            std::mem::swap(&mut batch, &mut self.changes);
+            for ch in batch.drain(..) {
+                match ch {
+                    MapChange::Map(asid, m) => self.design.map(&mut self.os.phys, asid, m)?,
+                    MapChange::Unmap(asid, m) => {
+                        self.design.unmap(&mut self.os.phys, asid, m);
+                        self.mmu.invalidate(asid, m);
+                    }
                 }
             }
+            self.os.apply_relocations(&mut self.changes)?;
         }
+        // Keep both buffers' capacity: no allocation per fault.
+        self.change_batch = batch;
         for (pfn, order) in self.os.take_moved_frames() {
             self.mem.invalidate_frames(pfn, 1 << order);
         }
@@ -194,7 +206,9 @@ impl<D: Design> Sim<D> {
         let now = self
             .timing
             .core_cycles(&self.cfg.timing, self.c.instructions) as u64;
-        self.os.tick(now, &mut self.changes);
+        self.os
+            .tick(now, &mut self.changes)
+            .map_err(|e| self.os_err(e))?;
         self.apply_changes().map_err(|e| self.os_err(e))
     }
 

@@ -60,6 +60,32 @@ impl Buddy {
         b
     }
 
+    /// All of `total_pages` frames allocated (a starting point for fillers that then free
+    /// chosen blocks; `free` coalesces them as usual).
+    pub fn new_full(total_pages: u64) -> Buddy {
+        assert!(
+            total_pages < u32::MAX as u64,
+            "physical memory above 16 TiB is not supported"
+        );
+        Buddy {
+            head: vec![NOT_FREE; total_pages as usize],
+            stacks: vec![Vec::new(); ORDERS],
+            free_blocks: [0; ORDERS],
+            free_pages: 0,
+            total_pages,
+        }
+    }
+
+    /// Take the free block of `order` that starts at `pfn` off the free lists (it becomes
+    /// allocated). Returns false if no such free block exists.
+    pub fn take_free_block(&mut self, pfn: u64, order: u8) -> bool {
+        if pfn >= self.total_pages || self.head[pfn as usize] != order {
+            return false;
+        }
+        self.remove(pfn, order);
+        true
+    }
+
     /// Frames managed.
     pub fn total_pages(&self) -> u64 {
         self.total_pages

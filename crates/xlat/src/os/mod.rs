@@ -29,7 +29,7 @@
 //! `os.phys_mem_bytes` (64 GiB), `os.thp` (`never` | `madvise` | `always`), `os.fmfi_target`
 //! (0 = unfragmented), `os.fmfi_order` (9), `os.buddyinfo` (path; "" = none), `os.policy`
 //! (`thp`), `os.mthp.*`, `os.reservation.*`, `os.khugepaged.*`, `os.migration.*`, `os.swap.*`
-//! (see [`policy`] and [`swap`]).
+//! (see [`policy`] and [`swap`]), `os.fragmenter.*` and `os.compaction.*` (see [`compaction`]).
 //!
 //! ## Deviations and limits
 //! mprotect(PROT_NONE) drops the range's translations and frames (re-touching faults in fresh
@@ -43,7 +43,8 @@
 //! `page_table_peak_bytes`, `pinned_bytes`, `phys_mem_bytes`, `fmfi_target`, `fmfi_order`,
 //! `fmfi_before`, `fmfi_end`, `free_blocks_before`, `free_blocks_end` (19 counts, orders 0..18),
 //! `thp`, `processes`, `vmas`, `mapped_4k`, `mapped_2m`, `mapped_bytes_by_size`, `policy`,
-//! policy, daemon, migration and swap counters (`docs/results.md`).
+//! `filler_bytes`, `compaction.*` (direct compactions, pages migrated, frames scanned, cycles;
+//! see [`compaction`]), policy, daemon, migration and swap counters (`docs/results.md`).
 //!
 //! ## References
 //! Linux mm (buddy allocator, THP fault path `do_huge_pmd_anonymous_page`, mTHP
@@ -53,6 +54,7 @@
 //! "The what, the why and the where to of anti-fragmentation" (FMFI); ME-HPT §III.
 
 pub mod buddy;
+pub mod compaction;
 pub mod pagemap;
 pub mod phys;
 pub mod policy;
@@ -61,9 +63,12 @@ pub mod swap;
 pub mod vma;
 
 use buddy::ORDERS;
+pub use compaction::{CompactionConfig, FragmenterConfig, FragmenterMode};
 use pagemap::PageMap;
-pub use phys::{FrameUse, PhysMem};
-use policy::{KhugepagedConfig, MigrationConfig, MthpConfig, PolicyKind, ReservationConfig};
+pub use phys::{DataOwner, FrameUse, PhysMem, Relocation};
+use policy::{
+    KcompactdConfig, KhugepagedConfig, MigrationConfig, MthpConfig, PolicyKind, ReservationConfig,
+};
 use reservation::{Reservation, Reservations};
 use swap::{Swap, SwapConfig};
 use vma::VmaSet;
@@ -108,10 +113,16 @@ pub struct OsConfig {
     pub reservation: ReservationConfig,
     /// The khugepaged daemon (any policy).
     pub khugepaged: KhugepagedConfig,
+    /// The kcompactd daemon (background compaction).
+    pub kcompactd: KcompactdConfig,
     /// Costs of migrations, splits, collapses and shootdowns.
     pub migration: MigrationConfig,
     /// Reclaim and the swap device (`os.swap.bytes = 0`: no swap).
     pub swap: SwapConfig,
+    /// Fragmenter mix (`os.fragmenter.*`).
+    pub fragmenter: FragmenterConfig,
+    /// Allocation and compaction costs (`os.compaction.*`).
+    pub compaction: CompactionConfig,
 }
 
 impl Default for OsConfig {
@@ -126,8 +137,11 @@ impl Default for OsConfig {
             mthp: MthpConfig::default(),
             reservation: ReservationConfig::default(),
             khugepaged: KhugepagedConfig::default(),
+            kcompactd: KcompactdConfig::default(),
             migration: MigrationConfig::default(),
             swap: SwapConfig::default(),
+            fragmenter: FragmenterConfig::default(),
+            compaction: CompactionConfig::default(),
         }
     }
 }
@@ -141,7 +155,10 @@ impl OsConfig {
                 self.fmfi_target
             ));
         }
+        self.fragmenter.validate()?;
+        self.compaction.validate()?;
         policy::validate(&self.mthp, &self.reservation, &self.khugepaged)?;
+        self.kcompactd.validate()?;
         self.swap.validate(self.phys_mem_bytes)
     }
 }
@@ -227,6 +244,7 @@ struct OsCounters {
     promotion_bloat_bytes: u64,
     eager_bytes: u64,
     khugepaged_wakeups: u64,
+    kcompactd_wakeups: u64,
     khugepaged_pages_scanned: u64,
     collapses: u64,
     collapses_in_place: u64,
@@ -259,6 +277,8 @@ pub struct Os {
     khugepaged_next: u64,
     /// khugepaged's scan position: (process index, virtual address).
     khugepaged_cursor: (usize, u64),
+    /// Simulated cycle of the next kcompactd wake-up.
+    kcompactd_next: u64,
     /// Reclaim and swap state (used only when `os.swap.bytes > 0`).
     swap: Swap,
     swap_on: bool,
@@ -283,8 +303,22 @@ impl Os {
             })?;
             PhysMem::from_buddyinfo_text(&text, &cfg.buddyinfo, cfg.phys_mem_bytes)?
         };
-        if cfg.fmfi_target > 0.0 {
-            phys.fragment(cfg.fmfi_target, cfg.fmfi_order, seed)?;
+        phys.set_compaction(&cfg.compaction);
+        match cfg.fragmenter.mode {
+            FragmenterMode::Pin if cfg.fmfi_target > 0.0 => {
+                phys.fragment(cfg.fmfi_target, cfg.fmfi_order, seed)?;
+            }
+            FragmenterMode::Pin => {}
+            FragmenterMode::Fill if !cfg.buddyinfo.is_empty() => {
+                return Err(OsError(
+                    "os.fragmenter.mode = \"fill\" cannot be combined with os.buddyinfo (the \
+                     snapshot already fixes the free memory)"
+                        .into(),
+                ));
+            }
+            FragmenterMode::Fill => {
+                phys.fragment_fill(cfg.fmfi_target, cfg.fmfi_order, &cfg.fragmenter, seed)?;
+            }
         }
         Ok(Os {
             fmfi_before: phys.fmfi(cfg.fmfi_order),
@@ -297,6 +331,7 @@ impl Os {
             moved_frames: Vec::new(),
             khugepaged_next: cfg.khugepaged.interval_cycles,
             khugepaged_cursor: (0, 0),
+            kcompactd_next: cfg.kcompactd.interval_cycles,
             swap: Swap::default(),
             swap_on: cfg.swap.bytes > 0,
         })
@@ -619,12 +654,11 @@ impl Os {
         let writable = vma.prot & prot::WRITE != 0;
         if self.swap_on {
             self.keep_free_memory(changes);
-            if self.swap.swap_in(asid, va.vpn()) {
-                // A major fault: the page comes back from the swap device as a base page.
-                return self.fault_base(asid, va, writable, placer, changes);
-            }
         }
-        match self.cfg.policy {
+        let major = self.swap_on && self.swap.swap_in(asid, va.vpn());
+        let m = match self.cfg.policy {
+            // A major fault: the page comes back from the swap device as a base page.
+            _ if major => self.fault_base(asid, va, writable, placer, changes),
             PolicyKind::Thp => self.fault_thp(asid, va, &vma, writable, placer, changes),
             PolicyKind::Mthp => self.fault_mthp(asid, va, &vma, writable, placer, changes),
             PolicyKind::Reservation => {
@@ -632,7 +666,12 @@ impl Os {
             }
             // Eager paging mapped what it could at mmap time; what is left faults in 4 KiB.
             PolicyKind::Eager => self.fault_base(asid, va, writable, placer, changes),
+        }?;
+        // Compaction during the fault may have moved pages (this one included).
+        if self.apply_relocations(changes)? {
+            return Ok(self.translate(asid, va.vpn()).unwrap_or(m));
         }
+        Ok(m)
     }
 
     /// [`Os::fault_with`] with the OS policy choosing every frame (no placement hook).
@@ -737,6 +776,52 @@ impl Os {
         evicted
     }
 
+    /// Re-map the pages that compaction moved since the last call (each relocation becomes
+    /// Unmap + Map changes, a shootdown per translation and a cache invalidation of the old
+    /// frames; the copy itself was charged by compaction). Called by the engine after every
+    /// batch of changes (a design's page-table allocation may compact) and by the OS model at
+    /// the end of its own operations. Returns whether anything moved.
+    pub fn apply_relocations(&mut self, changes: &mut Vec<MapChange>) -> Result<bool, OsError> {
+        let relocations = self.phys.take_relocations();
+        for r in &relocations {
+            let (asid, first) = (r.owner.asid, r.owner.vpn);
+            let pages = 1u64 << r.order;
+            let Some(p) = self.procs.get(asid as usize) else {
+                return Err(OsError(format!(
+                    "relocation of {r:?}: no such process (simulator bug)"
+                )));
+            };
+            let old = p.pages.in_range(first, Vpn(first.0 + pages));
+            let consistent = !old.is_empty()
+                && old.iter().all(|m| {
+                    m.vpn >= first
+                        && m.vpn.0 + m.size.base_pages() <= first.0 + pages
+                        && m.pfn.0 == r.from.0 + (m.vpn.0 - first.0)
+                });
+            if !consistent {
+                return Err(OsError(format!(
+                    "relocation of {r:?} does not match the page map {old:?} (simulator bug)"
+                )));
+            }
+            // The frames leave their reservation's block.
+            self.break_reservations(asid, first, pages);
+            for m in old {
+                self.procs[asid as usize].pages.remove(m);
+                changes.push(MapChange::Unmap(asid, m));
+                let nm = Mapping {
+                    pfn: Pfn(r.to.0 + (m.vpn.0 - first.0)),
+                    ..m
+                };
+                self.install(asid, nm, changes);
+                self.count_shootdowns(1);
+            }
+            self.moved_frames.push((r.from, r.order));
+            self.c.migrations += 1;
+            self.c.bytes_copied += pages * BASE_PAGE_BYTES;
+        }
+        Ok(!relocations.is_empty())
+    }
+
     /// The MMU walked to the page starting at `vpn` (sets its accessed bit for reclaim).
     #[inline]
     pub fn note_walk(&mut self, asid: Asid, m: &Mapping) {
@@ -750,6 +835,9 @@ impl Os {
         if self.swap_on {
             self.swap.track(asid, m.vpn);
         }
+        // Owned data is movable: compaction may relocate it (see `apply_relocations`).
+        self.phys
+            .set_owner(m.pfn, m.size.order(), DataOwner { asid, vpn: m.vpn });
         self.procs[asid as usize].pages.insert(m);
         changes.push(MapChange::Map(asid, m));
     }
@@ -1168,15 +1256,22 @@ impl Os {
 
     /// Whether any background daemon runs (the engine then calls [`Os::tick`]).
     pub fn has_daemons(&self) -> bool {
-        self.cfg.khugepaged.enabled
+        self.cfg.khugepaged.enabled || self.cfg.kcompactd.enabled
     }
 
     /// Run the daemons due at simulated cycle `now_cycles`; mapping changes go to `changes`.
-    pub fn tick(&mut self, now_cycles: u64, changes: &mut Vec<MapChange>) {
+    pub fn tick(&mut self, now_cycles: u64, changes: &mut Vec<MapChange>) -> Result<(), OsError> {
         while self.cfg.khugepaged.enabled && now_cycles >= self.khugepaged_next {
             self.khugepaged_next += self.cfg.khugepaged.interval_cycles;
             self.khugepaged_scan(changes);
         }
+        while self.cfg.kcompactd.enabled && now_cycles >= self.kcompactd_next {
+            self.kcompactd_next += self.cfg.kcompactd.interval_cycles;
+            self.c.kcompactd_wakeups += 1;
+            let k = &self.cfg.kcompactd;
+            self.c.daemon_cycles += self.phys.compact_background(k.order, k.max_pages);
+        }
+        self.apply_relocations(changes).map(|_| ())
     }
 
     /// One khugepaged wake-up: scan up to `pages_to_scan` pages in 2 MiB ranges (resuming
@@ -1425,6 +1520,7 @@ impl Os {
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         s.put_u64("mapped_4k", m4k);
         s.put_u64("mapped_2m", m2m);
+        self.phys.compaction_stats_into(s);
         // The page-size distribution: mapped bytes per size, every size that has a page.
         let mut by_order = [0u64; PageSize::MAX_ORDER as usize + 1];
         for p in &self.procs {
@@ -1468,6 +1564,9 @@ impl Os {
         }
         if self.cfg.policy == PolicyKind::Eager {
             s.put_u64("eager_bytes", c.eager_bytes);
+        }
+        if self.cfg.kcompactd.enabled {
+            s.put_u64("kcompactd_wakeups", c.kcompactd_wakeups);
         }
         if self.cfg.khugepaged.enabled {
             let k = s.section("khugepaged");
@@ -1803,9 +1902,9 @@ mod tests {
             hold.push(o.phys.alloc(0, FrameUse::Data).unwrap());
         }
         let mut ch = Vec::new();
-        o.tick(99, &mut ch);
+        o.tick(99, &mut ch).unwrap();
         assert!(ch.is_empty(), "not due yet");
-        o.tick(100, &mut ch);
+        o.tick(100, &mut ch).unwrap();
         assert_eq!(ch.len(), 513, "512 unmaps and one map");
         let all = mappings(&o, base, base + (2 << 20));
         assert_eq!((all.len(), all[0].size), (1, PageSize::Size2M));
@@ -1833,7 +1932,7 @@ mod tests {
             touch(&mut o, base + i * 4096, AccessKind::Store).unwrap();
         }
         // A reservation promotes itself; khugepaged leaves it alone until it is broken.
-        o.tick(1, &mut Vec::new());
+        o.tick(1, &mut Vec::new()).unwrap();
         assert_eq!(o.c.collapses, 0);
         let mut r = o.procs[0].reservations.take_all();
         for (pfn, order) in r[0].unmapped_blocks() {
@@ -1842,7 +1941,7 @@ mod tests {
             o.phys.free(pfn, order, FrameUse::Data);
         }
         r.clear();
-        o.tick(2, &mut Vec::new());
+        o.tick(2, &mut Vec::new()).unwrap();
         assert_eq!((o.c.collapses, o.c.collapses_in_place), (1, 1));
         assert_eq!(o.c.bytes_copied, 0);
         assert_eq!(o.phys.bytes_in_use(FrameUse::Data), 2 << 20);
@@ -2041,7 +2140,7 @@ mod tests {
                     }
                     4 => { let _ = o.mprotect(0, Vaddr(addr), len, prot::READ, &mut ch); }
                     5 => o.madvise(0, Vaddr(addr), len, advice::DONTNEED, &mut ch).unwrap(),
-                    6 => { now += 1; o.tick(now, &mut ch); }
+                    6 => { now += 1; o.tick(now, &mut ch).unwrap(); }
                     7 => {
                         if let Some(m) = o.procs[0].pages.in_range(Vpn(addr >> 12), Vpn((addr + len) >> 12)).first().copied() {
                             if let Ok(to) = o.phys.alloc(m.size.order(), FrameUse::Data) {

@@ -119,6 +119,47 @@ impl Default for KhugepagedConfig {
     }
 }
 
+/// `os.kcompactd`: background compaction (Linux `kcompactd`, `mm/compaction.c`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct KcompactdConfig {
+    /// Run the daemon.
+    pub enabled: bool,
+    /// Simulated core cycles between wake-ups (scaled down as khugepaged's).
+    pub interval_cycles: u64,
+    /// Order of the free block each wake-up works toward (9 = 2 MiB, what THP needs).
+    pub order: u8,
+    /// At most this many 4 KiB pages migrated per wake-up.
+    pub max_pages: u64,
+}
+
+impl Default for KcompactdConfig {
+    fn default() -> Self {
+        KcompactdConfig {
+            enabled: false,
+            interval_cycles: 10_000_000,
+            order: 9,
+            max_pages: 512,
+        }
+    }
+}
+
+impl KcompactdConfig {
+    /// Check ranges (errors name the key).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.interval_cycles == 0 {
+            return Err("os.kcompactd.interval_cycles must be at least 1".into());
+        }
+        if self.order == 0 || self.order > PageSize::MAX_ORDER {
+            return Err(format!(
+                "os.kcompactd.order must be in [1, 18], got {}",
+                self.order
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// `os.migration`: the costs of moving, splitting and collapsing pages.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]

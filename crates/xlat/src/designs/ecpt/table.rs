@@ -27,8 +27,6 @@ pub const EMPTY_KEY: u64 = u64::MAX;
 pub const KICK_BUCKETS: usize = 10;
 /// Subtables of the L2P table per way (one per page size).
 pub const L2P_SUBTABLES: usize = 3;
-/// The FMFI order the allocation-cost model reads (2 MiB, the order the paper's FMFI refers to).
-pub const ALLOC_COST_FMFI_ORDER: u8 = 9;
 
 /// One slot: a cluster of 8 values (0 = absent) under one key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,37 +111,6 @@ pub struct AllocCost {
     pub allocations: u64,
 }
 
-/// Measured cycles of allocating and zeroing a contiguous block at FMFI 0.7 (ME-HPT §III).
-const COST_POINTS_AT_0_7: [(f64, f64); 5] = [
-    (4096.0, 4.0e3),
-    (8192.0, 5.0e3),
-    (1048576.0, 7.5e5),
-    (8388608.0, 1.3e7),
-    (67108864.0, 1.2e8),
-];
-/// Zeroing cost, taken as independent of fragmentation (about 2 bytes per cycle).
-const ZERO_CYCLES_PER_BYTE: f64 = 0.5;
-
-/// Cycles to allocate and zero a contiguous block of `bytes` when free memory has fragmentation
-/// index `fmfi` (at order 9).
-///
-/// Model: `c07(bytes)` interpolates the paper's points at FMFI 0.7 log-log piecewise linearly
-/// (extrapolating the end segments). Zeroing, `0.5 * bytes`, does not depend on fragmentation;
-/// the rest (finding / assembling the block) scales linearly with the FMFI, so at FMFI 0.7 the
-/// paper's points are reproduced and in unfragmented memory only zeroing remains.
-pub fn alloc_cycles(bytes: u64, fmfi: f64) -> u64 {
-    let x = (bytes.max(1) as f64).ln();
-    let p = &COST_POINTS_AT_0_7;
-    let seg = (1..p.len())
-        .find(|i| x <= p[*i].0.ln())
-        .unwrap_or(p.len() - 1);
-    let (x0, y0) = (p[seg - 1].0.ln(), p[seg - 1].1.ln());
-    let (x1, y1) = (p[seg].0.ln(), p[seg].1.ln());
-    let c07 = (y0 + (x - x0) * (y1 - y0) / (x1 - x0)).exp();
-    let zero = (ZERO_CYCLES_PER_BYTE * bytes as f64).min(c07);
-    (zero + (c07 - zero) * (fmfi.clamp(0.0, 1.0) / 0.7)).round() as u64
-}
-
 /// What table operations need from their owner: memory, cost accounting and the L2P usage of the
 /// process (for chunked tables).
 pub struct Ctx<'a> {
@@ -164,9 +131,13 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     fn alloc(&mut self, order: u8, what: &str) -> Result<Pfn, OsError> {
         let bytes = BASE_PAGE_BYTES << order;
-        self.cost.cycles += alloc_cycles(bytes, self.phys.fmfi(ALLOC_COST_FMFI_ORDER));
+        // The real work physical memory did for this block: zeroing, plus direct compaction
+        // when no block of this size was free (ME-HPT §III's cost of contiguity).
+        let work_before = self.phys.alloc_work_cycles();
+        let got = self.mem.alloc(self.phys, order);
+        self.cost.cycles += self.phys.alloc_work_cycles() - work_before;
         self.cost.allocations += 1;
-        self.mem.alloc(self.phys, order).map_err(|e| {
+        got.map_err(|e| {
             OsError(format!(
                 "{}: cannot allocate a contiguous {} block for {what}; the design cannot continue \
                  (as ECPT in ME-HPT §III beyond FMFI 0.7): {e}",

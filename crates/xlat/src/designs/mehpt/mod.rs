@@ -26,8 +26,8 @@
 //!   another; insertions pick a way at random weighted by its free slots, a way larger than
 //!   another and past its threshold getting no weight.
 //!
-//! Allocation cost is the ECPT model ([`crate::designs::ecpt::table::alloc_cycles`]), charged
-//! per chunk.
+//! Allocation cost is the ECPT model: the work physical memory reports for each chunk (zeroing,
+//! plus direct compaction when no free block of the chunk size exists).
 //!
 //! ## Configuration
 //! `[mehpt]`: every `[ecpt]` key (same defaults) plus `l2p` (true; false = contiguous ways as in
