@@ -934,6 +934,31 @@ mod tests {
     }
 
     #[test]
+    fn fill_fragmented_memory_with_kcompactd_keeps_the_oracle() {
+        let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+        for design in ["ecpt", "mehpt", "radix"] {
+            let cfg = Config::resolve(
+                None,
+                &[
+                    o("sim.design", design),
+                    o("sim.refs", "200000"),
+                    o("workload.name", "gups"),
+                    o("workload.footprint", "1GiB"),
+                    o("os.phys_mem_bytes", "8GiB"),
+                    o("os.fmfi_target", "0.7"),
+                    o("os.fragmenter.mode", "fill"),
+                    o("os.kcompactd.enabled", "true"),
+                    o("os.kcompactd.interval_cycles", "100000"),
+                ],
+            )
+            .unwrap();
+            let r = run_workload(&cfg).unwrap_or_else(|e| panic!("{design}: {e}"));
+            assert_eq!(r["oracle"]["mismatches"], 0);
+            assert!(r["os"]["kcompactd_wakeups"].as_u64().unwrap() > 0);
+        }
+    }
+
+    #[test]
     fn a_run_stops_after_exactly_the_configured_references() {
         let r = run_workload(&small("radix")).unwrap();
         assert_eq!(r["refs"], 20000);

@@ -2017,6 +2017,51 @@ mod tests {
     }
 
     #[test]
+    fn data_moved_by_direct_compaction_is_remapped_to_its_new_frames() {
+        let mut o = os_with(PolicyKind::Thp, PageSizeSet::X86, |c| {
+            c.phys_mem_bytes = 8 << 20;
+            c.thp = ThpPolicy::Never;
+        });
+        let base = 0x4000_0000u64;
+        o.mmap(0, Vaddr(base), 6 << 20, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        let mut before = Vec::new();
+        for i in 0..768u64 {
+            before.push(touch(&mut o, base + i * 4096, AccessKind::Store).unwrap());
+        }
+        // An unmovable frame in each of the last two 2 MiB blocks: no free 2 MiB block is left,
+        // and only block 1 (half owned data) can be emptied.
+        for pin in [1024u64, 1536] {
+            o.phys.alloc_at(Pfn(pin), 0, FrameUse::Data).unwrap();
+        }
+        assert!(!o.phys.can_alloc(9));
+        let pt = o.phys.alloc(9, FrameUse::PageTable).unwrap();
+        let mut ch = Vec::new();
+        assert!(o.apply_relocations(&mut ch).unwrap());
+        let moved: Vec<&Mapping> = before
+            .iter()
+            .filter(|m| m.pfn.0 >= pt.0 && m.pfn.0 < pt.0 + 512)
+            .collect();
+        assert!(!moved.is_empty());
+        assert_eq!(
+            ch.len(),
+            2 * moved.len(),
+            "an unmap and a map per moved page"
+        );
+        let mut frames = std::collections::HashSet::new();
+        for m in &before {
+            let now = o.translate(0, m.vpn).unwrap();
+            assert!(frames.insert(now.pfn), "frame mapped twice");
+            assert!(
+                now.pfn.0 < pt.0 || now.pfn.0 >= pt.0 + 512,
+                "nothing left in the page-table block"
+            );
+        }
+        assert_eq!(o.c.migrations, moved.len() as u64);
+        assert_eq!(o.take_moved_frames().len(), moved.len());
+    }
+
+    #[test]
     fn bad_policy_settings_are_errors_naming_the_key() {
         for (tweak, key) in [
             (
