@@ -177,22 +177,7 @@ impl Buddy {
     /// Allocate exactly frame `pfn` (which must be free), splitting its free block around it.
     /// Returns false if the frame is not free.
     pub fn alloc_frame(&mut self, pfn: u64) -> bool {
-        let Some((start, order)) = self.free_block_containing(pfn) else {
-            return false;
-        };
-        self.remove(start, order);
-        let mut block = start;
-        for k in (0..order).rev() {
-            // Keep the half with `pfn`, free the other.
-            let upper = block + (1 << k);
-            if pfn >= upper {
-                self.insert(block, k);
-                block = upper;
-            } else {
-                self.insert(upper, k);
-            }
-        }
-        true
+        self.alloc_at(pfn, 0)
     }
 
     /// Allocate exactly the naturally aligned block of `2^order` frames at `pfn` if every frame
