@@ -459,6 +459,11 @@ impl<D: Design> Sim<D> {
                 TlbOutcome::Miss => {
                     let (m, w) = self.walk(va, kind, false)?;
                     walk_cycles = w;
+                    if ifetch {
+                        self.os
+                            .check_fetch(self.asid, va)
+                            .map_err(|e| self.os_err(e))?;
+                    }
                     self.mmu.fill(self.asid, m, ifetch);
                     (m, self.mmu.l2_latency_cycles as u64 + w)
                 }
@@ -1038,6 +1043,51 @@ mod tests {
     }
 
     const RW: u32 = crate::trace::prot::READ | crate::trace::prot::WRITE;
+
+    #[test]
+    fn an_instruction_fetch_after_execute_permission_is_removed_is_a_protection_violation() {
+        use crate::trace::prot;
+        let base = 0x40_0000u64;
+        let fetch = Event::Access {
+            kind: AccessKind::IFetch,
+            va: Vaddr(base + 64),
+            size: 4,
+            instrs: 1,
+            dep: 0,
+        };
+        let events = vec![
+            Event::Mmap {
+                addr: Vaddr(base),
+                len: 4096,
+                prot: prot::READ | prot::EXEC,
+                flags: 0,
+            },
+            fetch,
+            fetch,
+            Event::Mprotect {
+                addr: Vaddr(base),
+                len: 4096,
+                prot: prot::READ,
+            },
+            fetch,
+        ];
+        for design in ["radix", "ecpt"] {
+            match run_events(design, events.clone()) {
+                Err(SimError::Os { event: 4, error }) => {
+                    assert!(
+                        error.0.contains("protection violation"),
+                        "{design}: {error}"
+                    )
+                }
+                other => {
+                    panic!("{design}: expected a protection violation at event 4, got {other:?}")
+                }
+            }
+        }
+        // Without the downgrade the same fetches run, from the ITLB.
+        let r = run_events("radix", events[..3].to_vec()).unwrap();
+        assert_eq!(r["tlb"]["itlb_misses"], 1);
+    }
 
     #[test]
     fn an_access_crossing_into_an_unmapped_page_faults_like_hardware() {

@@ -284,8 +284,9 @@ pub struct Os {
     swap_on: bool,
 }
 
-fn page_round(len: u64) -> u64 {
-    len.div_ceil(BASE_PAGE_BYTES) * BASE_PAGE_BYTES
+/// `len` rounded up to whole pages; `None` when that wraps (a length near 2^64).
+fn page_round(len: u64) -> Option<u64> {
+    len.div_ceil(BASE_PAGE_BYTES).checked_mul(BASE_PAGE_BYTES)
 }
 
 impl Os {
@@ -359,9 +360,8 @@ impl Os {
                 "{what}: address {addr} is not page-aligned"
             )));
         }
-        let end = addr
-            .0
-            .checked_add(page_round(len))
+        let end = page_round(len)
+            .and_then(|l| addr.0.checked_add(l))
             .filter(|e| *e <= 1 << 57)
             .ok_or_else(|| {
                 OsError(format!(
@@ -463,12 +463,16 @@ impl Os {
             )));
         }
         let old_end = p.heap_end.max(start);
-        let new_end = page_round(new_brk.0);
+        let Some(new_end) = page_round(new_brk.0).filter(|e| *e <= 1 << 57) else {
+            return Err(OsError(format!(
+                "brk to {new_brk} leaves the address space"
+            )));
+        };
         p.heap_end = new_end;
         if new_end > old_end {
             let prot = prot::READ | prot::WRITE;
             // Extend the heap area (merging is cosmetic; a second area is equivalent).
-            let from = page_round(start).max(old_end);
+            let from = page_round(start).unwrap_or(start).max(old_end);
             p.vmas.insert(from, new_end, prot);
             if self.cfg.policy == PolicyKind::Eager {
                 self.populate(asid, from, new_end, true, changes)?;
@@ -494,6 +498,11 @@ impl Os {
         let (start, end) = Self::check_range(addr, len, "mprotect")?;
         // A reservation's pages must share one protection to be promoted together.
         self.break_reservations(asid, Vpn(start >> 12), (end - start) >> 12);
+        let any = prot::READ | prot::WRITE | prot::EXEC;
+        let downgrade = self.procs[asid as usize]
+            .vmas
+            .iter()
+            .any(|v| v.start < end && v.end > start && v.prot & !prot_bits & any != 0);
         let covered = self.procs[asid as usize]
             .vmas
             .update_range(start, end, |v| v.prot = prot_bits);
@@ -510,7 +519,9 @@ impl Os {
         let (s, e) = (Vpn(start >> 12), Vpn(end >> 12));
         let proc_ = &mut self.procs[asid as usize];
         for m in proc_.pages.in_range(s, e) {
-            if m.writable == writable {
+            // A permission removed (write, or execute, which a `Mapping` does not carry) must
+            // reach the TLBs: the page is re-installed, so every cached entry is invalidated.
+            if m.writable == writable && !downgrade {
                 continue;
             }
             proc_.pages.remove(m);
@@ -820,6 +831,24 @@ impl Os {
             self.c.bytes_copied += pages * BASE_PAGE_BYTES;
         }
         Ok(!relocations.is_empty())
+    }
+
+    /// An instruction fetch at `va` found its translation by a walk: the page must be
+    /// executable (the NX check hardware makes at the walk; TLB entries cache it, and every
+    /// protection downgrade invalidates them).
+    pub fn check_fetch(&self, asid: Asid, va: Vaddr) -> Result<(), OsError> {
+        let p = &self.procs[asid as usize];
+        match p.vmas.find(va.0) {
+            Some(v) if v.prot & prot::EXEC != 0 => Ok(()),
+            Some(v) => Err(OsError(format!(
+                "protection violation: IFetch at {va} in VMA {:#x}-{:#x} with prot {:#x} (process {})",
+                v.start, v.end, v.prot, p.pid
+            ))),
+            None => Err(OsError(format!(
+                "segmentation fault: instruction fetch at {va} outside every VMA of process {}",
+                p.pid
+            ))),
+        }
     }
 
     /// The MMU walked to the page starting at `vpn` (sets its accessed bit for reclaim).
@@ -2059,6 +2088,51 @@ mod tests {
         }
         assert_eq!(o.c.migrations, moved.len() as u64);
         assert_eq!(o.take_moved_frames().len(), moved.len());
+    }
+
+    #[test]
+    fn wrapping_lengths_are_rejected_by_every_call() {
+        let mut o = os(ThpPolicy::Never);
+        let mut ch = Vec::new();
+        let x = Vaddr(0x10000);
+        let huge = u64::MAX;
+        assert!(o.mmap(0, x, huge, RW, 0x22, &mut ch).is_err());
+        o.mmap(0, x, 0x4000, RW, 0x22, &mut ch).unwrap();
+        assert!(o
+            .munmap(0, x, huge, &mut ch)
+            .unwrap_err()
+            .0
+            .contains("leaves the address space"));
+        assert!(o.mprotect(0, x, huge, prot::READ, &mut ch).is_err());
+        assert!(o.madvise(0, x, huge, advice::DONTNEED, &mut ch).is_err());
+        o.brk(0, Vaddr(0x100_0000), &mut ch).unwrap();
+        let err = o.brk(0, Vaddr(u64::MAX - 4095), &mut ch).unwrap_err();
+        assert!(err.0.contains("leaves the address space"), "{err}");
+    }
+
+    #[test]
+    fn every_protection_downgrade_reinstalls_the_present_pages() {
+        let rx = prot::READ | prot::EXEC;
+        for (from, to) in [(rx, prot::READ), (RW, prot::READ), (RW | prot::EXEC, RW)] {
+            let mut o = os(ThpPolicy::Never);
+            o.mmap(0, Vaddr(0x10000), 0x2000, from, 0x22, &mut Vec::new())
+                .unwrap();
+            let m = touch(&mut o, 0x10000, AccessKind::Load).unwrap();
+            let mut ch = Vec::new();
+            o.mprotect(0, Vaddr(0x10000), 0x2000, to, &mut ch).unwrap();
+            assert_eq!(ch[0], MapChange::Unmap(0, m), "{from:#x} -> {to:#x}");
+            let fetch = o.check_fetch(0, Vaddr(0x10000));
+            assert_eq!(fetch.is_ok(), to & prot::EXEC != 0);
+        }
+        // Adding a permission that changes no translation needs no invalidation.
+        let mut o = os(ThpPolicy::Never);
+        o.mmap(0, Vaddr(0x10000), 0x2000, prot::READ, 0x22, &mut Vec::new())
+            .unwrap();
+        touch(&mut o, 0x10000, AccessKind::Load).unwrap();
+        let mut ch = Vec::new();
+        o.mprotect(0, Vaddr(0x10000), 0x2000, prot::READ | prot::EXEC, &mut ch)
+            .unwrap();
+        assert!(ch.is_empty());
     }
 
     #[test]
