@@ -13,6 +13,7 @@
 
 pub mod ecpt;
 pub mod ideal;
+pub mod lvm;
 pub mod mehpt;
 pub mod perfect_tlb;
 pub mod radix;
@@ -207,4 +208,5 @@ designs! {
     perfect_tlb: PerfectTlb(PerfectTlbConfig) "every translation hits the L1 TLB (upper bound)";
     ecpt: Ecpt(EcptConfig) "elastic cuckoo page tables: per-size d-ary cuckoo hash tables, parallel probes, cuckoo walk caches, elastic resizing";
     mehpt: Mehpt(MehptConfig) "ME-HPT: ECPT with L2P-mapped chunked ways, changing chunk sizes, in-place and per-way resizing";
+    lvm: Lvm(LvmConfig) "LVM: per-process learned index of fixed-point linear models over gapped page tables, LVM walk cache";
 }
