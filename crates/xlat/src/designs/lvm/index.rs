@@ -18,6 +18,8 @@ pub const NODE_BYTES: u64 = 16;
 /// Translation entries per 64-byte line of a GPT.
 pub const SLOTS_PER_LINE: u64 = 8;
 const EMPTY: u64 = u64::MAX;
+/// Largest table the smallest-page-slope fit of a mixed-size leaf may take (512 KiB).
+const DENSE_MAX_SLOTS: u64 = 1 << 16;
 /// Factor by which x3 is boosted when no candidate meets the error bound (§4.3.3).
 const BOOST: f64 = 1000.0;
 /// A freed entry: the slot stays reserved for the index (frees keep the slot, §5.2).
@@ -94,6 +96,8 @@ pub struct Leaf {
     pub over_bound: bool,
     /// Live entries.
     pub live: u64,
+    /// Page sizes the leaf has ever held (bit `PageSize::index()`).
+    pub sizes: u8,
 }
 
 /// Events of an insert, for statistics and OS cycles.
@@ -179,12 +183,13 @@ fn clamp_slot(pred: i64, cap: u64) -> u64 {
     pred.clamp(0, cap.max(1) as i64 - 1) as u64
 }
 
-/// Lines a lookup of any VPN of `m` needs to reach slot `slot` under `model` (clamped to `cap`).
+/// Lines a lookup of `m` needs to reach slot `slot`: the search around the prediction of `m`'s
+/// own key (a lookup of a VPN inside a huge page searches around the prediction of the VPN
+/// rounded down to that page size, see [`Index::search`]).
 fn need_for(model: &LinearModel, cap: u64, m: &Mapping, slot: u64) -> u32 {
     let line = (slot / SLOTS_PER_LINE) as i64;
-    let first = (clamp_slot(model.eval(m.vpn.0), cap) / SLOTS_PER_LINE) as i64;
-    let last = (clamp_slot(model.eval(m.vpn.0 + pages(m) - 1), cap) / SLOTS_PER_LINE) as i64;
-    lines_to_reach(first, line).max(lines_to_reach(last, line))
+    let home = (clamp_slot(model.eval(m.vpn.0), cap) / SLOTS_PER_LINE) as i64;
+    lines_to_reach(home, line)
 }
 
 /// Find a free slot for `m`: the predicted line first, then the nearest lines (0, +1, -1, ...),
@@ -291,6 +296,11 @@ impl Index {
 
     /// The entry covering `vpn` in leaf `leaf` and its slot; `on_line` is called with the address
     /// of every GPT line the search reads, in order (lines outside the table are not read).
+    ///
+    /// The walker rounds down (§4.4): besides `vpn` it searches around the predictions of `vpn`
+    /// rounded down to each huge page size the leaf holds, step by step in turn (step `i` reads
+    /// line `home + search_offset(i)` of each centre), each line read once; every entry found
+    /// is checked for containing `vpn` (its 2 size bits give its extent).
     #[inline]
     pub fn search(
         &self,
@@ -304,24 +314,48 @@ impl Index {
             return None;
         }
         let lines = gpt.cap.div_ceil(SLOTS_PER_LINE) as i64;
-        let home = (self.predicted_slot(leaf, vpn) / SLOTS_PER_LINE) as i64;
-        for i in 0..l.search_lines {
-            let line = home + search_offset(i);
-            if line < 0 || line >= lines {
+        let mut centres = [0i64; 3];
+        let mut n = 0;
+        for size in PageSize::ALL {
+            if size != PageSize::Size4K && l.sizes & (1 << size.index()) == 0 {
                 continue;
             }
-            let start = line as u64 * SLOTS_PER_LINE;
-            on_line(gpt.slot_addr(start));
-            let end = (start + SLOTS_PER_LINE).min(gpt.cap);
-            for s in start..end {
-                let k = gpt.keys[s as usize];
-                if k >= FREED {
+            let c = (self.predicted_slot(leaf, vpn.align_down(size)) / SLOTS_PER_LINE) as i64;
+            if !centres[..n].contains(&c) {
+                centres[n] = c;
+                n += 1;
+            }
+        }
+        let centres = &centres[..n];
+        for i in 0..l.search_lines {
+            for (j, &c) in centres.iter().enumerate() {
+                let line = c + search_offset(i);
+                if line < 0 || line >= lines {
                     continue;
                 }
-                let v = gpt.vals[s as usize];
-                let size = PageSize::ALL[((v >> 1) & 3) as usize];
-                if vpn.0 >= k && vpn.0 < k + size.base_pages() {
-                    return Some((decode(k, v), s));
+                // Skip a line another centre has read already.
+                let seen = centres.iter().enumerate().any(|(k, &o)| {
+                    k != j && {
+                        let step = lines_to_reach(o, line) - 1;
+                        step < i || (step == i && k < j)
+                    }
+                });
+                if seen {
+                    continue;
+                }
+                let start = line as u64 * SLOTS_PER_LINE;
+                on_line(gpt.slot_addr(start));
+                let end = (start + SLOTS_PER_LINE).min(gpt.cap);
+                for s in start..end {
+                    let k = gpt.keys[s as usize];
+                    if k >= FREED {
+                        continue;
+                    }
+                    let v = gpt.vals[s as usize];
+                    let size = PageSize::ALL[((v >> 1) & 3) as usize];
+                    if vpn.0 >= k && vpn.0 < k + size.base_pages() {
+                        return Some((decode(k, v), s));
+                    }
                 }
             }
         }
@@ -481,7 +515,9 @@ impl Index {
                 .model
                 .eval(m.vpn.0 + min_dist - 1)
                 .min(l.model.eval(self.hi - 1));
-            let new_cap = (ahead.max(last_pred) + 1) as u64;
+            // As far ahead as the largest allowed block reaches, at least to the new key.
+            let reach = ((BASE_PAGE_BYTES << max_order) / PTE_BYTES) as i64;
+            let new_cap = (ahead.min(reach - 1).max(last_pred) + 1) as u64;
             if !self.grow_gpt(phys, mem, leaf, new_cap, max_order, ev)? {
                 return self.retrain_with(cfg, phys, mem, leaf, m, ev, max_order);
             }
@@ -493,6 +529,7 @@ impl Index {
                 l.gpt.keys[slot as usize] = m.vpn.0;
                 l.gpt.vals[slot as usize] = encode(&m);
                 l.search_lines = l.search_lines.max(need);
+                l.sizes |= 1 << m.size.index();
                 if need > bound {
                     ev.bound_violations += 1;
                 }
@@ -561,6 +598,7 @@ impl Index {
         l.gpt = gpt;
         l.search_lines = fit.max_need.max(1);
         l.live = keys.len() as u64;
+        l.sizes = sizes_of(&keys);
         Ok(LeafInsert::Retrained)
     }
 
@@ -690,6 +728,7 @@ impl Index {
                         search_lines: fit.max_need.max(1),
                         over_bound,
                         live: keys.len() as u64,
+                        sizes: sizes_of(keys),
                     });
                 }
             }
@@ -707,6 +746,10 @@ enum LeafInsert {
     Done,
     Retrained,
     NeedsRebuild,
+}
+
+fn sizes_of(keys: &[Mapping]) -> u8 {
+    keys.iter().fold(0, |acc, m| acc | 1 << m.size.index())
 }
 
 fn decode(k: u64, v: u64) -> Mapping {
@@ -760,7 +803,49 @@ fn fit(cfg: &LvmConfig, keys: &[Mapping]) -> LeafFit {
         };
     }
     let xs: Vec<u64> = keys.iter().map(|m| m.vpn.0).collect();
-    let model = fit_leaf_model(&xs, pages(&keys[0]), cfg.ga_scale);
+    let ls = place(
+        cfg,
+        fit_leaf_model(&xs, pages(&keys[0]), cfg.ga_scale),
+        keys,
+    );
+    let smallest = keys.iter().map(|m| m.size).min().unwrap();
+    if ls.max_need <= 1 + cfg.error_bound || keys.iter().all(|m| m.size == smallest) {
+        return ls;
+    }
+    // Mixed page sizes that the least-squares line cannot serve within the bound: try the
+    // slope of the smallest pages (ga_scale slots per page of that size), anchored so that the
+    // first such page gets the slot of its rank; huge pages take the gaps its range leaves.
+    let slope = Fixed::from_f64(cfg.ga_scale / smallest.base_pages() as f64)
+        .0
+        .max(1);
+    let (rank, anchor) = keys
+        .iter()
+        .enumerate()
+        .find(|(_, m)| m.size == smallest)
+        .map(|(i, m)| (i as i64, m.vpn.0))
+        .unwrap();
+    let mut dense = LinearModel {
+        slope: Fixed(slope),
+        intercept: Fixed(0),
+    };
+    dense.intercept = Fixed(rank * ONE - (slope as i128 * anchor as i128) as i64);
+    // Only when the gaps it leaves stay small: at most 4x the least-squares table or 512 KiB.
+    let last = keys.last().unwrap();
+    let dense_cap = dense.eval(last.vpn.0 + pages(last) - 1).max(0) as u64 + 1;
+    if dense_cap > (4 * ls.cap).max(DENSE_MAX_SLOTS) {
+        return ls;
+    }
+    let dense = place(cfg, dense, keys);
+    if dense.max_need < ls.max_need {
+        dense
+    } else {
+        ls
+    }
+}
+
+/// Place `keys` (sorted) under `model`: the table covers the model's range and at least
+/// `ga_scale` slots per key; each key goes to its predicted line or the nearest line with room.
+fn place(cfg: &LvmConfig, model: LinearModel, keys: &[Mapping]) -> LeafFit {
     let last = keys.last().unwrap();
     let cap_model = model.eval(last.vpn.0 + pages(last) - 1).max(0) as u64 + 1;
     let cap = cap_model.max((keys.len() as f64 * cfg.ga_scale).ceil() as u64);
@@ -772,14 +857,10 @@ fn fit(cfg: &LvmConfig, keys: &[Mapping]) -> LeafFit {
             .expect("a table with at least as many slots as keys has a free slot");
         slots[slot as usize] = m.vpn.0;
         placement.push((slot, need));
-        // A collision: the key's own prediction is not its line.
-        let own = lines_to_reach(
-            (clamp_slot(model.eval(m.vpn.0), cap) / SLOTS_PER_LINE) as i64,
-            (slot / SLOTS_PER_LINE) as i64,
-        );
-        if own > 1 {
+        // A collision: the entry is not in its own key's predicted line.
+        if need > 1 {
             collisions += 1;
-            extra_lines += (own - 1) as u64;
+            extra_lines += (need - 1) as u64;
         }
         max_need = max_need.max(need);
     }

@@ -150,6 +150,11 @@ fn capped_gpt_contiguity_splits_the_range_into_sibling_leaves() {
     for v in 0..n {
         d.map(&mut phys, 0, m4k(BASE + v)).unwrap();
     }
+    if std::env::var("LVM_DEBUG").is_ok() {
+        let mut o = Stats::new();
+        d.stats(&mut o);
+        eprintln!("capped: {}", o["lvm"]);
+    }
     let ix = d.index(0).unwrap();
     assert!(ix.leaves.len() >= 4, "{} leaves", ix.leaves.len());
     assert!(ix.leaves.iter().all(|l| l.gpt.order <= 6));
@@ -227,9 +232,10 @@ proptest! {
                 d.unmap(&mut phys, 0, m);
             }
         }
+        if std::env::var("LVM_DEBUG").is_ok() { let mut o = Stats::new(); d.stats(&mut o); eprintln!("{} keys: {}", todo.len(), o["lvm"]); }
         let bound = 1 + LvmConfig::default().error_bound;
         let ix = d.index(0).unwrap();
-        let (depth, max_lines) = (ix.depth() as u64, ix.leaves.iter().map(|l| l.search_lines as u64).max().unwrap());
+        let (depth, max_lines) = (ix.depth() as u64, ix.leaves.iter().map(|l| l.search_lines as u64).max().unwrap_or(0));
         let violations = stat(&d, "bound_violations").as_u64().unwrap();
         if violations == 0 {
             prop_assert!(max_lines <= bound as u64);
@@ -239,7 +245,8 @@ proptest! {
             for off in [0, m.size.base_pages() / 2, m.size.base_pages() - 1] {
                 let w = d.walk(0, Vpn(m.vpn.0 + off), &mut mem);
                 prop_assert_eq!(w.mapping, want, "vpn {:#x}", m.vpn.0 + off);
-                prop_assert!(w.mem_accesses as u64 <= depth + max_lines);
+                // One search per page size the leaf holds (4 KiB and 2 MiB here).
+                prop_assert!(w.mem_accesses as u64 <= depth + 2 * max_lines);
             }
         }
         let _ = Pfn(0);
