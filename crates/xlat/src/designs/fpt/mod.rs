@@ -22,12 +22,13 @@
 //! FPT (Park et al., ISCA 2022) also folds with 1 GiB pages and describes promotion of existing
 //! tables to flattened ones; here the choice is made once, when a table is created, and never
 //! revisited. 2 MiB pages inside a flattened PD+PT table are replicated entries (the FPT paper
-//! restricts such regions instead). Empty tables are freed at once, as in `radix`, and so is an empty root (radix keeps its
-//! 4 KiB root; a 2 MiB one is worth returning).
+//! restricts such regions instead). Empty tables are freed at once, as in `radix`, and so is an
+//! empty root (radix keeps its 4 KiB root; a 2 MiB one is worth returning).
 //!
 //! ## References
-//! Park, Choi, Rhu, Huh, "Every walk's a hit: making page walks single-access cache hits", ASPLOS
-//! 2022 (flattened page tables); LVM (MICRO 2025) §7.5.3 (the comparison this design serves).
+//! Park, Choi, Rhu, Huh, "Every walk's a hit: making page walks single-access cache hits",
+//! ASPLOS 2022 (flattened page tables); LVM (MICRO 2025) §7.5.3 (the comparison this design
+//! serves).
 
 use crate::addr::{Asid, Mapping, Paddr, PageSize, Pfn, Vpn, PTE_BYTES};
 use crate::designs::{Design, PtFootprint, PtMemory, WalkResult};

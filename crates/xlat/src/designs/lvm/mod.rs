@@ -7,12 +7,14 @@
 //! are stored consecutively in the next level, so the model's output is the child's offset in
 //! that level. A leaf's model maps a 4 KiB VPN to a slot of the leaf's own gapped page table
 //! (GPT): one buddy block of 8-byte translation entries, 8 per 64 B line, each entry carrying
-//! its VPN tag and 2 page-size bits. Huge pages are keyed by their first 4 KiB VPN; a lookup uses
-//! the 4 KiB VPN and accepts the entry whose page contains it (the paper's "round down").
+//! its VPN tag and 2 page-size bits. Huge pages are keyed by their first 4 KiB VPN.
 //!
 //! Training (§4.3.1-§4.3.3): a node first fits a leaf model (least squares on (VPN, rank),
 //! scaled by `ga_scale`, the table sized to the model's range and at least `ga_scale` slots per
-//! key); keys are placed in VPN order at their predicted line or the nearest line with room
+//! key; when a leaf mixes page sizes and that line breaks the error bound, the slope of the
+//! smallest pages — `ga_scale` slots per such page — is tried too, if its table stays within 4x
+//! the least-squares one or 512 KiB, and the better of the two kept); keys are placed in VPN
+//! order at their predicted line or the nearest line with room
 //! (0, +1, -1, +2, ...). If the leaf collides, the cost model
 //! `C(n) = x1*d + x2*s + x3*cr*ma` (d = index levels down to the leaves, s = index size in
 //! 64-byte lines, cr = collision rate, ma = extra lines per collision) is evaluated for child
@@ -29,7 +31,8 @@
 //! Inserts (§4.3.4): the first page of an address space builds the index; a key beyond the
 //! index's range by less than `min_insert_distance_bytes` extends the range by at least that
 //! distance, and the leaf's GPT is rescaled (grown to the model's slots for the distance,
-//! without retraining; a larger buddy block and a copy when its block is full); within bounds
+//! without retraining, as far as the largest allowed block reaches; a larger buddy block and a
+//! copy when its block is full); within bounds
 //! the key goes to the model's line or the nearest free one within the bound, else the leaf is
 //! retrained, else the whole index is rebuilt; a key further away rebuilds the index. Frees
 //! clear the entry and keep the slot (§5.2); when the last entry of an address space is freed the
@@ -39,10 +42,15 @@
 //! associative, ASID + level + offset tags, `lwc_latency_cycles` per lookup including the model
 //! computation); on a miss it reads the node through the data caches (one dependent reference)
 //! and fills the LWC. Then it reads the predicted GPT line through the data caches and, on a
-//! collision, the next lines of the search (each a dependent reference). A walk therefore costs
-//! `depth * lwc_latency` + model-line misses + GPT lines.
+//! collision, the next lines of the search (each a dependent reference). The walker rounds down
+//! (§4.4): in a leaf that holds huge pages it searches around the predictions of the VPN and of
+//! the VPN rounded down to each huge size the leaf holds, step by step in turn, each line read
+//! once, and accepts the entry whose page contains the VPN (2 size bits). A walk therefore costs
+//! `depth * lwc_latency` + model-line misses + GPT lines (a huge page whose interior VPN
+//! predicts another line than its key costs one extra line: counted as a collision).
 //!
-//! OS cycles (`Design::os_cycles`, also `lvm.*_cycles`): `insert_cycles` per insert,
+//! OS cycles (`Design::os_cycles`, also `lvm.*_cycles`): `insert_cycles` per insert (beyond
+//! the fault handler's PTE write, which every design pays: the model evaluation and slot search),
 //! `train_cycles_per_key` per key of every fit the training evaluates (initial builds, leaf
 //! fills, retrains and rebuilds, cost-model candidates included), 0.5 cycle per byte of GPT
 //! zeroed and 1 cycle per byte copied when a GPT moves to a larger block. These per-operation
@@ -54,7 +62,7 @@
 //! `error_bound` (3 extra lines); `ga_scale` (1.3); `min_insert_distance_bytes` (64 MiB);
 //! `max_children` (4096 per node); `max_gpt_order` (18: at most a 1 GiB block per GPT; 6 caps
 //! GPT contiguity at 256 KiB as in §7.3); `lwc_entries` (16), `lwc_latency_cycles` (2);
-//! `insert_cycles` (200), `train_cycles_per_key` (40).
+//! `insert_cycles` (50), `train_cycles_per_key` (40).
 //!
 //! ## Deviations from the paper
 //! - Internal nodes of a wide key range would need slopes below 2^-20: an internal node's input
@@ -62,6 +70,8 @@
 //!   we assume the shift and the child count fit in the unused integer bits of the slope (an
 //!   internal slope is always < 1). Routing is the same integer function in training and lookup,
 //!   so quantization can make children unequal but never misroutes a key.
+//! - The smallest-page-slope fit of mixed-size leaves is ours (the paper relies on the
+//!   hierarchy alone to give 4 KiB and huge-page regions their own slopes).
 //! - A lookup searches whole 64 B lines outward from the predicted line (nearest first) instead
 //!   of an exponential/binary search over slots; a "collision" is an entry outside its predicted
 //!   line (a collision inside the line costs no extra access in either scheme). Insertion
@@ -122,7 +132,7 @@ pub struct LvmConfig {
     pub lwc_entries: u32,
     /// LWC lookup plus model computation, cycles per level.
     pub lwc_latency_cycles: u32,
-    /// OS cycles per insert.
+    /// OS cycles per insert beyond the PTE write (model evaluation, slot search).
     pub insert_cycles: u64,
     /// OS cycles per key of every leaf fit made by training.
     pub train_cycles_per_key: u64,
@@ -142,7 +152,7 @@ impl Default for LvmConfig {
             max_gpt_order: 18,
             lwc_entries: 16,
             lwc_latency_cycles: 2,
-            insert_cycles: 200,
+            insert_cycles: 50,
             train_cycles_per_key: 40,
         }
     }

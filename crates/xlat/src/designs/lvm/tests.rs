@@ -208,7 +208,8 @@ proptest! {
             if *huge {
                 let start = cursor.next_multiple_of(512);
                 for i in 0..(len / 64).max(1) {
-                    todo.push(Mapping::writable(start + i * 512, (start + i * 512) % (1 << 24), PageSize::Size2M));
+                    let vpn = start + i * 512;
+                    todo.push(Mapping::writable(vpn, vpn % (1 << 24), PageSize::Size2M));
                 }
                 cursor = start + (len / 64).max(1) * 512;
             } else {
@@ -232,10 +233,10 @@ proptest! {
                 d.unmap(&mut phys, 0, m);
             }
         }
-        if std::env::var("LVM_DEBUG").is_ok() { let mut o = Stats::new(); d.stats(&mut o); eprintln!("{} keys: {}", todo.len(), o["lvm"]); }
         let bound = 1 + LvmConfig::default().error_bound;
         let ix = d.index(0).unwrap();
-        let (depth, max_lines) = (ix.depth() as u64, ix.leaves.iter().map(|l| l.search_lines as u64).max().unwrap_or(0));
+        let depth = ix.depth() as u64;
+        let max_lines = ix.leaves.iter().map(|l| l.search_lines as u64).max().unwrap_or(0);
         let violations = stat(&d, "bound_violations").as_u64().unwrap();
         if violations == 0 {
             prop_assert!(max_lines <= bound as u64);
