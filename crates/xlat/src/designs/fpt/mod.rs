@@ -9,8 +9,9 @@
 //! block at the moment a table is created, that table is an ordinary pair of radix levels of
 //! 4 KiB nodes instead (so fragmentation degrades fpt towards radix, as LVM §7.5.3 argues).
 //! A 1 GiB page is a leaf of the root table (or of a PDPT node); a 2 MiB page is a leaf of a PD
-//! node, or, in a flattened PD+PT table, 512 copies of the leaf entry (one per 4 KiB slot it
-//! covers), so every walk of it is still one read at that level. Page-walk caches as in
+//! node; the PD+PT table of a 1 GiB region whose first page is a 2 MiB page is an ordinary PD
+//! (so its 2 MiB pages are one entry each), and a 2 MiB page mapped later into a flattened
+//! PD+PT table is 512 copies of the leaf entry (one per 4 KiB slot it covers). Page-walk caches as in
 //! `radix`: one per entry level (entries covering 512 GiB, 1 GiB, 2 MiB), probed in parallel,
 //! the deepest hit skips every level above it.
 //!
@@ -22,8 +23,10 @@
 //! FPT (Park et al., ISCA 2022) also folds with 1 GiB pages and describes promotion of existing
 //! tables to flattened ones; here the choice is made once, when a table is created, and never
 //! revisited. 2 MiB pages inside a flattened PD+PT table are replicated entries (the FPT paper
-//! restricts such regions instead). Empty tables are freed at once, as in `radix`, and so is an
-//! empty root (radix keeps its 4 KiB root; a 2 MiB one is worth returning).
+//! restricts such regions instead); replicas of one page sit in 64 lines, so walks of
+//! different 4 KiB parts of it do not share a cached line. Empty tables are freed at once, as
+//! in `radix`, and so is an empty root (radix keeps its 4 KiB root; a 2 MiB one is worth
+//! returning).
 //!
 //! ## References
 //! Park, Choi, Rhu, Huh, "Every walk's a hit: making page walks single-access cache hits",
@@ -212,13 +215,23 @@ impl Fpt {
         })
     }
 
-    /// Create the child for the entry of `parent` (entries with VPN shift `parent_shift`).
-    fn new_child(&mut self, phys: &mut PhysMem, parent_shift: u32) -> Result<u32, OsError> {
+    /// Create the child for the entry of `parent` (entries with VPN shift `parent_shift`) on
+    /// the way to a leaf of `size`.
+    fn new_child(
+        &mut self,
+        phys: &mut PhysMem,
+        parent_shift: u32,
+        size: PageSize,
+    ) -> Result<u32, OsError> {
         match parent_shift {
             // Under a PML4 node: a PDPT node (the upper pair was not flattened).
             27 => self.new_node(phys, 18, false, 0),
-            // Under the PDPT level: the PD+PT pair.
-            18 => self.new_node(phys, 9, self.cfg.flatten_lower, 1),
+            // Under the PDPT level: the PD+PT pair, flattened unless it is created for a 2 MiB
+            // page (a region that starts with huge pages keeps its PD level for them).
+            18 => {
+                let flatten = self.cfg.flatten_lower && size == PageSize::Size4K;
+                self.new_node(phys, 9, flatten, 1)
+            }
             // Under a PD node: a PT node.
             _ => self.new_node(phys, 0, false, 1),
         }
@@ -278,7 +291,7 @@ impl Design for Fpt {
                 match self.read(id, m.vpn) {
                     Read::Next(child) => id = child,
                     Read::Empty => {
-                        let child = self.new_child(phys, shift)?;
+                        let child = self.new_child(phys, shift, m.size)?;
                         let n = self.nodes[id as usize].as_mut().unwrap();
                         let i = n.index(m.vpn);
                         n.entries[i] = ((child as u64) << 12) | PRESENT;
@@ -532,6 +545,16 @@ mod tests {
         d.unmap(&mut phys, 0, huge);
         assert_eq!(d.walk(0, Vpn(1024 + 300), &mut mem).mapping, None);
         assert_eq!(d.walk(0, Vpn(5), &mut mem).mapping.unwrap().pfn, Pfn(7));
+    }
+
+    #[test]
+    fn a_region_whose_first_page_is_2m_keeps_an_ordinary_page_directory() {
+        let (mut d, mut phys, mut mem) = setup(FptConfig::default());
+        let huge = m(1 << 18, 1 << 18, PageSize::Size2M);
+        d.map(&mut phys, 0, huge).unwrap();
+        assert_eq!(d.footprint().bytes, (2 << 20) + 4096);
+        let w = d.walk(0, Vpn((1 << 18) + 77), &mut mem);
+        assert_eq!((w.mapping, w.mem_accesses), (Some(huge), 2));
     }
 
     #[test]

@@ -96,8 +96,8 @@ pub struct Leaf {
     pub over_bound: bool,
     /// Live entries.
     pub live: u64,
-    /// Page sizes the leaf has ever held (bit `PageSize::index()`).
-    pub sizes: u8,
+    /// Live entries per page size (by `PageSize::index()`).
+    pub size_counts: [u64; 3],
 }
 
 /// Events of an insert, for statistics and OS cycles.
@@ -314,12 +314,17 @@ impl Index {
             return None;
         }
         let lines = gpt.cap.div_ceil(SLOTS_PER_LINE) as i64;
+        // Centres in order of how many entries of their size the leaf holds (most first), so
+        // the common size is found at its first line.
+        let mut order = [0usize, 1, 2];
+        order.sort_by_key(|i| std::cmp::Reverse(l.size_counts[*i]));
         let mut centres = [0i64; 3];
         let mut n = 0;
-        for size in PageSize::ALL {
-            if size != PageSize::Size4K && l.sizes & (1 << size.index()) == 0 {
+        for i in order {
+            if l.size_counts[i] == 0 {
                 continue;
             }
+            let size = PageSize::ALL[i];
             let c = (self.predicted_slot(leaf, vpn.align_down(size)) / SLOTS_PER_LINE) as i64;
             if !centres[..n].contains(&c) {
                 centres[n] = c;
@@ -529,7 +534,7 @@ impl Index {
                 l.gpt.keys[slot as usize] = m.vpn.0;
                 l.gpt.vals[slot as usize] = encode(&m);
                 l.search_lines = l.search_lines.max(need);
-                l.sizes |= 1 << m.size.index();
+                l.size_counts[m.size.index()] += 1;
                 if need > bound {
                     ev.bound_violations += 1;
                 }
@@ -598,7 +603,7 @@ impl Index {
         l.gpt = gpt;
         l.search_lines = fit.max_need.max(1);
         l.live = keys.len() as u64;
-        l.sizes = sizes_of(&keys);
+        l.size_counts = sizes_of(&keys);
         Ok(LeafInsert::Retrained)
     }
 
@@ -657,6 +662,7 @@ impl Index {
                     let l = &mut self.leaves[leaf];
                     l.gpt.keys[slot as usize] = FREED;
                     l.live -= 1;
+                    l.size_counts[m.size.index()] -= 1;
                     removed = true;
                 }
             }
@@ -728,7 +734,7 @@ impl Index {
                         search_lines: fit.max_need.max(1),
                         over_bound,
                         live: keys.len() as u64,
-                        sizes: sizes_of(keys),
+                        size_counts: sizes_of(keys),
                     });
                 }
             }
@@ -748,8 +754,12 @@ enum LeafInsert {
     NeedsRebuild,
 }
 
-fn sizes_of(keys: &[Mapping]) -> u8 {
-    keys.iter().fold(0, |acc, m| acc | 1 << m.size.index())
+fn sizes_of(keys: &[Mapping]) -> [u64; 3] {
+    let mut c = [0; 3];
+    for m in keys {
+        c[m.size.index()] += 1;
+    }
+    c
 }
 
 fn decode(k: u64, v: u64) -> Mapping {
