@@ -819,12 +819,9 @@ fn fit(cfg: &LvmConfig, keys: &[Mapping]) -> LeafFit {
         keys,
     );
     let smallest = keys.iter().map(|m| m.size).min().unwrap();
-    if ls.max_need <= 1 + cfg.error_bound || keys.iter().all(|m| m.size == smallest) {
-        return ls;
-    }
-    // Mixed page sizes that the least-squares line cannot serve within the bound: try the
-    // slope of the smallest pages (ga_scale slots per page of that size), anchored so that the
+    // The slope of the smallest pages (ga_scale slots per such page), anchored so that the
     // first such page gets the slot of its rank; huge pages take the gaps its range leaves.
+    // It leaves a slot for every page of the span, so inserts inside the span never collide.
     let slope = Fixed::from_f64(cfg.ga_scale / smallest.base_pages() as f64)
         .0
         .max(1);
@@ -839,14 +836,25 @@ fn fit(cfg: &LvmConfig, keys: &[Mapping]) -> LeafFit {
         intercept: Fixed(0),
     };
     dense.intercept = Fixed(rank * ONE - (slope as i128 * anchor as i128) as i64);
-    // Only when the gaps it leaves stay small: at most 4x the least-squares table or 512 KiB.
     let last = keys.last().unwrap();
     let dense_cap = dense.eval(last.vpn.0 + pages(last) - 1).max(0) as u64 + 1;
-    if dense_cap > (4 * ls.cap).max(DENSE_MAX_SLOTS) {
+    let mixed = keys.iter().any(|m| m.size != smallest);
+    // Taken when the span is dense (at most twice the least-squares table), or when mixed
+    // page sizes break the bound under the least-squares line and the table stays within 4x
+    // of it or 512 KiB.
+    let dense_span = dense_cap <= 2 * ls.cap;
+    let rescue = mixed
+        && ls.max_need > 1 + cfg.error_bound
+        && dense_cap <= (4 * ls.cap).max(DENSE_MAX_SLOTS);
+    if !(dense_span || rescue)
+        || (dense.slope == ls.model.slope && dense.intercept == ls.model.intercept)
+    {
         return ls;
     }
     let dense = place(cfg, dense, keys);
-    if dense.max_need < ls.max_need {
+    if dense.max_need <= ls.max_need.max(1 + cfg.error_bound)
+        && (dense_span || dense.max_need < ls.max_need)
+    {
         dense
     } else {
         ls
