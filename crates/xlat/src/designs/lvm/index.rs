@@ -586,7 +586,9 @@ impl Index {
         max_order: u8,
     ) -> Result<LeafInsert, OsError> {
         ev.keys_trained += keys.len() as u64;
-        let fit = fit(cfg, &keys);
+        // A retrain accepts a sparser dense span (up to 8x the least-squares table): a region
+        // filled in random order otherwise retrains every few hundred inserts.
+        let fit = fit(cfg, &keys, 8);
         if fit.max_need > 1 + cfg.error_bound || fit.order > max_order {
             return Ok(LeafInsert::NeedsRebuild);
         }
@@ -800,7 +802,7 @@ fn install_gpt(
 
 /// Train a leaf on `keys` (sorted): the model, the table size and every key's slot, placed in
 /// key order at the predicted line or the nearest line with room.
-fn fit(cfg: &LvmConfig, keys: &[Mapping]) -> LeafFit {
+fn fit(cfg: &LvmConfig, keys: &[Mapping], dense_factor: u64) -> LeafFit {
     if keys.is_empty() {
         return LeafFit {
             model: LinearModel::default(),
@@ -839,10 +841,11 @@ fn fit(cfg: &LvmConfig, keys: &[Mapping]) -> LeafFit {
     let last = keys.last().unwrap();
     let dense_cap = dense.eval(last.vpn.0 + pages(last) - 1).max(0) as u64 + 1;
     let mixed = keys.iter().any(|m| m.size != smallest);
-    // Taken when the span is dense (at most twice the least-squares table), or when mixed
+    // Taken when the span is dense (at most `dense_factor` times the least-squares table:
+    // 2 at a build, 8 at a retrain), or when mixed
     // page sizes break the bound under the least-squares line and the table stays within 4x
     // of it or 512 KiB.
-    let dense_span = dense_cap <= 2 * ls.cap;
+    let dense_span = dense_cap <= dense_factor * ls.cap;
     let rescue = mixed
         && ls.max_need > 1 + cfg.error_bound
         && dense_cap <= (4 * ls.cap).max(DENSE_MAX_SLOTS);
@@ -969,7 +972,7 @@ impl Builder<'_> {
     fn build(&mut self, keys: &[Mapping], lo: u64, hi: u64, level: usize, offset: usize, x3: f64) {
         let cfg = self.cfg;
         self.keys_trained += keys.len() as u64;
-        let leaf_fit = fit(cfg, keys);
+        let leaf_fit = fit(cfg, keys, 2);
         let width = hi.saturating_sub(lo).max(1);
         let max_children = (cfg.max_children as u64)
             .min(width / MIN_CHILD_PAGES)
@@ -1017,7 +1020,7 @@ impl Builder<'_> {
         for &n in &cands {
             let (model, shift) = internal_model(lo, hi, 0, n);
             let groups = split(keys, &model, shift, n);
-            let fits: Vec<LeafFit> = groups.iter().map(|g| fit(cfg, g)).collect();
+            let fits: Vec<LeafFit> = groups.iter().map(|g| fit(cfg, g, 2)).collect();
             self.keys_trained += keys_n;
             let d = level as u32 + 2;
             let nodes = 1 + n as u64;

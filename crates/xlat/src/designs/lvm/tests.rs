@@ -253,3 +253,21 @@ proptest! {
         let _ = Pfn(0);
     }
 }
+
+#[test]
+fn a_region_faulted_in_random_order_settles_after_a_few_retrains() {
+    let (mut d, mut phys, mut mem) = setup(LvmConfig::default());
+    let n = 50_000u64;
+    // A full-period walk over 0..n in a scrambled order (n is even; 7919 is coprime to it).
+    for i in 0..n {
+        d.map(&mut phys, 0, m4k(BASE + (i * 7919) % n)).unwrap();
+    }
+    let retrains = stat(&d, "retrains").as_u64().unwrap();
+    assert!(retrains <= 60, "{retrains} retrains");
+    for v in (0..n).step_by(101) {
+        assert_eq!(
+            d.walk(0, Vpn(BASE + v), &mut mem).mapping,
+            Some(m4k(BASE + v))
+        );
+    }
+}
