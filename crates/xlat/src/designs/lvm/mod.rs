@@ -46,8 +46,8 @@
 //! (§4.4): in a leaf that holds huge pages it searches around the predictions of the VPN and of
 //! the VPN rounded down to each huge size the leaf holds, step by step in turn, each line read
 //! once, and accepts the entry whose page contains the VPN (2 size bits). A walk therefore costs
-//! `depth * lwc_latency` + model-line misses + GPT lines (a huge page whose interior VPN
-//! predicts another line than its key costs one extra line: counted as a collision).
+//! `depth * lwc_latency` + model-line misses + GPT lines; a collision is a found walk that read
+//! more than one GPT line.
 //!
 //! OS cycles (`Design::os_cycles`, also `lvm.*_cycles`): `insert_cycles` per insert (beyond
 //! the fault handler's PTE write, which every design pays: the model evaluation and slot search),
@@ -206,7 +206,7 @@ impl LvmConfig {
 struct WalkCounters {
     walks: u64,
     found: u64,
-    /// Found walks whose entry was outside its predicted line.
+    /// Found walks whose entry was not in the first GPT line read.
     collisions: u64,
     /// GPT lines beyond the first read by found walks.
     extra_lines: u64,
@@ -331,10 +331,10 @@ impl Design for Lvm {
         });
         accesses += lines;
         self.c.gpt_reads += lines as u64;
-        if let Some((m, slot)) = found {
+        if let Some((m, _slot)) = found {
             self.c.found += 1;
-            let predicted = ix.predicted_slot(probe.leaf, vpn) / SLOTS_PER_LINE;
-            if slot / SLOTS_PER_LINE != predicted {
+            // A collision: the entry was not in the first GPT line the search read.
+            if lines > 1 {
                 self.c.collisions += 1;
                 self.c.extra_lines += (lines - 1) as u64;
             }
