@@ -12,7 +12,9 @@
 //! (which drives `xlat designs`, the conformance suite and the golden runs), and the stats key.
 
 pub mod ecpt;
+pub mod fpt;
 pub mod ideal;
+pub mod lvm;
 pub mod mehpt;
 pub mod perfect_tlb;
 pub mod radix;
@@ -233,4 +235,6 @@ designs! {
     perfect_tlb: PerfectTlb(PerfectTlbConfig) "every translation hits the L1 TLB (upper bound)";
     ecpt: Ecpt(EcptConfig) "elastic cuckoo page tables: per-size d-ary cuckoo hash tables, parallel probes, cuckoo walk caches, elastic resizing";
     mehpt: Mehpt(MehptConfig) "ME-HPT: ECPT with L2P-mapped chunked ways, changing chunk sizes, in-place and per-way resizing";
+    fpt: Fpt(FptConfig) "flattened page tables: radix with PML4+PDPT and PD+PT folded into 2 MiB tables when 2 MiB blocks are free";
+    lvm: Lvm(LvmConfig) "LVM: per-process learned index of fixed-point linear models over gapped page tables, LVM walk cache";
 }

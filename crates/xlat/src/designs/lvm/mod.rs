@@ -1,0 +1,446 @@
+//! # lvm — Learned Virtual Memory: learned-index page tables
+//!
+//! ## Model
+//! Per address space one learned index (`index.rs`): a hierarchy of linear models
+//! `y = floor(a * x + b)` with Q44.20 fixed-point parameters (16 B per node, 4 nodes per 64 B
+//! line; `model.rs`). Internal nodes divide their key range evenly among their children, which
+//! are stored consecutively in the next level, so the model's output is the child's offset in
+//! that level. A leaf's model maps a 4 KiB VPN to a slot of the leaf's own gapped page table
+//! (GPT): one buddy block of 8-byte translation entries, 8 per 64 B line, each entry carrying
+//! its VPN tag and 2 page-size bits. Huge pages are keyed by their first 4 KiB VPN.
+//!
+//! Training (§4.3.1-§4.3.3): a node first fits a leaf model (least squares on (VPN, rank),
+//! scaled by `ga_scale`, the table sized to the model's range and at least `ga_scale` slots per
+//! key; when a leaf mixes page sizes and that line breaks the error bound, the slope of the
+//! smallest pages — `ga_scale` slots per such page — is tried too, if its table stays within 4x
+//! the least-squares one or 512 KiB, and the better of the two kept); keys are placed in VPN
+//! order at their predicted line or the nearest line with room
+//! (0, +1, -1, +2, ...). If the leaf collides, the cost model
+//! `C(n) = x1*d + x2*s + x3*cr*ma` (d = index levels down to the leaves, s = index size in
+//! 64-byte lines, cr = collision rate, ma = extra lines per collision) is evaluated for child
+//! counts n = the spline-point estimate +/- 2 (greedy spline corridor over (VPN, rank) with an
+//! error of one line, 8 ranks), clamped to `[2, max_children]` and to the coverage-per-byte
+//! constraint (a child covers at least 4 MiB: the per-byte coverage of a radix page-directory
+//! page); the cheapest option (leaf or n children) wins, then each child is trained the same way
+//! down to `depth_limit` levels. Options whose leaves break the error bound (a lookup reading
+//! more than 1 + `error_bound` lines) or need a GPT larger than the largest available buddy
+//! block (capped by `max_gpt_order`) are only chosen when nothing meets the bound, and then with
+//! x3 boosted 1000x (§4.3.3); leaves that still cannot meet the bound at the depth limit keep a
+//! longer search and are counted (`bound_violations`).
+//!
+//! Inserts (§4.3.4): the first page of an address space builds the index; a key beyond the
+//! index's range by less than `min_insert_distance_bytes` extends the range by at least that
+//! distance, and the leaf's GPT is rescaled (grown to the model's slots for the distance,
+//! without retraining, as far as the largest allowed block reaches; a larger buddy block and a
+//! copy when its block is full); within bounds
+//! the key goes to the model's line or the nearest free one within the bound, else the leaf is
+//! retrained, else the whole index is rebuilt; a key further away rebuilds the index. Frees
+//! clear the entry and keep the slot (§5.2); when the last entry of an address space is freed the
+//! whole structure is released (the paper's "rebuild to reclaim", taken only in that case).
+//!
+//! Walk (§4.6.2): per level the walker looks the node up in the LVM walk cache (LWC: fully
+//! associative, ASID + level + offset tags, `lwc_latency_cycles` per lookup including the model
+//! computation); on a miss it reads the node through the data caches (one dependent reference)
+//! and fills the LWC. Then it reads the predicted GPT line through the data caches and, on a
+//! collision, the next lines of the search (each a dependent reference). The walker rounds down
+//! (§4.4): in a leaf that holds huge pages it searches around the predictions of the VPN and of
+//! the VPN rounded down to each huge size the leaf holds, step by step in turn, each line read
+//! once, and accepts the entry whose page contains the VPN (2 size bits). A walk therefore costs
+//! `depth * lwc_latency` + model-line misses + GPT lines; a collision is a found walk that read
+//! more than one GPT line.
+//!
+//! OS cycles (`Design::os_cycles`, also `lvm.*_cycles`): `insert_cycles` per insert (beyond
+//! the fault handler's PTE write, which every design pays: the model evaluation and slot search),
+//! `train_cycles_per_key` per key of every fit the training evaluates (initial builds, leaf
+//! fills, retrains and rebuilds, cost-model candidates included), 0.5 cycle per byte of GPT
+//! zeroed and 1 cycle per byte copied when a GPT moves to a larger block. These per-operation
+//! costs are our estimates (the paper reports the totals: management ~1.17 % of execution time
+//! at 4 KiB, retrains < 1.7 ms), not measurements.
+//!
+//! ## Configuration
+//! `[lvm]`: `x1` (10), `x2` (5), `x3` (200) cost weights; `depth_limit` (3, 1..8);
+//! `error_bound` (3 extra lines); `ga_scale` (1.3); `min_insert_distance_bytes` (64 MiB);
+//! `max_children` (4096 per node); `max_gpt_order` (18: at most a 1 GiB block per GPT; 6 caps
+//! GPT contiguity at 256 KiB as in §7.3); `lwc_entries` (16), `lwc_latency_cycles` (2);
+//! `insert_cycles` (50), `train_cycles_per_key` (40).
+//!
+//! ## Deviations from the paper
+//! - Internal nodes of a wide key range would need slopes below 2^-20: an internal node's input
+//!   is `vpn >> shift` with a per-node shift chosen so that every child spans 16-31 input steps;
+//!   we assume the shift and the child count fit in the unused integer bits of the slope (an
+//!   internal slope is always < 1). Routing is the same integer function in training and lookup,
+//!   so quantization can make children unequal but never misroutes a key.
+//! - The smallest-page-slope fit of mixed-size leaves is ours (the paper relies on the
+//!   hierarchy alone to give 4 KiB and huge-page regions their own slopes).
+//! - A lookup searches whole 64 B lines outward from the predicted line (nearest first) instead
+//!   of an exponential/binary search over slots; a "collision" is an entry outside its predicted
+//!   line (a collision inside the line costs no extra access in either scheme). Insertion
+//!   searches the same order, which is what keeps the lookup bounded.
+//! - A huge page that straddles a child boundary is entered in every leaf its range routes to.
+//! - No kernel index (the OS model has no kernel mappings) and no ASLR base removal (the OS
+//!   model places mmap/heap at fixed bases; an `os.aslr` option does not exist yet).
+//! - The tag of a GPT entry is not charged any space (entries are counted at 8 B, as the
+//!   paper's memory figures do). An out-of-bounds insert below the range is handled by the
+//!   same path as within bounds (the model cannot be shifted without retraining).
+//! - Spline points: the greedy spline corridor with an error of 8 ranks; besides +/- 2 around
+//!   it we evaluate the child count that zooms onto the keys' span when they occupy under a
+//!   quarter of the node's range, and the count the available contiguity forces.
+//!
+//! ## References
+//! Lee et al., "LVM: Learned Virtual Memory", MICRO 2025: §3.1 (gap coverage), §4.2.1 (index),
+//! §4.2.2 (gapped page tables), §4.2.3 (cost model), §4.3 (training, bounding mispredictions,
+//! inserts), §4.4 (page sizes), §4.5 (fixed point), §4.6.2 (walker, LWC), §5.1 (parameters),
+//! §5.2 (OS operations), §7.3 (figures), Table 1.
+
+mod index;
+pub mod model;
+
+pub use index::{Index, MIN_CHILD_PAGES, NODE_BYTES, SLOTS_PER_LINE};
+
+use crate::addr::{Asid, Mapping, Vpn};
+use crate::designs::{Design, PtFootprint, PtMemory, WalkResult};
+use crate::mem::MemSystem;
+use crate::mmu::assoc::AssocCache;
+use crate::os::{OsError, PhysMem};
+use crate::stats::{ratio, Stats, StatsExt};
+use index::Events;
+use serde::{Deserialize, Serialize};
+
+/// `[lvm]` section.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LvmConfig {
+    /// Cost-model weight of the index depth.
+    pub x1: f64,
+    /// Cost-model weight of the index size (per 64-byte line).
+    pub x2: f64,
+    /// Cost-model weight of collision rate x extra accesses per collision.
+    pub x3: f64,
+    /// Most levels of models (1..=8).
+    pub depth_limit: u32,
+    /// Most extra GPT lines a lookup may read (C_err).
+    pub error_bound: u32,
+    /// Gapped-array scale: slots per key at training.
+    pub ga_scale: f64,
+    /// Smallest extension of the key range on an out-of-bounds insert near the edge, in bytes.
+    pub min_insert_distance_bytes: u64,
+    /// Most children of one node.
+    pub max_children: u32,
+    /// Largest buddy order of one GPT block (18 = 1 GiB; 6 = 256 KiB).
+    pub max_gpt_order: u8,
+    /// LWC entries (fully associative; 0 disables it).
+    pub lwc_entries: u32,
+    /// LWC lookup plus model computation, cycles per level.
+    pub lwc_latency_cycles: u32,
+    /// OS cycles per insert beyond the PTE write (model evaluation, slot search).
+    pub insert_cycles: u64,
+    /// OS cycles per key of every leaf fit made by training.
+    pub train_cycles_per_key: u64,
+}
+
+impl Default for LvmConfig {
+    fn default() -> Self {
+        LvmConfig {
+            x1: 10.0,
+            x2: 5.0,
+            x3: 200.0,
+            depth_limit: 3,
+            error_bound: 3,
+            ga_scale: 1.3,
+            min_insert_distance_bytes: 64 << 20,
+            max_children: 4096,
+            max_gpt_order: 18,
+            lwc_entries: 16,
+            lwc_latency_cycles: 2,
+            insert_cycles: 50,
+            train_cycles_per_key: 40,
+        }
+    }
+}
+
+impl LvmConfig {
+    /// Check ranges.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=8).contains(&self.depth_limit) {
+            return Err(format!(
+                "depth_limit must be in 1..=8, got {}",
+                self.depth_limit
+            ));
+        }
+        if !(self.ga_scale >= 1.0 && self.ga_scale <= 16.0) {
+            return Err(format!(
+                "ga_scale must be in [1, 16], got {}",
+                self.ga_scale
+            ));
+        }
+        if self.max_children < 2 {
+            return Err(format!(
+                "max_children must be at least 2, got {}",
+                self.max_children
+            ));
+        }
+        if self.max_gpt_order > crate::os::buddy::MAX_ORDER {
+            return Err(format!(
+                "max_gpt_order must be at most {}, got {}",
+                crate::os::buddy::MAX_ORDER,
+                self.max_gpt_order
+            ));
+        }
+        for (name, v) in [("x1", self.x1), ("x2", self.x2), ("x3", self.x3)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{name} must be finite and >= 0, got {v}"));
+            }
+        }
+        if self.error_bound > 64 {
+            return Err(format!(
+                "error_bound must be at most 64, got {}",
+                self.error_bound
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Walk-time counters.
+#[derive(Clone, Debug, Default)]
+struct WalkCounters {
+    walks: u64,
+    found: u64,
+    /// Found walks whose entry was not in the first GPT line read.
+    collisions: u64,
+    /// GPT lines beyond the first read by found walks.
+    extra_lines: u64,
+    /// Found walks with exactly one memory reference.
+    single_access: u64,
+    lwc_lookups: u64,
+    lwc_hits: u64,
+    model_reads: u64,
+    gpt_reads: u64,
+}
+
+/// Learned Virtual Memory.
+pub struct Lvm {
+    cfg: LvmConfig,
+    indexes: Vec<Index>,
+    mem: PtMemory,
+    lwc: AssocCache,
+    ev: Events,
+    c: WalkCounters,
+    index_peak_bytes: u64,
+}
+
+#[inline]
+fn lwc_key(asid: Asid, level: u32, offset: u32) -> u64 {
+    ((asid as u64) << 40) | ((level as u64) << 32) | offset as u64
+}
+
+impl Lvm {
+    fn index_bytes(&self) -> u64 {
+        self.indexes.iter().map(|i| i.index_bytes()).sum()
+    }
+
+    /// The index of `asid` (for tests and analysis).
+    pub fn index(&self, asid: Asid) -> Option<&Index> {
+        self.indexes.get(asid as usize)
+    }
+
+    /// OS cycles of the training and insert work so far.
+    fn mgmt_cycles(&self) -> u64 {
+        self.ev.inserts * self.cfg.insert_cycles
+            + self.ev.keys_trained * self.cfg.train_cycles_per_key
+            + self.ev.zeroed_bytes / 2
+            + self.ev.copied_bytes
+    }
+}
+
+impl Design for Lvm {
+    type Config = LvmConfig;
+
+    fn new(cfg: &LvmConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
+        cfg.validate().map_err(|e| OsError(format!("lvm.{e}")))?;
+        Ok(Lvm {
+            cfg: cfg.clone(),
+            indexes: Vec::new(),
+            mem: PtMemory::default(),
+            lwc: AssocCache::new(cfg.lwc_entries as usize, cfg.lwc_entries as usize),
+            ev: Events::default(),
+            c: WalkCounters::default(),
+            index_peak_bytes: 0,
+        })
+    }
+
+    fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+        if self.indexes.len() <= asid as usize {
+            self.indexes.resize_with(asid as usize + 1, Index::default);
+        }
+        let changed =
+            self.indexes[asid as usize].insert(&self.cfg, phys, &mut self.mem, m, &mut self.ev)?;
+        if changed {
+            // Retrained or rebuilt models must not be served stale from the LWC.
+            let tag = (asid as u64) << 40;
+            self.lwc.remove_if(|k| k >> 40 << 40 == tag);
+        }
+        self.index_peak_bytes = self.index_peak_bytes.max(self.index_bytes());
+        Ok(())
+    }
+
+    fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
+        if let Some(ix) = self.indexes.get_mut(asid as usize) {
+            ix.remove(m);
+            if ix.is_built() && ix.live == 0 {
+                // Nothing left to translate: reclaim the whole structure (the next map builds
+                // it anew), and drop its nodes from the LWC.
+                ix.release(phys, &mut self.mem);
+                self.ev.releases += 1;
+                let tag = (asid as u64) << 40;
+                self.lwc.remove_if(|k| k >> 40 << 40 == tag);
+            }
+        }
+    }
+
+    #[inline]
+    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+        self.c.walks += 1;
+        let Some(ix) = self.indexes.get(asid as usize).filter(|i| i.is_built()) else {
+            return WalkResult {
+                mapping: None,
+                latency_cycles: 0,
+                mem_accesses: 0,
+            };
+        };
+        let probe = ix.route(vpn);
+        let mut latency = 0;
+        let mut accesses = 0;
+        for &(level, offset) in &probe.path[..probe.depth] {
+            latency += self.cfg.lwc_latency_cycles;
+            self.c.lwc_lookups += 1;
+            let key = lwc_key(asid, level, offset);
+            if self.lwc.get(key).is_some() {
+                self.c.lwc_hits += 1;
+            } else {
+                latency += mem.pt_access(ix.node_addr(level, offset)).latency_cycles;
+                accesses += 1;
+                self.c.model_reads += 1;
+                self.lwc.insert(key, 0);
+            }
+        }
+        let mut lines = 0;
+        let found = ix.search(probe.leaf, vpn, |pa| {
+            latency += mem.pt_access(pa).latency_cycles;
+            lines += 1;
+        });
+        accesses += lines;
+        self.c.gpt_reads += lines as u64;
+        if let Some((m, _slot)) = found {
+            self.c.found += 1;
+            // A collision: the entry was not in the first GPT line the search read.
+            if lines > 1 {
+                self.c.collisions += 1;
+                self.c.extra_lines += (lines - 1) as u64;
+            }
+            if accesses == 1 {
+                self.c.single_access += 1;
+            }
+            return WalkResult {
+                mapping: Some(m),
+                latency_cycles: latency,
+                mem_accesses: accesses,
+            };
+        }
+        WalkResult {
+            mapping: None,
+            latency_cycles: latency,
+            mem_accesses: accesses,
+        }
+    }
+
+    fn footprint(&self) -> PtFootprint {
+        self.mem.footprint()
+    }
+
+    fn os_cycles(&self) -> u64 {
+        self.mgmt_cycles()
+    }
+
+    fn stats(&self, out: &mut Stats) {
+        let s = out.section("lvm");
+        let live: u64 = self.indexes.iter().map(|i| i.live).sum();
+        s.put_u64("index_bytes", self.index_bytes());
+        s.put_u64("index_peak_bytes", self.index_peak_bytes);
+        s.put_u64(
+            "depth",
+            self.indexes.iter().map(|i| i.depth()).max().unwrap_or(0) as u64,
+        );
+        s.put_u64("nodes", self.indexes.iter().map(|i| i.nodes()).sum());
+        s.put_u64(
+            "leaves",
+            self.indexes.iter().map(|i| i.leaves.len() as u64).sum(),
+        );
+        s.put_u64("walks", self.c.walks);
+        s.put_u64("collisions", self.c.collisions);
+        s.put_f64("collision_rate", ratio(self.c.collisions, self.c.found));
+        s.put_f64(
+            "extra_accesses_per_collision",
+            ratio(self.c.extra_lines, self.c.collisions),
+        );
+        s.put_f64(
+            "single_access_walk_share",
+            ratio(self.c.single_access, self.c.found),
+        );
+        s.put_u64("lwc_lookups", self.c.lwc_lookups);
+        s.put_u64("lwc_hits", self.c.lwc_hits);
+        s.put_f64("lwc_hit_rate", ratio(self.c.lwc_hits, self.c.lwc_lookups));
+        s.put_u64("model_reads", self.c.model_reads);
+        s.put_u64("gpt_reads", self.c.gpt_reads);
+        s.put_u64(
+            "max_search_lines",
+            self.indexes
+                .iter()
+                .flat_map(|i| i.leaves.iter().map(|l| l.search_lines as u64))
+                .max()
+                .unwrap_or(0),
+        );
+        let ev = &self.ev;
+        s.put_u64("inserts", ev.inserts);
+        s.put_u64("initial_builds", ev.initial_builds);
+        s.put_u64("rebuilds", ev.rebuilds);
+        s.put_u64("retrains", ev.retrains);
+        s.put_u64("leaf_fills", ev.leaf_fills);
+        s.put_u64("rescales", ev.rescales);
+        s.put_u64("gpt_reallocs", ev.gpt_reallocs);
+        s.put_u64("bound_violations", ev.bound_violations);
+        s.put_u64("releases", ev.releases);
+        s.put_u64("keys_trained", ev.keys_trained);
+        let per_key = self.cfg.train_cycles_per_key;
+        s.put_u64("retrain_cycles", ev.retrain_keys * per_key);
+        s.put_f64(
+            "cycles_per_retrain",
+            ratio(ev.retrain_keys * per_key, ev.retrains),
+        );
+        s.put_u64("rebuild_cycles", ev.rebuild_keys * per_key);
+        s.put_u64("os_cycles", self.mgmt_cycles());
+        let gpt_bytes: u64 = self
+            .indexes
+            .iter()
+            .flat_map(|i| i.leaves.iter())
+            .filter(|l| l.gpt.base.is_some())
+            .map(|l| crate::addr::BASE_PAGE_BYTES << l.gpt.order)
+            .sum();
+        let gpt_slot_bytes: u64 = self
+            .indexes
+            .iter()
+            .flat_map(|i| i.leaves.iter())
+            .map(|l| l.gpt.cap * crate::addr::PTE_BYTES)
+            .sum();
+        let min_bytes = live * crate::addr::PTE_BYTES;
+        s.put_u64("live_entries", live);
+        s.put_u64("gpt_block_bytes", gpt_bytes);
+        s.put_u64("gpt_slot_bytes", gpt_slot_bytes);
+        s.put_u64("gpt_min_bytes", min_bytes);
+        s.put_f64("gpt_slot_overhead", ratio(gpt_slot_bytes, min_bytes));
+        s.put_f64("gpt_block_overhead", ratio(gpt_bytes, min_bytes));
+    }
+}
+
+#[cfg(test)]
+mod tests;
