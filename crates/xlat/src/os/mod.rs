@@ -68,6 +68,7 @@ use pagemap::PageMap;
 pub use phys::{DataOwner, FrameUse, PhysMem, Relocation};
 use policy::{
     KcompactdConfig, KhugepagedConfig, MigrationConfig, MthpConfig, PolicyKind, ReservationConfig,
+    ReservationRule,
 };
 use reservation::{Reservation, Reservations};
 use swap::{Swap, SwapConfig};
@@ -717,13 +718,28 @@ impl Os {
             self.c.placed_by_design += 1;
             return Ok(pfn);
         }
+        // Retries after a failed compaction that moved pages (bounded: compaction could keep
+        // moving pages without ever freeing a block).
+        let mut compaction_retries = 0;
         loop {
             match self.phys.alloc(size.order(), FrameUse::Data) {
-                Ok(pfn) => return Ok(pfn),
-                // Memory pressure: give up reservations first, then reclaim to swap.
-                Err(_) if self.release_reservations_for_memory() => {}
-                Err(_) if self.swap_on && self.reclaim(self.cfg.swap.batch_pages, changes) > 0 => {}
+                Ok(pfn) => {
+                    // Compaction may have moved pages to make room: re-map them now, before
+                    // another allocation could move the same blocks again.
+                    self.apply_relocations(changes)?;
+                    return Ok(pfn);
+                }
                 Err(e) => {
+                    // A failed compaction may still have moved pages: re-map them first; then
+                    // give up reservations, then reclaim to swap.
+                    let moved = self.apply_relocations(changes)?;
+                    compaction_retries += moved as u32;
+                    if (moved && compaction_retries <= 4)
+                        || self.release_reservations_for_memory()
+                        || (self.swap_on && self.reclaim(self.cfg.swap.batch_pages, changes) > 0)
+                    {
+                        continue;
+                    }
                     return Err(if self.swap_on {
                         OsError(format!(
                             "{e}; swap is full or holds nothing more to evict ({} of {} used)",
@@ -732,7 +748,7 @@ impl Os {
                         ))
                     } else {
                         e
-                    })
+                    });
                 }
             }
         }
@@ -849,6 +865,12 @@ impl Os {
                 p.pid
             ))),
         }
+    }
+
+    /// Apply pending relocations; whether there were any (a failure to apply one is a
+    /// simulator bug, kept for `apply_relocations`' callers to report).
+    fn phys_relocated(&mut self, changes: &mut Vec<MapChange>) -> bool {
+        self.apply_relocations(changes).unwrap_or(true)
     }
 
     /// The MMU walked to the page starting at `vpn` (sets its accessed bit for reclaim).
@@ -1059,13 +1081,11 @@ impl Os {
             .expect("validated")
             .order();
         let p = &self.procs[asid as usize];
-        // Exact rule: the largest aligned block around the fault inside the VMA, not
+        // The largest aligned block around the fault that the rule allows for the VMA, not
         // overlapping mappings or other reservations.
         let target = (1..=max).rev().find(|&order| {
             let first = vpn.0 & !((1u64 << order) - 1);
-            let (lo, hi) = (first << 12, (first + (1 << order)) << 12);
-            lo >= vma.start
-                && hi <= vma.end
+            self.block_fits(asid, vma, Vpn(first), order)
                 && !p.reservations.overlaps(Vpn(first), 1 << order)
                 && !p.pages.range_in_use(Vpn(first), 1 << order)
         });
@@ -1087,6 +1107,31 @@ impl Os {
         true
     }
 
+    /// Whether the aligned block of `2^order` pages at `first` may be reserved (and mapped as
+    /// one page) for `vma` under `os.reservation.rule`: inside the VMA (`exact`), or starting
+    /// inside it and reaching at most the VMA's size rounded up to a power of two past its start,
+    /// over no other VMA (`next_pow2`).
+    fn block_fits(&self, asid: Asid, vma: &vma::Vma, first: Vpn, order: u8) -> bool {
+        let (lo, hi) = (first.addr().0, first.addr().0 + (BASE_PAGE_BYTES << order));
+        if lo < vma.start {
+            return false;
+        }
+        if hi <= vma.end {
+            return true;
+        }
+        match self.cfg.reservation.rule {
+            ReservationRule::Exact => false,
+            ReservationRule::NextPow2 => {
+                let rounded = (vma.end - vma.start).next_power_of_two();
+                hi - lo <= rounded
+                    && !self.procs[asid as usize]
+                        .vmas
+                        .iter()
+                        .any(|v| v.start < hi && v.end > lo && v.start != vma.start)
+            }
+        }
+    }
+
     /// Promote the reservation at `first` around `vpn` to the largest page the design
     /// translates whose touched share reaches the threshold (in place: the frames are already
     /// the aligned block). Untouched pages it maps are counted as bloat.
@@ -1100,16 +1145,24 @@ impl Os {
         changes: &mut Vec<MapChange>,
     ) {
         let threshold = self.cfg.reservation.promotion_threshold;
+        // Per level: may the block be one page, and how many of its pages lie in the VMA (the
+        // threshold counts those: pages past the VMA's end are never touched).
+        let mut fits = [false; PageSize::MAX_ORDER as usize + 1];
+        let mut inside = [0u64; PageSize::MAX_ORDER as usize + 1];
+        for k in 0..=order {
+            let block = Vpn(vpn.0 & !((1u64 << k) - 1));
+            fits[k as usize] = self.block_fits(asid, vma, block, k);
+            let end = (block.0 + (1 << k)).min(vma.end >> 12);
+            inside[k as usize] = end.saturating_sub(block.0);
+        }
         let p = &mut self.procs[asid as usize];
         let current = p.pages.get(vpn).expect("mapped").size.order();
         let r = p.reservations.covering(vpn).expect("reservation");
         let Some(level) = (current + 1..=order).rev().find(|&k| {
             let size = PageSize::from_order(k).expect("order");
-            let block = vpn.align_down(size);
             self.sizes.contains(size)
-                && block.addr().0 >= vma.start
-                && block.addr().0 + size.bytes() <= vma.end
-                && r.mapped_in(k, vpn) as f64 >= threshold * (1u64 << k) as f64
+                && fits[k as usize]
+                && r.mapped_in(k, vpn) as f64 >= threshold * inside[k as usize] as f64
         }) else {
             return;
         };
@@ -1407,6 +1460,12 @@ impl Os {
                 self.c.collapse_no_block += 1;
                 return;
             };
+            if self.phys_relocated(changes) {
+                // Compaction moved pages, possibly of this range: collapse it another time.
+                self.phys
+                    .free(pfn, PageSize::Size2M.order(), FrameUse::Data);
+                return;
+            }
             let copied = mapped * BASE_PAGE_BYTES;
             self.c.bytes_copied += copied;
             self.c.migration_cycles += mapped * self.cfg.migration.copy_cycles_per_4k;
@@ -1844,6 +1903,39 @@ mod tests {
     }
 
     #[test]
+    fn the_next_power_of_two_rule_maps_a_28k_vma_as_one_32k_page_with_4k_of_bloat() {
+        let mut o = os_with(PolicyKind::Reservation, PageSizeSet::ALL, |c| {
+            c.reservation.rule = ReservationRule::NextPow2;
+        });
+        let base = 0x4000_0000u64; // 32 KiB aligned
+        o.mmap(0, Vaddr(base), 28 << 10, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        for i in 0..7u64 {
+            touch(&mut o, base + i * 4096, AccessKind::Store).unwrap();
+        }
+        let all = mappings(&o, base, base + (32 << 10));
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].size.bytes(), 32 << 10);
+        assert_eq!(o.c.promotion_bloat_bytes, 4096);
+        // Another VMA right behind stops the rounding: exact pages again.
+        let mut o = os_with(PolicyKind::Reservation, PageSizeSet::ALL, |c| {
+            c.reservation.rule = ReservationRule::NextPow2;
+        });
+        o.mmap(0, Vaddr(base), 28 << 10, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        o.mmap(0, Vaddr(base + (28 << 10)), 4096, RW, 0x22, &mut Vec::new())
+            .unwrap();
+        for i in 0..7u64 {
+            touch(&mut o, base + i * 4096, AccessKind::Store).unwrap();
+        }
+        let sizes: Vec<u64> = mappings(&o, base, base + (28 << 10))
+            .iter()
+            .map(|m| m.size.bytes() >> 10)
+            .collect();
+        assert_eq!(sizes, vec![16, 8, 4]);
+    }
+
+    #[test]
     fn breaking_a_reservation_returns_its_unmapped_frames() {
         let mut o = os_with(PolicyKind::Reservation, PageSizeSet::X86, |_| {});
         let base = 0x4000_0000u64;
@@ -2219,6 +2311,7 @@ mod tests {
         #[test]
         fn no_frame_is_mapped_twice_or_leaked_under_any_policy(
             policy in 0u8..4,
+            next_pow2 in any::<bool>(),
             any_size in any::<bool>(),
             tight in any::<bool>(),
             ops in prop::collection::vec((0u8..9, 0u64..32, 1u64..40), 1..120)
@@ -2237,6 +2330,9 @@ mod tests {
                 c.khugepaged.interval_cycles = 1;
                 c.khugepaged.max_ptes_none = 500;
                 c.reservation.promotion_threshold = 0.5;
+                if next_pow2 {
+                    c.reservation.rule = ReservationRule::NextPow2;
+                }
                 c.mthp.sizes = vec![PageSize::Size2M, PageSize::from_order(4).unwrap(), PageSize::from_order(2).unwrap()];
             });
             let mut model: HashMap<u64, Mapping> = HashMap::new();

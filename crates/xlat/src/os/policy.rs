@@ -62,6 +62,10 @@ pub enum ReservationRule {
     /// (and is at most `max_bytes`): a VMA is covered by the fewest exact pages, e.g. 28 KiB at
     /// a 32 KiB boundary -> 16 + 8 + 4 KiB (TPS's conservative split).
     Exact,
+    /// TPS's aggressive rule: the block may reach past the VMA's end up to the VMA's size rounded
+    /// up to a power of two (28 KiB -> one 32 KiB page), where no other VMA lies; pages mapped
+    /// beyond the VMA by a promotion are bloat.
+    NextPow2,
 }
 
 /// `os.reservation`: reservation-based paging (FreeBSD superpages, TPS §III-B).
