@@ -159,6 +159,15 @@ impl OsConfig {
         self.fragmenter.validate()?;
         self.compaction.validate()?;
         policy::validate(&self.mthp, &self.reservation, &self.khugepaged)?;
+        if self.policy == PolicyKind::Eager && self.swap.bytes > 0 {
+            // Known defect: a rare sequence of eager mmaps, reclaim and khugepaged maps a frame
+            // twice (found by the property test); refused until fixed rather than risked.
+            return Err(
+                "os.policy = \"eager\" with os.swap.bytes > 0 is not supported yet (a known \
+                 defect under memory pressure); use another policy or no swap"
+                    .into(),
+            );
+        }
         self.kcompactd.validate()?;
         self.swap.validate(self.phys_mem_bytes)
     }
@@ -2228,6 +2237,23 @@ mod tests {
     }
 
     #[test]
+    fn eager_paging_with_swap_is_refused_until_its_known_defect_is_fixed() {
+        let cfg = OsConfig {
+            policy: PolicyKind::Eager,
+            swap: SwapConfig {
+                bytes: 1 << 30,
+                ..SwapConfig::default()
+            },
+            ..OsConfig::default()
+        };
+        let err = cfg.validate().unwrap_err();
+        assert!(
+            err.contains("os.policy") && err.contains("os.swap.bytes"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn bad_policy_settings_are_errors_naming_the_key() {
         for (tweak, key) in [
             (
@@ -2318,6 +2344,8 @@ mod tests {
         ) {
             let policy = [PolicyKind::Thp, PolicyKind::Mthp, PolicyKind::Reservation, PolicyKind::Eager][policy as usize];
             let sizes = if any_size { PageSizeSet::ALL } else { PageSizeSet::X86 };
+            // Eager paging with swap is refused by the configuration (a known defect).
+            let tight = tight && policy != PolicyKind::Eager;
             let mut o = os_with(policy, sizes, |c| {
                 c.phys_mem_bytes = 256 << 20;
                 if tight {
