@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -11,6 +13,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--footprint", "16MiB", "--refs", "20k"]
+
+# Trace-derived caches (ChampSim VMA inference) go to a directory of this test session, not
+# the user's ~/.cache: every test starts from the same state and leaves nothing behind.
+os.environ.setdefault("XLAT_CACHE_DIR", tempfile.mkdtemp(prefix="xlat-test-cache-"))
 
 
 def xlat(*args: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -94,6 +94,7 @@ impl Config {
         for (key, value) in overrides {
             set_key(&mut tree, key, value)?;
         }
+        follow_paging_mode(&mut tree, preset_toml.map(|(_, t)| t), overrides);
         let cfg: Config = tree
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError(format!("invalid configuration: {e}")))?;
@@ -142,7 +143,26 @@ impl Config {
         self.timing.validate().map_err(ConfigError)?;
         self.core.validate().map_err(ConfigError)?;
         self.designs.validate().map_err(ConfigError)?;
+        // One machine, one paging mode: the designs built on a radix tree must agree with it.
+        for (key, levels) in [
+            ("ideal.levels", self.designs.ideal.levels),
+            ("perfect_tlb.levels", self.designs.perfect_tlb.levels),
+        ] {
+            if levels != self.designs.radix.levels {
+                return Err(ConfigError(format!(
+                    "{key} = {levels} disagrees with radix.levels = {}: the machine has one \
+                     paging mode (radix.levels, which {key} follows when not set); set them alike",
+                    self.designs.radix.levels
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// Virtual-address bits of the machine's paging mode: 48 for 4-level paging, 57 for 5-level
+    /// (`radix.levels`). A design may translate fewer (see `Design::va_bits`).
+    pub fn machine_va_bits(&self) -> u32 {
+        crate::addr::BASE_PAGE_SHIFT + 9 * self.designs.radix.levels
     }
 
     /// The resolved tree as TOML text.
@@ -153,6 +173,34 @@ impl Config {
     /// The resolved tree as JSON.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("config serializes")
+    }
+}
+
+/// `ideal.levels` and `perfect_tlb.levels` follow `radix.levels` (the machine's paging mode)
+/// unless the preset or an override sets them; [`Config::validate`] rejects a disagreement.
+fn follow_paging_mode(
+    tree: &mut toml::Value,
+    preset: Option<&str>,
+    overrides: &[(String, String)],
+) {
+    let preset: Option<toml::Value> = preset.and_then(|t| toml::from_str(t).ok());
+    let Some(levels) = tree.get("radix").and_then(|r| r.get("levels")).cloned() else {
+        return;
+    };
+    for section in ["ideal", "perfect_tlb"] {
+        let in_preset = preset
+            .as_ref()
+            .and_then(|p| p.get(section))
+            .and_then(|s| s.get("levels"))
+            .is_some();
+        let overridden = overrides
+            .iter()
+            .any(|(k, _)| k == &format!("{section}.levels"));
+        if !in_preset && !overridden {
+            if let Some(toml::Value::Table(t)) = tree.get_mut(section) {
+                t.insert("levels".into(), levels.clone());
+            }
+        }
     }
 }
 
@@ -364,8 +412,30 @@ mod tests {
         assert_eq!(cfg.designs.radix.levels, 5);
         let mut expect = Config::default();
         expect.designs.radix.levels = 5;
+        // The designs built on a radix tree follow the machine's paging mode.
+        expect.designs.ideal.levels = 5;
+        expect.designs.perfect_tlb.levels = 5;
         expect.os.thp = crate::os::ThpPolicy::Always;
         assert_eq!(cfg, expect);
+    }
+
+    #[test]
+    fn ideal_and_perfect_tlb_levels_follow_radix_levels_or_are_rejected_when_they_disagree() {
+        let five = Config::resolve(None, &set(&[("radix.levels", "5")])).unwrap();
+        assert_eq!(five.machine_va_bits(), 57);
+        assert_eq!(Config::default().machine_va_bits(), 48);
+        let preset = ("p.toml", "[radix]\nlevels = 5\n[ideal]\nlevels = 5\n");
+        assert!(Config::resolve(Some(preset), &[]).is_ok());
+        for key in ["ideal.levels", "perfect_tlb.levels"] {
+            let err = Config::resolve(None, &set(&[(key, "5")])).unwrap_err();
+            assert!(
+                err.0.contains(key) && err.0.contains("radix.levels = 4"),
+                "{err}"
+            );
+            let err =
+                Config::resolve(None, &set(&[("radix.levels", "5"), (key, "4")])).unwrap_err();
+            assert!(err.0.contains("disagrees"), "{err}");
+        }
     }
 
     #[test]

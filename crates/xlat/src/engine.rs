@@ -127,6 +127,7 @@ impl DesignVisitor for MakeSim {
         let MakeSim { cfg, source } = self;
         Box::new(move |mut os: Os| -> Result<Box<dyn Runner>, OsError> {
             os.set_page_sizes(design.page_sizes())?;
+            os.set_va_bits(design.va_bits().unwrap_or(cfg.machine_va_bits()));
             let asid = os.process(0);
             Ok(Box::new(Sim {
                 mmu: Mmu::new(&cfg.tlb),
@@ -1109,6 +1110,57 @@ mod tests {
                 other => panic!("{design}: expected an OS error at event 1, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn an_address_beyond_the_paging_modes_width_is_an_input_error_naming_the_event() {
+        // X and X + 2^48 would alias in a 4-level table: the OS model must refuse the second
+        // mapping (before, it was accepted and the run ended in an oracle mismatch).
+        let x = 0x1000_0000u64;
+        let map = |addr| Event::Mmap {
+            addr: Vaddr(addr),
+            len: 4096,
+            prot: RW,
+            flags: 0,
+        };
+        let events = vec![
+            map(x),
+            load(x, 8),
+            map(x + (1 << 48)),
+            load(x + (1 << 48), 8),
+        ];
+        for design in [
+            "radix",
+            "ideal",
+            "perfect_tlb",
+            "ecpt",
+            "mehpt",
+            "fpt",
+            "lvm",
+        ] {
+            match run_events(design, events.clone()) {
+                Err(SimError::Os { event: 2, error }) => {
+                    assert!(error.0.contains("48-bit"), "{design}: {error}")
+                }
+                other => panic!("{design}: expected an OS error at event 2, got {other:?}"),
+            }
+        }
+        // With 5-level paging the same trace runs (except on fpt, a 4-level design).
+        let mut cfg = small("radix");
+        cfg.designs.radix.levels = 5;
+        cfg.designs.ideal.levels = 5;
+        cfg.designs.perfect_tlb.levels = 5;
+        for design in ["radix", "ideal", "perfect_tlb", "ecpt", "mehpt", "lvm"] {
+            cfg.sim.design = design.into();
+            let r = run(&cfg, Box::new(Events(events.clone().into_iter())))
+                .unwrap_or_else(|e| panic!("{design}: {e}"));
+            assert_eq!(r["refs"], 2, "{design}");
+        }
+        cfg.sim.design = "fpt".into();
+        assert!(matches!(
+            run(&cfg, Box::new(Events(events.into_iter()))),
+            Err(SimError::Os { event: 2, .. })
+        ));
     }
 
     #[test]

@@ -574,3 +574,36 @@ fn champsim_dependences_follow_loaded_values_through_registers() {
         ]
     );
 }
+
+#[test]
+fn champsim_vma_inference_is_cached_by_hash_and_a_damaged_cache_is_recomputed() {
+    let ev = generated("kv", 3_000);
+    let mut plain = Vec::new();
+    write_champsim(&mut plain, ev.iter().copied()).unwrap();
+    let p = tmp("cached.champsim");
+    std::fs::write(&p, &plain).unwrap();
+    let path = p.to_str().unwrap();
+    let sha = xlat::trace::sha256_file(path).unwrap();
+    let cache = tmp("vma-cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    let uncached = drain(&mut ChampSimReader::open(path, Variant::ChampSim).unwrap()).unwrap();
+    let (mut first, was_cached) =
+        ChampSimReader::open_cached(path, Variant::ChampSim, &sha, &cache).unwrap();
+    assert!(!was_cached);
+    assert_eq!(drain(&mut first).unwrap(), uncached);
+    let (mut second, was_cached) =
+        ChampSimReader::open_cached(path, Variant::ChampSim, &sha, &cache).unwrap();
+    assert!(was_cached, "the second open reads the cache");
+    assert_eq!(drain(&mut second).unwrap(), uncached);
+    // A cut cache entry (no "end" line) is not trusted: the pass runs again and rewrites it.
+    let entry = cache
+        .join("champsim-vmas")
+        .join(format!("{sha}-champsim.txt"));
+    let text = std::fs::read_to_string(&entry).unwrap();
+    std::fs::write(&entry, &text[..text.len() - 4]).unwrap();
+    let (mut third, was_cached) =
+        ChampSimReader::open_cached(path, Variant::ChampSim, &sha, &cache).unwrap();
+    assert!(!was_cached);
+    assert_eq!(drain(&mut third).unwrap(), uncached);
+    assert_eq!(std::fs::read_to_string(&entry).unwrap(), text);
+}

@@ -74,6 +74,12 @@ pub trait Design: Sized + Send {
     fn page_sizes(&self) -> PageSizeSet {
         PageSizeSet::X86
     }
+    /// Virtual-address bits this design can translate, when it fixes them (a radix tree of
+    /// 4 levels: 48, of 5: 57); `None` (the default) follows the machine's paging mode
+    /// ([`crate::config::Config::machine_va_bits`]). The OS model rejects addresses beyond.
+    fn va_bits(&self) -> Option<u32> {
+        None
+    }
     /// Placement hook, asked at every page fault before the OS model allocates the frames of
     /// the new page (`req.size` pages of `req.vpn`, as the OS policy chose them). A design that
     /// decides where pages live (Utopia's set-associative segments) or how frames line up

@@ -74,7 +74,9 @@ use reservation::{Reservation, Reservations};
 use swap::{Swap, SwapConfig};
 use vma::VmaSet;
 
-use crate::addr::{Asid, Mapping, PageSize, PageSizeSet, Pfn, Vaddr, Vpn, BASE_PAGE_BYTES};
+use crate::addr::{
+    Asid, Mapping, PageSize, PageSizeSet, Pfn, Vaddr, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT,
+};
 use crate::stats::{Stats, StatsExt};
 use crate::trace::{advice, prot, AccessKind};
 use serde::{Deserialize, Serialize};
@@ -292,6 +294,8 @@ pub struct Os {
     /// Reclaim and swap state (used only when `os.swap.bytes > 0`).
     swap: Swap,
     swap_on: bool,
+    /// Virtual-address bits of the paging mode (48 or 57; see [`Os::set_va_bits`]).
+    va_bits: u32,
 }
 
 /// `len` rounded up to whole pages; `None` when that wraps (a length near 2^64).
@@ -345,6 +349,7 @@ impl Os {
             kcompactd_next: cfg.kcompactd.interval_cycles,
             swap: Swap::default(),
             swap_on: cfg.swap.bytes > 0,
+            va_bits: 48,
         })
     }
 
@@ -364,7 +369,33 @@ impl Os {
         (self.procs.len() - 1) as Asid
     }
 
-    fn check_range(addr: Vaddr, len: u64, what: &str) -> Result<(u64, u64), OsError> {
+    /// Tell the model how many virtual-address bits the paging mode translates (48 for
+    /// 4-level paging, 57 for 5-level): addresses at or above `2^bits` are rejected by every
+    /// system call and fault, as a CPU without LA57 cannot form them.
+    pub fn set_va_bits(&mut self, bits: u32) {
+        self.va_bits = bits.clamp(BASE_PAGE_SHIFT + 9, 64 - 1);
+    }
+
+    /// The end of the virtual-address space (see [`Os::set_va_bits`]).
+    fn va_limit(&self) -> u64 {
+        1 << self.va_bits
+    }
+
+    /// Why an address at or above [`Os::va_limit`] is refused.
+    fn beyond_va_space(&self) -> String {
+        format!(
+            "the {}-bit virtual address space of {}-level paging{}",
+            self.va_bits,
+            (self.va_bits - BASE_PAGE_SHIFT) / 9,
+            if self.va_bits < 57 {
+                " (radix.levels=5 gives 57-bit addresses)"
+            } else {
+                ""
+            }
+        )
+    }
+
+    fn check_range(&self, addr: Vaddr, len: u64, what: &str) -> Result<(u64, u64), OsError> {
         if !addr.0.is_multiple_of(BASE_PAGE_BYTES) {
             return Err(OsError(format!(
                 "{what}: address {addr} is not page-aligned"
@@ -372,12 +403,13 @@ impl Os {
         }
         let end = page_round(len)
             .and_then(|l| addr.0.checked_add(l))
-            .filter(|e| *e <= 1 << 57)
-            .ok_or_else(|| {
-                OsError(format!(
-                    "{what}: range {addr} + {len} leaves the address space"
-                ))
-            })?;
+            .ok_or_else(|| OsError(format!("{what}: range {addr} + {len} wraps around")))?;
+        if end > self.va_limit() {
+            return Err(OsError(format!(
+                "{what}: range {addr} + {len} leaves {}",
+                self.beyond_va_space()
+            )));
+        }
         Ok((addr.0, end))
     }
 
@@ -393,7 +425,7 @@ impl Os {
         _flags: u32,
         changes: &mut Vec<MapChange>,
     ) -> Result<(), OsError> {
-        let (start, end) = Self::check_range(addr, len, "mmap")?;
+        let (start, end) = self.check_range(addr, len, "mmap")?;
         if len == 0 {
             return Err(OsError(format!("mmap at {addr}: zero length")));
         }
@@ -450,7 +482,7 @@ impl Os {
         len: u64,
         changes: &mut Vec<MapChange>,
     ) -> Result<(), OsError> {
-        let (start, end) = Self::check_range(addr, len, "munmap")?;
+        let (start, end) = self.check_range(addr, len, "munmap")?;
         self.unmap_pages(asid, start, end, changes);
         self.procs[asid as usize].vmas.remove_range(start, end);
         Ok(())
@@ -464,6 +496,7 @@ impl Os {
         new_brk: Vaddr,
         changes: &mut Vec<MapChange>,
     ) -> Result<(), OsError> {
+        let (va_limit, beyond) = (self.va_limit(), self.beyond_va_space());
         let p = &mut self.procs[asid as usize];
         let start = *p.heap_start.get_or_insert(new_brk.0);
         if new_brk.0 < start {
@@ -473,10 +506,8 @@ impl Os {
             )));
         }
         let old_end = p.heap_end.max(start);
-        let Some(new_end) = page_round(new_brk.0).filter(|e| *e <= 1 << 57) else {
-            return Err(OsError(format!(
-                "brk to {new_brk} leaves the address space"
-            )));
+        let Some(new_end) = page_round(new_brk.0).filter(|e| *e <= va_limit) else {
+            return Err(OsError(format!("brk to {new_brk} leaves {beyond}")));
         };
         p.heap_end = new_end;
         if new_end > old_end {
@@ -505,7 +536,7 @@ impl Os {
         prot_bits: u32,
         changes: &mut Vec<MapChange>,
     ) -> Result<(), OsError> {
-        let (start, end) = Self::check_range(addr, len, "mprotect")?;
+        let (start, end) = self.check_range(addr, len, "mprotect")?;
         // A reservation's pages must share one protection to be promoted together.
         self.break_reservations(asid, Vpn(start >> 12), (end - start) >> 12);
         let any = prot::READ | prot::WRITE | prot::EXEC;
@@ -572,7 +603,7 @@ impl Os {
         advice_value: u32,
         changes: &mut Vec<MapChange>,
     ) -> Result<(), OsError> {
-        let (start, end) = Self::check_range(addr, len, "madvise")?;
+        let (start, end) = self.check_range(addr, len, "madvise")?;
         match advice_value {
             advice::DONTNEED => self.unmap_pages(asid, start, end, changes),
             advice::HUGEPAGE | advice::NOHUGEPAGE => {
@@ -638,6 +669,12 @@ impl Os {
         changes: &mut Vec<MapChange>,
         placer: &mut dyn Placer,
     ) -> Result<Mapping, OsError> {
+        if va.0 >= self.va_limit() {
+            return Err(OsError(format!(
+                "segmentation fault: address {va} is beyond {}",
+                self.beyond_va_space()
+            )));
+        }
         let p = &self.procs[asid as usize];
         let Some(vma) = p.vmas.find(va.0).copied() else {
             let near = p
@@ -2203,12 +2240,12 @@ mod tests {
             .munmap(0, x, huge, &mut ch)
             .unwrap_err()
             .0
-            .contains("leaves the address space"));
+            .contains("wraps around"));
         assert!(o.mprotect(0, x, huge, prot::READ, &mut ch).is_err());
         assert!(o.madvise(0, x, huge, advice::DONTNEED, &mut ch).is_err());
         o.brk(0, Vaddr(0x100_0000), &mut ch).unwrap();
         let err = o.brk(0, Vaddr(u64::MAX - 4095), &mut ch).unwrap_err();
-        assert!(err.0.contains("leaves the address space"), "{err}");
+        assert!(err.0.contains("48-bit virtual address space"), "{err}");
     }
 
     #[test]

@@ -225,7 +225,95 @@ fn addr_at(rec: &[u8], off: usize) -> u64 {
     u64::from_le_bytes(b)
 }
 
-/// Streams events from a ChampSim trace (two passes: VMA inference, then the accesses).
+/// The VMA inference pass (see the module doc): every record is read and checked; returns the
+/// regions as (start address, length in bytes), in address order.
+fn infer_vmas(path: &str, variant: Variant) -> Result<Vec<(u64, u64)>, SourceError> {
+    let mut records = Records::open(path)?;
+    let mut rec = vec![0u8; variant.record_bytes()];
+    let ((doff, dn), (soff, sn)) = variant.layout();
+    let mut pages: HashSet<u64> = HashSet::new();
+    while records.next(&mut rec)? {
+        check_record(&records, &rec, variant)?;
+        for (off, n) in [(soff, sn), (doff, dn)] {
+            for i in 0..n {
+                let a = addr_at(&rec, off + 8 * i);
+                if a != 0 {
+                    pages.insert(a >> 12);
+                    // An operand may straddle a page boundary.
+                    pages.insert((a + ACCESS_SIZE as u64 - 1) >> 12);
+                }
+            }
+        }
+    }
+    let mut sorted: Vec<u64> = pages.into_iter().collect();
+    sorted.sort_unstable();
+    let mut regions = Vec::new();
+    let gap_pages = GAP_BYTES >> 12;
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        let mut end = start;
+        i += 1;
+        while i < sorted.len() && sorted[i] - end <= gap_pages {
+            end = sorted[i];
+            i += 1;
+        }
+        regions.push((start << 12, (end + 1 - start) << 12));
+    }
+    Ok(regions)
+}
+
+/// First line of a VMA cache file; the second names the heuristic, so that a cache made by
+/// another inference rule is not reused.
+const VMA_CACHE_MAGIC: &str = "xlat champsim vmas v1";
+
+/// The regions of a VMA cache file, or `None` when it is absent or not exactly as written by
+/// [`write_vma_cache`].
+fn read_vma_cache(file: &std::path::Path) -> Option<Vec<(u64, u64)>> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let mut lines = text.lines();
+    if lines.next()? != VMA_CACHE_MAGIC || lines.next()? != format!("heuristic {HEURISTIC}") {
+        return None;
+    }
+    let mut regions = Vec::new();
+    let mut ended = false;
+    for line in lines {
+        if line == "end" {
+            ended = true;
+            break;
+        }
+        let (a, b) = line.split_once(' ')?;
+        let start = u64::from_str_radix(a, 16).ok()?;
+        let len = u64::from_str_radix(b, 16).ok()?;
+        if len == 0 || start.checked_add(len).is_none() {
+            return None;
+        }
+        regions.push((start, len));
+    }
+    ended.then_some(regions)
+}
+
+/// Write the cache file atomically (a temporary file renamed into place), so that a crash or
+/// a concurrent writer never leaves a partial entry.
+fn write_vma_cache(file: &std::path::Path, regions: &[(u64, u64)]) -> io::Result<()> {
+    let dir = file.parent().expect("cache file has a directory");
+    std::fs::create_dir_all(dir)?;
+    let mut text = format!("{VMA_CACHE_MAGIC}\nheuristic {HEURISTIC}\n");
+    for (start, len) in regions {
+        text.push_str(&format!("{start:x} {len:x}\n"));
+    }
+    text.push_str("end\n");
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        file.file_name().and_then(|n| n.to_str()).unwrap_or("vmas"),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, file)
+}
+
+/// Streams events from a ChampSim trace (two passes: VMA inference, then the accesses; the
+/// first is skipped when the inference is cached, see [`ChampSimReader::open_cached`]).
 pub struct ChampSimReader {
     path: String,
     variant: Variant,
@@ -251,43 +339,51 @@ impl ChampSimReader {
     /// Open `path`, read it once to infer the VMAs (any malformed record is reported here,
     /// before any event is produced), and get ready to stream its accesses.
     pub fn open(path: &str, variant: Variant) -> Result<ChampSimReader, SourceError> {
-        let mut records = Records::open(path)?;
-        let mut rec = vec![0u8; variant.record_bytes()];
-        let ((doff, dn), (soff, sn)) = variant.layout();
-        let mut pages: HashSet<u64> = HashSet::new();
-        while records.next(&mut rec)? {
-            check_record(&records, &rec, variant)?;
-            for (off, n) in [(soff, sn), (doff, dn)] {
-                for i in 0..n {
-                    let a = addr_at(&rec, off + 8 * i);
-                    if a != 0 {
-                        pages.insert(a >> 12);
-                        // An operand may straddle a page boundary.
-                        pages.insert((a + ACCESS_SIZE as u64 - 1) >> 12);
-                    }
-                }
-            }
+        let regions = infer_vmas(path, variant)?;
+        Self::with_regions(path, variant, regions)
+    }
+
+    /// [`ChampSimReader::open`], with the inferred VMAs kept in `cache_dir` under the trace's
+    /// SHA-256 (`sha256`, which the caller computed): a trace read before skips the inference
+    /// pass (a sweep reads one trace once per design). The cache is only written after a
+    /// complete, valid first pass, so a cached trace is one whose every record was checked;
+    /// an unreadable or malformed cache entry is ignored and rewritten. Returns the reader and
+    /// whether the VMAs came from the cache.
+    pub fn open_cached(
+        path: &str,
+        variant: Variant,
+        sha256: &str,
+        cache_dir: &std::path::Path,
+    ) -> Result<(ChampSimReader, bool), SourceError> {
+        let file = cache_dir.join("champsim-vmas").join(format!(
+            "{sha256}-{}.txt",
+            variant_name(variant).to_lowercase()
+        ));
+        if let Some(regions) = read_vma_cache(&file) {
+            return Ok((Self::with_regions(path, variant, regions)?, true));
         }
-        let mut sorted: Vec<u64> = pages.into_iter().collect();
-        sorted.sort_unstable();
-        let mut pending = Vec::new();
-        let gap_pages = GAP_BYTES >> 12;
-        let mut i = 0;
-        while i < sorted.len() {
-            let start = sorted[i];
-            let mut end = start;
-            i += 1;
-            while i < sorted.len() && sorted[i] - end <= gap_pages {
-                end = sorted[i];
-                i += 1;
-            }
-            pending.push(Event::Mmap {
-                addr: Vaddr(start << 12),
-                len: (end + 1 - start) << 12,
+        let regions = infer_vmas(path, variant)?;
+        // A cache that cannot be written costs only the next run's first pass.
+        let _ = write_vma_cache(&file, &regions);
+        Ok((Self::with_regions(path, variant, regions)?, false))
+    }
+
+    /// A reader that emits `regions` (start, length in bytes) as mmaps, then the accesses.
+    fn with_regions(
+        path: &str,
+        variant: Variant,
+        regions: Vec<(u64, u64)>,
+    ) -> Result<ChampSimReader, SourceError> {
+        let rec = vec![0u8; variant.record_bytes()];
+        let pending: Vec<Event> = regions
+            .into_iter()
+            .map(|(start, len)| Event::Mmap {
+                addr: Vaddr(start),
+                len,
                 prot: super::prot::READ | super::prot::WRITE,
                 flags: 0x22, // MAP_PRIVATE | MAP_ANONYMOUS
-            });
-        }
+            })
+            .collect();
         let vmas = pending.len();
         Ok(ChampSimReader {
             path: path.to_string(),

@@ -17,7 +17,7 @@ mod open;
 mod varint;
 pub mod vgstream;
 
-pub use open::{open, sha256_file, TraceFormat};
+pub use open::{cache_dir, open, sha256_file, TraceFormat};
 
 /// Kind of a memory reference.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]

@@ -103,6 +103,21 @@ fn detect(path: &str, head: &[u8]) -> Result<TraceFormat, SourceError> {
 pub const DEPENDENCES_UNKNOWN: &str =
     "unknown: not recorded in this format; timing.model = ooo treats every access as independent";
 
+/// Where derived facts about traces are cached (today: the VMAs inferred for ChampSim traces,
+/// keyed by the trace's SHA-256): `$XLAT_CACHE_DIR` when set (empty: no cache), else
+/// `$XDG_CACHE_HOME/xlat`, else `$HOME/.cache/xlat`.
+pub fn cache_dir() -> Option<std::path::PathBuf> {
+    if let Some(dir) = std::env::var_os("XLAT_CACHE_DIR") {
+        return (!dir.is_empty()).then(|| dir.into());
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Some(std::path::PathBuf::from(dir).join("xlat"));
+    }
+    std::env::var_os("HOME")
+        .filter(|d| !d.is_empty())
+        .map(|h| std::path::PathBuf::from(h).join(".cache").join("xlat"))
+}
+
 /// Open the trace at `path` (format detected when `format` is `None`) as a streaming source.
 /// The source's [`EventSource::describe`] carries path, format and sha256.
 pub fn open(path: &str, format: Option<TraceFormat>) -> Result<Box<dyn EventSource>, SourceError> {
@@ -140,7 +155,17 @@ pub fn open(path: &str, format: Option<TraceFormat>) -> Result<Box<dyn EventSour
             } else {
                 Variant::CloudSuite
             };
-            let mut r = ChampSimReader::open(path, variant)?;
+            let mut r = match cache_dir() {
+                Some(dir) => {
+                    let (r, cached) = ChampSimReader::open_cached(path, variant, &sha, &dir)?;
+                    describe["vma_inference"] = if cached { "cached" } else { "first pass" }.into();
+                    r
+                }
+                None => {
+                    describe["vma_inference"] = "first pass".into();
+                    ChampSimReader::open(path, variant)?
+                }
+            };
             describe["vmas_inferred"] = true.into();
             describe["vma_heuristic"] = r.heuristic().into();
             describe["inferred_vmas"] = r.vma_count().into();

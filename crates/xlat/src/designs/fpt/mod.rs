@@ -255,6 +255,11 @@ impl Fpt {
 impl Design for Fpt {
     type Config = FptConfig;
 
+    /// Four levels (two folded pairs): 48-bit addresses, whatever the machine's paging mode.
+    fn va_bits(&self) -> Option<u32> {
+        Some(48)
+    }
+
     fn new(cfg: &FptConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
         cfg.validate().map_err(|e| OsError(format!("fpt.{e}")))?;
         let n = if cfg.pwc_entries == 0 { 0 } else { 3 };

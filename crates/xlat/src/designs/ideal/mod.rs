@@ -57,6 +57,10 @@ pub struct Ideal {
 impl Design for Ideal {
     type Config = IdealConfig;
 
+    fn va_bits(&self) -> Option<u32> {
+        Some(crate::addr::BASE_PAGE_SHIFT + 9 * self.table.levels())
+    }
+
     fn new(cfg: &IdealConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
         Ok(Ideal {
             table: RadixTable::new(cfg.levels),

@@ -55,6 +55,10 @@ impl Design for PerfectTlb {
     type Config = PerfectTlbConfig;
     const PERFECT_TLB: bool = true;
 
+    fn va_bits(&self) -> Option<u32> {
+        Some(crate::addr::BASE_PAGE_SHIFT + 9 * self.table.levels())
+    }
+
     fn new(cfg: &PerfectTlbConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
         Ok(PerfectTlb {
             table: RadixTable::new(cfg.levels),

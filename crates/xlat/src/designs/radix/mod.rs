@@ -217,6 +217,10 @@ impl Radix {
 impl Design for Radix {
     type Config = RadixConfig;
 
+    fn va_bits(&self) -> Option<u32> {
+        Some(crate::addr::BASE_PAGE_SHIFT + 9 * self.table.levels())
+    }
+
     fn new(cfg: &RadixConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
         Ok(Radix {
             table: RadixTable::new(cfg.levels),
