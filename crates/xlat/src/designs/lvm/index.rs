@@ -98,6 +98,8 @@ pub struct Leaf {
     pub live: u64,
     /// Live entries per page size (by `PageSize::index()`).
     pub size_counts: [u64; 3],
+    /// Retrains caused by keys below the model's first slot (downward growth).
+    pub downward_retrains: u32,
 }
 
 /// Events of an insert, for statistics and OS cycles.
@@ -509,7 +511,7 @@ impl Index {
         if self.leaves[leaf].gpt.base.is_none() {
             // An empty leaf: train it on its first key.
             ev.leaf_fills += 1;
-            return self.retrain_leaf(cfg, phys, mem, leaf, vec![m], ev, max_order);
+            return self.retrain_leaf(cfg, phys, mem, leaf, vec![m], ev, max_order, 0);
         }
         // Rescale (§4.3.4): predictions past the table grow the table by the model's slots
         // for at least the minimum insertion distance, without retraining.
@@ -565,11 +567,29 @@ impl Index {
             .filter(|(k, _)| **k < FREED)
             .map(|(k, v)| decode(*k, *v))
             .collect();
+        // Below the model's first slot: the region grows downwards (Linux places new mmaps
+        // top-down), the direction the paper's rescale (§4.3.4) does not cover.
+        let grows_down = l.model.eval(m.vpn.0) < 0;
         keys.push(m);
         keys.sort_unstable_by_key(|k| k.vpn.0);
         ev.retrains += 1;
         ev.retrain_keys += keys.len() as u64;
-        self.retrain_leaf(cfg, phys, mem, leaf, keys, ev, max_order)
+        // The first two downward retrains refit as before (a region extended downwards once or
+        // twice should not pay for room it will not use: headroom costs table memory and
+        // locality); a leaf that keeps growing downwards gets headroom.
+        if grows_down {
+            self.leaves[leaf].downward_retrains += 1;
+        }
+        let headroom = if grows_down && self.leaves[leaf].downward_retrains > 2 {
+            // As many pages as the span, but at most one per key: a leaf of huge pages spans
+            // far more base pages than it has keys, and its dense model gives every base page
+            // a slot.
+            let span = keys.last().map_or(0, |k| k.vpn.0 + pages(k)) - m.vpn.0;
+            span.min(keys.len() as u64)
+        } else {
+            0
+        };
+        self.retrain_leaf(cfg, phys, mem, leaf, keys, ev, max_order, headroom)
     }
 
     /// Retrain leaf `leaf` on `keys` (its live keys and the new one); `NeedsRebuild` when the
@@ -584,11 +604,19 @@ impl Index {
         keys: Vec<Mapping>,
         ev: &mut Events,
         max_order: u8,
+        headroom_pages: u64,
     ) -> Result<LeafInsert, OsError> {
         ev.keys_trained += keys.len() as u64;
         // A retrain accepts a sparser dense span (up to 8x the least-squares table): a region
-        // filled in random order otherwise retrains every few hundred inserts.
-        let fit = fit(cfg, &keys, 8);
+        // filled in random order otherwise retrains every few hundred inserts. A leaf that keeps
+        // growing downwards also gets room below its first key, as much as its span (while the table
+        // fits the largest allowed block): such growth then retrains about log2(final span /
+        // first span) times instead of once per new lowest chunk (kv at 4 GiB: 2,731 -> 2).
+        let mut fit_ = fit(cfg, &keys, 8, headroom_pages);
+        if fit_.order > max_order && headroom_pages > 0 {
+            fit_ = fit(cfg, &keys, 8, 0);
+        }
+        let fit = fit_;
         if fit.max_need > 1 + cfg.error_bound || fit.order > max_order {
             return Ok(LeafInsert::NeedsRebuild);
         }
@@ -737,6 +765,7 @@ impl Index {
                         over_bound,
                         live: keys.len() as u64,
                         size_counts: sizes_of(keys),
+                        downward_retrains: 0,
                     });
                 }
             }
@@ -801,8 +830,10 @@ fn install_gpt(
 }
 
 /// Train a leaf on `keys` (sorted): the model, the table size and every key's slot, placed in
-/// key order at the predicted line or the nearest line with room.
-fn fit(cfg: &LvmConfig, keys: &[Mapping], dense_factor: u64) -> LeafFit {
+/// key order at the predicted line or the nearest line with room. The dense model (a slot per
+/// page of the span, and room for `headroom_pages` pages below the first key) is preferred
+/// when its table is at most `dense_factor` times the least-squares one.
+fn fit(cfg: &LvmConfig, keys: &[Mapping], dense_factor: u64, headroom_pages: u64) -> LeafFit {
     if keys.is_empty() {
         return LeafFit {
             model: LinearModel::default(),
@@ -837,6 +868,7 @@ fn fit(cfg: &LvmConfig, keys: &[Mapping], dense_factor: u64) -> LeafFit {
         slope: Fixed(slope),
         intercept: Fixed(0),
     };
+    let anchor = anchor.saturating_sub(headroom_pages);
     dense.intercept = Fixed(rank * ONE - (slope as i128 * anchor as i128) as i64);
     let last = keys.last().unwrap();
     let dense_cap = dense.eval(last.vpn.0 + pages(last) - 1).max(0) as u64 + 1;
@@ -972,7 +1004,7 @@ impl Builder<'_> {
     fn build(&mut self, keys: &[Mapping], lo: u64, hi: u64, level: usize, offset: usize, x3: f64) {
         let cfg = self.cfg;
         self.keys_trained += keys.len() as u64;
-        let leaf_fit = fit(cfg, keys, 2);
+        let leaf_fit = fit(cfg, keys, 2, 0);
         let width = hi.saturating_sub(lo).max(1);
         let max_children = (cfg.max_children as u64)
             .min(width / MIN_CHILD_PAGES)
@@ -1020,7 +1052,7 @@ impl Builder<'_> {
         for &n in &cands {
             let (model, shift) = internal_model(lo, hi, 0, n);
             let groups = split(keys, &model, shift, n);
-            let fits: Vec<LeafFit> = groups.iter().map(|g| fit(cfg, g, 2)).collect();
+            let fits: Vec<LeafFit> = groups.iter().map(|g| fit(cfg, g, 2, 0)).collect();
             self.keys_trained += keys_n;
             let d = level as u32 + 2;
             let nodes = 1 + n as u64;
