@@ -280,6 +280,22 @@ impl<D: Design> Sim<D> {
         Ok(())
     }
 
+    /// The oracle for a translation that gives the frame of `vpn` but not the OS page's size (a
+    /// range-TLB hit): the frame and permission of the base page `m` must be those the OS page
+    /// holding `vpn` gives it.
+    #[inline]
+    fn check_base(&mut self, vpn: Vpn, m: Mapping, what: &'static str) -> Result<(), SimError> {
+        if !self.cfg.sim.oracle {
+            return Ok(());
+        }
+        self.c.oracle_checked += 1;
+        if !self.os.maps_base(self.asid, vpn, &m) {
+            let want = self.os.translate(self.asid, vpn);
+            return Err(self.mismatch(vpn, Some(m), want, what));
+        }
+        Ok(())
+    }
+
     /// The error of a failed check. Out of line: building the message in the checking code
     /// kept its arguments live (spilled to the stack) on every reference.
     #[cold]
@@ -456,6 +472,10 @@ impl<D: Design> Sim<D> {
                     self.check(vpn, Some(m), "L2 TLB entry")?;
                     (m, self.mmu.l2_latency_cycles as u64)
                 }
+                TlbOutcome::RangeHit(m) => {
+                    self.check_base(vpn, m, "range TLB entry")?;
+                    (m, self.mmu.l2_latency_cycles as u64)
+                }
                 TlbOutcome::Miss => {
                     let (m, w) = self.walk(va, kind, false)?;
                     walk_cycles = w;
@@ -464,7 +484,8 @@ impl<D: Design> Sim<D> {
                             .check_fetch(self.asid, va)
                             .map_err(|e| self.os_err(e))?;
                     }
-                    self.mmu.fill(self.asid, m, ifetch);
+                    self.mmu
+                        .fill_walked(&self.design, self.asid, vpn, m, ifetch);
                     (m, self.mmu.l2_latency_cycles as u64 + w)
                 }
             }
@@ -501,7 +522,8 @@ impl<D: Design> Sim<D> {
         self.apply_changes().map_err(|e| self.os_err(e))?;
         let m = if !D::PERFECT_TLB {
             let (wm, wc) = self.walk(va, kind, true)?;
-            self.mmu.fill(self.asid, wm, false);
+            self.mmu
+                .fill_walked(&self.design, self.asid, va.vpn(), wm, false);
             xlat_cycles += wc;
             walk_cycles += wc;
             wm

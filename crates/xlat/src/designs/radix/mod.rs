@@ -31,12 +31,13 @@
 
 mod table;
 
-pub use table::{RadixTable, Step};
+pub use table::{RadixTable, Step, CONTIG_ENTRIES};
 
-use crate::addr::{Asid, Mapping, Vpn};
+use crate::addr::{Asid, Mapping, PageSize, Pfn, Vpn, LINE_BYTES, PTE_BYTES};
 use crate::designs::{Design, PtFootprint, WalkResult};
 use crate::mem::MemSystem;
 use crate::mmu::assoc::AssocCache;
+use crate::mmu::{CoalesceRequest, CoalescedSpan};
 use crate::os::{OsError, PhysMem};
 use crate::stats::{ratio, Stats, StatsExt};
 use serde::{Deserialize, Serialize};
@@ -227,6 +228,59 @@ impl Design for Radix {
 
     fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
         self.table.map(phys, asid, m)
+    }
+
+    fn coalesced(&self, asid: Asid, m: Mapping, req: CoalesceRequest) -> Option<CoalescedSpan> {
+        let level = table::leaf_level(m.size);
+        let node = self.table.node_at(asid, m.vpn, level)?;
+        match req {
+            CoalesceRequest::ContiguousBit => {
+                // The walk read the marked leaf: its group of 16 is one entry.
+                if level > 1 || !self.table.is_contiguous(node, m.vpn, level) {
+                    return None;
+                }
+                let span_pages = CONTIG_ENTRIES * m.size.base_pages();
+                let vpn = Vpn(m.vpn.0 & !(span_pages - 1));
+                Some(CoalescedSpan {
+                    vpn,
+                    pfn: Pfn(m.pfn.0 - (m.vpn.0 - vpn.0)),
+                    base: m.size,
+                    pages_log2: CONTIG_ENTRIES.trailing_zeros() as u8,
+                    writable: m.writable,
+                })
+            }
+            CoalesceRequest::Colt { max_pages } => {
+                if m.size != PageSize::Size4K {
+                    return None;
+                }
+                // The walk read one 64-byte line of 8 leaf entries: the group can be no larger.
+                let line_entries = LINE_BYTES / PTE_BYTES;
+                let mut group = (max_pages as u64).min(line_entries);
+                while group >= 2 {
+                    let first = Vpn(m.vpn.0 & !(group - 1));
+                    let behind = m.vpn.0 - first.0;
+                    let contiguous = m.pfn.0 >= behind
+                        && (0..group).all(|j| {
+                            matches!(
+                                self.table.read(node, Vpn(first.0 + j), 0),
+                                Step::Leaf(n) if n.writable == m.writable
+                                    && n.pfn.0 + behind == m.pfn.0 + j
+                            )
+                        });
+                    if contiguous {
+                        return Some(CoalescedSpan {
+                            vpn: first,
+                            pfn: Pfn(m.pfn.0 - behind),
+                            base: PageSize::Size4K,
+                            pages_log2: group.trailing_zeros() as u8,
+                            writable: m.writable,
+                        });
+                    }
+                    group /= 2;
+                }
+                None
+            }
+        }
     }
 
     fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
