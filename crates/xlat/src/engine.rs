@@ -1036,6 +1036,95 @@ mod tests {
         }
     }
 
+    /// Radix plus one range translation per page it maps (as RMM's range table would give),
+    /// optionally off by one frame (a broken design the oracle must catch).
+    struct RangedRadix {
+        radix: Radix,
+        pages: std::collections::BTreeMap<u64, Mapping>,
+        frame_error: u64,
+    }
+
+    impl Design for RangedRadix {
+        type Config = RadixConfig;
+        fn new(cfg: &RadixConfig, phys: &mut PhysMem) -> Result<Self, OsError> {
+            Ok(RangedRadix {
+                radix: Radix::new(cfg, phys)?,
+                pages: Default::default(),
+                frame_error: 0,
+            })
+        }
+        fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+            self.pages.insert(m.vpn.0, m);
+            self.radix.map(phys, asid, m)
+        }
+        fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
+            self.pages.remove(&m.vpn.0);
+            self.radix.unmap(phys, asid, m)
+        }
+        fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+            self.radix.walk(asid, vpn, mem)
+        }
+        fn range(&self, _asid: Asid, vpn: Vpn) -> Option<crate::mmu::VaRange> {
+            let (_, m) = self.pages.range(..=vpn.0).next_back()?;
+            m.contains(vpn).then(|| crate::mmu::VaRange {
+                vpn_start: m.vpn,
+                vpn_end: Vpn(m.vpn.0 + m.size.base_pages()),
+                pfn_start: crate::addr::Pfn(m.pfn.0 + self.frame_error),
+                writable: m.writable,
+            })
+        }
+        fn footprint(&self) -> PtFootprint {
+            self.radix.footprint()
+        }
+        fn stats(&self, _out: &mut Stats) {}
+    }
+
+    #[test]
+    fn range_tlb_hits_are_checked_by_the_oracle_frame_by_frame() {
+        let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+        // 2 MiB pages, no L2 and no 2 MiB L1: every L1 miss is served by the range TLB, with
+        // 4 KiB translations inside 2 MiB OS pages.
+        let cfg = Config::resolve(
+            None,
+            &[
+                o("sim.refs", "20000"),
+                o("workload.footprint", "16MiB"),
+                o("os.phys_mem_bytes", "1GiB"),
+                o("os.thp", "always"),
+                o("tlb.l2.entries", "0"),
+                o("tlb.l1_2m.entries", "0"),
+                o("tlb.range.entries", "16"),
+            ],
+        )
+        .unwrap();
+        for frame_error in [0, 1] {
+            let mut os = Os::new(&cfg.os, 1).unwrap();
+            let mut design = RangedRadix::new(&cfg.designs.radix, &mut os.phys).unwrap();
+            design.frame_error = frame_error;
+            let source =
+                crate::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).unwrap();
+            let mut runner = MakeSim {
+                cfg: cfg.clone(),
+                source,
+            }
+            .visit(design)(os)
+            .unwrap();
+            let r = runner.step(u64::MAX);
+            if frame_error == 0 {
+                r.unwrap();
+                let rec = runner.record(0.0);
+                let hits = rec["tlb"]["range_hits"].as_u64().unwrap();
+                assert!(hits > 1000, "{hits}");
+                assert!(rec["walk"]["count"].as_u64().unwrap() < 100);
+            } else {
+                match r.unwrap_err() {
+                    SimError::Oracle(msg) => assert!(msg.contains("range TLB entry"), "{msg}"),
+                    other => panic!("expected an oracle error, got {other}"),
+                }
+            }
+        }
+    }
+
     /// Events from a list (the engine's input without a trace file).
     struct Events(std::vec::IntoIter<Event>);
 

@@ -218,7 +218,7 @@ impl TlbConfig {
             ("l2_1g", &self.l2_1g),
             ("itlb", &self.itlb),
         ] {
-            if l.entries > 0 && (l.ways == 0 || l.entries % l.ways != 0) {
+            if l.entries > 0 && (l.ways == 0 || !l.entries.is_multiple_of(l.ways)) {
                 return Err(format!(
                     "tlb.{name}: {} entries is not a whole number of {}-way sets",
                     l.entries, l.ways
@@ -722,10 +722,9 @@ mod tests {
     fn a_contiguous_run_of_16_4k_pages_takes_one_entry_of_an_arm_l1_tlb() {
         // 48 entries x 16 pages: 768 pages in 48 aligned, physically contiguous 64 KiB runs.
         let pages = 48 * 16;
-        for (coalescing, walks_second_pass) in [
-            (Coalescing::ContiguousBit, 0),
-            (Coalescing::None, pages as u64),
-        ] {
+        for (coalescing, walks_second_pass) in
+            [(Coalescing::ContiguousBit, 0), (Coalescing::None, pages)]
+        {
             let mut x = Machine::new(arm_l1(coalescing));
             for v in 0..pages {
                 x.map(Mapping::writable(0x1000 + v, 0x8000 + v, PageSize::Size4K));
@@ -1132,19 +1131,19 @@ mod tests {
             for op in ops {
                 match op {
                     Op::Map { vpn, shift, ro } => {
-                        if !truth.contains_key(&vpn) {
+                        if let std::collections::hash_map::Entry::Vacant(e) = truth.entry(vpn) {
                             let mut m = Mapping::writable(base + vpn, 0x10_0000 + vpn + 16 * shift, PageSize::Size4K);
                             m.writable = !ro;
                             x.map(m);
-                            truth.insert(vpn, m);
+                            e.insert(m);
                         }
                     }
                     Op::MapRun { vpn, shift } => {
                         for v in vpn & !15..(vpn & !15) + 16 {
-                            if !truth.contains_key(&v) {
+                            if let std::collections::hash_map::Entry::Vacant(e) = truth.entry(v) {
                                 let m = Mapping::writable(base + v, 0x10_0000 + v + 16 * shift, PageSize::Size4K);
                                 x.map(m);
-                                truth.insert(v, m);
+                                e.insert(m);
                             }
                         }
                     }

@@ -239,7 +239,7 @@ impl RadixTable {
         let e0 = group[0];
         let pfn0 = e0 >> 12;
         let all = e0 & (PRESENT | LEAF) == PRESENT | LEAF
-            && pfn0 % (CONTIG_ENTRIES * step) == 0
+            && pfn0.is_multiple_of(CONTIG_ENTRIES * step)
             && group.iter().enumerate().all(|(j, e)| {
                 e & (PRESENT | LEAF) == PRESENT | LEAF
                     && e & WRITABLE == e0 & WRITABLE
