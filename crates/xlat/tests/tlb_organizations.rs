@@ -131,3 +131,62 @@ fn bad_tlb_organization_settings_are_refused_naming_the_key() {
     let e = err("tlb.l2_organization", "\"split\"");
     assert!(e.contains("l2_organization"), "{e}");
 }
+
+/// Coalesced entries and the extended L2 under every OS policy with khugepaged (collapses,
+/// splits and promotions shoot pages down under the coalesced entries) and under swap: the
+/// oracle checks every hit. Radix coalesces; ecpt (no coalescing hook) must run unchanged.
+#[test]
+fn coalescing_keeps_the_oracle_under_every_policy_khugepaged_and_swap() {
+    for design in ["radix", "ecpt"] {
+        for policy in ["thp", "mthp", "reservation", "eager"] {
+            for (coalescing, l1) in [
+                ("contiguous_bit", "any_size"),
+                ("colt", "split"),
+                ("colt", "any_size"),
+            ] {
+                for workload in ["gups", "kv"] {
+                    let r = run(&[
+                        ("sim.design", design),
+                        ("sim.refs", "30000"),
+                        ("workload.name", workload),
+                        ("workload.footprint", "24MiB"),
+                        ("os.thp", "always"),
+                        ("os.policy", policy),
+                        ("os.mthp.sizes", "[\"2MiB\", \"64KiB\"]"),
+                        ("os.reservation.promotion_threshold", "0.5"),
+                        ("os.khugepaged.enabled", "true"),
+                        ("os.khugepaged.interval_cycles", "20000"),
+                        ("os.khugepaged.max_ptes_none", "256"),
+                        ("tlb.coalescing", coalescing),
+                        ("tlb.l1_organization", l1),
+                        ("tlb.l2_organization", "split_1g"),
+                    ]);
+                    let fills = r["tlb"]["coalesced_fills"].as_u64().unwrap();
+                    if design == "ecpt" {
+                        assert_eq!(fills, 0, "{policy} {coalescing}");
+                    }
+                }
+            }
+        }
+        for coalescing in ["contiguous_bit", "colt"] {
+            let r = run(&[
+                ("sim.design", design),
+                ("sim.refs", "60000"),
+                ("workload.footprint", "96MiB"),
+                ("os.phys_mem_bytes", "64MiB"),
+                ("os.swap.bytes", "256MiB"),
+                ("os.policy", "mthp"),
+                ("os.mthp.sizes", "[\"64KiB\"]"),
+                ("tlb.coalescing", coalescing),
+                ("tlb.l1_organization", "any_size"),
+            ]);
+            assert!(r["os"]["swap"]["swap_outs"].as_u64().unwrap() > 0);
+            if design == "radix" {
+                assert!(
+                    r["tlb"]["coalesced_fills"].as_u64().unwrap() > 0,
+                    "{coalescing}"
+                );
+            }
+        }
+    }
+}
