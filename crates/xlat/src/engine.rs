@@ -281,6 +281,22 @@ impl<D: Design> Sim<D> {
         Ok(())
     }
 
+    /// The oracle for a translation that gives the frame of `vpn` but not the OS page's size (a
+    /// range-TLB hit): the frame and permission of the base page `m` must be those the OS page
+    /// holding `vpn` gives it.
+    #[inline]
+    fn check_base(&mut self, vpn: Vpn, m: Mapping, what: &'static str) -> Result<(), SimError> {
+        if !self.cfg.sim.oracle {
+            return Ok(());
+        }
+        self.c.oracle_checked += 1;
+        if !self.os.maps_base(self.asid, vpn, &m) {
+            let want = self.os.translate(self.asid, vpn);
+            return Err(self.mismatch(vpn, Some(m), want, what));
+        }
+        Ok(())
+    }
+
     /// The error of a failed check. Out of line: building the message in the checking code
     /// kept its arguments live (spilled to the stack) on every reference.
     #[cold]
@@ -457,6 +473,10 @@ impl<D: Design> Sim<D> {
                     self.check(vpn, Some(m), "L2 TLB entry")?;
                     (m, self.mmu.l2_latency_cycles as u64)
                 }
+                TlbOutcome::RangeHit(m) => {
+                    self.check_base(vpn, m, "range TLB entry")?;
+                    (m, self.mmu.l2_latency_cycles as u64)
+                }
                 TlbOutcome::Miss => {
                     let (m, w) = self.walk(va, kind, false)?;
                     walk_cycles = w;
@@ -465,7 +485,8 @@ impl<D: Design> Sim<D> {
                             .check_fetch(self.asid, va)
                             .map_err(|e| self.os_err(e))?;
                     }
-                    self.mmu.fill(self.asid, m, ifetch);
+                    self.mmu
+                        .fill_walked(&self.design, self.asid, vpn, m, ifetch);
                     (m, self.mmu.l2_latency_cycles as u64 + w)
                 }
             }
@@ -502,7 +523,8 @@ impl<D: Design> Sim<D> {
         self.apply_changes().map_err(|e| self.os_err(e))?;
         let m = if !D::PERFECT_TLB {
             let (wm, wc) = self.walk(va, kind, true)?;
-            self.mmu.fill(self.asid, wm, false);
+            self.mmu
+                .fill_walked(&self.design, self.asid, va.vpn(), wm, false);
             xlat_cycles += wc;
             walk_cycles += wc;
             wm
@@ -1012,6 +1034,95 @@ mod tests {
         match err {
             SimError::Oracle(msg) => assert!(msg.contains("the OS model maps"), "{msg}"),
             other => panic!("expected an oracle error, got {other}"),
+        }
+    }
+
+    /// Radix plus one range translation per page it maps (as RMM's range table would give),
+    /// optionally off by one frame (a broken design the oracle must catch).
+    struct RangedRadix {
+        radix: Radix,
+        pages: std::collections::BTreeMap<u64, Mapping>,
+        frame_error: u64,
+    }
+
+    impl Design for RangedRadix {
+        type Config = RadixConfig;
+        fn new(cfg: &RadixConfig, phys: &mut PhysMem) -> Result<Self, OsError> {
+            Ok(RangedRadix {
+                radix: Radix::new(cfg, phys)?,
+                pages: Default::default(),
+                frame_error: 0,
+            })
+        }
+        fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+            self.pages.insert(m.vpn.0, m);
+            self.radix.map(phys, asid, m)
+        }
+        fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
+            self.pages.remove(&m.vpn.0);
+            self.radix.unmap(phys, asid, m)
+        }
+        fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+            self.radix.walk(asid, vpn, mem)
+        }
+        fn range(&self, _asid: Asid, vpn: Vpn) -> Option<crate::mmu::VaRange> {
+            let (_, m) = self.pages.range(..=vpn.0).next_back()?;
+            m.contains(vpn).then(|| crate::mmu::VaRange {
+                vpn_start: m.vpn,
+                vpn_end: Vpn(m.vpn.0 + m.size.base_pages()),
+                pfn_start: crate::addr::Pfn(m.pfn.0 + self.frame_error),
+                writable: m.writable,
+            })
+        }
+        fn footprint(&self) -> PtFootprint {
+            self.radix.footprint()
+        }
+        fn stats(&self, _out: &mut Stats) {}
+    }
+
+    #[test]
+    fn range_tlb_hits_are_checked_by_the_oracle_frame_by_frame() {
+        let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+        // 2 MiB pages, no L2 and no 2 MiB L1: every L1 miss is served by the range TLB, with
+        // 4 KiB translations inside 2 MiB OS pages.
+        let cfg = Config::resolve(
+            None,
+            &[
+                o("sim.refs", "20000"),
+                o("workload.footprint", "16MiB"),
+                o("os.phys_mem_bytes", "1GiB"),
+                o("os.thp", "always"),
+                o("tlb.l2.entries", "0"),
+                o("tlb.l1_2m.entries", "0"),
+                o("tlb.range.entries", "16"),
+            ],
+        )
+        .unwrap();
+        for frame_error in [0, 1] {
+            let mut os = Os::new(&cfg.os, 1).unwrap();
+            let mut design = RangedRadix::new(&cfg.designs.radix, &mut os.phys).unwrap();
+            design.frame_error = frame_error;
+            let source =
+                crate::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).unwrap();
+            let mut runner = MakeSim {
+                cfg: cfg.clone(),
+                source,
+            }
+            .visit(design)(os)
+            .unwrap();
+            let r = runner.step(u64::MAX);
+            if frame_error == 0 {
+                r.unwrap();
+                let rec = runner.record(0.0);
+                let hits = rec["tlb"]["range_hits"].as_u64().unwrap();
+                assert!(hits > 1000, "{hits}");
+                assert!(rec["walk"]["count"].as_u64().unwrap() < 100);
+            } else {
+                match r.unwrap_err() {
+                    SimError::Oracle(msg) => assert!(msg.contains("range TLB entry"), "{msg}"),
+                    other => panic!("expected an oracle error, got {other}"),
+                }
+            }
         }
     }
 

@@ -21,6 +21,7 @@ pub mod radix;
 
 use crate::addr::{Asid, Mapping, PageSizeSet, Pfn, Vpn, BASE_PAGE_BYTES};
 use crate::mem::MemSystem;
+use crate::mmu::{CoalesceRequest, CoalescedSpan, VaRange};
 use crate::os::{FrameUse, OsError, PhysMem};
 use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
@@ -89,6 +90,32 @@ pub trait Design: Sized + Send {
     /// and frees it to the buddy allocator on unmap. `None` (the default) lets the OS policy
     /// allocate. The hook may read the process's page map (`req.pages`) but changes no mapping.
     fn place(&mut self, _phys: &mut PhysMem, _req: &crate::os::PlaceRequest) -> Option<Pfn> {
+        None
+    }
+    /// TLB coalescing hook, asked after a TLB-miss walk that found `m` when `tlb.coalescing` is
+    /// on: the coalesced entry the hardware would build from what that walk read, or `None` to
+    /// cache `m` alone (the default: designs without coalescing support).
+    ///
+    /// Contract: a returned span holds `m` as one of its base pages (`span.base_of(m.vpn) ==
+    /// m`), and every other base page of the span is mapped now, as exactly the mapping the span
+    /// implies (same size, consecutive frames, same permission); the information must be what a
+    /// walk of `m` read (for [`CoalesceRequest::ContiguousBit`], a contiguous mark in `m`'s
+    /// entry; for [`CoalesceRequest::Colt`], the entries in the same page-table line as `m`'s), so
+    /// no memory reference is added. Changes no state. The engine's oracle checks every hit of
+    /// the entry against the OS model, and the MMU drops the entry when any page of the span is
+    /// invalidated.
+    fn coalesced(&self, _asid: Asid, _m: Mapping, _req: CoalesceRequest) -> Option<CoalescedSpan> {
+        None
+    }
+    /// Range-translation hook, asked after a TLB-miss walk of `vpn` when the MMU has a range
+    /// TLB (`tlb.range.entries > 0`): the design's range translation holding `vpn` (RMM's range
+    /// table), or `None` (the default: designs without ranges).
+    ///
+    /// Contract: a returned range holds `vpn`, and every base page in it is mapped now to the
+    /// frame the range implies with its permission. Changes no state; the lookup's memory
+    /// references, if a design models them, are its own (RMM walks the range table in the
+    /// background, off the critical path).
+    fn range(&self, _asid: Asid, _vpn: Vpn) -> Option<VaRange> {
         None
     }
     /// Install a translation.

@@ -1,18 +1,28 @@
-//! The MMU's TLB hierarchy: an L1 DTLB per page size, a unified L2 TLB, and an ITLB for
-//! instruction fetches. Design-specific MMU caches (PWCs, CWCs, ...) live in the designs.
+//! The MMU's TLB hierarchy: an L1 DTLB (one per x86 page size, or one any-size), an L2 TLB
+//! (unified, or with separate 1 GiB entries), an optional range TLB beside the L2, and an ITLB
+//! for instruction fetches; optionally coalesced entries (Arm's contiguous bit, CoLT).
+//! Design-specific MMU caches (PWCs, CWCs, ...) live in the designs.
 //!
 //! Contract: a translation is looked up in the L1 TLB of every size (in parallel, as hardware
-//! does), then in the L2 TLB; an L2 hit refills the L1; a walk result fills both. Invalidation
-//! removes the translation from every level. Pages of a size other than 4 KiB / 2 MiB / 1 GiB
-//! (which an x86 design never declares) have no L1 here and are cached in the L2 TLB only.
+//! does), then in the L2 stage (the L2 TLB, its 1 GiB part and the range TLB, probed in
+//! parallel; the stage costs the slowest of them); an L2 hit refills the L1; a walk result fills
+//! both. Every lookup answers with the base page the OS mapped at the VPN (a coalesced entry
+//! answers with the page of its span holding the VPN), except a range-TLB hit, which answers with
+//! the 4 KiB page its range implies ([`TlbOutcome::RangeHit`]). Invalidation removes the
+//! translation from every level, with every coalesced entry and range covering any of its pages.
+//! Pages of a size other than 4 KiB / 2 MiB / 1 GiB (which an x86 design never declares) have no
+//! L1 in the split organization and are cached in the L2 TLB only.
 
 pub mod assoc;
+pub mod range;
 pub mod tlb;
 
-use crate::addr::{Asid, Mapping, PageSize, Vpn};
+use crate::addr::{Asid, Mapping, PageSize, Pfn, Vpn};
+use crate::designs::Design;
 use crate::stats::{ratio, Stats, StatsExt};
+pub use range::{RangeTlb, VaRange};
 use serde::{Deserialize, Serialize};
-pub use tlb::Tlb;
+pub use tlb::{Tlb, TlbEntry};
 
 /// One TLB structure.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -37,6 +47,106 @@ pub enum L1Organization {
     AnySize,
 }
 
+/// How the L2 TLB is organized.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum L2Organization {
+    /// One L2 TLB (`l2`) whose entries carry their page size: every size (4 KiB, 2 MiB, 1 GiB,
+    /// any other power of two, coalesced spans) shares its entries. This is both xlat's
+    /// historical L2 and an "any-size" L2 (Arm's unified L2 TLBs); `any_size` is accepted as
+    /// another name for it.
+    #[serde(alias = "any_size")]
+    Unified,
+    /// Skylake-style: `l2` holds every size but 1 GiB pages, which go to a separate small
+    /// `l2_1g`, probed in parallel.
+    #[serde(rename = "split_1g")]
+    Split1G,
+}
+
+/// TLB entry coalescing (several translations cached in one entry).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Coalescing {
+    /// One entry per page (x86).
+    None,
+    /// Arm's contiguous bit: 16 naturally aligned, virtually and physically contiguous pages
+    /// with equal permissions that the page table marks contiguous share one entry (16 x 4 KiB
+    /// -> 64 KiB, 16 x 2 MiB -> 32 MiB).
+    ContiguousBit,
+    /// CoLT (Pham et al., MICRO 2012): at a fill, the neighbouring 4 KiB translations in the
+    /// page-table line the walk read that are virtually and physically contiguous with the
+    /// walked one share its entry (up to `colt_max_pages`).
+    Colt,
+}
+
+/// What the MMU asks a design for after a walk (see [`Design::coalesced`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoalesceRequest {
+    /// The 16-page contiguous-bit span holding the walked page, if its entry is marked.
+    ContiguousBit,
+    /// The largest naturally aligned group of at most `max_pages` (a power of two) 4 KiB
+    /// translations around the walked one, in the page-table line the walk read, that are
+    /// virtually and physically contiguous with equal permissions.
+    Colt {
+        /// Largest group (a power of two, 2..=64).
+        max_pages: u32,
+    },
+}
+
+/// A coalesced TLB entry: `2^pages_log2` base pages of size `base` from `vpn` (aligned to the
+/// span) mapped to consecutive frames from `pfn` with one permission.
+///
+/// Contract: `pages_log2 >= 1`; `base.order() + pages_log2 <= PageSize::MAX_ORDER`; `vpn` is
+/// aligned to the whole span; `pfn` is aligned to `base` (CoLT spans need not be physically
+/// aligned to the span; contiguous-bit spans are); each base page `i` of the span is mapped by
+/// the OS as exactly `Mapping { vpn + i * base, pfn + i * base, base, writable }`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CoalescedSpan {
+    /// First 4 KiB VPN of the span.
+    pub vpn: Vpn,
+    /// First 4 KiB PFN of the first base page.
+    pub pfn: Pfn,
+    /// Size of each page of the span.
+    pub base: PageSize,
+    /// log2 of the number of base pages.
+    pub pages_log2: u8,
+    /// Whether stores are allowed.
+    pub writable: bool,
+}
+
+impl CoalescedSpan {
+    /// The virtual size the entry covers.
+    #[inline]
+    pub fn size(&self) -> PageSize {
+        PageSize::from_order(self.base.order() + self.pages_log2).expect("span order")
+    }
+
+    /// Number of base pages.
+    #[inline]
+    pub fn pages(&self) -> u64 {
+        1 << self.pages_log2
+    }
+
+    /// Whether `vpn` lies inside the span.
+    #[inline]
+    pub fn contains(&self, vpn: Vpn) -> bool {
+        vpn.0 >= self.vpn.0 && vpn.0 < self.vpn.0 + self.size().base_pages()
+    }
+
+    /// The base page of the span holding `vpn` (which must lie inside the span).
+    #[inline]
+    pub fn base_of(&self, vpn: Vpn) -> Mapping {
+        debug_assert!(self.contains(vpn));
+        let page = vpn.align_down(self.base);
+        Mapping {
+            vpn: page,
+            pfn: Pfn(self.pfn.0 + (page.0 - self.vpn.0)),
+            size: self.base,
+            writable: self.writable,
+        }
+    }
+}
+
 /// The TLB hierarchy.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -52,8 +162,20 @@ pub struct TlbConfig {
     pub l1_2m: TlbLevelConfig,
     /// L1 DTLB for 1 GiB pages.
     pub l1_1g: TlbLevelConfig,
-    /// Unified L2 TLB (all page sizes share it).
+    /// Organization of the L2 TLB.
+    pub l2_organization: L2Organization,
+    /// L2 TLB (every page size shares it; with `l2_organization = "split_1g"` every size but
+    /// 1 GiB).
     pub l2: TlbLevelConfig,
+    /// The L2 TLB's separate 1 GiB entries (`l2_organization = "split_1g"` only).
+    pub l2_1g: TlbLevelConfig,
+    /// Range TLB beside the L2 (`entries = 0`: none; fully associative, so `ways` is 0 or
+    /// `entries`). Filled by designs with range translations ([`Design::range`]).
+    pub range: TlbLevelConfig,
+    /// Entry coalescing.
+    pub coalescing: Coalescing,
+    /// Most 4 KiB translations one CoLT entry holds (a power of two, 2..=64).
+    pub colt_max_pages: u32,
     /// Instruction TLB (used only by instruction fetches).
     pub itlb: TlbLevelConfig,
 }
@@ -72,14 +194,20 @@ impl Default for TlbConfig {
             l1_4k: level(64, 4, 1),
             l1_2m: level(32, 4, 1),
             l1_1g: level(4, 4, 1),
+            l2_organization: L2Organization::Unified,
             l2: level(1536, 12, 12),
+            // Skylake-SP's STLB 1 GiB entries: 16, 4-way (Intel optimization manual, Table 2-5).
+            l2_1g: level(16, 4, 12),
+            range: level(0, 0, 12),
+            coalescing: Coalescing::None,
+            colt_max_pages: 8,
             itlb: level(128, 8, 1),
         }
     }
 }
 
 impl TlbConfig {
-    /// Check that every structure is a whole number of sets.
+    /// Check that every structure is a whole number of sets and the options are in range.
     pub fn validate(&self) -> Result<(), String> {
         for (name, l) in [
             ("l1_any", &self.l1_any),
@@ -87,16 +215,38 @@ impl TlbConfig {
             ("l1_2m", &self.l1_2m),
             ("l1_1g", &self.l1_1g),
             ("l2", &self.l2),
+            ("l2_1g", &self.l2_1g),
             ("itlb", &self.itlb),
         ] {
-            if l.entries > 0 && (l.ways == 0 || l.entries % l.ways != 0) {
+            if l.entries > 0 && (l.ways == 0 || !l.entries.is_multiple_of(l.ways)) {
                 return Err(format!(
                     "tlb.{name}: {} entries is not a whole number of {}-way sets",
                     l.entries, l.ways
                 ));
             }
         }
+        if self.range.entries > 0 && self.range.ways != 0 && self.range.ways != self.range.entries {
+            return Err(format!(
+                "tlb.range.ways: a range TLB is fully associative: ways must be 0 or equal to \
+                 entries ({}), got {}",
+                self.range.entries, self.range.ways
+            ));
+        }
+        if !self.colt_max_pages.is_power_of_two() || !(2..=64).contains(&self.colt_max_pages) {
+            return Err(format!(
+                "tlb.colt_max_pages: must be a power of two from 2 to 64, got {}",
+                self.colt_max_pages
+            ));
+        }
         Ok(())
+    }
+
+    /// Whether anything beyond the historical hierarchy is configured (coalescing, a separate
+    /// 1 GiB L2, a range TLB): the extra statistics are written only then.
+    fn extended(&self) -> bool {
+        self.coalescing != Coalescing::None
+            || self.l2_organization != L2Organization::Unified
+            || self.range.entries > 0
     }
 }
 
@@ -107,6 +257,9 @@ pub enum TlbOutcome {
     L1Hit(Mapping),
     /// Missed L1, hit the L2 TLB.
     L2Hit(Mapping),
+    /// Missed L1 and the L2 TLB, hit the range TLB: the 4 KiB page the range implies (its frame
+    /// and permission, not the size of the OS page behind it; check with `Os::maps_base`).
+    RangeHit(Mapping),
     /// Missed everywhere: a walk is needed.
     Miss,
 }
@@ -118,10 +271,19 @@ pub struct Mmu {
     /// The any-size L1 DTLB (any-size organization; then `l1` is unused).
     l1_any: Option<Tlb>,
     l2: Tlb,
+    /// The L2's separate 1 GiB entries (`split_1g`).
+    l2_1g: Option<Tlb>,
+    /// The range TLB (when configured).
+    range: Option<RangeTlb>,
     itlb: Tlb,
+    /// What to ask the design for after a walk (`None`: no coalescing).
+    coalesce: Option<CoalesceRequest>,
+    /// Whether the statistics of the extended organizations are written.
+    extended: bool,
     /// L1 hit latency in cycles (the cost every translation pays, not counted as overhead).
     pub l1_latency_cycles: u32,
-    /// L2 TLB lookup latency in cycles.
+    /// Latency of the L2 stage in cycles: the L2 TLB's, or the slowest of the structures
+    /// probed with it (its 1 GiB part, the range TLB).
     pub l2_latency_cycles: u32,
     /// Data-side L1 misses.
     pub l1_misses: u64,
@@ -133,6 +295,10 @@ pub struct Mmu {
     pub itlb_l2_misses: u64,
     /// Translations invalidated because the OS changed a mapping.
     pub invalidations: u64,
+    /// Walk fills that installed a coalesced entry.
+    pub coalesced_fills: u64,
+    /// Pages covered by those coalesced entries (walked page included).
+    pub coalesced_fill_pages: u64,
 }
 
 impl Mmu {
@@ -140,22 +306,42 @@ impl Mmu {
     pub fn new(cfg: &TlbConfig) -> Mmu {
         let t = |l: &TlbLevelConfig| Tlb::new(l.entries, l.ways.max(1));
         let any = cfg.l1_organization == L1Organization::AnySize;
+        let split_1g = cfg.l2_organization == L2Organization::Split1G;
+        let mut l2_latency_cycles = cfg.l2.latency_cycles;
+        if split_1g {
+            l2_latency_cycles = l2_latency_cycles.max(cfg.l2_1g.latency_cycles);
+        }
+        if cfg.range.entries > 0 {
+            l2_latency_cycles = l2_latency_cycles.max(cfg.range.latency_cycles);
+        }
         Mmu {
             l1: [t(&cfg.l1_4k), t(&cfg.l1_2m), t(&cfg.l1_1g)],
             l1_any: any.then(|| t(&cfg.l1_any)),
             l2: t(&cfg.l2),
+            l2_1g: split_1g.then(|| t(&cfg.l2_1g)),
+            range: (cfg.range.entries > 0).then(|| RangeTlb::new(cfg.range.entries as usize)),
             itlb: t(&cfg.itlb),
+            coalesce: match cfg.coalescing {
+                Coalescing::None => None,
+                Coalescing::ContiguousBit => Some(CoalesceRequest::ContiguousBit),
+                Coalescing::Colt => Some(CoalesceRequest::Colt {
+                    max_pages: cfg.colt_max_pages,
+                }),
+            },
+            extended: cfg.extended(),
             l1_latency_cycles: if any {
                 cfg.l1_any.latency_cycles
             } else {
                 cfg.l1_4k.latency_cycles
             },
-            l2_latency_cycles: cfg.l2.latency_cycles,
+            l2_latency_cycles,
             l1_misses: 0,
             l2_misses: 0,
             itlb_misses: 0,
             itlb_l2_misses: 0,
             invalidations: 0,
+            coalesced_fills: 0,
+            coalesced_fill_pages: 0,
         }
     }
 
@@ -187,21 +373,49 @@ impl Mmu {
         None
     }
 
+    /// The L2 stage: the L2 TLB and, when configured, its 1 GiB part (probed in parallel;
+    /// at most one holds the page). The range TLB is the caller's.
+    #[inline]
+    fn lookup_l2(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbEntry> {
+        let e = self.l2.lookup_entry(asid, vpn);
+        if e.is_some() {
+            return e;
+        }
+        match self.l2_1g.as_mut() {
+            Some(g) if g.ever_filled() => g.lookup_entry(asid, vpn),
+            _ => None,
+        }
+    }
+
     /// The data side after an L1 miss: out of line, so that the L1 hit path inlined into the
     /// engine stays small.
     #[inline(never)]
     pub fn lookup_data_after_l1_miss(&mut self, asid: Asid, vpn: Vpn) -> TlbOutcome {
         self.l1_misses += 1;
-        match self.l2.lookup(asid, vpn) {
-            Some(m) => {
-                self.fill_l1(asid, m);
-                TlbOutcome::L2Hit(m)
+        match self.lookup_l2(asid, vpn) {
+            Some(e) => {
+                self.fill_l1_entry(asid, e, vpn);
+                TlbOutcome::L2Hit(e.base_of(vpn))
             }
-            None => {
-                self.l2_misses += 1;
-                TlbOutcome::Miss
-            }
+            None => self.after_l2_miss(asid, vpn, false),
         }
+    }
+
+    /// An L2-stage miss: the range TLB (probed in parallel with the L2) may still hold `vpn`.
+    #[inline]
+    fn after_l2_miss(&mut self, asid: Asid, vpn: Vpn, ifetch: bool) -> TlbOutcome {
+        if let Some(r) = self.range.as_mut().and_then(|t| t.lookup(asid, vpn)) {
+            // RMM refills the L1 with a 4 KiB entry computed from the range; not modeled here
+            // (the L1 would then hold an entry that is not an OS page): every L1 miss inside a
+            // range is served by the range TLB at the L2 stage's latency.
+            return TlbOutcome::RangeHit(r.base_of(vpn));
+        }
+        if ifetch {
+            self.itlb_l2_misses += 1;
+        } else {
+            self.l2_misses += 1;
+        }
+        TlbOutcome::Miss
     }
 
     /// Look up an instruction-fetch translation.
@@ -211,41 +425,111 @@ impl Mmu {
             return TlbOutcome::L1Hit(m);
         }
         self.itlb_misses += 1;
-        match self.l2.lookup(asid, vpn) {
-            Some(m) => {
-                self.itlb.fill(asid, m);
-                TlbOutcome::L2Hit(m)
+        match self.lookup_l2(asid, vpn) {
+            Some(e) => {
+                self.fill_itlb_entry(asid, e);
+                TlbOutcome::L2Hit(e.base_of(vpn))
             }
-            None => {
-                self.itlb_l2_misses += 1;
-                TlbOutcome::Miss
-            }
+            None => self.after_l2_miss(asid, vpn, true),
         }
     }
 
     /// Install a walked translation in the L2 and the right L1 (ITLB for fetches).
     #[inline]
     pub fn fill(&mut self, asid: Asid, m: Mapping, ifetch: bool) {
-        self.l2.fill(asid, m);
-        if ifetch {
-            self.itlb.fill(asid, m);
-        } else {
-            self.fill_l1(asid, m);
+        self.fill_entry(asid, TlbEntry::Page(m), m.vpn, ifetch);
+    }
+
+    /// Install the translation `m` a walk of `design` for `vpn` just found: as it is, or, with
+    /// coalescing on, as the coalesced entry the design reports for it ([`Design::coalesced`]);
+    /// with a range TLB, also the design's range holding `vpn` ([`Design::range`]), if any.
+    #[inline]
+    pub fn fill_walked<D: Design>(
+        &mut self,
+        design: &D,
+        asid: Asid,
+        vpn: Vpn,
+        m: Mapping,
+        ifetch: bool,
+    ) {
+        if !self.extended {
+            return self.fill(asid, m, ifetch);
+        }
+        let span = self
+            .coalesce
+            .and_then(|req| design.coalesced(asid, m, req))
+            .filter(|s| {
+                // A span must be a real one holding exactly the walked page: anything else is a
+                // design bug, and is not cached (a wrong neighbour would be caught by the oracle
+                // at its first hit).
+                debug_assert!(
+                    s.pages_log2 >= 1 && s.contains(m.vpn) && s.base_of(m.vpn) == m,
+                    "design returned {s:?} for {m:?}"
+                );
+                s.pages_log2 >= 1 && s.contains(m.vpn) && s.base_of(m.vpn) == m
+            });
+        match span {
+            Some(s) => {
+                self.coalesced_fills += 1;
+                self.coalesced_fill_pages += s.pages();
+                self.fill_entry(asid, TlbEntry::Span(s), vpn, ifetch);
+            }
+            None => self.fill(asid, m, ifetch),
+        }
+        if self.range.is_some() {
+            // A range not holding `vpn` is a design bug; it is not cached.
+            if let Some(r) = design.range(asid, vpn).filter(|r| r.contains(vpn)) {
+                if let Some(t) = self.range.as_mut() {
+                    t.fill(asid, r);
+                }
+            }
         }
     }
 
-    /// Install `m` in the L1 DTLB that holds its size (none in the split organization for a
-    /// size other than 4 KiB / 2 MiB / 1 GiB).
+    /// Install an entry in the L2 stage and the L1 (ITLB for fetches) for an access to `vpn`.
     #[inline]
-    fn fill_l1(&mut self, asid: Asid, m: Mapping) {
+    fn fill_entry(&mut self, asid: Asid, e: TlbEntry, vpn: Vpn, ifetch: bool) {
+        match (e, self.l2_1g.as_mut()) {
+            (TlbEntry::Page(m), Some(g)) if m.size == PageSize::Size1G => g.fill(asid, m),
+            (TlbEntry::Page(m), _) => self.l2.fill(asid, m),
+            (TlbEntry::Span(s), _) => self.l2.fill_span(asid, &s),
+        }
+        if ifetch {
+            self.fill_itlb_entry(asid, e);
+        } else {
+            self.fill_l1_entry(asid, e, vpn);
+        }
+    }
+
+    /// Install `e` in the ITLB (it takes every size and coalesced spans).
+    #[inline]
+    fn fill_itlb_entry(&mut self, asid: Asid, e: TlbEntry) {
+        match e {
+            TlbEntry::Page(m) => self.itlb.fill(asid, m),
+            TlbEntry::Span(s) => self.itlb.fill_span(asid, &s),
+        }
+    }
+
+    /// Install `e` in the L1 DTLB for an access to `vpn`. The any-size L1 takes pages and spans
+    /// alike. The split L1 has one TLB per x86 page size and no entry format for a span: it
+    /// takes the base page of the span holding `vpn` (a page of another size, none).
+    #[inline]
+    fn fill_l1_entry(&mut self, asid: Asid, e: TlbEntry, vpn: Vpn) {
         if let Some(any) = self.l1_any.as_mut() {
-            any.fill(asid, m);
-        } else if let Some(i) = m.size.x86_index() {
+            match e {
+                TlbEntry::Page(m) => any.fill(asid, m),
+                TlbEntry::Span(s) => any.fill_span(asid, &s),
+            }
+            return;
+        }
+        let m = e.base_of(vpn);
+        if let Some(i) = m.size.x86_index() {
             self.l1[i].fill(asid, m);
         }
     }
 
-    /// Remove a translation from every level (TLB shootdown for one page).
+    /// Remove a translation from every level (TLB shootdown for one page), with every coalesced
+    /// entry and range covering any of its pages.
     pub fn invalidate(&mut self, asid: Asid, m: Mapping) {
         self.invalidations += 1;
         if let Some(any) = self.l1_any.as_mut() {
@@ -254,15 +538,29 @@ impl Mmu {
             self.l1[i].invalidate(asid, m);
         }
         self.l2.invalidate(asid, m);
+        if let Some(g) = self.l2_1g.as_mut() {
+            g.invalidate(asid, m);
+        }
+        if let Some(r) = self.range.as_mut() {
+            r.invalidate(asid, &m);
+        }
         self.itlb.invalidate(asid, m);
     }
 
     /// Remove every translation of `asid`.
     pub fn invalidate_asid(&mut self, asid: Asid) {
-        for t in self.l1.iter_mut().chain(self.l1_any.as_mut()) {
+        for t in self
+            .l1
+            .iter_mut()
+            .chain(self.l1_any.as_mut())
+            .chain(self.l2_1g.as_mut())
+        {
             t.invalidate_asid(asid);
         }
         self.l2.invalidate_asid(asid);
+        if let Some(r) = self.range.as_mut() {
+            r.invalidate_asid(asid);
+        }
         self.itlb.invalidate_asid(asid);
     }
 
@@ -292,15 +590,55 @@ impl Mmu {
                 self.l1[size.index()].hits,
             );
         }
-        if let Some(any) = &self.l1_any {
-            // Hits of the any-size L1 by the size of the entry that hit.
+        let by_size = |counts: &[u64]| {
             let mut by = Stats::new();
-            for (o, n) in any.hits_by_order().iter().enumerate() {
+            for (o, n) in counts.iter().enumerate() {
                 if *n > 0 {
                     by.put_u64(&PageSize::from_order(o as u8).expect("order").label(), *n);
                 }
             }
-            s.insert("l1_any_hits_by_size".into(), serde_json::Value::Object(by));
+            serde_json::Value::Object(by)
+        };
+        if let Some(any) = &self.l1_any {
+            // Hits of the any-size L1 by the size of the page entry that hit.
+            s.insert("l1_any_hits_by_size".into(), by_size(any.hits_by_order()));
+        }
+        if !self.extended {
+            return;
+        }
+        // The L2 stage by entry kind: page entries by page size (1 GiB ones of `split_1g`
+        // included), coalesced entries by span size, ranges.
+        let mut l2_pages = self.l2.hits_by_order().to_vec();
+        if let Some(g) = &self.l2_1g {
+            for (o, n) in g.hits_by_order().iter().enumerate() {
+                l2_pages[o] += n;
+            }
+            s.put_u64("l2_1g_hits", g.hits);
+        }
+        s.insert("l2_hits_by_size".into(), by_size(&l2_pages));
+        if self.coalesce.is_some() {
+            let sum = |t: &Tlb| t.coalesced_hits_by_order().iter().sum::<u64>();
+            s.put_u64("coalesced_fills", self.coalesced_fills);
+            s.put_u64("coalesced_fill_pages", self.coalesced_fill_pages);
+            let l1 = self.l1_any.as_ref().map_or(0, sum);
+            s.put_u64("l1_coalesced_hits", l1);
+            s.put_u64("l2_coalesced_hits", sum(&self.l2));
+            s.put_u64("itlb_coalesced_hits", sum(&self.itlb));
+            if let Some(any) = &self.l1_any {
+                s.insert(
+                    "l1_coalesced_hits_by_size".into(),
+                    by_size(any.coalesced_hits_by_order()),
+                );
+            }
+            s.insert(
+                "l2_coalesced_hits_by_size".into(),
+                by_size(self.l2.coalesced_hits_by_order()),
+            );
+        }
+        if let Some(r) = &self.range {
+            s.put_u64("range_lookups", r.hits + r.misses);
+            s.put_u64("range_hits", r.hits);
+            s.put_u64("range_fills", r.fills);
         }
     }
 }
@@ -308,7 +646,524 @@ impl Mmu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::addr::Pfn;
+    use crate::designs::radix::{Radix, RadixConfig};
+    use crate::designs::{PtFootprint, WalkResult};
+    use crate::mem::{MemConfig, MemSystem};
+    use crate::os::{OsError, PhysMem};
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    /// A radix design, its physical memory and a memory system to walk through.
+    struct Machine {
+        mmu: Mmu,
+        radix: Radix,
+        phys: PhysMem,
+        mem: MemSystem,
+        walks: u64,
+    }
+
+    impl Machine {
+        fn new(cfg: TlbConfig) -> Machine {
+            cfg.validate().unwrap();
+            let mut phys = PhysMem::new(1 << 30);
+            let radix = Radix::new(&RadixConfig::default(), &mut phys).unwrap();
+            Machine {
+                mmu: Mmu::new(&cfg),
+                radix,
+                phys,
+                mem: MemSystem::new(&MemConfig::default()),
+                walks: 0,
+            }
+        }
+
+        fn map(&mut self, m: Mapping) {
+            self.radix.map(&mut self.phys, 0, m).unwrap();
+        }
+
+        fn unmap(&mut self, m: Mapping) {
+            self.radix.unmap(&mut self.phys, 0, m);
+            self.mmu.invalidate(0, m);
+        }
+
+        /// A data reference to `vpn` as the engine makes it: L1, L2 stage, else a walk whose
+        /// result fills the TLBs. Returns the translation used (`None`: not mapped).
+        fn access(&mut self, vpn: u64) -> Option<Mapping> {
+            let vpn = Vpn(vpn);
+            if let Some(m) = self.mmu.lookup_data_l1(0, vpn) {
+                return Some(m);
+            }
+            match self.mmu.lookup_data_after_l1_miss(0, vpn) {
+                TlbOutcome::L1Hit(m) | TlbOutcome::L2Hit(m) | TlbOutcome::RangeHit(m) => Some(m),
+                TlbOutcome::Miss => {
+                    self.walks += 1;
+                    let m = self.radix.walk(0, vpn, &mut self.mem).mapping?;
+                    self.mmu.fill_walked(&self.radix, 0, vpn, m, false);
+                    Some(m)
+                }
+            }
+        }
+    }
+
+    fn arm_l1(coalescing: Coalescing) -> TlbConfig {
+        TlbConfig {
+            l1_organization: L1Organization::AnySize,
+            // No L2: the L1 alone must hold the pages.
+            l2: TlbLevelConfig {
+                entries: 0,
+                ways: 1,
+                latency_cycles: 12,
+            },
+            coalescing,
+            ..TlbConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_contiguous_run_of_16_4k_pages_takes_one_entry_of_an_arm_l1_tlb() {
+        // 48 entries x 16 pages: 768 pages in 48 aligned, physically contiguous 64 KiB runs.
+        let pages = 48 * 16;
+        for (coalescing, walks_second_pass) in
+            [(Coalescing::ContiguousBit, 0), (Coalescing::None, pages)]
+        {
+            let mut x = Machine::new(arm_l1(coalescing));
+            for v in 0..pages {
+                x.map(Mapping::writable(0x1000 + v, 0x8000 + v, PageSize::Size4K));
+            }
+            for v in 0..pages {
+                assert_eq!(x.access(0x1000 + v).unwrap().pfn, Pfn(0x8000 + v));
+            }
+            let first = x.walks;
+            for v in 0..pages {
+                assert_eq!(x.access(0x1000 + v).unwrap().pfn, Pfn(0x8000 + v));
+            }
+            assert_eq!(x.walks - first, walks_second_pass, "{coalescing:?}");
+            if coalescing == Coalescing::ContiguousBit {
+                // One walk per run, then every page of the run hits its one entry.
+                assert_eq!(first, 48);
+                assert_eq!(x.mmu.l1_any.as_ref().unwrap().occupancy(), 48);
+                assert_eq!(x.mmu.l1_misses, 48);
+                let mut out = Stats::new();
+                x.mmu.stats(&mut out, 1000);
+                assert_eq!(out["tlb"]["coalesced_fills"], 48);
+                assert_eq!(out["tlb"]["l1_coalesced_hits_by_size"]["64k"], 2 * 768 - 48);
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_that_is_not_physically_aligned_or_equally_protected_is_not_marked_contiguous() {
+        let mut x = Machine::new(arm_l1(Coalescing::ContiguousBit));
+        // Frames contiguous but not 64 KiB aligned.
+        for v in 0..16 {
+            x.map(Mapping::writable(0x1000 + v, 0x8001 + v, PageSize::Size4K));
+        }
+        // Aligned and contiguous, but one page read-only.
+        for v in 0..16 {
+            let mut m = Mapping::writable(0x2000 + v, 0x9000 + v, PageSize::Size4K);
+            m.writable = v != 7;
+            x.map(m);
+        }
+        for v in 0..16 {
+            x.access(0x1000 + v);
+            x.access(0x2000 + v);
+        }
+        assert_eq!(x.walks, 32);
+        assert_eq!(x.mmu.coalesced_fills, 0);
+    }
+
+    #[test]
+    fn sixteen_contiguous_2m_pages_take_one_32m_entry() {
+        let mut x = Machine::new(arm_l1(Coalescing::ContiguousBit));
+        for i in 0..16 {
+            x.map(Mapping::writable(
+                (1 << 18) + i * 512,
+                (1 << 20) + i * 512,
+                PageSize::Size2M,
+            ));
+        }
+        for i in 0..16 * 4 {
+            let vpn = (1 << 18) + i * 128 + 3;
+            let m = x.access(vpn).unwrap();
+            assert_eq!(m.size, PageSize::Size2M);
+            assert_eq!(m.pfn.0, (1 << 20) + (vpn - (1 << 18)) / 512 * 512);
+        }
+        assert_eq!(x.walks, 1);
+        let mut out = Stats::new();
+        x.mmu.stats(&mut out, 1);
+        assert_eq!(out["tlb"]["l1_coalesced_hits_by_size"]["32m"], 63);
+        // Unmapping one of the 16 removes the entry and the marks of the others.
+        x.unmap(Mapping::writable(
+            (1 << 18) + 5 * 512,
+            (1 << 20) + 5 * 512,
+            PageSize::Size2M,
+        ));
+        assert_eq!(x.access((1 << 18) + 5 * 512), None);
+        x.access(1 << 18);
+        x.access((1 << 18) + 512);
+        assert_eq!(x.walks, 4, "each remaining page is its own entry now");
+    }
+
+    #[test]
+    fn a_colt_fill_of_8_contiguous_translations_serves_the_other_7_without_a_walk() {
+        let cfg = TlbConfig {
+            coalescing: Coalescing::Colt,
+            ..TlbConfig::default()
+        };
+        let mut x = Machine::new(cfg);
+        // Physically contiguous, not aligned to 8 frames (CoLT does not need it).
+        for v in 0..8 {
+            x.map(Mapping::writable(0x1008 + v, 0x7003 + v, PageSize::Size4K));
+        }
+        assert_eq!(x.access(0x100b).unwrap().pfn, Pfn(0x7006));
+        assert_eq!(x.walks, 1);
+        for v in 0..8 {
+            assert_eq!(x.access(0x1008 + v).unwrap().pfn, Pfn(0x7003 + v));
+        }
+        assert_eq!(x.walks, 1, "the other 7 are served by the coalesced entry");
+        let mut out = Stats::new();
+        x.mmu.stats(&mut out, 1);
+        assert_eq!(out["tlb"]["coalesced_fills"], 1);
+        assert_eq!(out["tlb"]["coalesced_fill_pages"], 8);
+        // The split L1 holds base pages: the 7 others came from the L2's coalesced entry.
+        assert_eq!(out["tlb"]["l2_coalesced_hits_by_size"]["32k"], 7);
+    }
+
+    #[test]
+    fn colt_coalesces_the_largest_aligned_contiguous_group_within_the_walked_line() {
+        let cfg = TlbConfig {
+            coalescing: Coalescing::Colt,
+            ..TlbConfig::default()
+        };
+        let mut x = Machine::new(cfg);
+        // Line of VPNs 0x1000..0x1008; page 5 breaks physical contiguity; the next line's
+        // pages are contiguous with this line's but live in another line.
+        for v in 0..16 {
+            let pfn = if v == 5 { 0x9999 } else { 0x7000 + v };
+            x.map(Mapping::writable(0x1000 + v, pfn, PageSize::Size4K));
+        }
+        let walked: Vec<u64> = (0..16)
+            .filter(|v| {
+                let before = x.walks;
+                x.access(0x1000 + v);
+                x.walks > before
+            })
+            .collect();
+        // 0: group 0..4; 4 and 5 alone (the pair 4,5 is broken); 6: pair 6,7; 8: group 8..16
+        // of at most 8 pages, one line.
+        assert_eq!(walked, vec![0, 4, 5, 6, 8]);
+        // A smaller cap coalesces less.
+        let mut y = Machine::new(TlbConfig {
+            coalescing: Coalescing::Colt,
+            colt_max_pages: 2,
+            ..TlbConfig::default()
+        });
+        for v in 0..8 {
+            y.map(Mapping::writable(0x1000 + v, 0x7000 + v, PageSize::Size4K));
+        }
+        for v in 0..8 {
+            y.access(0x1000 + v);
+        }
+        assert_eq!(y.walks, 4);
+    }
+
+    #[test]
+    fn invalidating_one_page_removes_the_coalesced_entry_from_every_level() {
+        for org in [L1Organization::AnySize, L1Organization::Split] {
+            let mut x = Machine::new(TlbConfig {
+                l1_organization: org,
+                coalescing: Coalescing::Colt,
+                ..TlbConfig::default()
+            });
+            for v in 0..8 {
+                x.map(Mapping::writable(0x1000 + v, 0x7000 + v, PageSize::Size4K));
+            }
+            x.access(0x1000);
+            x.access(0x1003);
+            x.unmap(Mapping::writable(0x1006, 0x7006, PageSize::Size4K));
+            // The page itself and every page of the span that no other entry holds now need a
+            // walk (the split L1 still holds the base page 0x1003 it was given, valid).
+            assert_eq!(x.access(0x1006), None);
+            let before = x.walks;
+            assert_eq!(x.access(0x1004).unwrap().pfn, Pfn(0x7004));
+            assert_eq!(x.walks, before + 1, "{org:?}");
+            // Re-mapped elsewhere: the new frame, never the old one.
+            x.map(Mapping::writable(0x1006, 0x5555, PageSize::Size4K));
+            assert_eq!(x.access(0x1006).unwrap().pfn, Pfn(0x5555));
+        }
+    }
+
+    #[test]
+    fn a_split_1g_l2_keeps_1g_pages_in_its_own_entries() {
+        let cfg = |org| TlbConfig {
+            l2_organization: org,
+            l1_1g: TlbLevelConfig {
+                entries: 0,
+                ways: 1,
+                latency_cycles: 1,
+            },
+            ..TlbConfig::default()
+        };
+        let g = |i: u64| Mapping::writable((i + 1) << 18, (i + 1) << 18, PageSize::Size1G);
+        for (org, first_still_cached) in [
+            (L2Organization::Unified, true),
+            (L2Organization::Split1G, false),
+        ] {
+            let mut mmu = Mmu::new(&cfg(org));
+            // 17 pages of 1 GiB: one more than the separate part's 16 entries.
+            for i in 0..17 {
+                mmu.fill(0, g(i), false);
+            }
+            mmu.fill(0, Mapping::writable(5, 5, PageSize::Size4K), false);
+            let hit = |mmu: &mut Mmu, vpn| mmu.lookup_data_after_l1_miss(0, Vpn(vpn));
+            assert_eq!(
+                matches!(hit(&mut mmu, g(0).vpn.0 + 7), TlbOutcome::L2Hit(m) if m == g(0)),
+                first_still_cached,
+                "{org:?}"
+            );
+            assert_eq!(hit(&mut mmu, g(16).vpn.0), TlbOutcome::L2Hit(g(16)));
+            assert!(matches!(hit(&mut mmu, 5), TlbOutcome::L2Hit(_)));
+            let mut out = Stats::new();
+            mmu.stats(&mut out, 1);
+            if org == L2Organization::Split1G {
+                assert_eq!(out["tlb"]["l2_1g_hits"], 1);
+                assert_eq!(out["tlb"]["l2_hits_by_size"]["1g"], 1);
+                assert_eq!(out["tlb"]["l2_hits_by_size"]["4k"], 1);
+                mmu.invalidate(0, g(16));
+                assert_eq!(hit(&mut mmu, g(16).vpn.0), TlbOutcome::Miss);
+            } else {
+                assert!(out["tlb"].get("l2_hits_by_size").is_none());
+            }
+        }
+    }
+
+    /// A radix design that also has one range translation (as RMM's range table would).
+    struct Ranged {
+        radix: Radix,
+        range: Option<VaRange>,
+    }
+
+    impl Design for Ranged {
+        type Config = RadixConfig;
+        fn new(cfg: &RadixConfig, phys: &mut PhysMem) -> Result<Self, OsError> {
+            Ok(Ranged {
+                radix: Radix::new(cfg, phys)?,
+                range: None,
+            })
+        }
+        fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+            self.radix.map(phys, asid, m)
+        }
+        fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
+            self.radix.unmap(phys, asid, m)
+        }
+        fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+            self.radix.walk(asid, vpn, mem)
+        }
+        fn range(&self, _asid: Asid, vpn: Vpn) -> Option<VaRange> {
+            self.range.filter(|r| r.contains(vpn))
+        }
+        fn footprint(&self) -> PtFootprint {
+            self.radix.footprint()
+        }
+        fn stats(&self, _out: &mut Stats) {}
+    }
+
+    #[test]
+    fn a_range_tlb_beside_the_l2_serves_every_page_of_a_range_after_one_walk() {
+        let cfg = TlbConfig {
+            range: TlbLevelConfig {
+                entries: 4,
+                ways: 0,
+                latency_cycles: 20,
+            },
+            ..TlbConfig::default()
+        };
+        cfg.validate().unwrap();
+        let mut mmu = Mmu::new(&cfg);
+        assert_eq!(
+            mmu.l2_latency_cycles, 20,
+            "the L2 stage waits for the slower probe"
+        );
+        let mut phys = PhysMem::new(1 << 30);
+        let mut mem = MemSystem::new(&MemConfig::default());
+        let mut d = Ranged::new(&RadixConfig::default(), &mut phys).unwrap();
+        // A 4 MiB range mapped by one 2 MiB page and 512 4 KiB pages.
+        d.map(
+            &mut phys,
+            0,
+            Mapping::writable(0x200, 0x4000, PageSize::Size2M),
+        )
+        .unwrap();
+        for v in 0..512 {
+            d.map(
+                &mut phys,
+                0,
+                Mapping::writable(0x400 + v, 0x4200 + v, PageSize::Size4K),
+            )
+            .unwrap();
+        }
+        d.range = Some(VaRange {
+            vpn_start: Vpn(0x200),
+            vpn_end: Vpn(0x600),
+            pfn_start: Pfn(0x4000),
+            writable: true,
+        });
+        assert_eq!(
+            mmu.lookup_data_after_l1_miss(0, Vpn(0x450)),
+            TlbOutcome::Miss
+        );
+        let m = d.walk(0, Vpn(0x450), &mut mem).mapping.unwrap();
+        mmu.fill_walked(&d, 0, Vpn(0x450), m, false);
+        // Another page of the range: not in the L1/L2, served by the range as a 4 KiB page.
+        let got = mmu.lookup_data_after_l1_miss(0, Vpn(0x201));
+        assert_eq!(
+            got,
+            TlbOutcome::RangeHit(Mapping::writable(0x201, 0x4001, PageSize::Size4K))
+        );
+        assert_eq!(
+            mmu.lookup_data_after_l1_miss(0, Vpn(0x5ff)),
+            TlbOutcome::RangeHit(Mapping::writable(0x5ff, 0x43ff, PageSize::Size4K))
+        );
+        // Another ASID does not hit.
+        assert_eq!(
+            mmu.lookup_data_after_l1_miss(1, Vpn(0x201)),
+            TlbOutcome::Miss
+        );
+        // Invalidating one page inside removes the whole range.
+        mmu.invalidate(0, Mapping::writable(0x5ff, 0x43ff, PageSize::Size4K));
+        assert_eq!(
+            mmu.lookup_data_after_l1_miss(0, Vpn(0x201)),
+            TlbOutcome::Miss
+        );
+        let mut out = Stats::new();
+        mmu.stats(&mut out, 1);
+        let t = &out["tlb"];
+        assert_eq!(
+            (t["range_hits"].clone(), t["range_fills"].clone()),
+            (2.into(), 1.into())
+        );
+        assert_eq!(t["range_lookups"], 5);
+    }
+
+    #[test]
+    fn the_new_organizations_are_validated_naming_their_key() {
+        let bad = |cfg: TlbConfig, key: &str| {
+            let e = cfg.validate().unwrap_err();
+            assert!(e.contains(key), "{e}");
+        };
+        for pages in [0, 1, 3, 12, 128] {
+            bad(
+                TlbConfig {
+                    colt_max_pages: pages,
+                    ..TlbConfig::default()
+                },
+                "tlb.colt_max_pages",
+            );
+        }
+        bad(
+            TlbConfig {
+                l2_1g: TlbLevelConfig {
+                    entries: 18,
+                    ways: 4,
+                    latency_cycles: 1,
+                },
+                ..TlbConfig::default()
+            },
+            "tlb.l2_1g",
+        );
+        bad(
+            TlbConfig {
+                range: TlbLevelConfig {
+                    entries: 32,
+                    ways: 4,
+                    latency_cycles: 1,
+                },
+                ..TlbConfig::default()
+            },
+            "tlb.range.ways",
+        );
+    }
+
+    /// One step of the coalescing property test.
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Map VPN `vpn` (if free) to frame `vpn + 16 * shift`, read-only when `ro`.
+        Map { vpn: u64, shift: u64, ro: bool },
+        /// Map every free VPN of the aligned group of 16 holding `vpn`, as `Map` does (whole
+        /// contiguous runs are rare from single maps).
+        MapRun { vpn: u64, shift: u64 },
+        /// Unmap VPN `vpn` (if mapped).
+        Unmap { vpn: u64 },
+        /// A reference to `vpn`.
+        Access { vpn: u64 },
+    }
+
+    proptest! {
+        /// Under random map / unmap / reference sequences, a TLB hierarchy with coalescing never
+        /// returns a translation other than the one mapped now (the base page truth), and a page
+        /// unmapped is never translated again (invalidation is exact).
+        #[test]
+        fn a_coalescing_tlb_never_returns_a_translation_the_page_table_does_not_hold(
+            ops in prop::collection::vec(prop_oneof![
+                4 => (0u64..96, 0u64..2, prop::bool::weighted(0.1))
+                    .prop_map(|(vpn, shift, ro)| Op::Map { vpn, shift, ro }),
+                1 => (0u64..96, 0u64..2).prop_map(|(vpn, shift)| Op::MapRun { vpn, shift }),
+                2 => (0u64..96).prop_map(|vpn| Op::Unmap { vpn }),
+                6 => (0u64..96).prop_map(|vpn| Op::Access { vpn }),
+            ], 1..300),
+            coalescing in prop::sample::select(vec![Coalescing::ContiguousBit, Coalescing::Colt]),
+            any_size in any::<bool>(),
+            colt_max_pages in prop::sample::select(vec![2u32, 4, 8, 64]),
+        ) {
+            // Small TLBs, so that entries are evicted as well as invalidated.
+            let small = |entries, ways| TlbLevelConfig { entries, ways, latency_cycles: 1 };
+            let mut x = Machine::new(TlbConfig {
+                l1_organization: if any_size { L1Organization::AnySize } else { L1Organization::Split },
+                l1_any: small(4, 4),
+                l1_4k: small(4, 2),
+                l2: small(8, 2),
+                coalescing,
+                colt_max_pages,
+                ..TlbConfig::default()
+            });
+            let base = 0x3_0000u64;
+            let mut truth: HashMap<u64, Mapping> = HashMap::new();
+            for op in ops {
+                match op {
+                    Op::Map { vpn, shift, ro } => {
+                        if let std::collections::hash_map::Entry::Vacant(e) = truth.entry(vpn) {
+                            let mut m = Mapping::writable(base + vpn, 0x10_0000 + vpn + 16 * shift, PageSize::Size4K);
+                            m.writable = !ro;
+                            x.map(m);
+                            e.insert(m);
+                        }
+                    }
+                    Op::MapRun { vpn, shift } => {
+                        for v in vpn & !15..(vpn & !15) + 16 {
+                            if let std::collections::hash_map::Entry::Vacant(e) = truth.entry(v) {
+                                let m = Mapping::writable(base + v, 0x10_0000 + v + 16 * shift, PageSize::Size4K);
+                                x.map(m);
+                                e.insert(m);
+                            }
+                        }
+                    }
+                    Op::Unmap { vpn } => {
+                        if let Some(m) = truth.remove(&vpn) {
+                            x.unmap(m);
+                            prop_assert_eq!(x.access(base + vpn), None);
+                        }
+                    }
+                    Op::Access { vpn } => {
+                        prop_assert_eq!(x.access(base + vpn), truth.get(&vpn).copied());
+                    }
+                }
+            }
+            // Finally every page, from whatever entries are left.
+            for vpn in 0..96 {
+                prop_assert_eq!(x.access(base + vpn), truth.get(&vpn).copied());
+            }
+        }
+    }
 
     fn any_size_mmu(entries: u32) -> Mmu {
         Mmu::new(&TlbConfig {

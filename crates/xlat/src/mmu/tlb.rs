@@ -2,12 +2,63 @@
 //!
 //! Contract: `lookup` returns an entry only if it was filled for the same ASID and a page that
 //! contains the VPN, and has not been invalidated or evicted since; capacity never exceeds the
-//! configured entries; replacement is LRU within a set.
+//! configured entries; replacement is LRU within a set. A coalesced entry
+//! ([`CoalescedSpan`], filled by [`Tlb::fill_span`]) answers a lookup of any VPN inside its span
+//! with the base page of that VPN ([`CoalescedSpan::base_of`]), never with the span itself, so
+//! whoever checks a translation sees the page the OS mapped.
 
 use super::assoc::AssocCache;
+use super::CoalescedSpan;
 use crate::addr::{Asid, Mapping, PageSize, Pfn, Vpn};
 
+/// Value layout: bits 0..56 the (first) PFN, bits 56..62 the base-page order of a coalesced
+/// entry, bit 62 set for a coalesced entry, bit 63 writable.
 const WRITABLE_BIT: u64 = 1 << 63;
+const COALESCED_BIT: u64 = 1 << 62;
+const BASE_ORDER_SHIFT: u32 = 56;
+const PFN_MASK: u64 = (1 << BASE_ORDER_SHIFT) - 1;
+
+/// What one TLB entry holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlbEntry {
+    /// One page.
+    Page(Mapping),
+    /// A coalesced run of base pages.
+    Span(CoalescedSpan),
+}
+
+impl TlbEntry {
+    /// The base page of this entry that holds `vpn` (the page itself for a page entry).
+    #[inline]
+    pub fn base_of(&self, vpn: Vpn) -> Mapping {
+        match self {
+            TlbEntry::Page(m) => *m,
+            TlbEntry::Span(s) => s.base_of(vpn),
+        }
+    }
+}
+
+/// Decode the entry of `size` holding `vpn` from its stored value.
+#[inline(always)]
+fn decode(v: u64, vpn: Vpn, size: PageSize) -> TlbEntry {
+    let writable = v & WRITABLE_BIT != 0;
+    if v & COALESCED_BIT == 0 {
+        return TlbEntry::Page(Mapping {
+            vpn: vpn.align_down(size),
+            pfn: Pfn(v & !WRITABLE_BIT),
+            size,
+            writable,
+        });
+    }
+    let base_order = ((v >> BASE_ORDER_SHIFT) & 0x3f) as u8;
+    TlbEntry::Span(CoalescedSpan {
+        vpn: vpn.align_down(size),
+        pfn: Pfn(v & PFN_MASK),
+        base: PageSize::from_order(base_order).expect("base order"),
+        pages_log2: size.order() - base_order,
+        writable,
+    })
+}
 
 /// One TLB structure.
 #[derive(Clone, Debug)]
@@ -22,6 +73,12 @@ pub struct Tlb {
     hits_by_order: [u64; PageSize::MAX_ORDER as usize + 1],
     /// Lookups that missed.
     pub misses: u64,
+    /// Bit `order` set when a coalesced entry spanning that order was ever filled (the orders an
+    /// invalidation must probe for spans covering the page it removes).
+    span_orders_seen: u32,
+    /// Hits of coalesced entries by the order of their span (also counted in `hits`, not in
+    /// `hits_by_order`).
+    coalesced_hits_by_order: [u64; PageSize::MAX_ORDER as usize + 1],
 }
 
 /// The entry key of the page of `size` containing `vpn`. x86 sizes keep the layout
@@ -51,6 +108,8 @@ impl Tlb {
             hits: 0,
             hits_by_order: [0; PageSize::MAX_ORDER as usize + 1],
             misses: 0,
+            span_orders_seen: 0,
+            coalesced_hits_by_order: [0; PageSize::MAX_ORDER as usize + 1],
         }
     }
 
@@ -65,22 +124,28 @@ impl Tlb {
         self.sizes_seen != 0
     }
 
-    /// Look up the translation of `vpn`; counts a hit or a miss.
+    /// Look up the translation of `vpn`; counts a hit or a miss. A coalesced entry answers with
+    /// the base page holding `vpn`.
     #[inline]
     pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> Option<Mapping> {
+        self.lookup_entry(asid, vpn).map(|e| e.base_of(vpn))
+    }
+
+    /// [`Tlb::lookup`], returning the entry that hit (a page, or a whole coalesced span).
+    #[inline]
+    pub fn lookup_entry(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbEntry> {
         let mut seen = self.sizes_seen;
         while seen != 0 {
             let size = PageSize::from_order(seen.trailing_zeros() as u8).expect("order");
             seen &= seen - 1;
             if let Some(v) = self.cache.get(key(asid, vpn, size)) {
                 self.hits += 1;
-                self.hits_by_order[size.order() as usize] += 1;
-                return Some(Mapping {
-                    vpn: vpn.align_down(size),
-                    pfn: Pfn(v & !WRITABLE_BIT),
-                    size,
-                    writable: v & WRITABLE_BIT != 0,
-                });
+                if v & COALESCED_BIT == 0 {
+                    self.hits_by_order[size.order() as usize] += 1;
+                } else {
+                    self.coalesced_hits_by_order[size.order() as usize] += 1;
+                }
+                return Some(decode(v, vpn, size));
             }
         }
         self.misses += 1;
@@ -115,9 +180,38 @@ impl Tlb {
         self.cache.insert(key(asid, m.vpn, m.size), val);
     }
 
-    /// Remove the entry for exactly this translation, if present.
+    /// Insert the coalesced entry `s` (one entry for its whole span), evicting the least
+    /// recently used entry of its set.
+    #[inline]
+    pub fn fill_span(&mut self, asid: Asid, s: &CoalescedSpan) {
+        let size = s.size();
+        debug_assert!(
+            s.pfn.0 <= PFN_MASK,
+            "frame number too large for a TLB entry"
+        );
+        self.sizes_seen |= 1 << size.order();
+        self.span_orders_seen |= 1 << size.order();
+        let val = s.pfn.0
+            | COALESCED_BIT
+            | (s.base.order() as u64) << BASE_ORDER_SHIFT
+            | if s.writable { WRITABLE_BIT } else { 0 };
+        self.cache.insert(key(asid, s.vpn, size), val);
+    }
+
+    /// Remove the entry for exactly this translation, if present, and every coalesced entry
+    /// whose span covers it.
     pub fn invalidate(&mut self, asid: Asid, m: Mapping) {
         self.cache.remove(key(asid, m.vpn, m.size));
+        // Spans are aligned: the one of order `o` covering `m` is the one keyed by `m.vpn` at
+        // that order. (A span never lies inside `m` without covering it: its pages were
+        // unmapped, and it invalidated, before `m` could be mapped over them.)
+        let mut spans = self.span_orders_seen & !((2u32 << m.size.order()) - 1);
+        while spans != 0 {
+            let order = spans.trailing_zeros() as u8;
+            spans &= spans - 1;
+            let size = PageSize::from_order(order).expect("order");
+            self.cache.remove(key(asid, m.vpn, size));
+        }
     }
 
     /// Remove every entry of `asid`.
@@ -125,9 +219,15 @@ impl Tlb {
         self.cache.remove_if(|k| (k >> 48) as Asid == asid);
     }
 
-    /// Hits of [`Tlb::lookup`] by the order of the entry that hit (index 0 = 4 KiB).
+    /// Hits of [`Tlb::lookup`] by the order of the page entry that hit (index 0 = 4 KiB);
+    /// coalesced entries are counted apart ([`Tlb::coalesced_hits_by_order`]).
     pub fn hits_by_order(&self) -> &[u64] {
         &self.hits_by_order
+    }
+
+    /// Hits of coalesced entries by the order of their span.
+    pub fn coalesced_hits_by_order(&self) -> &[u64] {
+        &self.coalesced_hits_by_order
     }
 
     /// Number of valid entries.

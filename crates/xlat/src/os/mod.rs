@@ -644,6 +644,18 @@ impl Os {
             .is_some_and(|p| p.pages.maps_recent(vpn, m))
     }
 
+    /// The oracle for a translation known only at 4 KiB granularity (a range TLB's): whether
+    /// the page mapped at `vpn` in `asid` gives `vpn` the frame and write permission that `m`
+    /// (a page holding `vpn`, of any size) gives it. Weaker than [`Os::maps`], which also
+    /// requires the page itself to match: use it only for entries that cannot know the page.
+    pub fn maps_base(&self, asid: Asid, vpn: Vpn, m: &Mapping) -> bool {
+        let frame_of = |p: &Mapping| p.pfn.0 + (vpn.0 - p.vpn.0);
+        m.contains(vpn)
+            && self
+                .translate(asid, vpn)
+                .is_some_and(|t| t.writable == m.writable && frame_of(&t) == frame_of(m))
+    }
+
     /// The oracle: the translation covering `vpn` in `asid`, if any.
     #[inline]
     pub fn translate(&self, asid: Asid, vpn: Vpn) -> Option<Mapping> {

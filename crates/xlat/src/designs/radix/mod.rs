@@ -10,6 +10,15 @@
 //! that hits counts the use: an upper-level entry stays recent while a region is hot in a deeper
 //! PWC (it is not aged out behind the deeper hit).
 //!
+//! TLB coalescing (`tlb.coalescing`, see `docs/machine-A.md`): leaf entries carry an Arm-style
+//! contiguous hint, set on an aligned group of 16 leaves (4 KiB or 2 MiB) when they become
+//! present, physically contiguous from a 16-page-aligned frame, and equally protected, and
+//! cleared from the whole group when any of them is unmapped; a walk that reads a marked leaf
+//! reports the 16-page span ([`Design::coalesced`] with `ContiguousBit`). For CoLT it reports the
+//! largest aligned power-of-two group (at most `tlb.colt_max_pages`, at most the 8 entries of the
+//! 64-byte line the walk read) of present, contiguous, equally protected 4 KiB leaves around the
+//! walked one. Neither adds a memory reference: both read only what the walk read.
+//!
 //! PWC statistics (`pwc_lookups`, `pwc_<level>_hits`, `pwc_<level>_miss_rate`) count the walks
 //! after a TLB miss; the walk the engine repeats after a page fault updates the PWCs the same way
 //! but is counted apart (`pwc_post_fault_lookups`), so the rates describe TLB-miss walks.
@@ -22,21 +31,26 @@
 //! ## Deviations from the paper
 //! The PWCs are ASID-tagged, as with PCID. Accessed/dirty bit updates are not modeled (no writes by
 //! the walker). Page-table frames are single 4 KiB frames from the buddy allocator and are freed as
-//! soon as they become empty.
+//! soon as they become empty. The contiguous hint is Arm's (x86 has none): with
+//! `tlb.coalescing = "contiguous_bit"` this table stands for an AArch64 4 KiB-granule table, which
+//! has the same geometry (4 levels of 512 8-byte entries, 2 MiB and 1 GiB blocks).
 //!
 //! ## References
 //! Intel SDM Vol. 3A §4.5 (4-level and 5-level paging) and §4.10.3 (paging-structure caches);
+//! the Contiguous bit of Arm's VMSAv8-64 translation table descriptors; Pham et al., "CoLT:
+//! Coalesced Large-Reach TLBs", MICRO 2012;
 //! Bhattacharjee, "Large-reach memory management unit caches", MICRO 2013; the PWC configuration
 //! of LVM Table 1 and Utopia Table 1.
 
 mod table;
 
-pub use table::{RadixTable, Step};
+pub use table::{RadixTable, Step, CONTIG_ENTRIES};
 
-use crate::addr::{Asid, Mapping, Vpn};
+use crate::addr::{Asid, Mapping, PageSize, Pfn, Vpn, LINE_BYTES, PTE_BYTES};
 use crate::designs::{Design, PtFootprint, WalkResult};
 use crate::mem::MemSystem;
 use crate::mmu::assoc::AssocCache;
+use crate::mmu::{CoalesceRequest, CoalescedSpan};
 use crate::os::{OsError, PhysMem};
 use crate::stats::{ratio, Stats, StatsExt};
 use serde::{Deserialize, Serialize};
@@ -231,6 +245,59 @@ impl Design for Radix {
 
     fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
         self.table.map(phys, asid, m)
+    }
+
+    fn coalesced(&self, asid: Asid, m: Mapping, req: CoalesceRequest) -> Option<CoalescedSpan> {
+        let level = table::leaf_level(m.size);
+        let node = self.table.node_at(asid, m.vpn, level)?;
+        match req {
+            CoalesceRequest::ContiguousBit => {
+                // The walk read the marked leaf: its group of 16 is one entry.
+                if level > 1 || !self.table.is_contiguous(node, m.vpn, level) {
+                    return None;
+                }
+                let span_pages = CONTIG_ENTRIES * m.size.base_pages();
+                let vpn = Vpn(m.vpn.0 & !(span_pages - 1));
+                Some(CoalescedSpan {
+                    vpn,
+                    pfn: Pfn(m.pfn.0 - (m.vpn.0 - vpn.0)),
+                    base: m.size,
+                    pages_log2: CONTIG_ENTRIES.trailing_zeros() as u8,
+                    writable: m.writable,
+                })
+            }
+            CoalesceRequest::Colt { max_pages } => {
+                if m.size != PageSize::Size4K {
+                    return None;
+                }
+                // The walk read one 64-byte line of 8 leaf entries: the group can be no larger.
+                let line_entries = LINE_BYTES / PTE_BYTES;
+                let mut group = (max_pages as u64).min(line_entries);
+                while group >= 2 {
+                    let first = Vpn(m.vpn.0 & !(group - 1));
+                    let behind = m.vpn.0 - first.0;
+                    let contiguous = m.pfn.0 >= behind
+                        && (0..group).all(|j| {
+                            matches!(
+                                self.table.read(node, Vpn(first.0 + j), 0),
+                                Step::Leaf(n) if n.writable == m.writable
+                                    && n.pfn.0 + behind == m.pfn.0 + j
+                            )
+                        });
+                    if contiguous {
+                        return Some(CoalescedSpan {
+                            vpn: first,
+                            pfn: Pfn(m.pfn.0 - behind),
+                            base: PageSize::Size4K,
+                            pages_log2: group.trailing_zeros() as u8,
+                            writable: m.writable,
+                        });
+                    }
+                    group /= 2;
+                }
+                None
+            }
+        }
     }
 
     fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {

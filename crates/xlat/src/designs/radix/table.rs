@@ -14,6 +14,12 @@ pub const FANOUT: u64 = 512;
 const PRESENT: u64 = 1;
 const LEAF: u64 = 2;
 const WRITABLE: u64 = 4;
+/// Arm-style contiguous hint on a leaf: set on all 16 entries of a naturally aligned group that
+/// are present leaves mapping 16 physically contiguous, naturally aligned pages with equal
+/// permissions (kept exact by every map and unmap; see [`RadixTable::is_contiguous`]).
+const CONTIG: u64 = 8;
+/// Entries in a contiguous group (Arm, 4 KiB granule: 16 x 4 KiB = 64 KiB, 16 x 2 MiB = 32 MiB).
+pub const CONTIG_ENTRIES: u64 = 16;
 const NO_NODE: u32 = u32::MAX;
 
 /// Node index in the arena.
@@ -216,7 +222,54 @@ impl RadixTable {
         }
         *slot = (m.pfn.0 << 12) | PRESENT | LEAF | if m.writable { WRITABLE } else { 0 };
         self.used[node as usize] += 1;
+        if leaf <= 1 {
+            self.mark_contiguous(node, m.vpn, leaf);
+        }
         Ok(())
+    }
+
+    /// The OS side of the contiguous hint, as Linux's arm64 `contpte` code folds a range: when
+    /// the aligned group of 16 entries holding `vpn`'s entry (of node `id` at `level`) has become
+    /// 16 present leaves mapping naturally aligned, physically contiguous pages with equal
+    /// permissions, mark all of them. (Unmapping any of them clears the marks: `unmap`.)
+    fn mark_contiguous(&mut self, id: NodeId, vpn: Vpn, level: u32) {
+        let first = (Self::slot(id, vpn, level) as u64 & !(CONTIG_ENTRIES - 1)) as usize;
+        let group = &mut self.entries[first..first + CONTIG_ENTRIES as usize];
+        let step = 1u64 << (9 * level);
+        let e0 = group[0];
+        let pfn0 = e0 >> 12;
+        let all = e0 & (PRESENT | LEAF) == PRESENT | LEAF
+            && pfn0.is_multiple_of(CONTIG_ENTRIES * step)
+            && group.iter().enumerate().all(|(j, e)| {
+                e & (PRESENT | LEAF) == PRESENT | LEAF
+                    && e & WRITABLE == e0 & WRITABLE
+                    && e >> 12 == pfn0 + j as u64 * step
+            });
+        if all {
+            for e in group.iter_mut() {
+                *e |= CONTIG;
+            }
+        }
+    }
+
+    /// Whether the leaf entry of node `id` (at `level`) that `vpn` selects carries the
+    /// contiguous hint (then its aligned group of 16 is as [`CONTIG`] says).
+    #[inline]
+    pub fn is_contiguous(&self, id: NodeId, vpn: Vpn, level: u32) -> bool {
+        let e = self.entries[Self::slot(id, vpn, level)];
+        e & (PRESENT | LEAF | CONTIG) == PRESENT | LEAF | CONTIG
+    }
+
+    /// The node at `level` whose entry a walk of `vpn` reads there (software, no timing).
+    pub fn node_at(&self, asid: Asid, vpn: Vpn, level: u32) -> Option<NodeId> {
+        let mut node = self.root(asid)?;
+        for l in (level + 1..self.levels).rev() {
+            match self.read(node, vpn, l) {
+                Step::Next(child) => node = child,
+                _ => return None,
+            }
+        }
+        Some(node)
     }
 
     /// Remove `m`; frees nodes left empty. Calls `on_free(level, vpn)` for every freed non-root
@@ -242,11 +295,20 @@ impl RadixTable {
                 _ => return,
             }
         }
-        let slot = &mut self.entries[Self::slot(node, m.vpn, leaf)];
+        let at = Self::slot(node, m.vpn, leaf);
+        let slot = &mut self.entries[at];
         if *slot & (PRESENT | LEAF) != PRESENT | LEAF {
             return;
         }
+        let was_contiguous = *slot & CONTIG != 0;
         *slot = 0;
+        if was_contiguous {
+            // The group is no longer whole: unfold it.
+            let first = at & !(CONTIG_ENTRIES as usize - 1);
+            for e in &mut self.entries[first..first + CONTIG_ENTRIES as usize] {
+                *e &= !CONTIG;
+            }
+        }
         self.used[node as usize] -= 1;
         // Free empty nodes bottom-up (never the root).
         for level in leaf..self.levels - 1 {
