@@ -18,12 +18,13 @@ True
 from xlat._core import XlatError
 from xlat.query import results
 from xlat.records import flatten, get_path, speedups
-from xlat.run import compare, designs, run, version, workloads
+from xlat.run import compare, cpus, designs, run, version, workloads
 from xlat.sweeps import sweep
 
 __all__ = [
     "XlatError",
     "compare",
+    "cpus",
     "designs",
     "flatten",
     "get_path",

@@ -4,8 +4,10 @@ Forms scripts rely on (kept exactly so)::
 
     xlat run --design radix --workload gups --footprint 1GiB --refs 10M --seed 1 --json
     xlat compare --designs radix,ideal --workload bfs --footprint 512MiB --refs 5M --json
+    xlat run --cpu neoverse-n1 --design radix --workload gups
     xlat designs
     xlat workloads
+    xlat cpus
     xlat sweep SPEC.toml [--workers N] [--db PATH] [--address ray://HOST:PORT] [--dry-run]
     xlat results [--db PATH] [--where design=radix] [--speedup-over radix] [--format csv]
     xlat report [results.duckdb | compare.json] [--out DIR]
@@ -21,7 +23,15 @@ import sys
 
 from xlat import _core, commands, snapshot, trace_cli
 from xlat.report import format_table, table_rows, write_report
-from xlat.run import compare, designs, load_preset, resolve_config, run
+from xlat.run import (
+    compare,
+    cpu_description,
+    cpus,
+    designs,
+    load_preset,
+    resolve_config,
+    run,
+)
 
 
 class UsageError(Exception):
@@ -38,7 +48,13 @@ def _parse_set(items: list[str] | None) -> list[tuple[str, str]]:
     return out
 
 
+CPU_HELP = (
+    "CPU preset (see `xlat cpus`): its TLBs, caches, DRAM and core, beneath --preset and --set"
+)
+
+
 def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cpu", metavar="NAME", help=CPU_HELP)
     p.add_argument("--preset", help="preset name in configs/ or path to a TOML file")
     p.add_argument("--workload", help="built-in workload (see `xlat workloads`)")
     p.add_argument("--footprint", help="workload footprint, e.g. 256MiB, 1GiB")
@@ -82,11 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verbose", "-v", action="store_true", help="with one-line summaries")
     p = sub.add_parser("workloads", help="list built-in workloads, one per line")
     p.add_argument("--verbose", "-v", action="store_true", help="with one-line descriptions")
+    p = sub.add_parser("cpus", help="list CPU presets (configs/cpus/) with their key figures")
+    p.add_argument("--names", action="store_true", help="names only, one per line")
 
     p = sub.add_parser("config", help="configuration tools")
     csub = p.add_subparsers(dest="config_command", required=True)
     c = csub.add_parser("show", help="print the resolved configuration tree as TOML")
     c.add_argument("preset", nargs="?", help="preset name in configs/ or path to a TOML file")
+    c.add_argument("--cpu", metavar="NAME", help=CPU_HELP)
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a key")
     c = csub.add_parser("keys", help="list every configuration key")
     trace_cli.add_parser(sub)
@@ -109,6 +128,7 @@ def _kwargs(args: argparse.Namespace) -> dict:
         refs=args.refs,
         seed=args.seed,
         preset=args.preset,
+        cpu=args.cpu,
         set=_snapshot_overrides(args) + _parse_set(args.set),
         **trace_cli.trace_kwargs(args),
     )
@@ -119,6 +139,7 @@ def _validate(args: argparse.Namespace, design_names: list[str]) -> None:
     problems exit with code 2 and nothing is simulated."""
     kw = _kwargs(args)
     preset = kw.pop("preset")
+    cpu = kw.pop("cpu")
     trace = kw.pop("trace")
     try:
         trace_cli.check_trace_kwargs(trace, kw.pop("trace_format"))
@@ -131,7 +152,7 @@ def _validate(args: argparse.Namespace, design_names: list[str]) -> None:
             )
     for d in design_names:
         try:
-            resolve_config(preset, design=d, **kw)
+            resolve_config(preset, cpu, design=d, **kw)
         except _core.XlatError as e:
             raise UsageError(str(e)) from None
 
@@ -180,9 +201,76 @@ def cmd_config(args: argparse.Namespace) -> int:
         print("\n".join(_core.config_keys()))
         return 0
     try:
-        print(resolve_config(args.preset, set=_parse_set(args.set)), end="")
+        print(resolve_config(args.preset, args.cpu, set=_parse_set(args.set)), end="")
     except _core.XlatError as e:
         raise UsageError(str(e)) from None
+    return 0
+
+
+def _size(n: int) -> str:
+    """Bytes as the largest whole binary unit, e.g. ``32MiB``."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return f"{n}B"
+
+
+def cpu_rows() -> list[dict[str, str]]:
+    """One row per CPU preset: name, L1 DTLB, L2 TLB, LLC, core clock and description, read
+    from the configuration each preset resolves to (what a run would use)."""
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib  # type: ignore[no-redef]
+    rows = []
+    for name in cpus():
+        cfg = tomllib.loads(resolve_config(cpu=name))
+        tlb, mem = cfg["tlb"], cfg["mem"]
+        if tlb["l1_organization"] == "any_size":
+            a = tlb["l1_any"]
+            assoc = "fully assoc." if a["ways"] >= a["entries"] else f"{a['ways']}-way"
+            l1 = f"{a['entries']} any-size, {assoc}"
+        else:
+            l1 = "+".join(
+                f"{tlb[k]['entries']}x{size}"
+                for k, size in (("l1_4k", "4K"), ("l1_2m", "2M"), ("l1_1g", "1G"))
+                if tlb[k]["entries"]
+            )
+        l2 = tlb["l2"]
+        llc = mem["llc"]
+        rows.append(
+            {
+                "name": name,
+                "l1_dtlb": l1,
+                "l2_tlb": f"{l2['entries']}, {l2['ways']}-way",
+                "llc": f"{_size(llc['size_bytes'])}, {llc['ways']}-way",
+                "clock": f"{mem['dram']['core_clock_mhz'] / 1000:g} GHz",
+                "description": cpu_description(name),
+            }
+        )
+    return rows
+
+
+def cmd_cpus(args: argparse.Namespace) -> int:
+    if args.names:
+        print("\n".join(cpus()))
+        return 0
+    try:
+        rows = cpu_rows()
+    except _core.XlatError as e:
+        raise UsageError(str(e)) from None
+    head = {
+        "name": "NAME",
+        "l1_dtlb": "L1 DTLB",
+        "l2_tlb": "L2 TLB",
+        "llc": "LLC",
+        "clock": "CLOCK",
+        "description": "DESCRIPTION",
+    }
+    keys = list(head)
+    widths = {k: max(len(r[k]) for r in [head, *rows]) for k in keys[:-1]}
+    for r in [head, *rows]:
+        print("  ".join(r[k].ljust(widths[k]) for k in keys[:-1]) + "  " + r["description"])
     return 0
 
 
@@ -223,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "config":
             return cmd_config(args)
+        if args.command == "cpus":
+            return cmd_cpus(args)
         if args.command == "trace":
             return trace_cli.main(args)
         if args.command == "snapshot":

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from xlat.run import cpu_keys
 from xlat.run import designs as registered_designs
 from xlat.store import DEFAULT_DB, META_NAMES, TABLE, Store, StoreError, quote
 from xlat.sweeps import expand, load_spec, parse_spec
@@ -171,19 +172,34 @@ def varying_params(df) -> list[str]:
     """Configuration columns (``config.*``) whose value differs between rows, other than the
     design and the seed: the grid's swept parameters.
 
+    A CPU preset (``config.sim.cpu``, see docs/machine-B.md) sets many keys at once: when the
+    CPU varies, a key its preset file sets is listed only if it also varies among the rows of
+    one CPU (swept on top of the presets), else the ``sim.cpu`` column says it all.
+
     Examples
     --------
     >>> import pandas as pd
     >>> varying_params(pd.DataFrame({"config.os.thp": ["never", "always"],
     ...     "config.sim.design": ["radix", "ideal"], "config.radix.levels": [4, 4]}))
     ['config.os.thp']
+    >>> varying_params(pd.DataFrame({"config.sim.cpu": ["zen4", "neoverse-n1"],
+    ...     "config.tlb.l2.entries": [3072, 1280], "config.os.thp": ["never", "always"]}))
+    ['config.sim.cpu', 'config.os.thp']
     """
     skip = {"config.sim.design", "config.sim.seed", "config.workload.name"}
-    return [
+    out = [
         c
         for c in df.columns
         if c.startswith("config.") and c not in skip and df[c].astype(str).nunique() > 1
     ]
+    cpu = "config.sim.cpu"
+    if cpu in out:
+        implied = set()
+        for name in df[cpu].astype(str).unique():
+            implied |= {f"config.{k}" for k in cpu_keys(name)} if name else set()
+        by_cpu = df.astype({c: str for c in out}).groupby(cpu)
+        out = [c for c in out if c not in implied or (by_cpu[c].nunique() > 1).any()]
+    return out
 
 
 def default_index(df) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 import time
@@ -12,6 +13,11 @@ from typing import Any
 from xlat import _core
 from xlat.records import flatten, get_path, speedups  # noqa: F401 - the API names them here
 from xlat.store import frame_from_records
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore[no-redef]
 
 #: Chunk of references simulated between two progress updates.
 STEP_REFS = 1_000_000
@@ -92,6 +98,154 @@ def load_preset(preset: str | None) -> tuple[str | None, str]:
     )
 
 
+#: Sections a CPU preset may set: the machine, never the workload, the OS or the run.
+CPU_SECTIONS = ("tlb", "mem", "core", "timing", "radix")
+
+
+def cpu_dirs() -> list[Path]:
+    """Folders searched for CPU presets: ``./configs/cpus`` then the repository's."""
+    return list(dict.fromkeys(d.resolve() / "cpus" for d in preset_dirs()))
+
+
+def cpu_path(name: str) -> Path | None:
+    """The file of CPU preset ``name`` (the first folder of :func:`cpu_dirs` holding it)."""
+    for d in cpu_dirs():
+        path = d / f"{name}.toml"
+        if path.is_file():
+            return path
+    return None
+
+
+def cpus() -> list[str]:
+    """Names of the CPU presets (``configs/cpus/*.toml``), sorted.
+
+    Examples
+    --------
+    >>> {"skylake-sp", "neoverse-n1"} <= set(cpus())
+    True
+    """
+    return sorted({p.stem for d in cpu_dirs() if d.is_dir() for p in d.glob("*.toml")})
+
+
+def load_cpu(name: str) -> tuple[str, str]:
+    """Return ``(toml_text, origin)`` of CPU preset ``name``; XlatError listing the valid names
+    (and the closest one) if there is no such preset, or naming the file and the section if it
+    sets anything but the machine (:data:`CPU_SECTIONS`).
+
+    Examples
+    --------
+    >>> text, origin = load_cpu("neoverse-n1")
+    >>> origin.endswith("cpus/neoverse-n1.toml")
+    True
+    >>> load_cpu("neoverse-m1")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    _core.XlatError: unknown CPU preset 'neoverse-m1' (did you mean 'neoverse-n1'?); ...
+    """
+    path = cpu_path(name) if name and "/" not in name and not name.startswith(".") else None
+    if path is None:
+        names = cpus()
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise _core.XlatError(
+            f"unknown CPU preset '{name}'{hint}; CPU presets: {', '.join(names) or 'none'} "
+            f"(files in {', '.join(str(d) for d in cpu_dirs())})"
+        )
+    text = read_text(path, "CPU preset")
+    try:
+        sections = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return text, str(path)  # the core reports the syntax error with the file's name
+    for section in sections:
+        if section not in CPU_SECTIONS:
+            raise _core.XlatError(
+                f"CPU preset {path}: sets '{section}', but a CPU preset describes the machine "
+                f"only (sections {', '.join(CPU_SECTIONS)}); put it in a --preset file"
+            )
+    return text, str(path)
+
+
+def cpu_keys(name: str) -> set[str]:
+    """The configuration keys CPU preset ``name`` sets (empty for an unknown name).
+
+    Examples
+    --------
+    >>> "tlb.l1_organization" in cpu_keys("neoverse-n1")
+    True
+    """
+    path = cpu_path(name) if name and "/" not in name else None
+    if path is None:
+        return set()
+    try:
+        tree = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return set()
+    return set(flatten(tree))
+
+
+def cpu_description(name: str) -> str:
+    """The one-line description of a CPU preset: its file's first comment line.
+
+    Examples
+    --------
+    >>> cpu_description("neoverse-n1").startswith("Arm Neoverse N1")
+    True
+    """
+    path = cpu_path(name)
+    if path is None:
+        return ""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            return line.lstrip("#").strip()
+        if line.strip():
+            break
+    return ""
+
+
+def select_cpu(
+    cpu: str | None, preset_text: str | None, overrides: list[tuple[str, str]]
+) -> tuple[str, list[tuple[str, str]], list[tuple[str, str]]]:
+    """Which CPU preset a run uses, and the layers and overrides that apply it.
+
+    The name comes from ``--set sim.cpu=NAME`` (an override), else ``cpu`` (``--cpu``), else
+    the preset file's ``sim.cpu``; ``cpu`` and an override naming different CPUs is an error.
+    Returns ``(name, base_layers, overrides)``: ``base_layers`` holds the CPU file (applied
+    beneath the preset), and ``overrides`` records the name as ``sim.cpu``.
+
+    Examples
+    --------
+    >>> name, layers, over = select_cpu("zen4", None, [("os.thp", "always")])
+    >>> name, len(layers), over
+    ('zen4', 1, [('sim.cpu', 'zen4'), ('os.thp', 'always')])
+    >>> select_cpu(None, None, [])
+    ('', [], [])
+    >>> select_cpu("zen4", None, [("sim.cpu", "neoverse-n1")])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    _core.XlatError: the CPU is given twice: cpu='zen4' (--cpu) and sim.cpu='neoverse-n1' ...
+    """
+    from_set = [v for k, v in overrides if k.strip() == "sim.cpu"]
+    name = from_set[-1].strip() if from_set else None
+    if cpu is not None and name is not None and cpu != name:
+        raise _core.XlatError(
+            f"the CPU is given twice: cpu='{cpu}' (--cpu) and sim.cpu='{name}' (--set); "
+            "give one of them"
+        )
+    if name is None and cpu is not None:
+        name = cpu
+        overrides = [("sim.cpu", cpu), *overrides]
+    if name is None and preset_text is not None:
+        try:
+            name = tomllib.loads(preset_text).get("sim", {}).get("cpu")
+        except (tomllib.TOMLDecodeError, AttributeError):
+            name = None  # the core reports a malformed preset with its file's name
+        name = name if isinstance(name, str) else None
+    if not name:
+        return "", [], overrides
+    text, origin = load_cpu(name)
+    return name, [(origin, text)], overrides
+
+
 def read_text(path: str | Path, what: str) -> str:
     """The UTF-8 text of a configuration file; XlatError naming the file, offset and problem.
 
@@ -147,16 +301,22 @@ def build_overrides(
     return out
 
 
-def resolve_config(preset: str | None = None, **kwargs: Any) -> str:
+def resolve_config(preset: str | None = None, cpu: str | None = None, **kwargs: Any) -> str:
     """The resolved configuration tree as TOML text (raises XlatError on a bad key or value).
+
+    Layers, each over the one before: built-in defaults < CPU preset ``cpu`` (a name from
+    :func:`cpus`) < ``preset`` < the keyword arguments and ``set`` overrides.
 
     Examples
     --------
     >>> "levels = 5" in resolve_config(set={"radix.levels": 5})
     True
+    >>> 'l1_organization = "any_size"' in resolve_config(cpu="neoverse-n1")
+    True
     """
     text, origin = load_preset(preset)
-    return _core.resolve_config(text, origin, build_overrides(**kwargs))
+    _, layers, overrides = select_cpu(cpu, text, build_overrides(**kwargs))
+    return _core.resolve_config(text, origin, overrides, layers)
 
 
 class Progress:
@@ -204,6 +364,7 @@ def run(
     trace: str | None = None,
     trace_format: str | None = None,
     as_frame: bool = False,
+    cpu: str | None = None,
 ):
     """Run one simulation and return its result record (a nested dict; see docs/results.md).
 
@@ -215,6 +376,10 @@ def run(
     ``as_frame=True`` the result is a one-row pandas DataFrame with the result store's columns
     (figures by dotted path, see docs/sweeps.md) instead of the dict.
 
+    ``cpu`` names a CPU preset (:func:`cpus`, files ``configs/cpus/NAME.toml``): its TLBs,
+    page-walk caches, caches, DRAM and core are applied beneath ``preset``, whose keys and
+    then ``set`` override it; the record's ``config.sim.cpu`` names it.
+
     Examples
     --------
     >>> rec = run(design="ideal", workload="gups", footprint="16MiB", refs=20000)
@@ -223,6 +388,10 @@ def run(
     >>> df = run(design="ideal", workload="gups", footprint="16MiB", refs=20000, as_frame=True)
     >>> int(df.loc[0, "walk.mem_accesses"]) == rec["walk"]["mem_accesses"]
     True
+    >>> n1 = run(design="radix", workload="gups", footprint="16MiB", refs=20000,
+    ...          cpu="neoverse-n1")
+    >>> n1["config"]["sim"]["cpu"], n1["config"]["tlb"]["l1_organization"]
+    ('neoverse-n1', 'any_size')
     """
     if trace is not None and (workload is not None or footprint is not None):
         given = "workload" if workload is not None else "footprint"
@@ -234,7 +403,8 @@ def run(
     overrides = build_overrides(design, workload, footprint, refs, seed, set)
     if trace is not None and refs is None:
         overrides.insert(0, ("sim.refs", str(TRACE_NO_LIMIT)))
-    sim = _core.Simulation(text, origin, overrides, trace, trace_format)
+    _, layers, overrides = select_cpu(cpu, text, overrides)
+    sim = _core.Simulation(text, origin, overrides, trace, trace_format, layers)
     label = design or dict(overrides).get("sim.design", "")
     bar = Progress(label, sim.total_refs, progress)
     try:
@@ -261,11 +431,12 @@ def compare(
     trace: str | None = None,
     trace_format: str | None = None,
     as_frame: bool = False,
+    cpu: str | None = None,
 ):
     """Run the same workload on several designs (all registered ones when None).
 
     Returns the list of result records, or with ``as_frame=True`` a pandas DataFrame with one
-    row per design (the result store's columns).
+    row per design (the result store's columns). ``cpu`` names a CPU preset, as in :func:`run`.
 
     Examples
     --------
@@ -278,10 +449,26 @@ def compare(
     ...              as_frame=True)
     >>> df[["design", "workload"]].values.tolist()
     [['radix', 'gups'], ['ideal', 'gups']]
+    >>> recs = compare(["radix", "ideal"], workload="gups", footprint="16MiB", refs=20000,
+    ...                cpu="zen4")
+    >>> {r["config"]["sim"]["cpu"] for r in recs}
+    {'zen4'}
     """
     names = list(designs) if designs is not None else globals()["designs"]()
     records = [
-        run(d, workload, footprint, refs, seed, preset, set, progress, trace, trace_format)
+        run(
+            d,
+            workload,
+            footprint,
+            refs,
+            seed,
+            preset,
+            set,
+            progress,
+            trace,
+            trace_format,
+            cpu=cpu,
+        )
         for d in names
     ]
     if as_frame:

@@ -32,6 +32,7 @@ from typing import Any
 from xlat import _core
 from xlat.records import config_labels
 from xlat.run import TRACE_NO_LIMIT, resolve_config, version
+from xlat.run import cpus as cpu_presets
 from xlat.run import designs as registered_designs
 from xlat.run import workloads as builtin_workloads
 from xlat.store import DEFAULT_DB, TABLE, Store, config_hash, figure_columns, point_hash
@@ -49,6 +50,7 @@ SPEC_KEYS = (
     "footprint",
     "refs",
     "seeds",
+    "cpus",
     "preset",
     "name",
     "set",
@@ -238,6 +240,11 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
         if len({_value_text(v) for v in values}) != len(values):
             raise fail(f"[set] '{key}' lists a value twice: {values!r}")
         params[str(key)] = values
+    if "cpus" in data:
+        # A grid axis over CPU presets: the `sim.cpu` parameter, swept before the [set] keys.
+        if any(str(k).strip() == "sim.cpu" for k in params):
+            raise fail("'cpus' and [set] 'sim.cpu' both name the CPU presets; keep one of them")
+        params = {"sim.cpu": names("cpus", cpu_presets(), None), **params}
     preset = data.get("preset")
     if preset is not None and not isinstance(preset, str):
         raise fail(f"'preset' must be a preset name or path, got {preset!r}")

@@ -21,12 +21,22 @@ fn err(e: impl std::fmt::Display) -> PyErr {
     XlatError::new_err(e.to_string())
 }
 
+/// Defaults, then the `base_layers` (`(origin, text)` pairs, e.g. a CPU preset), then the
+/// preset text, then the overrides.
 fn resolve(
     preset_text: Option<&str>,
     preset_origin: &str,
     overrides: Vec<(String, String)>,
+    base_layers: &[(String, String)],
 ) -> PyResult<Config> {
-    Config::resolve(preset_text.map(|t| (preset_origin, t)), &overrides).map_err(err)
+    let mut layers: Vec<(&str, &str)> = base_layers
+        .iter()
+        .map(|(origin, text)| (origin.as_str(), text.as_str()))
+        .collect();
+    if let Some(text) = preset_text {
+        layers.push((preset_origin, text));
+    }
+    Config::resolve_layers(&layers, &overrides).map_err(err)
 }
 
 /// Registered designs as (name, summary) pairs, in registry order.
@@ -53,15 +63,17 @@ fn config_keys() -> Vec<String> {
     Config::keys()
 }
 
-/// Resolve defaults + preset + overrides and return the configuration as TOML text.
+/// Resolve defaults + base layers + preset + overrides and return the configuration as TOML
+/// text. `base_layers` are `(origin, text)` pairs applied beneath the preset (a CPU preset).
 #[pyfunction]
-#[pyo3(signature = (preset_text, preset_origin, overrides))]
+#[pyo3(signature = (preset_text, preset_origin, overrides, base_layers=Vec::new()))]
 fn resolve_config(
     preset_text: Option<&str>,
     preset_origin: &str,
     overrides: Vec<(String, String)>,
+    base_layers: Vec<(String, String)>,
 ) -> PyResult<String> {
-    Ok(resolve(preset_text, preset_origin, overrides)?.to_toml())
+    Ok(resolve(preset_text, preset_origin, overrides, &base_layers)?.to_toml())
 }
 
 /// The core version.
@@ -277,15 +289,16 @@ struct Simulation {
 #[pymethods]
 impl Simulation {
     #[new]
-    #[pyo3(signature = (preset_text, preset_origin, overrides, trace=None, trace_format=None))]
+    #[pyo3(signature = (preset_text, preset_origin, overrides, trace=None, trace_format=None, base_layers=Vec::new()))]
     fn new(
         preset_text: Option<&str>,
         preset_origin: &str,
         overrides: Vec<(String, String)>,
         trace: Option<&str>,
         trace_format: Option<&str>,
+        base_layers: Vec<(String, String)>,
     ) -> PyResult<Self> {
-        let cfg = resolve(preset_text, preset_origin, overrides)?;
+        let cfg = resolve(preset_text, preset_origin, overrides, &base_layers)?;
         let source = match trace {
             Some(path) => open_trace(path, trace_format)?,
             None => {

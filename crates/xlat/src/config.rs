@@ -1,12 +1,14 @@
 //! The configuration tree: one section per subsystem, one section per registered design.
 //!
 //! Every struct rejects unknown keys and has documented defaults, so a typo is an error rather
-//! than a silently ignored setting. Configs are assembled in three layers: built-in defaults, a
-//! TOML preset (any subset of keys), then `section.field=value` overrides. The resolved tree is
-//! written into every result record.
+//! than a silently ignored setting. Configs are assembled in layers: built-in defaults, TOML
+//! layers (any subset of keys each: the front end passes a CPU preset from `configs/cpus/`, then
+//! the user's preset), then `section.field=value` overrides. The resolved tree is written into
+//! every result record.
 //!
-//! Contract: `Config::default()` is a valid configuration; `resolve` either returns a config in
-//! which every key came from one of the three layers, or an error naming the offending key (and
+//! Contract: `Config::default()` is a valid configuration; `resolve` / `resolve_layers` either
+//! return a config in which every key came from one of the layers, or an error naming the
+//! offending key and the layer that holds it (and
 //! the closest valid key when there is one).
 
 use crate::designs::DesignsConfig;
@@ -30,6 +32,12 @@ pub struct SimConfig {
     pub seed: u64,
     /// Check every translation against the OS model's mapping (the oracle).
     pub oracle: bool,
+    /// Name of the CPU preset (`configs/cpus/<cpu>.toml`) the run's machine came from; empty
+    /// for the built-in defaults. The front end (`xlat run --cpu`, `xlat.run(cpu=...)`)
+    /// applies the preset's file as a layer beneath the user's preset and overrides (see
+    /// [`Config::resolve_layers`]); the core itself only records the name, so that every
+    /// result record says which machine it ran on.
+    pub cpu: String,
 }
 
 impl Default for SimConfig {
@@ -39,6 +47,7 @@ impl Default for SimConfig {
             refs: 1_000_000,
             seed: 1,
             oracle: true,
+            cpu: String::new(),
         }
     }
 }
@@ -84,17 +93,30 @@ impl Config {
         preset_toml: Option<(&str, &str)>,
         overrides: &[(String, String)],
     ) -> Result<Config, ConfigError> {
+        Self::resolve_layers(preset_toml.as_slice(), overrides)
+    }
+
+    /// [`Config::resolve`] with any number of TOML layers, given as `(origin, text)` and
+    /// applied in order over the defaults (a later layer's key replaces an earlier one's),
+    /// then the overrides. Every layer is checked on its own, so an unknown key or a bad
+    /// value is reported with the origin of the layer that holds it; cross-field checks
+    /// (`validate`) run once, on the final tree. The front end passes a CPU preset
+    /// (`configs/cpus/<cpu>.toml`) and then the user's preset.
+    pub fn resolve_layers(
+        layers: &[(&str, &str)],
+        overrides: &[(String, String)],
+    ) -> Result<Config, ConfigError> {
         let mut tree = toml::Value::try_from(Config::default())
             .map_err(|e| ConfigError(format!("internal: cannot serialize defaults: {e}")))?;
-        if let Some((origin, text)) = preset_toml {
-            let preset: toml::Value = toml::from_str(text)
+        for (origin, text) in layers {
+            let layer: toml::Value = toml::from_str(text)
                 .map_err(|e| ConfigError(format!("{origin}: not valid TOML: {e}")))?;
-            merge_checked(&mut tree, &preset, "", origin)?;
+            merge_checked(&mut tree, &layer, "", origin)?;
         }
         for (key, value) in overrides {
             set_key(&mut tree, key, value)?;
         }
-        follow_paging_mode(&mut tree, preset_toml.map(|(_, t)| t), overrides);
+        follow_paging_mode(&mut tree, layers, overrides);
         let cfg: Config = tree
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError(format!("invalid configuration: {e}")))?;
@@ -121,6 +143,19 @@ impl Config {
                     .map(|c| format!(" (did you mean '{c}'?)"))
                     .unwrap_or_default(),
                 names.join(", ")
+            )));
+        }
+        if !self.sim.cpu.is_empty()
+            && !self
+                .sim
+                .cpu
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+        {
+            return Err(ConfigError(format!(
+                "sim.cpu '{}' is not a CPU preset name (lowercase letters, digits, '-' and '_'; \
+                 `xlat cpus` lists them)",
+                self.sim.cpu
             )));
         }
         if self.sim.refs == 0 {
@@ -180,19 +215,20 @@ impl Config {
 /// unless the preset or an override sets them; [`Config::validate`] rejects a disagreement.
 fn follow_paging_mode(
     tree: &mut toml::Value,
-    preset: Option<&str>,
+    layers: &[(&str, &str)],
     overrides: &[(String, String)],
 ) {
-    let preset: Option<toml::Value> = preset.and_then(|t| toml::from_str(t).ok());
+    let layers: Vec<toml::Value> = layers
+        .iter()
+        .filter_map(|(_, t)| toml::from_str(t).ok())
+        .collect();
     let Some(levels) = tree.get("radix").and_then(|r| r.get("levels")).cloned() else {
         return;
     };
     for section in ["ideal", "perfect_tlb"] {
-        let in_preset = preset
-            .as_ref()
-            .and_then(|p| p.get(section))
-            .and_then(|s| s.get("levels"))
-            .is_some();
+        let in_preset = layers
+            .iter()
+            .any(|p| p.get(section).and_then(|s| s.get("levels")).is_some());
         let overridden = overrides
             .iter()
             .any(|(k, _)| k == &format!("{section}.levels"));
@@ -519,6 +555,63 @@ mod tests {
         assert!(error_of(&[("sim.refs", "0")]).contains("sim.refs must be at least 1"));
         let e = error_of(&[("os.fmfi_order", "40")]);
         assert!(e.contains("os.fmfi_order must be at most 18"), "{e}");
+    }
+
+    #[test]
+    fn sim_cpu_defaults_to_empty_and_is_recorded_as_given() {
+        assert_eq!(Config::default().sim.cpu, "");
+        let cfg = Config::resolve(None, &set(&[("sim.cpu", "neoverse-n1")])).unwrap();
+        assert_eq!(cfg.sim.cpu, "neoverse-n1");
+        assert_eq!(cfg.to_json()["sim"]["cpu"], "neoverse-n1");
+        let e = error_of(&[("sim.cpu", "../etc/passwd")]);
+        assert!(
+            e.contains("sim.cpu '../etc/passwd' is not a CPU preset name"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn later_layers_replace_earlier_ones_and_overrides_beat_every_layer() {
+        let cpu = (
+            "cpus/x.toml",
+            "[tlb.l2]\nentries = 1280\nways = 5\n[radix]\npwc_entries = 16\n",
+        );
+        let user = ("mine.toml", "[tlb.l2]\nentries = 2560\n");
+        let cfg =
+            Config::resolve_layers(&[cpu, user], &set(&[("radix.pwc_entries", "8")])).unwrap();
+        assert_eq!(
+            cfg.tlb.l2.entries, 2560,
+            "the user's layer replaces the CPU's key"
+        );
+        assert_eq!(
+            cfg.tlb.l2.ways, 5,
+            "keys the user's layer does not name stay the CPU's"
+        );
+        assert_eq!(
+            cfg.designs.radix.pwc_entries, 8,
+            "an override beats every layer"
+        );
+        assert_eq!(
+            Config::resolve_layers(&[], &[]).unwrap(),
+            Config::resolve(None, &[]).unwrap()
+        );
+    }
+
+    #[test]
+    fn an_error_in_a_layer_names_that_layer() {
+        let good = ("cpus/x.toml", "[tlb.l2]\nways = 5\n");
+        let bad = ("cpus/y.toml", "[tlb.l2]\nwayz = 5\n");
+        let e = Config::resolve_layers(&[good, bad], &[]).unwrap_err().0;
+        assert!(
+            e.starts_with("cpus/y.toml: unknown configuration key 'tlb.l2.wayz'"),
+            "{e}"
+        );
+        // Cross-field checks run on the final tree: 1280 entries are 5-way sets only once the
+        // second layer sets the ways.
+        let entries = ("a.toml", "[tlb.l2]\nentries = 1280\n");
+        let ways = ("b.toml", "[tlb.l2]\nways = 5\n");
+        assert!(Config::resolve_layers(&[entries], &[]).is_err());
+        assert!(Config::resolve_layers(&[entries, ways], &[]).is_ok());
     }
 
     #[test]
