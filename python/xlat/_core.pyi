@@ -36,6 +36,7 @@ class Simulation:
         overrides: list[tuple[str, str]],
         trace: str | None = None,
         trace_format: str | None = None,
+        traces: list[str] | None = None,
     ) -> None: ...
     def step(self, max_refs: int) -> bool: ...
     @property

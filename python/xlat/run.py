@@ -201,7 +201,7 @@ def run(
     preset: str | None = None,
     set: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
     progress: bool = False,
-    trace: str | None = None,
+    trace: str | list[str] | None = None,
     trace_format: str | None = None,
     as_frame: bool = False,
 ):
@@ -214,6 +214,11 @@ def run(
     and the record's ``trace`` section carries the file's path, format and sha256. With
     ``as_frame=True`` the result is a one-row pandas DataFrame with the result store's columns
     (figures by dotted path, see docs/sweeps.md) instead of the dict.
+
+    Several processes: ``workload="gups,kv"`` (a comma list) or a list of traces runs one
+    process per workload or trace, on ``sim.cores`` cores (``set={"sim.cores": 2}``); more
+    processes than cores time-share them (``sim.quantum``). The record then has a ``cores``
+    and a ``processes`` list besides the totals (docs/machine-C.md).
 
     Examples
     --------
@@ -234,7 +239,11 @@ def run(
     overrides = build_overrides(design, workload, footprint, refs, seed, set)
     if trace is not None and refs is None:
         overrides.insert(0, ("sim.refs", str(TRACE_NO_LIMIT)))
-    sim = _core.Simulation(text, origin, overrides, trace, trace_format)
+    if isinstance(trace, (list, tuple)):
+        # One process per trace (a multi-programmed run, see ``sim.cores``).
+        sim = _core.Simulation(text, origin, overrides, None, trace_format, [str(t) for t in trace])
+    else:
+        sim = _core.Simulation(text, origin, overrides, trace, trace_format)
     label = design or dict(overrides).get("sim.design", "")
     bar = Progress(label, sim.total_refs, progress)
     try:
