@@ -833,9 +833,9 @@ impl<D: Design> Runner for Sim<D> {
 /// chunked by [`Simulation::step`] or on host threads.
 pub const INTERLEAVE_REFS: u64 = 64;
 
-/// OS pids of processes `i > 0` of a multi-process run live at `i << PID_SHIFT`, so a pid a
-/// trace names (a `Switch` or `Exit` event) never collides with another process's (Linux's
-/// largest pid is `2^22`).
+/// The OS pids of process `i` of a multi-process run are `i << PID_SHIFT | pid` for the pids its
+/// events name (`Switch`, `Exit`; it starts as pid 0 of its own), so two traces' pids never
+/// collide (Linux's pids are below `2^22`).
 const PID_SHIFT: u32 = 22;
 
 /// What of a core is swapped out when another core runs: its TLBs, private caches, timing and
@@ -992,7 +992,7 @@ impl Machine {
             procs.push(ProcState {
                 source,
                 buf: Vec::with_capacity(CHUNK),
-                asid: os.process(i as u32),
+                asid: os.process((i as u32) << PID_SHIFT),
                 ..spare(i % cores)
             });
         }
@@ -1100,10 +1100,10 @@ impl<D: Design> Sim<D> {
     /// The OS pid of the pid `pid` that the installed process's events name.
     fn os_pid(&self, pid: u32) -> u32 {
         match self.machine.as_deref() {
-            Some(m) if m.current_proc(m.running) > 0 => {
+            Some(m) => {
                 ((m.current_proc(m.running) as u32) << PID_SHIFT) | (pid & ((1 << PID_SHIFT) - 1))
             }
-            _ => pid,
+            None => pid,
         }
     }
 
@@ -1503,15 +1503,22 @@ impl<D: Design> Sim<D> {
         let mut names = Vec::with_capacity(m.procs.len());
         let mut all_by_refs = true;
         for (j, p) in m.procs.iter().enumerate() {
-            let (name, asid, refs, truncated) = if j == installed {
+            let (name, trace, asid, refs, truncated) = if j == installed {
                 (
                     self.source.name(),
+                    self.source.describe(),
                     self.asid,
                     self.c.refs - self.proc_base,
                     self.truncated_by_refs,
                 )
             } else {
-                (p.source.name(), p.asid, p.refs, p.truncated_by_refs)
+                (
+                    p.source.name(),
+                    p.source.describe(),
+                    p.asid,
+                    p.refs,
+                    p.truncated_by_refs,
+                )
             };
             all_by_refs &= truncated;
             let mut e = Stats::new();
@@ -1520,6 +1527,9 @@ impl<D: Design> Sim<D> {
             e.put_u64("core", p.core as u64);
             e.put_u64("asid", asid as u64);
             e.put_u64("refs", refs);
+            if let Some(t) = trace {
+                e.insert("trace".into(), t);
+            }
             e.put_str(
                 "ended_by",
                 if truncated {

@@ -407,8 +407,10 @@ impl MemSystem {
 
     /// Write the `cache` and `dram` sections of the result record.
     pub fn stats(&self, out: &mut Stats) {
-        self.private.stats(out);
+        // Key order as before the private / shared split: l1d, l2, llc, pt_served_*.
+        self.private.level_stats(out);
         self.shared_stats(out, &[]);
+        self.private.pt_served_stats(out);
     }
 
     /// The running core's private levels (see [`PrivateCaches::stats`]).
@@ -443,6 +445,11 @@ impl PrivateCaches {
     /// One core's private levels: `cache.l1d`, `cache.l2` and `cache.pt_served_*` (page-walk
     /// references of this core by the level that served them, the shared levels included).
     pub fn stats(&self, out: &mut Stats) {
+        self.level_stats(out);
+        self.pt_served_stats(out);
+    }
+
+    fn level_stats(&self, out: &mut Stats) {
         let c = out.section("cache");
         for (i, (name, level)) in [("l1d", &self.l1), ("l2", &self.l2)]
             .into_iter()
@@ -455,6 +462,10 @@ impl PrivateCaches {
                 self.share_sum[i],
             );
         }
+    }
+
+    fn pt_served_stats(&self, out: &mut Stats) {
+        let c = out.section("cache");
         for (i, name) in ["l1", "l2", "llc", "dram"].iter().enumerate() {
             c.put_u64(&format!("pt_served_{name}"), self.pt_served[i]);
         }
