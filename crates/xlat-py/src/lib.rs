@@ -299,7 +299,13 @@ impl Simulation {
                 .map_err(err)?,
         };
         let processes = sources.len() as u64;
-        let sim = xlat::Simulation::with_sources(&cfg, sources).map_err(err)?;
+        let sim = if trace.is_some() {
+            // One trace: on several cores, a multi-threaded program.
+            let source = sources.into_iter().next().expect("one trace");
+            xlat::Simulation::new(&cfg, source).map_err(err)?
+        } else {
+            xlat::Simulation::with_sources(&cfg, sources).map_err(err)?
+        };
         Ok(Simulation {
             inner: Some(sim),
             total_refs: cfg.sim.refs.saturating_mul(processes),

@@ -151,7 +151,9 @@ impl<D: Design> Sim<D> {
     ) -> Result<Sim<D>, OsError> {
         os.set_page_sizes(design.page_sizes())?;
         let asid = os.process(0);
-        let machine = Machine::build(&cfg, &mut os, &mut design, more);
+        // One source on several cores: a multi-threaded trace.
+        let threaded = more.is_empty() && cfg.sim.cores > 1;
+        let machine = Machine::build(&cfg, &mut os, &mut design, more, threaded);
         Ok(Sim {
             mmu: Mmu::new(&cfg.tlb),
             mem: MemSystem::new(&cfg.mem),
@@ -660,7 +662,7 @@ impl<D: Design> Sim<D> {
 impl<D: Design> Sim<D> {
     /// Simulate the installed process on the installed core until the core has simulated
     /// `target` references in all, or the process's events end (`finished`).
-    fn run_until(&mut self, target: u64) -> Result<(), SimError> {
+    fn run_until(&mut self, mut target: u64) -> Result<(), SimError> {
         while !self.finished && self.c.refs < target {
             if self.pos == self.buf.len() {
                 if self.os.has_daemons() {
@@ -696,7 +698,11 @@ impl<D: Design> Sim<D> {
                             self.second_page(kind, va, Vaddr(last.0 & !(BASE_PAGE_BYTES - 1)))?;
                         }
                     }
-                    Event::Thread { .. } => {}
+                    Event::Thread { tid } => {
+                        if self.machine.is_some() {
+                            target = self.thread_switch(tid, target);
+                        }
+                    }
                     other => self.handle_syscall(other)?,
                 }
                 self.c.events += 1;
@@ -708,7 +714,10 @@ impl<D: Design> Sim<D> {
 
 impl<D: Design> Runner for Sim<D> {
     fn step(&mut self, max_refs: u64) -> Result<bool, SimError> {
-        if self.machine.is_some() {
+        if let Some(m) = self.machine.as_deref() {
+            if m.threaded {
+                return self.step_threaded(max_refs);
+            }
             return self.step_machine(max_refs);
         }
         let target = self.c.refs.saturating_add(max_refs).min(self.cfg.sim.refs);
@@ -949,6 +958,11 @@ struct Machine {
     /// Cores a shootdown being applied must interrupt (bit per core).
     ipi_targets: u64,
     shootdown_rounds: u64,
+    /// A multi-threaded run: one trace on several cores, each thread on the core of its first
+    /// appearance (`threads[i]` is the thread id first seen `i`-th; it runs on core
+    /// `i % cores`), events in the trace's order.
+    threaded: bool,
+    threads: Vec<u32>,
 }
 
 impl Machine {
@@ -959,6 +973,7 @@ impl Machine {
         os: &mut Os,
         design: &mut D,
         more: Vec<Box<dyn EventSource>>,
+        threaded: bool,
     ) -> Option<Box<Machine>> {
         let cores = cfg.sim.cores.max(1) as usize;
         if cores == 1 && more.is_empty() {
@@ -1016,11 +1031,16 @@ impl Machine {
             os_now: 0,
             ipi_targets: 0,
             shootdown_rounds: 0,
+            threaded,
+            threads: Vec::new(),
         }))
     }
 
     /// The process installed on core `k`.
     fn current_proc(&self, k: usize) -> usize {
+        if self.threaded {
+            return 0;
+        }
         self.sched[k].procs[self.sched[k].current]
     }
 
@@ -1229,6 +1249,54 @@ impl<D: Design> Sim<D> {
         if !s.asids.contains(&self.asid) {
             s.asids.push(self.asid);
         }
+    }
+
+    /// A thread switch in a multi-threaded trace: the events from here run on the thread's
+    /// core (the process, its stream and its ASID stay installed). Returns `target` (a
+    /// reference count of the installed core, see `run_until`) rebased on the new core.
+    #[cold]
+    #[inline(never)]
+    fn thread_switch(&mut self, tid: u32, target: u64) -> u64 {
+        let mut m = self.machine.take().expect("a machine");
+        if !m.threaded {
+            self.machine = Some(m);
+            return target;
+        }
+        let index = match m.threads.iter().position(|t| *t == tid) {
+            Some(i) => i,
+            None => {
+                m.threads.push(tid);
+                m.threads.len() - 1
+            }
+        };
+        let k = index % m.sched.len();
+        let r = m.running;
+        let left = target - self.c.refs;
+        if k != r {
+            self.swap_core(&mut m.cores[r]);
+            self.swap_core(&mut m.cores[k]);
+            self.design.select_core(k);
+            m.running = k;
+            let asid = self.asid;
+            if !m.sched[k].asids.contains(&asid) {
+                m.sched[k].asids.push(asid);
+            }
+        }
+        self.machine = Some(m);
+        self.c.refs + left
+    }
+
+    /// [`Runner::step`] of a multi-threaded trace on several cores: the trace's events in its
+    /// order, each on its thread's core; `sim.refs` bounds the references of all threads.
+    fn step_threaded(&mut self, max_refs: u64) -> Result<bool, SimError> {
+        let done = self.refs();
+        let left = max_refs.min(self.cfg.sim.refs - done.min(self.cfg.sim.refs));
+        self.run_until(self.c.refs + left)?;
+        if self.refs() >= self.cfg.sim.refs && !self.finished {
+            self.finished = true;
+            self.truncated_by_refs = true;
+        }
+        Ok(self.finished)
     }
 
     /// [`Runner::step`] of a multi-core or multi-process run: cores take turns of
@@ -1508,7 +1576,11 @@ impl<D: Design> Sim<D> {
                     self.source.name(),
                     self.source.describe(),
                     self.asid,
-                    self.c.refs - self.proc_base,
+                    if m.threaded {
+                        self.refs()
+                    } else {
+                        self.c.refs - self.proc_base
+                    },
                     self.truncated_by_refs,
                 )
             } else {
@@ -1632,8 +1704,12 @@ pub struct Simulation {
 
 impl Simulation {
     /// Boot the OS model, build the design named in `cfg.sim.design`, and attach `source`.
+    ///
+    /// With `sim.cores > 1` the source is a multi-threaded program: each thread (`Thread`
+    /// events; the first thread seen runs on core 0, the next on core 1, ... modulo the cores)
+    /// runs on its own core over the process's one address space, in the trace's order.
     pub fn new(cfg: &Config, source: Box<dyn EventSource>) -> Result<Simulation, SimError> {
-        Simulation::with_sources(cfg, vec![source])
+        Simulation::build(cfg, source, Vec::new())
     }
 
     /// As [`Simulation::new`] with one process per source (a multi-programmed run when there
@@ -1653,14 +1729,22 @@ impl Simulation {
             return Err(SimError::Config(format!(
                 "sim.cores ({}) exceeds the number of processes ({}: the workloads of \
                  workload.name or the traces given): each core runs at least one process \
-                 (multi-threaded traces on several cores are not supported yet)",
+                 (a single multi-threaded trace may run on several cores)",
                 cfg.sim.cores,
                 sources.len()
             )));
         }
         let mut sources = sources.into_iter();
         let source = sources.next().expect("at least one source");
-        let more: Vec<Box<dyn EventSource>> = sources.collect();
+        Simulation::build(cfg, source, sources.collect())
+    }
+
+    fn build(
+        cfg: &Config,
+        source: Box<dyn EventSource>,
+        more: Vec<Box<dyn EventSource>>,
+    ) -> Result<Simulation, SimError> {
+        cfg.validate().map_err(|e| SimError::Config(e.0))?;
         let mut os =
             Os::new(&cfg.os, cfg.sim.seed).map_err(|e| SimError::Os { event: 0, error: e })?;
         // The design allocates from the same physical memory as everything else.
@@ -2290,5 +2374,55 @@ mod tests {
             machine.sched[other].ipi_cycles,
             sim.cfg.sim.shootdown_ipi_cycles
         );
+    }
+    #[test]
+    fn a_multi_threaded_trace_runs_each_thread_on_its_core_and_shootdowns_interrupt_them() {
+        let mut cfg = small("radix");
+        cfg.sim.cores = 2;
+        let base = 0x7000_0000_0000u64;
+        let mut events = vec![
+            Event::Mmap {
+                addr: Vaddr(base),
+                len: 8 * 4096,
+                prot: RW,
+                flags: 0,
+            },
+            Event::Thread { tid: 4242 },
+        ];
+        for round in 0..3 {
+            for p in 0..8 {
+                events.push(load(base + p * 4096 + round * 8, 8));
+            }
+            events.push(Event::Thread {
+                tid: if round % 2 == 0 { 4243 } else { 4242 },
+            });
+        }
+        events.push(Event::Munmap {
+            addr: Vaddr(base),
+            len: 4096,
+        });
+        let r = run(&cfg, Box::new(Events(events.clone().into_iter()))).unwrap();
+        for step in [1, 5] {
+            let mut sim =
+                Simulation::new(&cfg, Box::new(Events(events.clone().into_iter()))).unwrap();
+            while !sim.step(step).unwrap() {}
+            assert_eq!(
+                without_wall_clock(r.clone()),
+                without_wall_clock(sim.record()),
+                "step {step}"
+            );
+        }
+        assert_eq!(r["refs"], 24);
+        let cores = r["cores"].as_array().unwrap();
+        // Threads 4242 (first seen: core 0) and 4243 (core 1): rounds 0 and 2 on core 0.
+        assert_eq!(cores[0]["refs"], 16);
+        assert_eq!(cores[1]["refs"], 8);
+        // Core 1 has its own TLBs: the pages core 0 already uses miss there again.
+        assert_eq!(cores[1]["walk"]["count"], 8);
+        // The munmap on core 1 interrupts core 0, which ran the process.
+        assert_eq!(r["shootdown"]["rounds"], 1);
+        assert_eq!(cores[0]["shootdown"]["ipis_received"], 1);
+        assert_eq!(r["processes"].as_array().unwrap().len(), 1);
+        assert_eq!(r["oracle"]["mismatches"], 0);
     }
 }
