@@ -33,6 +33,7 @@ pub struct SimConfig {
     /// Cores (each with its own TLBs, design MMU caches, L1D and L2; LLC and DRAM shared).
     /// Process `i` of the workload list (`workload.name = "gups,kv"`, or the trace list) runs
     /// on core `i % cores`; more processes than cores time-share their core (`sim.quantum`).
+    /// One trace on several cores is a multi-threaded program (each thread on its own core).
     /// See `docs/machine-C.md`.
     pub cores: u32,
     /// Time slice of a process on a core shared by several: an integer is core cycles
