@@ -40,6 +40,7 @@ class Simulation:
         trace: str | None = None,
         trace_format: str | None = None,
         base_layers: list[tuple[str, str]] = ...,
+        traces: list[str] | None = None,
     ) -> None: ...
     def step(self, max_refs: int) -> bool: ...
     @property

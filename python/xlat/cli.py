@@ -22,7 +22,7 @@ import json
 import sys
 
 from xlat import _core, commands, snapshot, trace_cli
-from xlat.report import format_table, table_rows, write_report
+from xlat.report import core_table, format_table, table_rows, write_report
 from xlat.run import (
     compare,
     cpu_description,
@@ -168,6 +168,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(rec))
     else:
         print(format_table(table_rows([rec])))
+        if "cores" in rec:
+            print()
+            print(core_table(rec))
     return 0
 
 

@@ -80,6 +80,57 @@ def table_rows(records: list[dict], baseline: str | None = None) -> list[dict[st
     return rows
 
 
+def core_table(record: dict) -> str:
+    """Per-core figures of a multi-core or multi-process record (empty for one core).
+
+    Examples
+    --------
+    >>> from xlat.run import run
+    >>> rec = run("radix", "gups,kv", "16MiB", 20000, set={"sim.cores": 2})
+    >>> core_table(rec).splitlines()[0].split()[:3]
+    ['core', 'processes', 'refs']
+    >>> len(core_table(rec).splitlines())
+    3
+    """
+    if "cores" not in record:
+        return ""
+    names: dict[int, list[str]] = {}
+    for p in record["processes"]:
+        names.setdefault(p["core"], []).append(p["workload"])
+    header = [
+        "core",
+        "processes",
+        "refs",
+        "L1 TLB MPKI",
+        "walks",
+        "cycles",
+        "IPC",
+        "switches",
+        "IPIs received",
+    ]
+    body = []
+    for k, c in enumerate(record["cores"]):
+        instr = max(c["instructions"], 1)
+        body.append(
+            [
+                str(k),
+                ",".join(names.get(k, [])),
+                f"{c['refs']:,}",
+                f"{c['tlb']['l1_misses'] * 1000 / instr:.2f}",
+                f"{c['walk']['count']:,}",
+                f"{c['timing']['cycles']:,.0f}",
+                f"{c['timing']['ipc']:.3f}",
+                f"{c['switch']['count']:,}",
+                f"{c['shootdown']['ipis_received']:,}",
+            ]
+        )
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    fmt_row = lambda cells: "  ".join(  # noqa: E731
+        c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+    )
+    return "\n".join([fmt_row(header)] + [fmt_row(b) for b in body])
+
+
 COLUMNS = [
     ("design", "design", "{}"),
     ("refs", "refs", "{:,}"),
@@ -671,4 +722,4 @@ window.addEventListener("load", function () {{
     }
 
 
-__all__ = ["format_table", "frame_from_records", "table_rows", "write_report"]
+__all__ = ["core_table", "format_table", "frame_from_records", "table_rows", "write_report"]

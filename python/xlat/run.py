@@ -361,7 +361,7 @@ def run(
     preset: str | None = None,
     set: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
     progress: bool = False,
-    trace: str | None = None,
+    trace: str | list[str] | None = None,
     trace_format: str | None = None,
     as_frame: bool = False,
     cpu: str | None = None,
@@ -379,6 +379,11 @@ def run(
     ``cpu`` names a CPU preset (:func:`cpus`, files ``configs/cpus/NAME.toml``): its TLBs,
     page-walk caches, caches, DRAM and core are applied beneath ``preset``, whose keys and
     then ``set`` override it; the record's ``config.sim.cpu`` names it.
+
+    Several processes: ``workload="gups,kv"`` (a comma list) or a list of traces runs one
+    process per workload or trace, on ``sim.cores`` cores (``set={"sim.cores": 2}``); more
+    processes than cores time-share them (``sim.quantum``). The record then has a ``cores``
+    and a ``processes`` list besides the totals (docs/machine-C.md).
 
     Examples
     --------
@@ -404,7 +409,12 @@ def run(
     if trace is not None and refs is None:
         overrides.insert(0, ("sim.refs", str(TRACE_NO_LIMIT)))
     _, layers, overrides = select_cpu(cpu, text, overrides)
-    sim = _core.Simulation(text, origin, overrides, trace, trace_format, layers)
+    if isinstance(trace, (list, tuple)):
+        # One process per trace (a multi-programmed run, see ``sim.cores``).
+        traces = [str(t) for t in trace]
+        sim = _core.Simulation(text, origin, overrides, None, trace_format, layers, traces)
+    else:
+        sim = _core.Simulation(text, origin, overrides, trace, trace_format, layers)
     label = design or dict(overrides).get("sim.design", "")
     bar = Progress(label, sim.total_refs, progress)
     try:

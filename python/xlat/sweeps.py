@@ -182,10 +182,14 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
         if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
             raise fail(f"'{key}' must be a non-empty list of names, got {value!r}")
         for v in value:
-            if v not in known:
-                close = difflib.get_close_matches(v, known, n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise fail(f"unknown {key[:-1]} '{v}' in '{key}'{hint}; known: {', '.join(known)}")
+            # A workload entry may be a comma list: a multi-programmed run (see sim.cores).
+            for part in v.split(",") if key == "workloads" else [v]:
+                if part.strip() not in known:
+                    close = difflib.get_close_matches(part, known, n=1)
+                    hint = f" (did you mean '{close[0]}'?)" if close else ""
+                    raise fail(
+                        f"unknown {key[:-1]} '{part}' in '{key}'{hint}; known: {', '.join(known)}"
+                    )
         if len(set(value)) != len(value):
             raise fail(f"'{key}' lists a name twice: {value!r}")
         return list(value)

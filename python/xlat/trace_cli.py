@@ -52,11 +52,30 @@ def snapshot_overrides(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def trace_kwargs(args: argparse.Namespace) -> dict:
-    """The ``trace``/``trace_format`` keyword arguments of :func:`xlat.run` from parsed args."""
-    return dict(trace=args.trace, trace_format=args.trace_format)
+    """The ``trace``/``trace_format`` keyword arguments of :func:`xlat.run` from parsed args.
+
+    ``--trace a.xlat,b.xlat`` (when no file has that whole name) is a list: one process per
+    trace (a multi-programmed run, see ``sim.cores``).
+    """
+    return dict(trace=split_traces(args.trace), trace_format=args.trace_format)
 
 
-def check_trace_kwargs(trace: str | None, trace_format: str | None) -> None:
+def split_traces(trace: str | None) -> str | list[str] | None:
+    """One trace path, or the list a comma-separated ``--trace`` value names.
+
+    Examples
+    --------
+    >>> split_traces("a.xlat,b.xlat")
+    ['a.xlat', 'b.xlat']
+    >>> split_traces("a.xlat")
+    'a.xlat'
+    """
+    if trace is None or "," not in trace or Path(trace).is_file():
+        return trace
+    return [t for t in trace.split(",") if t]
+
+
+def check_trace_kwargs(trace: str | list[str] | None, trace_format: str | None) -> None:
     """Raise ValueError when a trace option cannot work (a missing file, a stray format).
 
     Examples
@@ -69,6 +88,10 @@ def check_trace_kwargs(trace: str | None, trace_format: str | None) -> None:
     if trace is None:
         if trace_format is not None:
             raise ValueError("--trace-format needs --trace FILE")
+        return
+    if isinstance(trace, list):
+        for t in trace:
+            check_trace_kwargs(t, trace_format)
         return
     if Path(trace).is_dir():
         raise ValueError(f"--trace {trace}: is a directory, not a trace file")

@@ -289,7 +289,7 @@ struct Simulation {
 #[pymethods]
 impl Simulation {
     #[new]
-    #[pyo3(signature = (preset_text, preset_origin, overrides, trace=None, trace_format=None, base_layers=Vec::new()))]
+    #[pyo3(signature = (preset_text, preset_origin, overrides, trace=None, trace_format=None, base_layers=Vec::new(), traces=None))]
     fn new(
         preset_text: Option<&str>,
         preset_origin: &str,
@@ -297,18 +297,31 @@ impl Simulation {
         trace: Option<&str>,
         trace_format: Option<&str>,
         base_layers: Vec<(String, String)>,
+        traces: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let cfg = resolve(preset_text, preset_origin, overrides, &base_layers)?;
-        let source = match trace {
-            Some(path) => open_trace(path, trace_format)?,
-            None => {
-                xlat::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).map_err(err)?
-            }
+        // Several workloads (a comma list) or traces (`traces`) are one process each.
+        let sources = match (trace, traces) {
+            (Some(path), None) => vec![open_trace(path, trace_format)?],
+            (None, Some(paths)) => paths
+                .iter()
+                .map(|p| open_trace(p, trace_format))
+                .collect::<PyResult<Vec<_>>>()?,
+            (Some(_), Some(_)) => return Err(err("give trace or traces, not both")),
+            (None, None) => xlat::workloads::create_all(&cfg.workload, cfg.sim.refs, cfg.sim.seed)
+                .map_err(err)?,
         };
-        let sim = xlat::Simulation::new(&cfg, source).map_err(err)?;
+        let processes = sources.len() as u64;
+        let sim = if trace.is_some() {
+            // One trace: on several cores, a multi-threaded program.
+            let source = sources.into_iter().next().expect("one trace");
+            xlat::Simulation::new(&cfg, source).map_err(err)?
+        } else {
+            xlat::Simulation::with_sources(&cfg, sources).map_err(err)?
+        };
         Ok(Simulation {
             inner: Some(sim),
-            total_refs: cfg.sim.refs,
+            total_refs: cfg.sim.refs.saturating_mul(processes),
         })
     }
 
@@ -335,7 +348,7 @@ impl Simulation {
         self.inner.as_ref().map_or(0, |s| s.refs())
     }
 
-    /// The configured reference budget (`sim.refs`).
+    /// The configured reference budget (`sim.refs` per process, times the processes).
     #[getter]
     fn total_refs(&self) -> u64 {
         self.total_refs

@@ -38,6 +38,24 @@ pub struct SimConfig {
     /// [`Config::resolve_layers`]); the core itself only records the name, so that every
     /// result record says which machine it ran on.
     pub cpu: String,
+    /// Cores (each with its own TLBs, design MMU caches, L1D and L2; LLC and DRAM shared).
+    /// Process `i` of the workload list (`workload.name = "gups,kv"`, or the trace list) runs
+    /// on core `i % cores`; more processes than cores time-share their core (`sim.quantum`).
+    /// One trace on several cores is a multi-threaded program (each thread on its own core).
+    /// See `docs/machine-C.md`.
+    pub cores: u32,
+    /// Time slice of a process on a core shared by several: an integer is core cycles
+    /// (`"250000"`), a suffix `ms` / `us` converts at `mem.dram.core_clock_mhz` (`"20ms"`).
+    pub quantum: String,
+    /// Flush the core's TLBs and design MMU caches at every context switch (x86 without PCID);
+    /// false keeps the ASID-tagged entries (PCID).
+    pub flush_tlb_on_switch: bool,
+    /// References after a context switch whose TLB / walk / MMU-cache misses are counted in
+    /// `switch.*` (the cost of a switch on translation).
+    pub switch_window_refs: u64,
+    /// Cycles of one TLB-shootdown IPI round with several cores: charged to the initiating core
+    /// (sending, waiting for the acknowledgements) and to each interrupted core (its handler).
+    pub shootdown_ipi_cycles: u64,
 }
 
 impl Default for SimConfig {
@@ -48,7 +66,51 @@ impl Default for SimConfig {
             seed: 1,
             oracle: true,
             cpu: String::new(),
+            cores: 1,
+            quantum: "20ms".into(),
+            flush_tlb_on_switch: false,
+            switch_window_refs: 1000,
+            shootdown_ipi_cycles: 4000,
         }
+    }
+}
+
+/// Most cores a run may have (shootdown targets are tracked in a 64-bit mask).
+pub const MAX_CORES: u32 = 64;
+
+impl SimConfig {
+    /// `sim.quantum` in core cycles at `core_clock_mhz`.
+    pub fn quantum_cycles(&self, core_clock_mhz: u32) -> Result<u64, String> {
+        let raw = self.quantum.trim();
+        let bad = || {
+            format!(
+                "sim.quantum: '{}' is not a time slice; give core cycles ('250000') or a time \
+                 with a unit ('20ms', '500us')",
+                self.quantum
+            )
+        };
+        let (number, cycles_per_unit) = if let Some(n) = raw.strip_suffix("ms") {
+            (n, core_clock_mhz as f64 * 1e3)
+        } else if let Some(n) = raw.strip_suffix("us") {
+            (n, core_clock_mhz as f64)
+        } else {
+            (raw.strip_suffix("cycles").unwrap_or(raw), 1.0)
+        };
+        let v: f64 = number.trim().replace('_', "").parse().map_err(|_| bad())?;
+        if !v.is_finite() || v < 0.0 {
+            return Err(bad());
+        }
+        let cycles = (v * cycles_per_unit).round();
+        if cycles < 1.0 {
+            return Err(format!(
+                "sim.quantum must be positive (a quantum of 0 never lets a process run), got '{}'",
+                self.quantum
+            ));
+        }
+        if cycles > u64::MAX as f64 / 2.0 {
+            return Err(bad());
+        }
+        Ok(cycles as u64)
     }
 }
 
@@ -161,6 +223,20 @@ impl Config {
         if self.sim.refs == 0 {
             return Err(ConfigError(
                 "sim.refs must be at least 1 (a run of 0 references has no figures)".into(),
+            ));
+        }
+        if self.sim.cores == 0 || self.sim.cores > MAX_CORES {
+            return Err(ConfigError(format!(
+                "sim.cores must be in 1..={MAX_CORES}, got {}",
+                self.sim.cores
+            )));
+        }
+        self.sim
+            .quantum_cycles(self.mem.dram.core_clock_mhz.max(1))
+            .map_err(ConfigError)?;
+        if self.sim.switch_window_refs == 0 {
+            return Err(ConfigError(
+                "sim.switch_window_refs must be at least 1".into(),
             ));
         }
         self.workload.validate().map_err(ConfigError)?;

@@ -9,7 +9,7 @@
 use crate::addr::{Asid, Mapping, Vaddr, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT};
 use crate::config::Config;
 use crate::designs::{build_and_visit, Design, DesignVisitor};
-use crate::mem::MemSystem;
+use crate::mem::{MemSystem, PrivateCaches};
 use crate::mmu::{Mmu, TlbOutcome};
 use crate::os::{MapChange, Os, OsError};
 use crate::stats::{ratio, Stats, StatsExt};
@@ -51,7 +51,7 @@ impl fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
-/// Counters of the main loop.
+/// Counters of the main loop (one set per core).
 #[derive(Clone, Debug, Default)]
 struct Counters {
     events: u64,
@@ -110,6 +110,12 @@ struct Sim<D: Design> {
     change_batch: Vec<MapChange>,
     finished: bool,
     truncated_by_refs: bool,
+    /// `c.refs` when the installed process had simulated none (its references are
+    /// `c.refs - proc_base`); 0 in a single-process run.
+    proc_base: u64,
+    /// The other cores and processes of a multi-core or multi-process run (`None` for one
+    /// process on one core: the engine then runs exactly as it always did).
+    machine: Option<Box<Machine>>,
 }
 
 /// Builds the runner once the design exists; the OS is handed over afterwards because the
@@ -117,6 +123,8 @@ struct Sim<D: Design> {
 struct MakeSim {
     cfg: Config,
     source: Box<dyn EventSource>,
+    /// The sources of processes 1, 2, ... of a multi-process run (empty for one process).
+    more: Vec<Box<dyn EventSource>>,
 }
 
 type RunnerFactory = Box<dyn FnOnce(Os) -> Result<Box<dyn Runner>, OsError> + Send>;
@@ -124,33 +132,52 @@ type RunnerFactory = Box<dyn FnOnce(Os) -> Result<Box<dyn Runner>, OsError> + Se
 impl DesignVisitor for MakeSim {
     type Output = RunnerFactory;
     fn visit<D: Design + 'static>(self, design: D) -> RunnerFactory {
-        let MakeSim { cfg, source } = self;
-        Box::new(move |mut os: Os| -> Result<Box<dyn Runner>, OsError> {
-            os.set_page_sizes(design.page_sizes())?;
-            os.set_va_bits(design.va_bits().unwrap_or(cfg.machine_va_bits()));
-            let asid = os.process(0);
-            Ok(Box::new(Sim {
-                mmu: Mmu::new(&cfg.tlb),
-                mem: MemSystem::new(&cfg.mem),
-                core: (cfg.timing.model == TimingModel::Ooo)
-                    .then(|| OooCore::new(&cfg.core, cfg.mem.l1d.latency_cycles)),
-                cur_instrs: 0,
-                cur_dep: 0,
-                cfg,
-                source,
-                os,
-                design,
-                timing: Timing::default(),
-                c: Counters::default(),
-                asid,
-                buf: Vec::with_capacity(CHUNK),
-                pos: 0,
-                prefetched: RecentPages::new(),
-                changes: Vec::new(),
-                change_batch: Vec::new(),
-                finished: false,
-                truncated_by_refs: false,
-            }))
+        let MakeSim { cfg, source, more } = self;
+        Box::new(move |os: Os| -> Result<Box<dyn Runner>, OsError> {
+            Ok(Box::new(Sim::build(cfg, source, more, design, os)?))
+        })
+    }
+}
+
+impl<D: Design> Sim<D> {
+    /// The simulator of `design` over `os`, process 0 reading `source` (and processes 1, 2,
+    /// ... reading `more`).
+    fn build(
+        cfg: Config,
+        source: Box<dyn EventSource>,
+        more: Vec<Box<dyn EventSource>>,
+        mut design: D,
+        mut os: Os,
+    ) -> Result<Sim<D>, OsError> {
+        os.set_page_sizes(design.page_sizes())?;
+        os.set_va_bits(design.va_bits().unwrap_or(cfg.machine_va_bits()));
+        let asid = os.process(0);
+        // One source on several cores: a multi-threaded trace.
+        let threaded = more.is_empty() && cfg.sim.cores > 1;
+        let machine = Machine::build(&cfg, &mut os, &mut design, more, threaded);
+        Ok(Sim {
+            mmu: Mmu::new(&cfg.tlb),
+            mem: MemSystem::new(&cfg.mem),
+            core: (cfg.timing.model == TimingModel::Ooo)
+                .then(|| OooCore::new(&cfg.core, cfg.mem.l1d.latency_cycles)),
+            cur_instrs: 0,
+            cur_dep: 0,
+            cfg,
+            source,
+            os,
+            design,
+            timing: Timing::default(),
+            c: Counters::default(),
+            asid,
+            buf: Vec::with_capacity(CHUNK),
+            pos: 0,
+            prefetched: RecentPages::new(),
+            changes: Vec::new(),
+            change_batch: Vec::new(),
+            finished: false,
+            truncated_by_refs: false,
+            proc_base: 0,
+            machine,
         })
     }
 }
@@ -188,6 +215,9 @@ impl<D: Design> Sim<D> {
                     MapChange::Unmap(asid, m) => {
                         self.design.unmap(&mut self.os.phys, asid, m);
                         self.mmu.invalidate(asid, m);
+                        if let Some(machine) = self.machine.as_deref_mut() {
+                            machine.shootdown(asid, m);
+                        }
                     }
                 }
             }
@@ -195,8 +225,15 @@ impl<D: Design> Sim<D> {
         }
         // Keep both buffers' capacity: no allocation per fault.
         self.change_batch = batch;
+        if let Some(machine) = self.machine.as_deref_mut() {
+            machine.send_shootdown_ipis(self.cfg.sim.shootdown_ipi_cycles);
+        }
         for (pfn, order) in self.os.take_moved_frames() {
-            self.mem.invalidate_frames(pfn, 1 << order);
+            let mut others = match self.machine.as_deref_mut() {
+                Some(machine) => machine.parked_private_caches(),
+                None => Vec::new(),
+            };
+            self.mem.invalidate_frames(pfn, 1 << order, &mut others);
         }
         Ok(())
     }
@@ -204,9 +241,15 @@ impl<D: Design> Sim<D> {
     /// Run the OS daemons due by now (simulated core cycles so far), once per event chunk.
     #[cold]
     fn run_daemons(&mut self) -> Result<(), SimError> {
-        let now = self
+        let mut now = self
             .timing
             .core_cycles(&self.cfg.timing, self.c.instructions) as u64;
+        if let Some(machine) = self.machine.as_deref_mut() {
+            // Cores run in turns, each a little ahead of the others: the OS clock (daemons) is
+            // the latest time any core has reached at a check, so it never runs backwards.
+            now = now.max(machine.os_now);
+            machine.os_now = now;
+        }
         self.os
             .tick(now, &mut self.changes)
             .map_err(|e| self.os_err(e))?;
@@ -241,13 +284,20 @@ impl<D: Design> Sim<D> {
                 self.os.madvise(asid, addr, len, advice, &mut self.changes)
             }
             Event::Switch { pid } => {
+                let pid = self.os_pid(pid);
                 self.asid = self.os.process(pid);
+                if let Some(machine) = self.machine.as_deref_mut() {
+                    machine.note_asid(self.asid);
+                }
                 Ok(())
             }
             Event::Exit { pid } => {
-                let a = self.os.process(pid);
+                let a = self.os.process(self.os_pid(pid));
                 let r = self.os.exit(a, &mut self.changes);
                 self.mmu.invalidate_asid(a);
+                if let Some(machine) = self.machine.as_deref_mut() {
+                    machine.invalidate_asid(a);
+                }
                 r
             }
             Event::Access { .. } | Event::Thread { .. } => {
@@ -632,9 +682,10 @@ impl<D: Design> Sim<D> {
     }
 }
 
-impl<D: Design> Runner for Sim<D> {
-    fn step(&mut self, max_refs: u64) -> Result<bool, SimError> {
-        let target = self.c.refs.saturating_add(max_refs).min(self.cfg.sim.refs);
+impl<D: Design> Sim<D> {
+    /// Simulate the installed process on the installed core until the core has simulated
+    /// `target` references in all, or the process's events end (`finished`).
+    fn run_until(&mut self, mut target: u64) -> Result<(), SimError> {
         while !self.finished && self.c.refs < target {
             if self.pos == self.buf.len() {
                 if self.os.has_daemons() {
@@ -670,12 +721,30 @@ impl<D: Design> Runner for Sim<D> {
                             self.second_page(kind, va, Vaddr(last.0 & !(BASE_PAGE_BYTES - 1)))?;
                         }
                     }
-                    Event::Thread { .. } => {}
+                    Event::Thread { tid } => {
+                        if self.machine.is_some() {
+                            target = self.thread_switch(tid, target);
+                        }
+                    }
                     other => self.handle_syscall(other)?,
                 }
                 self.c.events += 1;
             }
         }
+        Ok(())
+    }
+}
+
+impl<D: Design> Runner for Sim<D> {
+    fn step(&mut self, max_refs: u64) -> Result<bool, SimError> {
+        if let Some(m) = self.machine.as_deref() {
+            if m.threaded {
+                return self.step_threaded(max_refs);
+            }
+            return self.step_machine(max_refs);
+        }
+        let target = self.c.refs.saturating_add(max_refs).min(self.cfg.sim.refs);
+        self.run_until(target)?;
         if self.c.refs >= self.cfg.sim.refs && !self.finished {
             self.finished = true;
             self.truncated_by_refs = true;
@@ -684,10 +753,16 @@ impl<D: Design> Runner for Sim<D> {
     }
 
     fn refs(&self) -> u64 {
-        self.c.refs
+        match self.machine.as_deref() {
+            Some(machine) => self.c.refs + machine.parked_refs(),
+            None => self.c.refs,
+        }
     }
 
     fn record(&self, wall_seconds: f64) -> Value {
+        if self.machine.is_some() {
+            return self.record_machine(wall_seconds);
+        }
         let c = &self.c;
         let mut r = Stats::new();
         r.put_str("design", &self.cfg.sim.design);
@@ -784,6 +859,865 @@ impl<D: Design> Runner for Sim<D> {
     }
 }
 
+/// References a core simulates before the engine picks the next core to run (multi-core and
+/// multi-process runs): small, so cores interleave finely in simulated time and contend in the
+/// shared LLC and DRAM; results depend on it (it is part of the model), never on how a run is
+/// chunked by [`Simulation::step`] or on host threads.
+pub const INTERLEAVE_REFS: u64 = 64;
+
+/// The OS pids of process `i` of a multi-process run are `i << PID_SHIFT | pid` for the pids its
+/// events name (`Switch`, `Exit`; it starts as pid 0 of its own), so two traces' pids never
+/// collide (Linux's pids are below `2^22`).
+const PID_SHIFT: u32 = 22;
+
+/// What of a core is swapped out when another core runs: its TLBs, private caches, timing and
+/// counters (the design's MMU caches are swapped by the design, [`Design::select_core`]).
+struct CoreState {
+    mmu: Mmu,
+    mem: PrivateCaches,
+    timing: Timing,
+    core: Option<OooCore>,
+    c: Counters,
+}
+
+/// One process of a multi-process run: its event stream and where it is in it.
+struct ProcState {
+    source: Box<dyn EventSource>,
+    buf: Vec<Event>,
+    pos: usize,
+    prefetched: RecentPages,
+    asid: Asid,
+    finished: bool,
+    truncated_by_refs: bool,
+    /// References simulated (kept up to date while the process is not installed).
+    refs: u64,
+    /// The core the process is pinned to.
+    core: usize,
+}
+
+/// A source with no events: what a parked slot holds while its process is installed.
+struct NoEvents;
+
+impl EventSource for NoEvents {
+    fn fill(&mut self, _out: &mut Vec<Event>, _max: usize) -> Result<usize, SourceError> {
+        Ok(0)
+    }
+    fn name(&self) -> String {
+        "none".into()
+    }
+}
+
+/// Figures counted in the references after a context switch (`switch.*`).
+#[derive(Clone, Copy, Default)]
+struct Window {
+    refs: u64,
+    tlb_l1_misses: u64,
+    walks: u64,
+    walk_mem_accesses: u64,
+    mmu_cache_misses: u64,
+}
+
+impl Window {
+    fn delta(after: Window, before: Window) -> Window {
+        Window {
+            refs: after.refs - before.refs,
+            tlb_l1_misses: after.tlb_l1_misses - before.tlb_l1_misses,
+            walks: after.walks - before.walks,
+            walk_mem_accesses: after.walk_mem_accesses - before.walk_mem_accesses,
+            mmu_cache_misses: after.mmu_cache_misses - before.mmu_cache_misses,
+        }
+    }
+
+    fn add(&mut self, d: Window) {
+        self.refs += d.refs;
+        self.tlb_l1_misses += d.tlb_l1_misses;
+        self.walks += d.walks;
+        self.walk_mem_accesses += d.walk_mem_accesses;
+        self.mmu_cache_misses += d.mmu_cache_misses;
+    }
+}
+
+/// Scheduling state of one core (never swapped).
+#[derive(Default)]
+struct CoreSched {
+    /// Processes pinned to this core, in round-robin order.
+    procs: Vec<usize>,
+    /// Index into `procs` of the process on the core.
+    current: usize,
+    /// Simulated core cycles when the core was last stopped.
+    cycles: f64,
+    /// Core cycles at which the running slice began.
+    slice_start: f64,
+    /// ASIDs that ran on this core: the cores a shootdown of one of them interrupts.
+    asids: Vec<Asid>,
+    switches: u64,
+    /// References left in the window after the last switch.
+    window_left: u64,
+    windows: u64,
+    window: Window,
+    /// OS cycles of shootdown IPIs on this core (sent and received).
+    ipi_cycles: u64,
+    ipis_sent: u64,
+    ipis_received: u64,
+}
+
+/// The cores and processes of a multi-core or multi-process run besides the installed ones.
+///
+/// The running core's state and its running process's stream live in [`Sim`]'s own fields (so
+/// the per-reference code is the same as with one core); switching core or process swaps them
+/// with their slots here. `cores[running]` and `procs[installed]` hold spares meanwhile.
+struct Machine {
+    cores: Vec<CoreState>,
+    sched: Vec<CoreSched>,
+    procs: Vec<ProcState>,
+    proc_done: Vec<bool>,
+    running: usize,
+    /// References left of the running core's turn.
+    chunk_left: u64,
+    quantum_cycles: u64,
+    all_done: bool,
+    /// The OS clock (see `run_daemons`).
+    os_now: u64,
+    /// Cores a shootdown being applied must interrupt (bit per core).
+    ipi_targets: u64,
+    shootdown_rounds: u64,
+    /// A multi-threaded run: one trace on several cores, each thread on the core of its first
+    /// appearance (`threads[i]` is the thread id first seen `i`-th; it runs on core
+    /// `i % cores`), events in the trace's order.
+    threaded: bool,
+    threads: Vec<u32>,
+}
+
+impl Machine {
+    /// The machine of `cfg` when it has several cores or processes (`more` holds the sources
+    /// of processes 1, 2, ...), else `None`. Process `i` runs on core `i % cores`.
+    fn build<D: Design>(
+        cfg: &Config,
+        os: &mut Os,
+        design: &mut D,
+        more: Vec<Box<dyn EventSource>>,
+        threaded: bool,
+    ) -> Option<Box<Machine>> {
+        let cores = cfg.sim.cores.max(1) as usize;
+        if cores == 1 && more.is_empty() {
+            return None;
+        }
+        if cores > 1 {
+            design.set_cores(cores);
+        }
+        let new_core = || CoreState {
+            mmu: Mmu::new(&cfg.tlb),
+            mem: PrivateCaches::new(&cfg.mem),
+            timing: Timing::default(),
+            core: (cfg.timing.model == TimingModel::Ooo)
+                .then(|| OooCore::new(&cfg.core, cfg.mem.l1d.latency_cycles)),
+            c: Counters::default(),
+        };
+        let spare = |core| ProcState {
+            source: Box::new(NoEvents),
+            buf: Vec::new(),
+            pos: 0,
+            prefetched: RecentPages::new(),
+            asid: 0,
+            finished: false,
+            truncated_by_refs: false,
+            refs: 0,
+            core,
+        };
+        let mut procs = vec![spare(0)];
+        for (i, source) in more.into_iter().enumerate() {
+            let i = i + 1;
+            procs.push(ProcState {
+                source,
+                buf: Vec::with_capacity(CHUNK),
+                asid: os.process((i as u32) << PID_SHIFT),
+                ..spare(i % cores)
+            });
+        }
+        let mut sched: Vec<CoreSched> = (0..cores).map(|_| CoreSched::default()).collect();
+        for (i, p) in procs.iter().enumerate() {
+            sched[p.core].procs.push(i);
+            sched[p.core].asids.push(if i == 0 { 0 } else { p.asid });
+        }
+        Some(Box::new(Machine {
+            cores: (0..cores).map(|_| new_core()).collect(),
+            sched,
+            proc_done: vec![false; procs.len()],
+            procs,
+            running: 0,
+            chunk_left: INTERLEAVE_REFS,
+            quantum_cycles: cfg
+                .sim
+                .quantum_cycles(cfg.mem.dram.core_clock_mhz)
+                .unwrap_or(u64::MAX),
+            all_done: false,
+            os_now: 0,
+            ipi_targets: 0,
+            shootdown_rounds: 0,
+            threaded,
+            threads: Vec::new(),
+        }))
+    }
+
+    /// The process installed on core `k`.
+    fn current_proc(&self, k: usize) -> usize {
+        if self.threaded {
+            return 0;
+        }
+        self.sched[k].procs[self.sched[k].current]
+    }
+
+    /// A mapping of `asid` was removed: drop it from the TLBs of every parked core (the running
+    /// core's were invalidated by the caller) and mark the cores that ran `asid` for an IPI.
+    fn shootdown(&mut self, asid: Asid, m: Mapping) {
+        for (k, st) in self.cores.iter_mut().enumerate() {
+            if k != self.running {
+                st.mmu.invalidate(asid, m);
+                if self.sched[k].asids.contains(&asid) {
+                    self.ipi_targets |= 1 << k;
+                }
+            }
+        }
+    }
+
+    /// Every translation of `asid` leaves every parked core's TLBs (a process exited).
+    fn invalidate_asid(&mut self, asid: Asid) {
+        for (k, st) in self.cores.iter_mut().enumerate() {
+            if k != self.running {
+                st.mmu.invalidate_asid(asid);
+            }
+        }
+    }
+
+    /// Charge the IPIs of the shootdowns just applied: one round from the running core to
+    /// every marked core, `ipi_cycles` of OS time on the sender and on each receiver.
+    fn send_shootdown_ipis(&mut self, ipi_cycles: u64) {
+        if self.ipi_targets == 0 {
+            return;
+        }
+        self.shootdown_rounds += 1;
+        let n = self.ipi_targets.count_ones() as u64;
+        let sender = &mut self.sched[self.running];
+        sender.ipis_sent += n;
+        sender.ipi_cycles += ipi_cycles;
+        for k in 0..self.sched.len() {
+            if self.ipi_targets & (1 << k) != 0 {
+                self.sched[k].ipis_received += 1;
+                self.sched[k].ipi_cycles += ipi_cycles;
+            }
+        }
+        self.ipi_targets = 0;
+    }
+
+    /// The private caches of the parked cores.
+    fn parked_private_caches(&mut self) -> Vec<&mut PrivateCaches> {
+        let running = self.running;
+        self.cores
+            .iter_mut()
+            .enumerate()
+            .filter(|(k, _)| *k != running)
+            .map(|(_, st)| &mut st.mem)
+            .collect()
+    }
+
+    /// The running core now runs `asid` too.
+    fn note_asid(&mut self, asid: Asid) {
+        let s = &mut self.sched[self.running];
+        if !s.asids.contains(&asid) {
+            s.asids.push(asid);
+        }
+    }
+
+    /// References simulated by the parked cores.
+    fn parked_refs(&self) -> u64 {
+        self.cores
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| *k != self.running)
+            .map(|(_, st)| st.c.refs)
+            .sum()
+    }
+}
+
+impl<D: Design> Sim<D> {
+    /// The OS pid of the pid `pid` that the installed process's events name.
+    fn os_pid(&self, pid: u32) -> u32 {
+        match self.machine.as_deref() {
+            Some(m) => {
+                ((m.current_proc(m.running) as u32) << PID_SHIFT) | (pid & ((1 << PID_SHIFT) - 1))
+            }
+            None => pid,
+        }
+    }
+
+    /// Simulated cycles of the installed core so far (OS time excluded).
+    fn core_cycles_now(&self) -> f64 {
+        match self.core.as_ref() {
+            Some(core) => core.cycles(),
+            None => self
+                .timing
+                .core_cycles(&self.cfg.timing, self.c.instructions),
+        }
+    }
+
+    fn swap_core(&mut self, st: &mut CoreState) {
+        std::mem::swap(&mut self.mmu, &mut st.mmu);
+        self.mem.swap_private(&mut st.mem);
+        std::mem::swap(&mut self.timing, &mut st.timing);
+        std::mem::swap(&mut self.core, &mut st.core);
+        std::mem::swap(&mut self.c, &mut st.c);
+    }
+
+    fn swap_proc(&mut self, p: &mut ProcState) {
+        std::mem::swap(&mut self.source, &mut p.source);
+        std::mem::swap(&mut self.buf, &mut p.buf);
+        std::mem::swap(&mut self.pos, &mut p.pos);
+        std::mem::swap(&mut self.prefetched, &mut p.prefetched);
+        std::mem::swap(&mut self.asid, &mut p.asid);
+        std::mem::swap(&mut self.finished, &mut p.finished);
+        std::mem::swap(&mut self.truncated_by_refs, &mut p.truncated_by_refs);
+    }
+
+    /// Put the installed process `j` back into its slot.
+    fn park_proc(&mut self, m: &mut Machine, j: usize) {
+        m.procs[j].refs = self.c.refs - self.proc_base;
+        self.swap_proc(&mut m.procs[j]);
+    }
+
+    /// Install process `j` (on the installed core).
+    fn install_proc(&mut self, m: &mut Machine, j: usize) {
+        self.proc_base = self.c.refs - m.procs[j].refs;
+        self.swap_proc(&mut m.procs[j]);
+    }
+
+    /// Figures of the installed core that `switch.*` counts.
+    fn window_figures(&self) -> Window {
+        Window {
+            refs: self.c.refs,
+            tlb_l1_misses: self.mmu.l1_misses + self.mmu.itlb_misses,
+            walks: self.c.walks,
+            walk_mem_accesses: self.c.walk_mem_accesses,
+            mmu_cache_misses: self.design.mmu_cache_misses(),
+        }
+    }
+
+    /// The end of a core's turn: pick the core with the fewest simulated cycles (ties: lowest
+    /// index) among those with a process left, install it, and on it switch process when its
+    /// process ended or its quantum expired with another waiting. `false` when every process
+    /// has ended.
+    fn schedule(&mut self, m: &mut Machine) -> bool {
+        let r = m.running;
+        m.sched[r].cycles = self.core_cycles_now();
+        let j = m.current_proc(r);
+        if self.finished {
+            m.proc_done[j] = true;
+        }
+        let runnable = |m: &Machine, k: usize| m.sched[k].procs.iter().any(|p| !m.proc_done[*p]);
+        let Some(k) = (0..m.sched.len())
+            .filter(|k| runnable(m, *k))
+            .min_by(|a, b| m.sched[*a].cycles.total_cmp(&m.sched[*b].cycles))
+        else {
+            return false;
+        };
+        if k != r {
+            self.park_proc(m, j);
+            self.swap_core(&mut m.cores[r]);
+            self.swap_core(&mut m.cores[k]);
+            self.design.select_core(k);
+            m.running = k;
+            let jk = m.current_proc(k);
+            self.install_proc(m, jk);
+        }
+        let cur = m.current_proc(k);
+        let s = &m.sched[k];
+        let now = s.cycles;
+        let waiting = s
+            .procs
+            .iter()
+            .filter(|p| **p != cur && !m.proc_done[**p])
+            .count();
+        let expired = waiting > 0 && now - s.slice_start >= m.quantum_cycles as f64;
+        if m.proc_done[cur] || expired {
+            let n = s.procs.len();
+            let next = (1..=n)
+                .map(|d| (s.current + d) % n)
+                .find(|i| !m.proc_done[s.procs[*i]])
+                .expect("a runnable core has a process left");
+            self.context_switch(m, k, next);
+        }
+        m.chunk_left = INTERLEAVE_REFS;
+        true
+    }
+
+    /// Switch core `k` (installed) to its `next`-th process: the outgoing process's stream is
+    /// parked, the incoming one's installed, the design walks from its root (its ASID); with
+    /// `sim.flush_tlb_on_switch` the core's TLBs and MMU caches are flushed.
+    fn context_switch(&mut self, m: &mut Machine, k: usize, next: usize) {
+        let from = m.current_proc(k);
+        let to = m.sched[k].procs[next];
+        self.park_proc(m, from);
+        self.install_proc(m, to);
+        let s = &mut m.sched[k];
+        s.current = next;
+        s.slice_start = s.cycles;
+        s.switches += 1;
+        s.window_left = self.cfg.sim.switch_window_refs;
+        s.windows += 1;
+        if self.cfg.sim.flush_tlb_on_switch {
+            for a in &s.asids {
+                self.mmu.invalidate_asid(*a);
+            }
+            self.design.flush_mmu_caches();
+        }
+        if !s.asids.contains(&self.asid) {
+            s.asids.push(self.asid);
+        }
+    }
+
+    /// A thread switch in a multi-threaded trace: the events from here run on the thread's
+    /// core (the process, its stream and its ASID stay installed). Returns `target` (a
+    /// reference count of the installed core, see `run_until`) rebased on the new core.
+    #[cold]
+    #[inline(never)]
+    fn thread_switch(&mut self, tid: u32, target: u64) -> u64 {
+        let mut m = self.machine.take().expect("a machine");
+        if !m.threaded {
+            self.machine = Some(m);
+            return target;
+        }
+        let index = match m.threads.iter().position(|t| *t == tid) {
+            Some(i) => i,
+            None => {
+                m.threads.push(tid);
+                m.threads.len() - 1
+            }
+        };
+        let k = index % m.sched.len();
+        let r = m.running;
+        let left = target - self.c.refs;
+        if k != r {
+            self.swap_core(&mut m.cores[r]);
+            self.swap_core(&mut m.cores[k]);
+            self.design.select_core(k);
+            m.running = k;
+            let asid = self.asid;
+            if !m.sched[k].asids.contains(&asid) {
+                m.sched[k].asids.push(asid);
+            }
+        }
+        self.machine = Some(m);
+        self.c.refs + left
+    }
+
+    /// [`Runner::step`] of a multi-threaded trace on several cores: the trace's events in its
+    /// order, each on its thread's core; `sim.refs` bounds the references of all threads.
+    fn step_threaded(&mut self, max_refs: u64) -> Result<bool, SimError> {
+        let done = self.refs();
+        let left = max_refs.min(self.cfg.sim.refs - done.min(self.cfg.sim.refs));
+        self.run_until(self.c.refs + left)?;
+        if self.refs() >= self.cfg.sim.refs && !self.finished {
+            self.finished = true;
+            self.truncated_by_refs = true;
+        }
+        Ok(self.finished)
+    }
+
+    /// [`Runner::step`] of a multi-core or multi-process run: cores take turns of
+    /// [`INTERLEAVE_REFS`] references, each process runs until `sim.refs` references or its
+    /// stream's end, and an ended core idles.
+    fn step_machine(&mut self, max_refs: u64) -> Result<bool, SimError> {
+        let mut left = max_refs;
+        loop {
+            let m = self.machine.as_deref().expect("a machine");
+            if m.all_done {
+                return Ok(true);
+            }
+            if m.chunk_left == 0 || self.finished {
+                let mut m = self.machine.take().expect("a machine");
+                let more = self.schedule(&mut m);
+                m.all_done = !more;
+                self.machine = Some(m);
+                if !more {
+                    return Ok(true);
+                }
+                continue;
+            }
+            if left == 0 {
+                return Ok(false);
+            }
+            let k = m.running;
+            let window = m.sched[k].window_left;
+            let own = self.c.refs - self.proc_base;
+            let mut n = m.chunk_left.min(left).min(self.cfg.sim.refs - own);
+            if window > 0 {
+                n = n.min(window);
+            }
+            let before = self.window_figures();
+            self.run_until(before.refs + n)?;
+            let did = self.c.refs - before.refs;
+            let after = (window > 0).then(|| self.window_figures());
+            let m = self.machine.as_deref_mut().expect("a machine");
+            if let Some(after) = after {
+                let s = &mut m.sched[k];
+                s.window.add(Window::delta(after, before));
+                s.window_left -= did.min(s.window_left);
+            }
+            m.chunk_left -= did.min(m.chunk_left);
+            left -= did.min(left);
+            if self.c.refs - self.proc_base >= self.cfg.sim.refs && !self.finished {
+                self.finished = true;
+                self.truncated_by_refs = true;
+            }
+        }
+    }
+}
+
+/// One core's figures: the per-core entry of a multi-core record's `cores` list, with the
+/// same keys and meaning as the top-level ones of a one-core record.
+#[allow(clippy::too_many_arguments)]
+fn core_record(
+    cfg: &Config,
+    perfect_tlb: bool,
+    c: &Counters,
+    mmu: &Mmu,
+    timing: &Timing,
+    core: Option<&OooCore>,
+    private: &PrivateCaches,
+    os_cycles: u64,
+) -> Stats {
+    let mut r = Stats::new();
+    r.put_u64("refs", c.refs);
+    r.put_u64("instructions", c.instructions);
+    r.put_u64("loads", c.loads);
+    r.put_u64("stores", c.stores);
+    r.put_u64("ifetches", c.ifetches);
+    r.put_u64("events", c.events);
+    r.put_u64("syscalls", c.syscalls);
+    r.put_u64("page_crossing_refs", c.page_crossing_refs);
+    mmu.stats(&mut r, c.instructions);
+    if perfect_tlb {
+        let t = r.section("tlb");
+        for k in [
+            "l1_misses",
+            "l2_misses",
+            "l2_lookups",
+            "itlb_misses",
+            "itlb_l2_misses",
+        ] {
+            t.put_u64(k, 0);
+        }
+        t.put_u64("l1_lookups", c.refs);
+        t.put_f64("l1_miss_rate", 0.0);
+        t.put_f64("l1_mpki", 0.0);
+        t.put_f64("l2_mpki", 0.0);
+    }
+    {
+        let w = r.section("walk");
+        w.put_u64("count", c.walks);
+        w.put_u64("mem_accesses", c.walk_mem_accesses);
+        w.put_u64("cycles", c.walk_cycles);
+        w.put_f64("avg_cycles", ratio(c.walk_cycles, c.walks));
+        w.put_f64("avg_mem_accesses", ratio(c.walk_mem_accesses, c.walks));
+        w.put_u64("fault_walks", c.fault_walks);
+        w.put_u64("post_fault_count", c.post_fault_walks);
+        w.put_u64("post_fault_mem_accesses", c.post_fault_walk_mem_accesses);
+        w.put_u64("post_fault_cycles", c.post_fault_walk_cycles);
+    }
+    timing.stats(&cfg.timing, c.instructions, os_cycles, core, &mut r);
+    private.stats(&mut r);
+    r.section("oracle").put_u64("checked", c.oracle_checked);
+    r
+}
+
+/// Add `part` into `total`: integers and floats are summed key by key, other values kept.
+fn sum_into(total: &mut Value, part: &Value) {
+    match (total, part) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, v) in p {
+                match t.get_mut(k) {
+                    Some(tv) => sum_into(tv, v),
+                    None => {
+                        t.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (t @ Value::Number(_), Value::Number(b)) => {
+            if let (Some(x), Some(y)) = (t.as_u64(), b.as_u64()) {
+                *t = Value::from(x + y);
+            } else if let (Some(x), Some(y)) = (t.as_f64(), b.as_f64()) {
+                *t = serde_json::Number::from_f64(x + y)
+                    .map(Value::Number)
+                    .unwrap_or(Value::Null);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// After [`sum_into`] over `cores` cores: a fraction that is a ratio of summed counters is
+/// recomputed from them (`*miss_rate` = misses / lookups or accesses, `*hit_rate`, `*_mpki`
+/// per `instructions`, `avg_*` per `count`); any other fraction becomes the mean over cores.
+fn fix_fractions(t: &mut Stats, instructions: u64, cores: usize) {
+    let keys: Vec<String> = t.keys().cloned().collect();
+    for k in keys {
+        if let Some(Value::Object(child)) = t.get_mut(&k) {
+            fix_fractions(child, instructions, cores);
+            continue;
+        }
+        let Some(sum) = t.get(&k).filter(|v| v.is_f64()).and_then(Value::as_f64) else {
+            continue;
+        };
+        let get = |name: String| t.get(&name).and_then(Value::as_u64);
+        let per = |num: Option<u64>, dens: [String; 2]| {
+            let den = get(dens[0].clone()).or_else(|| get(dens[1].clone()));
+            num.zip(den).map(|(n, d)| ratio(n, d))
+        };
+        let value = if let Some(p) = k.strip_suffix("miss_rate") {
+            per(
+                get(format!("{p}misses")),
+                [format!("{p}lookups"), format!("{p}accesses")],
+            )
+        } else if let Some(p) = k.strip_suffix("hit_rate") {
+            per(
+                get(format!("{p}hits")),
+                [format!("{p}lookups"), format!("{p}accesses")],
+            )
+        } else if let Some(p) = k.strip_suffix("mpki") {
+            get(format!("{p}misses")).map(|m| ratio(m * 1000, instructions))
+        } else if let Some(what) = k.strip_prefix("avg_") {
+            per(get(what.to_string()), ["count".into(), "accesses".into()])
+        } else {
+            None
+        };
+        t.put_f64(&k, value.unwrap_or(sum / cores as f64));
+    }
+}
+
+impl<D: Design> Sim<D> {
+    /// The record of a multi-core or multi-process run (see `docs/results.md`): the one-core
+    /// keys hold totals, `cores` each core's figures, `processes` each process's.
+    fn record_machine(&self, wall_seconds: f64) -> Value {
+        let m = self.machine.as_deref().expect("a machine");
+        let cfg = &self.cfg;
+        let n = m.sched.len();
+        let mut per_core: Vec<Stats> = Vec::with_capacity(n);
+        let mut cycles = Vec::with_capacity(n);
+        for k in 0..n {
+            let s = &m.sched[k];
+            let mut rec = if k == m.running {
+                core_record(
+                    cfg,
+                    D::PERFECT_TLB,
+                    &self.c,
+                    &self.mmu,
+                    &self.timing,
+                    self.core.as_ref(),
+                    self.mem.private(),
+                    s.ipi_cycles,
+                )
+            } else {
+                let st = &m.cores[k];
+                core_record(
+                    cfg,
+                    D::PERFECT_TLB,
+                    &st.c,
+                    &st.mmu,
+                    &st.timing,
+                    st.core.as_ref(),
+                    &st.mem,
+                    s.ipi_cycles,
+                )
+            };
+            cycles.push(rec["timing"]["cycles"].as_f64().unwrap_or(0.0));
+            {
+                let w = rec.section("switch");
+                w.put_u64("count", s.switches);
+                w.put_u64("windows", s.windows);
+                w.put_u64("window_refs", s.window.refs);
+                w.put_u64("tlb_misses_in_window", s.window.tlb_l1_misses);
+                w.put_u64("walks_in_window", s.window.walks);
+                w.put_u64("walk_mem_accesses_in_window", s.window.walk_mem_accesses);
+                w.put_u64("mmu_cache_misses_in_window", s.window.mmu_cache_misses);
+            }
+            {
+                let sd = rec.section("shootdown");
+                sd.put_u64("ipis_sent", s.ipis_sent);
+                sd.put_u64("ipis_received", s.ipis_received);
+                sd.put_u64("ipi_cycles", s.ipi_cycles);
+            }
+            per_core.push(rec);
+        }
+        // Totals: sums over cores, fractions recomputed (see `fix_fractions`).
+        let mut total = Value::Object(Stats::new());
+        for rec in &per_core {
+            sum_into(&mut total, &Value::Object(rec.clone()));
+        }
+        let Value::Object(mut total) = total else {
+            unreachable!("an object")
+        };
+        let instructions = total["instructions"].as_u64().unwrap_or(0);
+        fix_fractions(&mut total, instructions, n);
+        {
+            // The machine's time is its slowest core's; IPC is the machine's throughput.
+            let max_cycles = cycles.iter().cloned().fold(0.0, f64::max);
+            let sum_cycles: f64 = cycles.iter().sum();
+            let exposed: f64 = per_core
+                .iter()
+                .zip(&cycles)
+                .map(|(r, c)| r["timing"]["mmu_overhead_share"].as_f64().unwrap_or(0.0) * c)
+                .sum();
+            let os_cycles = total["timing"]["os_cycles"].as_f64().unwrap_or(0.0)
+                + (self.design.os_cycles() + self.os.extra_os_cycles()) as f64;
+            let t = total.section("timing");
+            t.put_f64("cycles", max_cycles);
+            t.put_f64("os_cycles", os_cycles);
+            t.put_f64(
+                "ipc",
+                if max_cycles > 0.0 {
+                    instructions as f64 / max_cycles
+                } else {
+                    0.0
+                },
+            );
+            t.put_f64(
+                "mmu_overhead_share",
+                if sum_cycles > 0.0 {
+                    exposed / sum_cycles
+                } else {
+                    0.0
+                },
+            );
+        }
+        let installed = m.current_proc(m.running);
+        let mut procs = Vec::with_capacity(m.procs.len());
+        let mut names = Vec::with_capacity(m.procs.len());
+        let mut all_by_refs = true;
+        for (j, p) in m.procs.iter().enumerate() {
+            let (name, trace, asid, refs, truncated) = if j == installed {
+                (
+                    self.source.name(),
+                    self.source.describe(),
+                    self.asid,
+                    if m.threaded {
+                        self.refs()
+                    } else {
+                        self.c.refs - self.proc_base
+                    },
+                    self.truncated_by_refs,
+                )
+            } else {
+                (
+                    p.source.name(),
+                    p.source.describe(),
+                    p.asid,
+                    p.refs,
+                    p.truncated_by_refs,
+                )
+            };
+            all_by_refs &= truncated;
+            let mut e = Stats::new();
+            e.put_u64("process", j as u64);
+            e.put_str("workload", &name);
+            e.put_u64("core", p.core as u64);
+            e.put_u64("asid", asid as u64);
+            e.put_u64("refs", refs);
+            if let Some(t) = trace {
+                e.insert("trace".into(), t);
+            }
+            e.put_str(
+                "ended_by",
+                if truncated {
+                    "refs_limit"
+                } else if m.proc_done[j] || (j == installed && self.finished) {
+                    "end_of_trace"
+                } else {
+                    "running"
+                },
+            );
+            names.push(name);
+            procs.push(Value::Object(e));
+        }
+        let mut r = Stats::new();
+        r.put_str("design", &cfg.sim.design);
+        r.put_str("workload", &names.join(","));
+        r.put_u64("seed", cfg.sim.seed);
+        r.put_str("version", crate::VERSION);
+        for (k, v) in total {
+            r.insert(k, v);
+        }
+        r.insert(
+            "ended_by".into(),
+            Value::from(if all_by_refs {
+                "refs_limit"
+            } else {
+                "end_of_trace"
+            }),
+        );
+        {
+            let fp = self.design.footprint();
+            let p = r.section("page_table");
+            p.put_u64("bytes", fp.bytes);
+            p.put_u64("peak_bytes", fp.peak_bytes);
+            p.put_u64("max_contiguous_bytes", fp.max_contiguous_bytes);
+        }
+        {
+            let o = r.section("oracle");
+            o.put_u64("mismatches", 0);
+            o.insert("enabled".into(), Value::from(cfg.sim.oracle));
+        }
+        {
+            // The LLC's page-table share averaged over every core's samples.
+            let others: Vec<&PrivateCaches> = m
+                .cores
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| *k != m.running)
+                .map(|(_, st)| &st.mem)
+                .collect();
+            self.mem.shared_stats(&mut r, &others);
+        }
+        self.os.stats(&mut r);
+        self.design.stats(&mut r);
+        {
+            let s = r.section("machine");
+            s.put_u64("cores", n as u64);
+            s.put_u64("processes", m.procs.len() as u64);
+            s.put_u64("interleave_refs", INTERLEAVE_REFS);
+            s.put_u64("quantum_cycles", m.quantum_cycles);
+        }
+        {
+            let w = r.section("switch");
+            w.put_u64("window_refs_configured", cfg.sim.switch_window_refs);
+            w.insert(
+                "flush_tlb_on_switch".into(),
+                Value::from(cfg.sim.flush_tlb_on_switch),
+            );
+        }
+        r.section("shootdown").put_u64("rounds", m.shootdown_rounds);
+        r.insert(
+            "cores".into(),
+            Value::Array(per_core.into_iter().map(Value::Object).collect()),
+        );
+        r.insert("processes".into(), Value::Array(procs));
+        {
+            let refs = r["refs"].as_u64().unwrap_or(0);
+            let s = r.section("sim");
+            s.put_f64("wall_seconds", wall_seconds);
+            s.put_f64(
+                "refs_per_sec",
+                if wall_seconds > 0.0 {
+                    refs as f64 / wall_seconds
+                } else {
+                    0.0
+                },
+            );
+        }
+        r.insert("config".into(), cfg.to_json());
+        Value::Object(r)
+    }
+}
+
 /// A run in progress: build it, call [`Simulation::step`] until it returns `true`, then take the
 /// [`Simulation::record`].
 pub struct Simulation {
@@ -793,7 +1727,46 @@ pub struct Simulation {
 
 impl Simulation {
     /// Boot the OS model, build the design named in `cfg.sim.design`, and attach `source`.
+    ///
+    /// With `sim.cores > 1` the source is a multi-threaded program: each thread (`Thread`
+    /// events; the first thread seen runs on core 0, the next on core 1, ... modulo the cores)
+    /// runs on its own core over the process's one address space, in the trace's order.
     pub fn new(cfg: &Config, source: Box<dyn EventSource>) -> Result<Simulation, SimError> {
+        Simulation::build(cfg, source, Vec::new())
+    }
+
+    /// As [`Simulation::new`] with one process per source (a multi-programmed run when there
+    /// are several): process `i` is OS process `i` and runs on core `i % sim.cores`.
+    ///
+    /// Errors: no source; more cores than sources (every core runs at least one process;
+    /// multi-threaded traces on several cores are not supported yet).
+    pub fn with_sources(
+        cfg: &Config,
+        sources: Vec<Box<dyn EventSource>>,
+    ) -> Result<Simulation, SimError> {
+        cfg.validate().map_err(|e| SimError::Config(e.0))?;
+        if sources.is_empty() {
+            return Err(SimError::Config("no workload or trace to simulate".into()));
+        }
+        if cfg.sim.cores as usize > sources.len() {
+            return Err(SimError::Config(format!(
+                "sim.cores ({}) exceeds the number of processes ({}: the workloads of \
+                 workload.name or the traces given): each core runs at least one process \
+                 (a single multi-threaded trace may run on several cores)",
+                cfg.sim.cores,
+                sources.len()
+            )));
+        }
+        let mut sources = sources.into_iter();
+        let source = sources.next().expect("at least one source");
+        Simulation::build(cfg, source, sources.collect())
+    }
+
+    fn build(
+        cfg: &Config,
+        source: Box<dyn EventSource>,
+        more: Vec<Box<dyn EventSource>>,
+    ) -> Result<Simulation, SimError> {
         cfg.validate().map_err(|e| SimError::Config(e.0))?;
         let mut os =
             Os::new(&cfg.os, cfg.sim.seed).map_err(|e| SimError::Os { event: 0, error: e })?;
@@ -805,6 +1778,7 @@ impl Simulation {
             MakeSim {
                 cfg: cfg.clone(),
                 source,
+                more,
             },
         )
         .map_err(|e| SimError::Os { event: 0, error: e })?;
@@ -841,11 +1815,14 @@ pub fn run(cfg: &Config, source: Box<dyn EventSource>) -> Result<Value, SimError
     Ok(sim.record())
 }
 
-/// Run the built-in workload named in `cfg.workload`.
+/// Run the built-in workload(s) named in `cfg.workload` (a comma-separated list runs one
+/// process per workload, see [`Simulation::with_sources`]).
 pub fn run_workload(cfg: &Config) -> Result<Value, SimError> {
-    let source = crate::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed)
+    let sources = crate::workloads::create_all(&cfg.workload, cfg.sim.refs, cfg.sim.seed)
         .map_err(SimError::Config)?;
-    run(cfg, source)
+    let mut sim = Simulation::with_sources(cfg, sources)?;
+    while !sim.step(u64::MAX)? {}
+    Ok(sim.record())
 }
 
 #[cfg(test)]
@@ -1029,7 +2006,13 @@ mod tests {
         let mut os = Os::new(&cfg.os, 1).unwrap();
         let design = Broken::new(&cfg.designs.radix, &mut os.phys).unwrap();
         let source = crate::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed).unwrap();
-        let mut runner = MakeSim { cfg, source }.visit(design)(os).unwrap();
+        let mut runner = MakeSim {
+            cfg,
+            source,
+            more: Vec::new(),
+        }
+        .visit(design)(os)
+        .unwrap();
         let err = runner.step(u64::MAX).unwrap_err();
         match err {
             SimError::Oracle(msg) => assert!(msg.contains("the OS model maps"), "{msg}"),
@@ -1107,6 +2090,7 @@ mod tests {
             let mut runner = MakeSim {
                 cfg: cfg.clone(),
                 source,
+                more: Vec::new(),
             }
             .visit(design)(os)
             .unwrap();
@@ -1328,5 +2312,281 @@ mod tests {
             r["radix"]["pwc_post_fault_lookups"],
             walk["post_fault_count"]
         );
+    }
+    fn multi(design: &str, workloads: &str, extra: &[(&str, &str)]) -> Config {
+        let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let mut set = vec![
+            o("sim.design", design),
+            o("sim.refs", "6000"),
+            o("workload.name", workloads),
+            o("workload.footprint", "4MiB"),
+            o("os.phys_mem_bytes", "1GiB"),
+        ];
+        set.extend(extra.iter().map(|(k, v)| o(k, v)));
+        Config::resolve(None, &set).unwrap()
+    }
+
+    fn sources(cfg: &Config) -> Vec<Box<dyn EventSource>> {
+        crate::workloads::create_all(&cfg.workload, cfg.sim.refs, cfg.sim.seed).unwrap()
+    }
+
+    #[test]
+    fn every_design_passes_the_oracle_on_four_cores_running_four_workloads() {
+        for info in crate::designs::REGISTRY {
+            let cfg = multi(info.name, "gups,kv,bfs,xsbench", &[("sim.cores", "4")]);
+            let r = run_workload(&cfg).unwrap_or_else(|e| panic!("{}: {e}", info.name));
+            assert_eq!(r["oracle"]["mismatches"], 0);
+            assert_eq!(r["refs"], 4 * 6000, "{}", info.name);
+            assert_eq!(r["ended_by"], "refs_limit");
+            assert_eq!(r["workload"], "gups,kv,bfs,xsbench");
+            let cores = r["cores"].as_array().unwrap();
+            assert_eq!(cores.len(), 4);
+            for (k, core) in cores.iter().enumerate() {
+                assert_eq!(core["refs"], 6000, "{} core {k}", info.name);
+                assert!(core["oracle"]["checked"].as_u64().unwrap() >= 6000);
+            }
+            let procs = r["processes"].as_array().unwrap();
+            for (j, p) in procs.iter().enumerate() {
+                assert_eq!(p["core"], j as u64);
+                assert_eq!(p["refs"], 6000);
+            }
+            // Totals are sums; the machine's cycles are its slowest core's.
+            let sum = |path: &[&str]| -> u64 {
+                cores
+                    .iter()
+                    .map(|c| path.iter().fold(c, |v, k| &v[*k]).as_u64().unwrap())
+                    .sum()
+            };
+            assert_eq!(
+                r["walk"]["count"].as_u64().unwrap(),
+                sum(&["walk", "count"])
+            );
+            assert_eq!(
+                r["tlb"]["l1_misses"].as_u64().unwrap(),
+                sum(&["tlb", "l1_misses"])
+            );
+            let max = cores
+                .iter()
+                .map(|c| c["timing"]["cycles"].as_f64().unwrap())
+                .fold(0.0, f64::max);
+            assert_eq!(r["timing"]["cycles"].as_f64().unwrap(), max);
+        }
+    }
+
+    #[test]
+    fn every_design_passes_the_oracle_with_three_processes_time_sharing_one_core() {
+        for info in crate::designs::REGISTRY {
+            for flush in ["false", "true"] {
+                let cfg = multi(
+                    info.name,
+                    "gups,kv,bfs",
+                    &[("sim.quantum", "20000"), ("sim.flush_tlb_on_switch", flush)],
+                );
+                let r = run_workload(&cfg)
+                    .unwrap_or_else(|e| panic!("{} flush {flush}: {e}", info.name));
+                assert_eq!(r["oracle"]["mismatches"], 0);
+                assert_eq!(r["refs"], 3 * 6000);
+                assert!(r["switch"]["count"].as_u64().unwrap() >= 3, "{}", info.name);
+                for p in r["processes"].as_array().unwrap() {
+                    assert_eq!(p["refs"], 6000);
+                    assert_eq!(p["ended_by"], "refs_limit");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn flushing_the_tlb_at_every_switch_costs_misses_after_the_switch() {
+        let misses = |flush: &str| {
+            let cfg = multi(
+                "radix",
+                "stream,stream",
+                &[
+                    ("sim.refs", "60000"),
+                    ("sim.quantum", "20000"),
+                    ("sim.switch_window_refs", "200"),
+                    ("sim.flush_tlb_on_switch", flush),
+                ],
+            );
+            let r = run_workload(&cfg).unwrap();
+            let w = &r["switch"];
+            assert!(w["count"].as_u64().unwrap() > 10);
+            // A window ends early when the next switch (or the run's end) comes first.
+            let refs = w["window_refs"].as_u64().unwrap();
+            assert!(refs > 0 && refs <= 200 * w["windows"].as_u64().unwrap());
+            (
+                w["tlb_misses_in_window"].as_u64().unwrap(),
+                w["mmu_cache_misses_in_window"].as_u64().unwrap(),
+            )
+        };
+        let (kept, kept_pwc) = misses("false");
+        let (flushed, flushed_pwc) = misses("true");
+        assert!(flushed > kept, "flushed {flushed} kept {kept}");
+        assert!(
+            flushed_pwc > kept_pwc,
+            "flushed {flushed_pwc} kept {kept_pwc}"
+        );
+    }
+
+    #[test]
+    fn a_multi_core_run_is_identical_however_it_is_chunked() {
+        for (workloads, cores) in [("gups,kv,bfs,xsbench", "4"), ("gups,kv,bfs", "2")] {
+            let cfg = multi(
+                "radix",
+                workloads,
+                &[("sim.cores", cores), ("sim.quantum", "30000")],
+            );
+            let whole = run_workload(&cfg).unwrap();
+            for step in [1, 63, 1000] {
+                let mut sim = Simulation::with_sources(&cfg, sources(&cfg)).unwrap();
+                while !sim.step(step).unwrap() {}
+                assert_eq!(
+                    without_wall_clock(whole.clone()),
+                    without_wall_clock(sim.record()),
+                    "{workloads} step {step}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bad_core_counts_and_quanta_are_errors_naming_the_key() {
+        let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let e = Config::resolve(None, &[o("sim.cores", "0")]).unwrap_err();
+        assert!(e.0.contains("sim.cores must be in 1..=64"), "{e}");
+        for q in ["0", "0ms", "soon"] {
+            let e = Config::resolve(None, &[o("sim.quantum", q)]).unwrap_err();
+            assert!(e.0.contains("sim.quantum"), "{e}");
+        }
+        let cfg = multi("radix", "gups,kv", &[("sim.cores", "4")]);
+        match Simulation::with_sources(&cfg, sources(&cfg)) {
+            Err(SimError::Config(e)) => assert!(e.contains("sim.cores (4) exceeds"), "{e}"),
+            _ => panic!("expected a configuration error"),
+        }
+        let e = Config::resolve(None, &[o("workload.name", "gups,kvv")]).unwrap_err();
+        assert!(e.0.contains("unknown workload 'kvv'"), "{e}");
+    }
+
+    #[test]
+    fn a_quantum_in_milliseconds_is_converted_at_the_core_clock() {
+        let cfg = multi("radix", "gups", &[("sim.quantum", "20ms")]);
+        assert_eq!(cfg.sim.quantum_cycles(2600).unwrap(), 52_000_000);
+        assert_eq!(
+            multi("radix", "gups", &[("sim.quantum", "500us")])
+                .sim
+                .quantum_cycles(2600)
+                .unwrap(),
+            1_300_000
+        );
+    }
+
+    #[test]
+    fn a_shootdown_on_one_core_reaches_the_tlbs_of_the_other_cores_that_ran_the_process() {
+        let cfg = multi("radix", "gups,kv", &[("sim.cores", "2")]);
+        let mut os = Os::new(&cfg.os, 1).unwrap();
+        let design = Radix::new(&cfg.designs.radix, &mut os.phys).unwrap();
+        let base = 0x7000_0000_0000u64;
+        let program = |at: u64| -> Box<dyn EventSource> {
+            Box::new(Events(
+                vec![
+                    Event::Mmap {
+                        addr: Vaddr(at),
+                        len: 4096,
+                        prot: RW,
+                        flags: 0,
+                    },
+                    load(at + 8, 8),
+                ]
+                .into_iter(),
+            ))
+        };
+        let mut sim = Sim::build(
+            cfg,
+            program(base),
+            vec![program(base + (1 << 30))],
+            design,
+            os,
+        )
+        .unwrap();
+        while !sim.step(1000).unwrap() {}
+        // Process 0's page, as core 1 would hold it had a thread of process 0 run there.
+        let asid = 0;
+        let m = sim.os.translate(asid, Vaddr(base).vpn()).expect("mapped");
+        let machine = sim.machine.as_deref_mut().unwrap();
+        let running = machine.running;
+        let other = 1 - running;
+        machine.cores[other].mmu.fill(asid, m, false);
+        machine.sched[other].asids.push(asid);
+        assert!(machine.cores[other]
+            .mmu
+            .lookup_data_l1(asid, m.vpn)
+            .is_some());
+        // The core running now unmaps it (any core may start a shootdown).
+        sim.os
+            .munmap(asid, Vaddr(base), m.size.bytes(), &mut sim.changes)
+            .unwrap();
+        sim.apply_changes().unwrap();
+        let machine = sim.machine.as_deref_mut().unwrap();
+        assert!(machine.cores[other]
+            .mmu
+            .lookup_data_l1(asid, m.vpn)
+            .is_none());
+        assert_eq!(machine.sched[other].ipis_received, 1);
+        assert_eq!(machine.sched[running].ipis_sent, 1);
+        assert_eq!(machine.shootdown_rounds, 1);
+        assert_eq!(
+            machine.sched[other].ipi_cycles,
+            sim.cfg.sim.shootdown_ipi_cycles
+        );
+    }
+    #[test]
+    fn a_multi_threaded_trace_runs_each_thread_on_its_core_and_shootdowns_interrupt_them() {
+        let mut cfg = small("radix");
+        cfg.sim.cores = 2;
+        let base = 0x7000_0000_0000u64;
+        let mut events = vec![
+            Event::Mmap {
+                addr: Vaddr(base),
+                len: 8 * 4096,
+                prot: RW,
+                flags: 0,
+            },
+            Event::Thread { tid: 4242 },
+        ];
+        for round in 0..3 {
+            for p in 0..8 {
+                events.push(load(base + p * 4096 + round * 8, 8));
+            }
+            events.push(Event::Thread {
+                tid: if round % 2 == 0 { 4243 } else { 4242 },
+            });
+        }
+        events.push(Event::Munmap {
+            addr: Vaddr(base),
+            len: 4096,
+        });
+        let r = run(&cfg, Box::new(Events(events.clone().into_iter()))).unwrap();
+        for step in [1, 5] {
+            let mut sim =
+                Simulation::new(&cfg, Box::new(Events(events.clone().into_iter()))).unwrap();
+            while !sim.step(step).unwrap() {}
+            assert_eq!(
+                without_wall_clock(r.clone()),
+                without_wall_clock(sim.record()),
+                "step {step}"
+            );
+        }
+        assert_eq!(r["refs"], 24);
+        let cores = r["cores"].as_array().unwrap();
+        // Threads 4242 (first seen: core 0) and 4243 (core 1): rounds 0 and 2 on core 0.
+        assert_eq!(cores[0]["refs"], 16);
+        assert_eq!(cores[1]["refs"], 8);
+        // Core 1 has its own TLBs: the pages core 0 already uses miss there again.
+        assert_eq!(cores[1]["walk"]["count"], 8);
+        // The munmap on core 1 interrupts core 0, which ran the process.
+        assert_eq!(r["shootdown"]["rounds"], 1);
+        assert_eq!(cores[0]["shootdown"]["ipis_received"], 1);
+        assert_eq!(r["processes"].as_array().unwrap().len(), 1);
+        assert_eq!(r["oracle"]["mismatches"], 0);
     }
 }

@@ -60,6 +60,9 @@ fn slot_vpn(size: PageSize, slot: u64) -> Vpn {
 
 struct Conformance {
     ops: Vec<Op>,
+    /// Cores (`Design::set_cores`) when above 1: op `i` walks on core `i % cores`, so an MMU-cache
+    /// entry one core kept after a table change would be caught on that core.
+    cores: usize,
 }
 
 fn reference_lookup(live: &[(Asid, Mapping)], asid: Asid, vpn: Vpn) -> Option<Mapping> {
@@ -76,7 +79,13 @@ impl DesignVisitor for Conformance {
         let mut mem = MemSystem::new(&Config::default().mem);
         let mut live: Vec<(Asid, Mapping)> = Vec::new();
         let mut next_pfn = 1u64 << 20;
+        if self.cores > 1 {
+            d.set_cores(self.cores);
+        }
         for (i, op) in self.ops.into_iter().enumerate() {
+            if self.cores > 1 {
+                d.select_core(i % self.cores);
+            }
             match op {
                 Op::Map { asid, size, slot } => {
                     if !d.page_sizes().contains(size) {
@@ -161,9 +170,26 @@ proptest! {
         let cfg = Config::default();
         for info in REGISTRY {
             let mut phys = PhysMem::new(64 << 30);
-            let outcome = build_and_visit(info.name, &cfg.designs, &mut phys, Conformance { ops: ops.clone() })
+            let outcome = build_and_visit(info.name, &cfg.designs, &mut phys, Conformance { ops: ops.clone(), cores: 1 })
                 .map_err(|e| TestCaseError::fail(format!("{}: cannot build: {e}", info.name)))?;
             prop_assert!(outcome.is_ok(), "design {}: {}", info.name, outcome.unwrap_err());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_registered_design_agrees_with_a_reference_map_walking_on_four_cores(
+        ops in prop::collection::vec(op_strategy(), 1..300)
+    ) {
+        let cfg = Config::default();
+        for info in REGISTRY {
+            let mut phys = PhysMem::new(64 << 30);
+            let outcome = build_and_visit(info.name, &cfg.designs, &mut phys, Conformance { ops: ops.clone(), cores: 4 })
+                .map_err(|e| TestCaseError::fail(format!("{}: cannot build: {e}", info.name)))?;
+            prop_assert!(outcome.is_ok(), "design {} on 4 cores: {}", info.name, outcome.unwrap_err());
         }
     }
 }

@@ -146,6 +146,93 @@ pub trait Design: Sized + Send {
     fn os_cycles(&self) -> u64 {
         0
     }
+    /// Several cores (`sim.cores = n`, called once, before any walk, only when `n > 1`).
+    ///
+    /// Contract: the design's MMU caches (page-walk caches, cuckoo walk caches, walk caches of
+    /// any kind) are private per core — give each core its own cold copy (see [`PerCore`]) —
+    /// while its page tables are shared by every core. After `set_cores(n)`, walks use the
+    /// caches of the core last chosen by [`Design::select_core`] (core 0 at first); `map` /
+    /// `unmap` keep every core's caches consistent (an entry a table change makes stale is
+    /// removed from all of them). Statistics are totals over the cores. A design without MMU
+    /// caches keeps the default (nothing to do).
+    fn set_cores(&mut self, _n: usize) {}
+    /// The core whose MMU caches the next walks use (`core < n` of [`Design::set_cores`]);
+    /// called by the engine when it switches the running core, never per reference.
+    fn select_core(&mut self, _core: usize) {}
+    /// Drop every entry of the running core's MMU caches (a context switch without PCID,
+    /// `sim.flush_tlb_on_switch`: a CR3 load invalidates the paging-structure caches too).
+    fn flush_mmu_caches(&mut self) {}
+    /// MMU-cache lookups that missed so far, over every core (walks that found no entry in any
+    /// of the design's walk caches); 0 for a design without MMU caches. Read by the engine at
+    /// context switches (`switch.mmu_cache_misses_in_window`).
+    fn mmu_cache_misses(&self) -> u64 {
+        0
+    }
+}
+
+/// Per-core copies of an MMU cache (or of a group of them): the running core's copy is
+/// `active` and reached through `Deref`, so a design's walk code is unchanged by multi-core;
+/// the other cores' copies wait in `parked` (`parked[i]` holds core `i`'s copy, except at the
+/// running core's index, which holds a spare).
+#[derive(Clone, Debug)]
+pub struct PerCore<T> {
+    active: T,
+    parked: Vec<T>,
+    current: usize,
+}
+
+impl<T: Clone> PerCore<T> {
+    /// One core's cache.
+    pub fn new(cache: T) -> Self {
+        PerCore {
+            active: cache,
+            parked: Vec::new(),
+            current: 0,
+        }
+    }
+
+    /// `n` cores, each with a copy of the (cold) cache as it is now.
+    pub fn set_cores(&mut self, n: usize) {
+        self.parked = vec![self.active.clone(); n.max(1)];
+        self.current = 0;
+    }
+
+    /// Make core `core`'s copy the active one.
+    pub fn select(&mut self, core: usize) {
+        if core == self.current || self.parked.is_empty() {
+            return;
+        }
+        std::mem::swap(&mut self.active, &mut self.parked[self.current]);
+        std::mem::swap(&mut self.active, &mut self.parked[core]);
+        self.current = core;
+    }
+
+    /// Every core's copy (the active one first), e.g. to invalidate a stale entry everywhere.
+    pub fn all_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        let current = self.current;
+        std::iter::once(&mut self.active).chain(
+            self.parked
+                .iter_mut()
+                .enumerate()
+                .filter(move |(i, _)| *i != current)
+                .map(|(_, c)| c),
+        )
+    }
+}
+
+impl<T> std::ops::Deref for PerCore<T> {
+    type Target = T;
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.active
+    }
+}
+
+impl<T> std::ops::DerefMut for PerCore<T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.active
+    }
 }
 
 /// Allocation bookkeeping for a design's page-table memory: every block comes from the buddy

@@ -21,7 +21,8 @@
 //! `mem.walk_entry` (`l2` | `l1`), `mem.dram.*` (see [`DramConfig`]).
 //!
 //! ## Deviations and limits
-//! No MSHRs, prefetchers, queueing or bandwidth limits; no coherence (one core); the page-table
+//! No MSHRs, prefetchers, queueing or bandwidth limits; no coherence between cores' private
+//! levels (`sim.cores` > 1 shares the LLC and DRAM only); the page-table
 //! share of a cache is sampled every 1024 hierarchy accesses.
 //!
 //! ## Stats
@@ -210,18 +211,44 @@ pub struct MemAccess {
     pub served_by: ServedBy,
 }
 
-/// The cache hierarchy plus DRAM.
-pub struct MemSystem {
+/// The levels private to one core: L1D and L2, with the core's page-walk service counts and
+/// page-table share samples. With several cores (`sim.cores`), each core owns one; the engine
+/// swaps the running core's into the [`MemSystem`] (see [`MemSystem::swap_private`]).
+pub struct PrivateCaches {
     l1: Cache,
     l2: Cache,
-    llc: Cache,
-    dram: Dram,
-    walk_entry: WalkEntry,
     pt_served: [u64; 4],
     /// Hierarchy accesses until the next page-table share sample.
     until_sample: u64,
     share_samples: u64,
     share_sum: [f64; 3],
+}
+
+impl PrivateCaches {
+    /// Cold L1D and L2 of one core.
+    pub fn new(cfg: &MemConfig) -> Self {
+        PrivateCaches {
+            l1: Cache::new(&cfg.l1d),
+            l2: Cache::new(&cfg.l2),
+            pt_served: [0; 4],
+            until_sample: SHARE_SAMPLE_PERIOD,
+            share_samples: 0,
+            share_sum: [0.0; 3],
+        }
+    }
+}
+
+/// The cache hierarchy plus DRAM, as the running core sees it: its private L1D and L2
+/// (`private`) in front of the LLC and DRAM that every core shares.
+///
+/// Multi-core contract: exactly one core's [`PrivateCaches`] is installed at a time; the LLC and
+/// DRAM are never swapped, so cores contend for LLC capacity and DRAM banks and rows by sharing
+/// them. No coherence traffic is modeled between the private levels of different cores.
+pub struct MemSystem {
+    private: PrivateCaches,
+    llc: Cache,
+    dram: Dram,
+    walk_entry: WalkEntry,
 }
 
 /// How often (in hierarchy accesses) the page-table share of each cache is sampled.
@@ -231,26 +258,27 @@ impl MemSystem {
     /// Build an empty (cold) hierarchy.
     pub fn new(cfg: &MemConfig) -> Self {
         MemSystem {
-            l1: Cache::new(&cfg.l1d),
-            l2: Cache::new(&cfg.l2),
+            private: PrivateCaches::new(cfg),
             llc: Cache::new(&cfg.llc),
             dram: Dram::new(&cfg.dram),
             walk_entry: cfg.walk_entry,
-            pt_served: [0; 4],
-            until_sample: SHARE_SAMPLE_PERIOD,
-            share_samples: 0,
-            share_sum: [0.0; 3],
         }
+    }
+
+    /// Install another core's private levels (the previous ones are left in `other`).
+    pub fn swap_private(&mut self, other: &mut PrivateCaches) {
+        std::mem::swap(&mut self.private, other);
     }
 
     #[inline]
     fn sample(&mut self) {
-        self.until_sample -= 1;
-        if self.until_sample == 0 {
-            self.until_sample = SHARE_SAMPLE_PERIOD;
-            self.share_samples += 1;
-            for (i, c) in [&self.l1, &self.l2, &self.llc].into_iter().enumerate() {
-                self.share_sum[i] += c.pt_lines as f64 / c.lines() as f64;
+        let p = &mut self.private;
+        p.until_sample -= 1;
+        if p.until_sample == 0 {
+            p.until_sample = SHARE_SAMPLE_PERIOD;
+            p.share_samples += 1;
+            for (i, c) in [&p.l1, &p.l2, &self.llc].into_iter().enumerate() {
+                p.share_sum[i] += c.pt_lines as f64 / c.lines() as f64;
             }
         }
     }
@@ -266,7 +294,7 @@ impl MemSystem {
     /// Write a dirty victim of `level` back to the first level below that holds it, else DRAM.
     #[inline(never)]
     fn write_back(&mut self, level: usize, ev: Evicted) {
-        if level < 1 && self.l2.absorb_writeback(ev.line) {
+        if level < 1 && self.private.l2.absorb_writeback(ev.line) {
             return;
         }
         if level < 2 && self.llc.absorb_writeback(ev.line) {
@@ -281,8 +309,8 @@ impl MemSystem {
         self.sample();
         let mut lat = 0;
         if start == 0 {
-            lat += self.l1.latency_cycles;
-            if self.l1.lookup(line, kind, write) {
+            lat += self.private.l1.latency_cycles;
+            if self.private.l1.lookup(line, kind, write) {
                 return MemAccess {
                     latency_cycles: lat,
                     served_by: ServedBy::L1,
@@ -290,12 +318,12 @@ impl MemSystem {
             }
             // The fill below will write a dirty victim back into L2: start fetching that set
             // now, so the host's latency overlaps the lookups and fills in between.
-            if let Some(victim) = self.l1.dirty_victim(line) {
-                self.l2.prefetch(victim);
+            if let Some(victim) = self.private.l1.dirty_victim(line) {
+                self.private.l2.prefetch(victim);
             }
         }
-        lat += self.l2.latency_cycles;
-        let served_by = if self.l2.lookup(line, kind, false) {
+        lat += self.private.l2.latency_cycles;
+        let served_by = if self.private.l2.lookup(line, kind, false) {
             ServedBy::L2
         } else {
             lat += self.llc.latency_cycles;
@@ -307,12 +335,12 @@ impl MemSystem {
                 self.writeback_from(2, ev);
                 ServedBy::Dram
             };
-            let ev = self.l2.fill(line, kind, false);
+            let ev = self.private.l2.fill(line, kind, false);
             self.writeback_from(1, ev);
             served
         };
         if start == 0 {
-            let ev = self.l1.fill(line, kind, write);
+            let ev = self.private.l1.fill(line, kind, write);
             self.writeback_from(0, ev);
         }
         MemAccess {
@@ -326,20 +354,32 @@ impl MemSystem {
     #[inline]
     pub fn prefetch(&self, pa: Paddr) {
         let line = pa.line();
-        self.l1.prefetch(line);
-        self.l2.prefetch(line);
+        self.private.l1.prefetch(line);
+        self.private.l2.prefetch(line);
         self.llc.prefetch(line);
     }
 
     /// Drop every line of the `pages` frames from `pfn` from every cache level (their contents
-    /// moved to other frames); a dirty copy is written back to DRAM first, once.
-    pub fn invalidate_frames(&mut self, pfn: crate::addr::Pfn, pages: u64) {
+    /// moved to other frames); a dirty copy is written back to DRAM first, once. `others` are
+    /// the private levels of the cores not running now (empty with one core): they are
+    /// invalidated too.
+    pub fn invalidate_frames(
+        &mut self,
+        pfn: crate::addr::Pfn,
+        pages: u64,
+        others: &mut [&mut PrivateCaches],
+    ) {
         let first = pfn.addr().line();
         let lines = pages * (crate::addr::BASE_PAGE_BYTES / crate::addr::LINE_BYTES);
         for line in first..first + lines {
             let mut dirty = false;
-            for c in [&mut self.l1, &mut self.l2, &mut self.llc] {
+            for c in [&mut self.private.l1, &mut self.private.l2, &mut self.llc] {
                 dirty |= c.invalidate(line).unwrap_or(false);
+            }
+            for p in others.iter_mut() {
+                for c in [&mut p.l1, &mut p.l2] {
+                    dirty |= c.invalidate(line).unwrap_or(false);
+                }
             }
             if dirty {
                 self.dram.write(line);
@@ -361,48 +401,32 @@ impl MemSystem {
             WalkEntry::L2 => 1,
         };
         let a = self.access(pa.line(), PT, false, start);
-        self.pt_served[a.served_by as usize] += 1;
+        self.private.pt_served[a.served_by as usize] += 1;
         a
     }
 
     /// Write the `cache` and `dram` sections of the result record.
     pub fn stats(&self, out: &mut Stats) {
-        let c = out.section("cache");
-        for (i, (name, level)) in [("l1d", &self.l1), ("l2", &self.l2), ("llc", &self.llc)]
-            .into_iter()
-            .enumerate()
-        {
-            let s = c.section(name);
-            let k = &level.c;
-            let acc = k.accesses[0] + k.accesses[1];
-            let miss = k.misses[0] + k.misses[1];
-            s.put_u64("accesses", acc);
-            s.put_u64("hits", acc - miss);
-            s.put_u64("misses", miss);
-            s.put_u64("data_accesses", k.accesses[0]);
-            s.put_u64("data_misses", k.misses[0]);
-            s.put_u64("pt_accesses", k.accesses[1]);
-            s.put_u64("pt_misses", k.misses[1]);
-            s.put_f64("miss_rate", ratio(miss, acc));
-            s.put_u64("evictions", k.evictions);
-            s.put_u64("writebacks", k.writebacks);
-            s.put_u64("invalidated_lines", k.invalidations);
-            s.put_f64(
-                "pt_line_share",
-                level.pt_lines as f64 / level.lines() as f64,
-            );
-            s.put_f64(
-                "pt_line_share_avg",
-                if self.share_samples == 0 {
-                    0.0
-                } else {
-                    self.share_sum[i] / self.share_samples as f64
-                },
-            );
+        // Key order as before the private / shared split: l1d, l2, llc, pt_served_*.
+        self.private.level_stats(out);
+        self.shared_stats(out, &[]);
+        self.private.pt_served_stats(out);
+    }
+
+    /// The running core's private levels (see [`PrivateCaches::stats`]).
+    pub fn private(&self) -> &PrivateCaches {
+        &self.private
+    }
+
+    /// The shared levels: `cache.llc` and `dram`. The LLC's average page-table share is taken
+    /// over the samples of every core (the running one's and those of `others`).
+    pub fn shared_stats(&self, out: &mut Stats, others: &[&PrivateCaches]) {
+        let (mut samples, mut sum) = (self.private.share_samples, self.private.share_sum[2]);
+        for p in others {
+            samples += p.share_samples;
+            sum += p.share_sum[2];
         }
-        for (i, name) in ["l1", "l2", "llc", "dram"].iter().enumerate() {
-            c.put_u64(&format!("pt_served_{name}"), self.pt_served[i]);
-        }
+        level_stats(out.section("cache").section("llc"), &self.llc, samples, sum);
         let d = out.section("dram");
         let k = &self.dram.c;
         d.put_u64("accesses", k.reads + k.writes);
@@ -415,6 +439,67 @@ impl MemSystem {
         d.put_f64("row_hit_rate", ratio(k.row[0], k.row.iter().sum()));
         d.put_f64("avg_read_latency_cycles", ratio(k.read_cycles, k.reads));
     }
+}
+
+impl PrivateCaches {
+    /// One core's private levels: `cache.l1d`, `cache.l2` and `cache.pt_served_*` (page-walk
+    /// references of this core by the level that served them, the shared levels included).
+    pub fn stats(&self, out: &mut Stats) {
+        self.level_stats(out);
+        self.pt_served_stats(out);
+    }
+
+    fn level_stats(&self, out: &mut Stats) {
+        let c = out.section("cache");
+        for (i, (name, level)) in [("l1d", &self.l1), ("l2", &self.l2)]
+            .into_iter()
+            .enumerate()
+        {
+            level_stats(
+                c.section(name),
+                level,
+                self.share_samples,
+                self.share_sum[i],
+            );
+        }
+    }
+
+    fn pt_served_stats(&self, out: &mut Stats) {
+        let c = out.section("cache");
+        for (i, name) in ["l1", "l2", "llc", "dram"].iter().enumerate() {
+            c.put_u64(&format!("pt_served_{name}"), self.pt_served[i]);
+        }
+    }
+}
+
+/// The figures of one cache level.
+fn level_stats(s: &mut Stats, level: &Cache, share_samples: u64, share_sum: f64) {
+    let k = &level.c;
+    let acc = k.accesses[0] + k.accesses[1];
+    let miss = k.misses[0] + k.misses[1];
+    s.put_u64("accesses", acc);
+    s.put_u64("hits", acc - miss);
+    s.put_u64("misses", miss);
+    s.put_u64("data_accesses", k.accesses[0]);
+    s.put_u64("data_misses", k.misses[0]);
+    s.put_u64("pt_accesses", k.accesses[1]);
+    s.put_u64("pt_misses", k.misses[1]);
+    s.put_f64("miss_rate", ratio(miss, acc));
+    s.put_u64("evictions", k.evictions);
+    s.put_u64("writebacks", k.writebacks);
+    s.put_u64("invalidated_lines", k.invalidations);
+    s.put_f64(
+        "pt_line_share",
+        level.pt_lines as f64 / level.lines() as f64,
+    );
+    s.put_f64(
+        "pt_line_share_avg",
+        if share_samples == 0 {
+            0.0
+        } else {
+            share_sum / share_samples as f64
+        },
+    );
 }
 
 #[cfg(test)]
@@ -439,7 +524,10 @@ mod tests {
         m.pt_access(Paddr(0x2000));
         let a = m.pt_access(Paddr(0x2000));
         assert_eq!((a.served_by, a.latency_cycles), (ServedBy::L2, 14));
-        assert_eq!(m.l1.c.accesses[PT as usize], 0, "the walker bypasses L1D");
+        assert_eq!(
+            m.private.l1.c.accesses[PT as usize], 0,
+            "the walker bypasses L1D"
+        );
         let cfg = MemConfig {
             walk_entry: WalkEntry::L1,
             ..MemConfig::default()
@@ -447,7 +535,7 @@ mod tests {
         let mut m = MemSystem::new(&cfg);
         m.pt_access(Paddr(0x2000));
         assert_eq!(m.pt_access(Paddr(0x2000)).served_by, ServedBy::L1);
-        assert_eq!(m.pt_served, [1, 0, 0, 1]);
+        assert_eq!(m.private.pt_served, [1, 0, 0, 1]);
     }
 
     #[test]
@@ -455,8 +543,8 @@ mod tests {
         let mut m = MemSystem::new(&MemConfig::default());
         m.pt_access(Paddr(0x40));
         m.data_access(Paddr(0x80), true);
-        assert_eq!(m.l2.pt_lines, 1);
+        assert_eq!(m.private.l2.pt_lines, 1);
         assert_eq!(m.llc.pt_lines, 1);
-        assert_eq!(m.l2.c.misses, [1, 1]);
+        assert_eq!(m.private.l2.c.misses, [1, 1]);
     }
 }

@@ -67,18 +67,26 @@ impl Default for WorkloadConfig {
 }
 
 impl WorkloadConfig {
+    /// The workloads named: `name` is one workload or a comma-separated list (a
+    /// multi-programmed run: one process per name, see `sim.cores`).
+    pub fn names(&self) -> Vec<&str> {
+        self.name.split(',').map(str::trim).collect()
+    }
+
     /// Check the name and ranges.
     pub fn validate(&self) -> Result<(), String> {
-        if !WORKLOADS.iter().any(|(n, _)| *n == self.name) {
-            let names: Vec<&str> = WORKLOADS.iter().map(|(n, _)| *n).collect();
-            return Err(format!(
-                "workload.name: unknown workload '{}'{}; built-in workloads: {}",
-                self.name,
-                crate::config::closest(&self.name, names.iter().copied())
-                    .map(|c| format!(" (did you mean '{c}'?)"))
-                    .unwrap_or_default(),
-                names.join(", ")
-            ));
+        for name in self.names() {
+            if !WORKLOADS.iter().any(|(n, _)| *n == name) {
+                let names: Vec<&str> = WORKLOADS.iter().map(|(n, _)| *n).collect();
+                return Err(format!(
+                    "workload.name: unknown workload '{}'{}; built-in workloads: {}",
+                    name,
+                    crate::config::closest(name, names.iter().copied())
+                        .map(|c| format!(" (did you mean '{c}'?)"))
+                        .unwrap_or_default(),
+                    names.join(", ")
+                ));
+            }
         }
         if self.footprint < 64 << 10 {
             return Err(format!(
@@ -438,6 +446,28 @@ pub fn create(cfg: &WorkloadConfig, refs: u64, seed: u64) -> Result<Box<dyn Even
         "xsbench" => driver!("xsbench", programs::XsBench::new(cfg, seed)),
         other => return Err(format!("unknown workload '{other}'")),
     })
+}
+
+/// One generator per workload of `cfg.name` (a comma-separated list gives several: a
+/// multi-programmed run). Process `i`'s generator is seeded with `seed + i`, so the first is the
+/// generator a single-workload run of that name would use.
+pub fn create_all(
+    cfg: &WorkloadConfig,
+    refs: u64,
+    seed: u64,
+) -> Result<Vec<Box<dyn EventSource>>, String> {
+    cfg.validate()?;
+    cfg.names()
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let one = WorkloadConfig {
+                name: name.to_string(),
+                ..cfg.clone()
+            };
+            create(&one, refs, seed.wrapping_add(i as u64))
+        })
+        .collect()
 }
 
 #[cfg(test)]

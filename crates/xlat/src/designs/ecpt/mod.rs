@@ -67,7 +67,7 @@ use hash::MAX_WAYS;
 use table::{AllocCost, ClusterTable, Ctx, Policy, TableStats, KICK_BUCKETS, L2P_SUBTABLES};
 
 use crate::addr::{Asid, Mapping, Paddr, PageSize, Pfn, Vpn};
-use crate::designs::{parallel_reads, Design, PtFootprint, PtMemory, WalkResult};
+use crate::designs::{parallel_reads, Design, PerCore, PtFootprint, PtMemory, WalkResult};
 use crate::mem::MemSystem;
 use crate::mmu::assoc::AssocCache;
 use crate::os::{OsError, PhysMem};
@@ -286,8 +286,9 @@ pub struct HashedPt {
     procs: Vec<Proc>,
     mem: PtMemory,
     cost: AllocCost,
-    pmd_cwc: AssocCache,
-    pud_cwc: AssocCache,
+    /// The CWCs, one pair per core (`sim.cores`); the running core's through `Deref`.
+    pmd_cwc: PerCore<AssocCache>,
+    pud_cwc: PerCore<AssocCache>,
     /// Counters of tables already freed, per table kind.
     retired: [TableStats; TABLES],
     /// Counters of TLB-miss walks (what the per-walk figures describe).
@@ -317,14 +318,14 @@ impl HashedPt {
             procs: Vec::new(),
             mem: PtMemory::default(),
             cost: AllocCost::default(),
-            pmd_cwc: AssocCache::new(
+            pmd_cwc: PerCore::new(AssocCache::new(
                 params.pmd_cwc_entries as usize,
                 params.pmd_cwc_entries as usize,
-            ),
-            pud_cwc: AssocCache::new(
+            )),
+            pud_cwc: PerCore::new(AssocCache::new(
                 params.pud_cwc_entries as usize,
                 params.pud_cwc_entries as usize,
-            ),
+            )),
             retired: Default::default(),
             c: WalkCounters::default(),
             post_fault: WalkCounters::default(),
@@ -438,13 +439,16 @@ impl HashedPt {
         f: impl FnOnce(u64) -> u64,
     ) -> Result<(), OsError> {
         let (old, new) = self.update(phys, asid, t, region >> 3, (region & 7) as usize, f)?;
-        let (cwc, presence): (&mut AssocCache, fn(u64) -> u64) = if t == PMD_CWT {
+        let (cwc, presence): (&mut PerCore<AssocCache>, fn(u64) -> u64) = if t == PMD_CWT {
             (&mut self.pmd_cwc, pmd_presence)
         } else {
             (&mut self.pud_cwc, pud_presence)
         };
         if presence(old) != presence(new) {
-            cwc.remove(cwc_key(asid, region));
+            // The CWT is shared: a stale entry goes from every core's CWC.
+            for c in cwc.all_mut() {
+                c.remove(cwc_key(asid, region));
+            }
         }
         Ok(())
     }
@@ -651,6 +655,29 @@ impl HashedPt {
         }
     }
 
+    /// Give each of `n` cores its own (cold) CWCs (see [`Design::set_cores`]).
+    pub fn set_cores(&mut self, n: usize) {
+        self.pmd_cwc.set_cores(n);
+        self.pud_cwc.set_cores(n);
+    }
+
+    /// Walk with core `core`'s CWCs.
+    pub fn select_core(&mut self, core: usize) {
+        self.pmd_cwc.select(core);
+        self.pud_cwc.select(core);
+    }
+
+    /// Empty the running core's CWCs.
+    pub fn flush_mmu_caches(&mut self) {
+        self.pmd_cwc.remove_if(|_| true);
+        self.pud_cwc.remove_if(|_| true);
+    }
+
+    /// CWC lookups that missed (PMD-CWC plus PUD-CWC), TLB-miss walks only.
+    pub fn mmu_cache_misses(&self) -> u64 {
+        (self.c.pmd_lookups - self.c.pmd_hits) + (self.c.pud_lookups - self.c.pud_hits)
+    }
+
     /// Page-table memory held.
     pub fn footprint(&self) -> PtFootprint {
         self.mem.footprint()
@@ -852,6 +879,22 @@ macro_rules! forward_design_to_hashed_pt {
 
         fn os_cycles(&self) -> u64 {
             self.0.os_cycles()
+        }
+
+        fn set_cores(&mut self, n: usize) {
+            self.0.set_cores(n);
+        }
+
+        fn select_core(&mut self, core: usize) {
+            self.0.select_core(core);
+        }
+
+        fn flush_mmu_caches(&mut self) {
+            self.0.flush_mmu_caches();
+        }
+
+        fn mmu_cache_misses(&self) -> u64 {
+            self.0.mmu_cache_misses()
         }
 
         fn stats(&self, out: &mut $crate::stats::Stats) {

@@ -34,7 +34,7 @@
 //! serves).
 
 use crate::addr::{Asid, Mapping, Paddr, PageSize, Pfn, Vpn, PTE_BYTES};
-use crate::designs::{Design, PtFootprint, PtMemory, WalkResult};
+use crate::designs::{Design, PerCore, PtFootprint, PtMemory, WalkResult};
 use crate::mem::MemSystem;
 use crate::mmu::assoc::AssocCache;
 use crate::os::{OsError, PhysMem};
@@ -128,7 +128,8 @@ pub struct Fpt {
     free_ids: Vec<u32>,
     roots: Vec<u32>,
     mem: PtMemory,
-    pwcs: Vec<AssocCache>,
+    /// One set of PWCs per core (`sim.cores`); the running core's through `Deref`.
+    pwcs: PerCore<Vec<AssocCache>>,
     pwc_hits: [u64; 3],
     pwc_lookups: u64,
     walks: u64,
@@ -269,9 +270,11 @@ impl Design for Fpt {
             free_ids: Vec::new(),
             roots: Vec::new(),
             mem: PtMemory::default(),
-            pwcs: (0..n)
-                .map(|_| AssocCache::new(cfg.pwc_entries as usize, cfg.pwc_ways as usize))
-                .collect(),
+            pwcs: PerCore::new(
+                (0..n)
+                    .map(|_| AssocCache::new(cfg.pwc_entries as usize, cfg.pwc_ways as usize))
+                    .collect(),
+            ),
             pwc_hits: [0; 3],
             pwc_lookups: 0,
             walks: 0,
@@ -371,8 +374,11 @@ impl Design for Fpt {
             let parent_shift = self.node(parent).shift;
             self.free_node(phys, id);
             if let Some(j) = PWC_SHIFTS.iter().position(|s| *s == parent_shift) {
-                if let Some(c) = self.pwcs.get_mut(j) {
-                    c.remove(pwc_key(asid, m.vpn, parent_shift));
+                // The table is shared: the stale entry goes from every core's PWC.
+                for core in self.pwcs.all_mut() {
+                    if let Some(c) = core.get_mut(j) {
+                        c.remove(pwc_key(asid, m.vpn, parent_shift));
+                    }
                 }
             }
             let p = self.nodes[parent as usize].as_mut().unwrap();
@@ -442,6 +448,24 @@ impl Design for Fpt {
                 }
             }
         }
+    }
+
+    fn set_cores(&mut self, n: usize) {
+        self.pwcs.set_cores(n);
+    }
+
+    fn select_core(&mut self, core: usize) {
+        self.pwcs.select(core);
+    }
+
+    fn flush_mmu_caches(&mut self) {
+        for c in self.pwcs.iter_mut() {
+            c.remove_if(|_| true);
+        }
+    }
+
+    fn mmu_cache_misses(&self) -> u64 {
+        self.pwc_lookups - self.pwc_hits.iter().sum::<u64>()
     }
 
     fn footprint(&self) -> PtFootprint {

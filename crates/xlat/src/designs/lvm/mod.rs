@@ -98,7 +98,7 @@ pub mod model;
 pub use index::{Index, MIN_CHILD_PAGES, NODE_BYTES, SLOTS_PER_LINE};
 
 use crate::addr::{Asid, Mapping, Vpn};
-use crate::designs::{Design, PtFootprint, PtMemory, WalkResult};
+use crate::designs::{Design, PerCore, PtFootprint, PtMemory, WalkResult};
 use crate::mem::MemSystem;
 use crate::mmu::assoc::AssocCache;
 use crate::os::{OsError, PhysMem};
@@ -223,7 +223,8 @@ pub struct Lvm {
     cfg: LvmConfig,
     indexes: Vec<Index>,
     mem: PtMemory,
-    lwc: AssocCache,
+    /// One LWC per core (`sim.cores`); the running core's through `Deref`.
+    lwc: PerCore<AssocCache>,
     ev: Events,
     c: WalkCounters,
     index_peak_bytes: u64,
@@ -262,7 +263,10 @@ impl Design for Lvm {
             cfg: cfg.clone(),
             indexes: Vec::new(),
             mem: PtMemory::default(),
-            lwc: AssocCache::new(cfg.lwc_entries as usize, cfg.lwc_entries as usize),
+            lwc: PerCore::new(AssocCache::new(
+                cfg.lwc_entries as usize,
+                cfg.lwc_entries as usize,
+            )),
             ev: Events::default(),
             c: WalkCounters::default(),
             index_peak_bytes: 0,
@@ -276,9 +280,11 @@ impl Design for Lvm {
         let changed =
             self.indexes[asid as usize].insert(&self.cfg, phys, &mut self.mem, m, &mut self.ev)?;
         if changed {
-            // Retrained or rebuilt models must not be served stale from the LWC.
+            // Retrained or rebuilt models must not be served stale from any core's LWC.
             let tag = (asid as u64) << 40;
-            self.lwc.remove_if(|k| k >> 40 << 40 == tag);
+            for c in self.lwc.all_mut() {
+                c.remove_if(|k| k >> 40 << 40 == tag);
+            }
         }
         self.index_peak_bytes = self.index_peak_bytes.max(self.index_bytes());
         Ok(())
@@ -293,7 +299,9 @@ impl Design for Lvm {
                 ix.release(phys, &mut self.mem);
                 self.ev.releases += 1;
                 let tag = (asid as u64) << 40;
-                self.lwc.remove_if(|k| k >> 40 << 40 == tag);
+                for c in self.lwc.all_mut() {
+                    c.remove_if(|k| k >> 40 << 40 == tag);
+                }
             }
         }
     }
@@ -352,6 +360,22 @@ impl Design for Lvm {
             latency_cycles: latency,
             mem_accesses: accesses,
         }
+    }
+
+    fn set_cores(&mut self, n: usize) {
+        self.lwc.set_cores(n);
+    }
+
+    fn select_core(&mut self, core: usize) {
+        self.lwc.select(core);
+    }
+
+    fn flush_mmu_caches(&mut self) {
+        self.lwc.remove_if(|_| true);
+    }
+
+    fn mmu_cache_misses(&self) -> u64 {
+        self.c.lwc_lookups - self.c.lwc_hits
     }
 
     fn footprint(&self) -> PtFootprint {

@@ -47,7 +47,7 @@ mod table;
 pub use table::{RadixTable, Step, CONTIG_ENTRIES};
 
 use crate::addr::{Asid, Mapping, PageSize, Pfn, Vpn, LINE_BYTES, PTE_BYTES};
-use crate::designs::{Design, PtFootprint, WalkResult};
+use crate::designs::{Design, PerCore, PtFootprint, WalkResult};
 use crate::mem::MemSystem;
 use crate::mmu::assoc::AssocCache;
 use crate::mmu::{CoalesceRequest, CoalescedSpan};
@@ -112,7 +112,8 @@ impl RadixConfig {
 /// The page-walk caches: `pwcs[j]` maps (ASID, VPN prefix) to the node at level `j` that the
 /// prefix leads to, i.e. it caches entries of the level-`j+1` nodes.
 struct PageWalkCaches {
-    pwcs: Vec<AssocCache>,
+    /// One set of PWCs per core (`sim.cores`); the running core's through `Deref`.
+    pwcs: PerCore<Vec<AssocCache>>,
     latency_cycles: u32,
     /// `hits[j]`: TLB-miss walks whose deepest PWC hit was `pwcs[j]` (the hit the walk used).
     hits: Vec<u64>,
@@ -135,9 +136,11 @@ impl PageWalkCaches {
             cfg.pwc_levels as usize
         };
         PageWalkCaches {
-            pwcs: (0..n)
-                .map(|_| AssocCache::new(cfg.pwc_entries as usize, cfg.pwc_ways as usize))
-                .collect(),
+            pwcs: PerCore::new(
+                (0..n)
+                    .map(|_| AssocCache::new(cfg.pwc_entries as usize, cfg.pwc_ways as usize))
+                    .collect(),
+            ),
             latency_cycles: cfg.pwc_latency_cycles,
             hits: vec![0; n],
             lookups: 0,
@@ -303,9 +306,11 @@ impl Design for Radix {
     fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
         let pwcs = &mut self.pwc.pwcs;
         self.table.unmap(phys, asid, m, |level| {
-            // A freed node must not be reachable through a stale PWC entry.
-            if let Some(c) = pwcs.get_mut(level as usize) {
-                c.remove(pwc_key(asid, m.vpn, level));
+            // A freed node must not be reachable through a stale PWC entry, on any core.
+            for core in pwcs.all_mut() {
+                if let Some(c) = core.get_mut(level as usize) {
+                    c.remove(pwc_key(asid, m.vpn, level));
+                }
             }
         });
     }
@@ -328,6 +333,24 @@ impl Design for Radix {
 
     fn footprint(&self) -> PtFootprint {
         self.table.footprint()
+    }
+
+    fn set_cores(&mut self, n: usize) {
+        self.pwc.pwcs.set_cores(n);
+    }
+
+    fn select_core(&mut self, core: usize) {
+        self.pwc.pwcs.select(core);
+    }
+
+    fn flush_mmu_caches(&mut self) {
+        for c in self.pwc.pwcs.iter_mut() {
+            c.remove_if(|_| true);
+        }
+    }
+
+    fn mmu_cache_misses(&self) -> u64 {
+        self.pwc.lookups - self.pwc.hits.iter().sum::<u64>()
     }
 
     fn stats(&self, out: &mut Stats) {
@@ -373,6 +396,43 @@ mod tests {
         let w = r.walk(0, Vpn(0x1_2345), &mut mem);
         assert_eq!(w.mapping.unwrap().pfn, Pfn(9));
         assert_eq!(w.mem_accesses, 4);
+    }
+
+    #[test]
+    fn each_core_has_its_own_pwcs_and_an_unmap_clears_every_cores_stale_entries() {
+        let (mut r, mut phys, mut mem) = setup(RadixConfig::default());
+        r.set_cores(2);
+        r.map(&mut phys, 0, m(0x1_2345, 9, PageSize::Size4K))
+            .unwrap();
+        r.select_core(1);
+        assert_eq!(r.walk(0, Vpn(0x1_2345), &mut mem).mem_accesses, 4);
+        assert_eq!(r.walk(0, Vpn(0x1_2346), &mut mem).mem_accesses, 1);
+        // Core 1's walks did not warm core 0's PWCs.
+        r.select_core(0);
+        assert_eq!(r.walk(0, Vpn(0x1_2346), &mut mem).mem_accesses, 4);
+        assert_eq!(r.walk(0, Vpn(0x1_2347), &mut mem).mem_accesses, 1);
+        // Unmapping the only page frees its tables: no core may reach them through its PWCs.
+        r.map(&mut phys, 0, m(0x1_2346, 10, PageSize::Size4K))
+            .unwrap();
+        r.unmap(&mut phys, 0, m(0x1_2345, 9, PageSize::Size4K));
+        r.unmap(&mut phys, 0, m(0x1_2346, 10, PageSize::Size4K));
+        for core in [0, 1] {
+            r.select_core(core);
+            assert!(r.pwc.pwcs.iter().all(|c| c.is_empty()), "core {core}");
+        }
+        r.map(&mut phys, 0, m(0x1_2345, 11, PageSize::Size4K))
+            .unwrap();
+        for core in [1, 0] {
+            r.select_core(core);
+            let w = r.walk(0, Vpn(0x1_2345), &mut mem);
+            assert_eq!(w.mapping.unwrap().pfn, Pfn(11), "core {core}");
+        }
+        // A flush empties the running core's PWCs only.
+        r.select_core(1);
+        r.flush_mmu_caches();
+        assert_eq!(r.walk(0, Vpn(0x1_2345), &mut mem).mem_accesses, 4);
+        r.select_core(0);
+        assert_eq!(r.walk(0, Vpn(0x1_2345), &mut mem).mem_accesses, 1);
     }
 
     #[test]
