@@ -15,6 +15,7 @@ use crate::mmu::TlbConfig;
 use crate::os::OsConfig;
 use crate::timing::ooo::CoreConfig;
 use crate::timing::TimingConfig;
+use crate::virt::VirtConfig;
 use crate::workloads::WorkloadConfig;
 use serde::{Deserialize, Serialize};
 
@@ -61,6 +62,8 @@ pub struct Config {
     pub timing: TimingConfig,
     /// The out-of-order core (`timing.model = "ooo"`).
     pub core: CoreConfig,
+    /// Nested (virtualized) translation: the host OS and design (`virt.enabled`, see `virt/`).
+    pub virt: VirtConfig,
     /// Per-design sections, flattened so that `radix.levels` is a top-level key path.
     #[serde(flatten)]
     pub designs: DesignsConfig,
@@ -142,6 +145,9 @@ impl Config {
         self.timing.validate().map_err(ConfigError)?;
         self.core.validate().map_err(ConfigError)?;
         self.designs.validate().map_err(ConfigError)?;
+        self.virt
+            .validate(self.os.phys_mem_bytes)
+            .map_err(ConfigError)?;
         Ok(())
     }
 

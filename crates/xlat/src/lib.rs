@@ -23,6 +23,7 @@ pub mod simd;
 pub mod stats;
 pub mod timing;
 pub mod trace;
+pub mod virt;
 pub mod workloads;
 
 /// Version of the simulator, written into every result record.

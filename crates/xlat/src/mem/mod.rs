@@ -222,6 +222,10 @@ pub struct MemSystem {
     until_sample: u64,
     share_samples: u64,
     share_sum: [f64; 3],
+    /// Nested translation (`virt.enabled`, see `crate::virt`): the host that translates the
+    /// guest-physical address of every page-table reference first. `None` natively; taken out
+    /// while the host walks, so the host's own references go straight to memory.
+    pub(crate) nested: Option<Box<dyn crate::virt::HostTranslate>>,
 }
 
 /// How often (in hierarchy accesses) the page-table share of each cache is sampled.
@@ -240,6 +244,7 @@ impl MemSystem {
             until_sample: SHARE_SAMPLE_PERIOD,
             share_samples: 0,
             share_sum: [0.0; 3],
+            nested: None,
         }
     }
 
@@ -356,6 +361,10 @@ impl MemSystem {
     /// A page-table read by the walker (enters at `walk_entry`).
     #[inline]
     pub fn pt_access(&mut self, pa: Paddr) -> MemAccess {
+        // Nested runs only (virt/): `pa` is guest-physical; translate it through the host.
+        if self.nested.is_some() {
+            return self.nested_pt_access(pa);
+        }
         let start = match self.walk_entry {
             WalkEntry::L1 => 0,
             WalkEntry::L2 => 1,

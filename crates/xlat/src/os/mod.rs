@@ -364,6 +364,11 @@ impl Os {
         (self.procs.len() - 1) as Asid
     }
 
+    /// Processes created so far (their ASIDs are `0..process_count()`).
+    pub fn process_count(&self) -> usize {
+        self.procs.len()
+    }
+
     fn check_range(addr: Vaddr, len: u64, what: &str) -> Result<(u64, u64), OsError> {
         if !addr.0.is_multiple_of(BASE_PAGE_BYTES) {
             return Err(OsError(format!(
