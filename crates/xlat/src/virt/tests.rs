@@ -269,11 +269,15 @@ fn host_reclaim_to_swap_flushes_combined_translations_and_keeps_the_oracle() {
 }
 
 #[test]
-fn host_khugepaged_collapses_guest_memory_under_the_oracle() {
+fn host_khugepaged_collapses_flush_combined_translations_and_keep_the_oracle() {
+    // Guest 2 MiB pages over 4 KiB host pages are cached as 4 KiB combined entries; once the
+    // host collapses the range into a 2 MiB page, the composition is one 2 MiB translation,
+    // so an entry kept past the collapse would fail the oracle.
     let cfg = cfg_with(&[
-        ("sim.refs", "60000"),
-        ("virt.host_os.thp", "always"),
-        ("virt.host_os.policy", "mthp"),
+        ("sim.refs", "100000"),
+        ("workload.footprint", "8MiB"),
+        ("os.thp", "always"),
+        ("virt.host_os.thp", "never"),
         ("virt.host_os.khugepaged.enabled", "true"),
         ("virt.host_os.khugepaged.interval_cycles", "20000"),
         ("virt.host_os.khugepaged.max_ptes_none", "511"),
@@ -281,12 +285,10 @@ fn host_khugepaged_collapses_guest_memory_under_the_oracle() {
     .unwrap();
     let r = run_workload(&cfg).unwrap();
     assert_consistent(&r, true);
-    assert!(
-        r["virt"]["host_os"]["khugepaged"]["wakeups"]
-            .as_u64()
-            .unwrap()
-            > 0
-    );
+    let v = &r["virt"];
+    assert!(v["host_os"]["khugepaged"]["collapses"].as_u64().unwrap() > 0);
+    assert!(v["host_flushes"].as_u64().unwrap() > 0);
+    assert!(v["host_os"]["mapped_2m"].as_u64().unwrap() > 0);
 }
 
 #[test]
@@ -356,4 +358,40 @@ fn the_nested_tlb_evicts_the_least_recently_used_entry() {
     assert_eq!(t.lookup(Vpn(3)), Some(m(3)));
     t.flush();
     assert_eq!(t.lookup(Vpn(1)), None);
+}
+
+#[test]
+fn unmapping_a_guest_huge_page_drops_the_smaller_combined_entries_inside_it() {
+    // A guest 2 MiB page over 4 KiB host pages is cached as 4 KiB combined entries; after
+    // munmap a load there must walk and fault (outside every VMA), not hit a stale entry.
+    let base = 0x4000_0000u64;
+    let load = |off: u64| Event::Access {
+        kind: AccessKind::Load,
+        va: Vaddr(base + off),
+        size: 8,
+        instrs: 1,
+        dep: 0,
+    };
+    let events = vec![
+        Event::Mmap {
+            addr: Vaddr(base),
+            len: 2 << 20,
+            prot: prot::READ | prot::WRITE,
+            flags: 0,
+        },
+        load(0x5_0000),
+        load(0x5_0008),
+        Event::Munmap {
+            addr: Vaddr(base),
+            len: 2 << 20,
+        },
+        load(0x5_0010),
+    ];
+    let cfg = cfg_with(&[("os.thp", "always"), ("virt.host_os.thp", "never")]).unwrap();
+    match run(&cfg, Box::new(Events(events.into_iter()))) {
+        Err(SimError::Os { event: 4, error }) => {
+            assert!(error.0.contains("segmentation fault"), "{error}")
+        }
+        other => panic!("expected a segmentation fault at event 4, got {other:?}"),
+    }
 }
