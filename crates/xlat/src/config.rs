@@ -17,6 +17,7 @@ use crate::mmu::TlbConfig;
 use crate::os::OsConfig;
 use crate::timing::ooo::CoreConfig;
 use crate::timing::TimingConfig;
+use crate::virt::VirtConfig;
 use crate::workloads::WorkloadConfig;
 use serde::{Deserialize, Serialize};
 
@@ -132,6 +133,8 @@ pub struct Config {
     pub timing: TimingConfig,
     /// The out-of-order core (`timing.model = "ooo"`).
     pub core: CoreConfig,
+    /// Nested (virtualized) translation: the host OS and design (`virt.enabled`, see `virt/`).
+    pub virt: VirtConfig,
     /// Per-design sections, flattened so that `radix.levels` is a top-level key path.
     #[serde(flatten)]
     pub designs: DesignsConfig,
@@ -265,6 +268,28 @@ impl Config {
                      paging mode (radix.levels, which {key} follows when not set); set them alike",
                     self.designs.radix.levels
                 )));
+            }
+        }
+        self.virt
+            .validate(self.os.phys_mem_bytes)
+            .map_err(ConfigError)?;
+        if self.virt.enabled {
+            // Combinations not built yet, refused rather than simulated wrongly: the nested
+            // host hook and its nested TLB belong to one core, and a coalesced or range entry
+            // would be built from guest-physical frames, not the combined host frames.
+            if self.sim.cores > 1 {
+                return Err(ConfigError(format!(
+                    "virt.enabled runs on one core; sim.cores = {} is not supported with \
+                     nested translation yet",
+                    self.sim.cores
+                )));
+            }
+            if self.tlb.coalescing != crate::mmu::Coalescing::None || self.tlb.range.entries > 0 {
+                return Err(ConfigError(
+                    "virt.enabled with tlb.coalescing or tlb.range is not supported yet \
+                     (combined gVA -> hPA entries are cached one page each)"
+                        .into(),
+                ));
             }
         }
         Ok(())
@@ -529,6 +554,25 @@ mod tests {
         expect.designs.perfect_tlb.levels = 5;
         expect.os.thp = crate::os::ThpPolicy::Always;
         assert_eq!(cfg, expect);
+    }
+
+    #[test]
+    fn nested_translation_refuses_the_combinations_not_built_yet() {
+        let on = ("virt.enabled", "true");
+        for extra in [
+            ("sim.cores", "2"),
+            ("tlb.coalescing", "colt"),
+            ("tlb.coalescing", "contiguous_bit"),
+            ("tlb.range.entries", "8"),
+        ] {
+            let mut pairs = vec![on, extra];
+            if extra.0 == "sim.cores" {
+                pairs.push(("workload.name", "gups,kv"));
+            }
+            let err = Config::resolve(None, &set(&pairs)).unwrap_err();
+            assert!(err.0.contains("virt.enabled"), "{extra:?}: {err}");
+        }
+        assert!(Config::resolve(None, &set(&[on])).is_ok());
     }
 
     #[test]

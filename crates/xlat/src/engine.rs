@@ -116,6 +116,9 @@ struct Sim<D: Design> {
     /// The other cores and processes of a multi-core or multi-process run (`None` for one
     /// process on one core: the engine then runs exactly as it always did).
     machine: Option<Box<Machine>>,
+    /// The oracle checks L1 TLB hits against the guest OS alone (`sim.oracle` in a native run;
+    /// a nested run's L1 entries are combined translations, checked by `check`).
+    l1_oracle_native: bool,
 }
 
 /// Builds the runner once the design exists; the OS is handed over afterwards because the
@@ -125,6 +128,8 @@ struct MakeSim {
     source: Box<dyn EventSource>,
     /// The sources of processes 1, 2, ... of a multi-process run (empty for one process).
     more: Vec<Box<dyn EventSource>>,
+    /// The host of a nested run (`virt.enabled`); attached to the memory system.
+    nested: Option<Box<dyn crate::virt::HostTranslate>>,
 }
 
 type RunnerFactory = Box<dyn FnOnce(Os) -> Result<Box<dyn Runner>, OsError> + Send>;
@@ -132,9 +137,14 @@ type RunnerFactory = Box<dyn FnOnce(Os) -> Result<Box<dyn Runner>, OsError> + Se
 impl DesignVisitor for MakeSim {
     type Output = RunnerFactory;
     fn visit<D: Design + 'static>(self, design: D) -> RunnerFactory {
-        let MakeSim { cfg, source, more } = self;
+        let MakeSim {
+            cfg,
+            source,
+            more,
+            nested,
+        } = self;
         Box::new(move |os: Os| -> Result<Box<dyn Runner>, OsError> {
-            Ok(Box::new(Sim::build(cfg, source, more, design, os)?))
+            Ok(Box::new(Sim::build(cfg, source, more, nested, design, os)?))
         })
     }
 }
@@ -146,6 +156,7 @@ impl<D: Design> Sim<D> {
         cfg: Config,
         source: Box<dyn EventSource>,
         more: Vec<Box<dyn EventSource>>,
+        nested: Option<Box<dyn crate::virt::HostTranslate>>,
         mut design: D,
         mut os: Os,
     ) -> Result<Sim<D>, OsError> {
@@ -155,9 +166,12 @@ impl<D: Design> Sim<D> {
         // One source on several cores: a multi-threaded trace.
         let threaded = more.is_empty() && cfg.sim.cores > 1;
         let machine = Machine::build(&cfg, &mut os, &mut design, more, threaded);
+        let mut mem = MemSystem::new(&cfg.mem);
+        mem.nested = nested;
         Ok(Sim {
             mmu: Mmu::new(&cfg.tlb),
-            mem: MemSystem::new(&cfg.mem),
+            mem,
+            l1_oracle_native: cfg.sim.oracle && !cfg.virt.enabled,
             core: (cfg.timing.model == TimingModel::Ooo)
                 .then(|| OooCore::new(&cfg.core, cfg.mem.l1d.latency_cycles)),
             cur_instrs: 0,
@@ -214,7 +228,9 @@ impl<D: Design> Sim<D> {
                     MapChange::Map(asid, m) => self.design.map(&mut self.os.phys, asid, m)?,
                     MapChange::Unmap(asid, m) => {
                         self.design.unmap(&mut self.os.phys, asid, m);
-                        self.mmu.invalidate(asid, m);
+                        // Exactly `m` natively; in a nested run also the smaller combined
+                        // entries that may cache parts of it (virt/).
+                        crate::virt::invalidate_guest_page(&mut self.mmu, &self.mem, asid, m);
                         if let Some(machine) = self.machine.as_deref_mut() {
                             machine.shootdown(asid, m);
                         }
@@ -233,7 +249,8 @@ impl<D: Design> Sim<D> {
                 Some(machine) => machine.parked_private_caches(),
                 None => Vec::new(),
             };
-            self.mem.invalidate_frames(pfn, 1 << order, &mut others);
+            // Natively the frames; in a nested run the host frames backing them (virt/).
+            crate::virt::invalidate_moved_frames(&mut self.mem, pfn, 1 << order, &mut others);
         }
         Ok(())
     }
@@ -253,7 +270,73 @@ impl<D: Design> Sim<D> {
         self.os
             .tick(now, &mut self.changes)
             .map_err(|e| self.os_err(e))?;
-        self.apply_changes().map_err(|e| self.os_err(e))
+        self.apply_changes().map_err(|e| self.os_err(e))?;
+        // Nested runs only (virt/): the host OS's daemons.
+        if let Some(mut host) = self.mem.nested.take() {
+            host.tick(now, &mut self.mem);
+            self.mem.nested = Some(host);
+            self.nested_sync()?;
+        }
+        Ok(())
+    }
+
+    /// Nested runs: stop on a host failure; after a host unmap, drop every combined
+    /// translation of every guest process from the TLBs.
+    #[cold]
+    fn nested_sync(&mut self) -> Result<(), SimError> {
+        let Some(host) = self.mem.nested.as_mut() else {
+            return Ok(());
+        };
+        let (error, flush) = (host.take_error(), host.take_flush());
+        if let Some(e) = error {
+            return Err(self.host_err(e));
+        }
+        if flush {
+            for asid in 0..self.os.process_count() {
+                self.mmu.invalidate_asid(asid as Asid);
+            }
+        }
+        Ok(())
+    }
+
+    fn host_err(&self, e: crate::virt::HostError) -> SimError {
+        match e {
+            crate::virt::HostError::Os(error) => self.os_err(error),
+            crate::virt::HostError::Oracle(msg) => SimError::Oracle(msg),
+        }
+    }
+
+    /// Nested runs: finish the guest walk `w` of `vpn` as a 2-D walk (see
+    /// `virt::finish_walk`).
+    #[cold]
+    #[inline(never)]
+    fn nested_walk(
+        &mut self,
+        vpn: Vpn,
+        w: &mut crate::designs::WalkResult,
+        post_fault: bool,
+    ) -> Result<(), SimError> {
+        let r = crate::virt::finish_walk(
+            &mut self.mem,
+            &mut self.os,
+            self.asid,
+            vpn,
+            w,
+            !D::PERFECT_TLB,
+            post_fault,
+            self.cfg.sim.oracle,
+        );
+        r.map_err(|e| self.host_err(e))?;
+        self.nested_sync()
+    }
+
+    /// The oracle's translation of `vpn`: the OS model's natively; in a nested run the
+    /// composition of the guest's and the host's (virt/).
+    fn oracle_translate(&self, vpn: Vpn) -> Option<Mapping> {
+        match self.mem.nested.as_deref() {
+            Some(host) => crate::virt::composed(&self.os, self.asid, vpn, host),
+            None => self.os.translate(self.asid, vpn),
+        }
     }
 
     fn os_err(&self, error: OsError) -> SimError {
@@ -321,11 +404,13 @@ impl<D: Design> Sim<D> {
         }
         self.c.oracle_checked += 1;
         let agrees = match &got {
+            // Nested runs (virt/): a combined translation against both OS models.
+            Some(m) if self.mem.nested.is_some() => self.oracle_translate(vpn) == Some(*m),
             Some(m) => self.os.maps(self.asid, vpn, m),
             None => self.os.translate(self.asid, vpn).is_none(),
         };
         if !agrees {
-            let want = self.os.translate(self.asid, vpn);
+            let want = self.oracle_translate(vpn);
             return Err(self.mismatch(vpn, got, want, what));
         }
         Ok(())
@@ -380,11 +465,16 @@ impl<D: Design> Sim<D> {
         let mut cycles = 0u64;
         for attempt in 0..2 {
             let post_fault = after_fault || attempt == 1;
-            let w = if post_fault {
+            let mut w = if post_fault {
                 self.design.walk_after_fault(self.asid, vpn, &mut self.mem)
             } else {
                 self.design.walk(self.asid, vpn, &mut self.mem)
             };
+            // Nested runs only (virt/): add the host's share of the 2-D walk and turn the
+            // guest translation into the combined gVA -> hPA one.
+            if self.mem.nested.is_some() {
+                self.nested_walk(vpn, &mut w, post_fault)?;
+            }
             if !D::PERFECT_TLB {
                 if post_fault {
                     self.c.post_fault_walks += 1;
@@ -453,12 +543,15 @@ impl<D: Design> Sim<D> {
         };
         // The oracle, as `check` but through the page map's memo of recently read entries:
         // a loop over a few pages checks every hit without searching the page map each time.
-        if self.cfg.sim.oracle {
+        if self.l1_oracle_native {
             self.c.oracle_checked += 1;
             if !self.os.maps_recent(self.asid, vpn, &m) {
                 let want = self.os.translate(self.asid, vpn);
                 return Err(self.mismatch(vpn, Some(m), want, "L1 TLB entry"));
             }
+        } else if self.cfg.sim.oracle {
+            // Nested runs (virt/): L1 entries are combined translations.
+            self.check(vpn, Some(m), "L1 TLB entry")?;
         }
         if kind == AccessKind::Store && !m.writable {
             return self.store_to_read_only(va, 0, 0);
@@ -688,7 +781,10 @@ impl<D: Design> Sim<D> {
     fn run_until(&mut self, mut target: u64) -> Result<(), SimError> {
         while !self.finished && self.c.refs < target {
             if self.pos == self.buf.len() {
-                if self.os.has_daemons() {
+                // (The host's daemons in a nested run: virt/.)
+                if self.os.has_daemons()
+                    || self.mem.nested.as_ref().is_some_and(|h| h.has_daemons())
+                {
                     self.run_daemons()?;
                 }
                 self.buf.clear();
@@ -821,7 +917,12 @@ impl<D: Design> Runner for Sim<D> {
         self.timing.stats(
             &self.cfg.timing,
             c.instructions,
-            self.design.os_cycles() + self.os.extra_os_cycles(),
+            self.design.os_cycles()
+                + self.os.extra_os_cycles()
+                // Nested runs: the host's OS time (virt/).
+                + self.mem.nested.as_ref().map_or(0, |h| {
+                    h.os_cycles(self.cfg.timing.page_fault_cycles)
+                }),
             self.core.as_ref(),
             &mut r,
         );
@@ -842,6 +943,10 @@ impl<D: Design> Runner for Sim<D> {
         self.mem.stats(&mut r);
         self.os.stats(&mut r);
         self.design.stats(&mut r);
+        // Nested runs only: the `virt` section (virt/).
+        if let Some(host) = self.mem.nested.as_ref() {
+            host.stats(&mut r);
+        }
         {
             let s = r.section("sim");
             s.put_f64("wall_seconds", wall_seconds);
@@ -1770,6 +1875,12 @@ impl Simulation {
         cfg.validate().map_err(|e| SimError::Config(e.0))?;
         let mut os =
             Os::new(&cfg.os, cfg.sim.seed).map_err(|e| SimError::Os { event: 0, error: e })?;
+        // Nested runs: the host OS and design that map guest-physical memory (virt/).
+        let nested = if cfg.virt.enabled {
+            Some(crate::virt::build_host(cfg, os.phys.total_bytes()).map_err(SimError::Config)?)
+        } else {
+            None
+        };
         // The design allocates from the same physical memory as everything else.
         let factory = build_and_visit(
             &cfg.sim.design,
@@ -1779,6 +1890,7 @@ impl Simulation {
                 cfg: cfg.clone(),
                 source,
                 more,
+                nested,
             },
         )
         .map_err(|e| SimError::Os { event: 0, error: e })?;
@@ -2010,6 +2122,7 @@ mod tests {
             cfg,
             source,
             more: Vec::new(),
+            nested: None,
         }
         .visit(design)(os)
         .unwrap();
@@ -2091,6 +2204,7 @@ mod tests {
                 cfg: cfg.clone(),
                 source,
                 more: Vec::new(),
+                nested: None,
             }
             .visit(design)(os)
             .unwrap();
@@ -2504,6 +2618,7 @@ mod tests {
             cfg,
             program(base),
             vec![program(base + (1 << 30))],
+            None,
             design,
             os,
         )

@@ -6,7 +6,8 @@
 //!
 //! Layout: [`trace`] (event stream), [`workloads`] (built-in generators), [`os`] (memory manager),
 //! [`mmu`] (TLBs), [`mem`] (caches, DRAM), [`designs`] (one folder per design, one registry row
-//! each), [`timing`] (core model), [`engine`] (the loop), [`config`], [`stats`].
+//! each), [`timing`] (core model), [`engine`] (the loop), [`virt`] (nested translation),
+//! [`config`], [`stats`].
 
 pub mod addr;
 pub mod aligned;
@@ -23,6 +24,7 @@ pub mod simd;
 pub mod stats;
 pub mod timing;
 pub mod trace;
+pub mod virt;
 pub mod workloads;
 
 /// Version of the simulator, written into every result record.

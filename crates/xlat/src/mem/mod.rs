@@ -249,6 +249,10 @@ pub struct MemSystem {
     llc: Cache,
     dram: Dram,
     walk_entry: WalkEntry,
+    /// Nested translation (`virt.enabled`, one core, see `crate::virt`): the host that translates the
+    /// guest-physical address of every page-table reference first. `None` natively; taken out
+    /// while the host walks, so the host's own references go straight to memory.
+    pub(crate) nested: Option<Box<dyn crate::virt::HostTranslate>>,
 }
 
 /// How often (in hierarchy accesses) the page-table share of each cache is sampled.
@@ -262,6 +266,7 @@ impl MemSystem {
             llc: Cache::new(&cfg.llc),
             dram: Dram::new(&cfg.dram),
             walk_entry: cfg.walk_entry,
+            nested: None,
         }
     }
 
@@ -396,6 +401,10 @@ impl MemSystem {
     /// A page-table read by the walker (enters at `walk_entry`).
     #[inline]
     pub fn pt_access(&mut self, pa: Paddr) -> MemAccess {
+        // Nested runs only (virt/): `pa` is guest-physical; translate it through the host.
+        if self.nested.is_some() {
+            return self.nested_pt_access(pa);
+        }
         let start = match self.walk_entry {
             WalkEntry::L1 => 0,
             WalkEntry::L2 => 1,

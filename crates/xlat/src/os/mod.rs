@@ -369,6 +369,11 @@ impl Os {
         (self.procs.len() - 1) as Asid
     }
 
+    /// Processes created so far (their ASIDs are `0..process_count()`).
+    pub fn process_count(&self) -> usize {
+        self.procs.len()
+    }
+
     /// Tell the model how many virtual-address bits the paging mode translates (48 for
     /// 4-level paging, 57 for 5-level): addresses at or above `2^bits` are rejected by every
     /// system call and fault, as a CPU without LA57 cannot form them.
