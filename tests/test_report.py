@@ -302,3 +302,11 @@ def test_the_report_renders_in_headless_chromium_with_every_figure_and_no_consol
     )
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     Path(out / "page-screenshot.png").write_bytes(shot.read_bytes())
+
+
+def test_docs_report_md_shows_every_figure_the_report_draws(store_report):
+    """docs/report.md is generated (make report-docs); a figure added since must be there too."""
+    _, out, _ = store_report
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "report.md").read_text()
+    for name in FIGURES:
+        assert f"## `{name}`" in docs and f"report/{name}.png" in docs, name

@@ -68,6 +68,41 @@ PWC_LEVELS = [("pde", "PDE"), ("pdpte", "PDPTE"), ("pml4e", "PML4E")]
 LINE_AXES = ("config.workload.footprint", "config.os.fmfi_target")
 
 
+#: One line per figure on how to read it (docs/report.md is generated with these).
+HOW_TO_READ = {
+    "speedup": "Bars above the line at 1 are faster than the baseline; compare designs within "
+    "a panel (one setting), and the geomean group for the summary a paper quotes.",
+    "translation_share": "How much of the run address translation costs at all: a design can "
+    "only win what this share leaves; near 0 means translation does not matter there.",
+    "mmu_overhead": "Below 1: the design spends fewer cycles translating than the baseline on "
+    "the same workload and setting (the baseline's bar is 1).",
+    "walks": "Below 1: fewer page-walk cycles in total than the baseline (fewer walks or "
+    "cheaper ones); see walk_latency for the cost of one walk.",
+    "walk_latency": "The cost of one TLB miss in cycles: the figure to compare with the "
+    "papers' walk latencies.",
+    "walk_served_by": "Bar height is page-walk memory traffic; the colours say where it was "
+    "served: the higher in the stack (LLC, DRAM), the more each reference costs.",
+    "pwc_hit_rate": "A high PDE hit rate means most radix walks need one memory access; a "
+    "level whose bar says n/a was never reached (a deeper PWC always hit).",
+    "pt_cache_share": "How much cache capacity page-table entries take from data; designs "
+    "with larger page tables (or worse locality) show higher bars.",
+    "page_table_memory": "Memory the page table needed at its largest; hashed designs "
+    "allocate whole tables, radix allocates 4 KiB nodes on demand.",
+    "tlb_mpki": "The workload's TLB pressure, the same for every design: a design can only "
+    "help where the L2 TLB misses (walks) are frequent.",
+    "tlb_hits_by_page_size": "Whether huge pages were used: the 2 MiB share grows when THP "
+    "gave the workload huge pages.",
+    "speedup_vs_footprint": "How a design's advantage scales with the footprint: rising lines "
+    "gain as the page table outgrows the caches.",
+    "walk_cycles_vs_footprint": "Translation cost per kilo-instruction as the footprint grows; "
+    "the gap between lines is what the designs save.",
+    "speedup_vs_fmfi_target": "How a design's advantage changes as free memory is fragmented "
+    "(FMFI 0: none, 1: no free huge block).",
+    "walk_cycles_vs_fmfi_target": "Translation cost per kilo-instruction as free memory is "
+    "fragmented (fewer huge pages, more walks).",
+}
+
+
 def table_rows(records: list[dict], baseline: str | None = None) -> list[dict[str, Any]]:
     """One row of headline figures per record (what the CLI table shows).
 
@@ -409,13 +444,24 @@ class _Figures:
         styles: dict[str, tuple[str, str]] | None = None,
         ref_line: float | None = None,
         legend_title: str | None = None,
+        stacked: bool = False,
+        log: bool = False,
     ) -> None:
-        """Grouped bars: one panel per entry of ``panels`` (``title``, ``x`` labels,
-        ``series`` values), wrapped into more rows when the groups do not fit the width."""
+        """Grouped (or ``stacked``) bars: one panel per entry of ``panels`` (``title``, ``x``
+        labels, ``series`` values). Groups that do not fit the width wrap into more rows; more
+        than four panels that each fit half the width go two per row (a figure stays shorter
+        than a page)."""
         plt = self.plt
-        n = max(len(series), 1)
-        plot_in = self.width - 0.65
-        max_groups = max(1, int(plot_in / (n * 0.05 / 0.8 + 0.02)))
+        n = 1 if stacked else max(len(series), 1)
+
+        def fit(width_in: float) -> int:
+            return max(1, int((width_in - 0.65) / (n * 0.05 / 0.8 + 0.02)))
+
+        ncols = 1
+        if len(panels) > 4 and all(len(p["x"]) <= fit(self.width / 2) for p in panels):
+            ncols = 2
+        max_groups = fit(self.width / ncols)
+        plot_in = self.width / ncols - 0.65
         rows = []
         for p in panels:
             x = p["x"]
@@ -430,34 +476,59 @@ class _Figures:
                     }
                 )
         longest = max((len(s) for r in rows for s in r["x"]), default=1)
+        nrows = math.ceil(len(rows) / ncols)
         fig, axes = plt.subplots(
-            len(rows),
-            1,
-            figsize=(self.width, self.row_h * len(rows) + 0.35 + 0.04 * longest),
+            nrows,
+            ncols,
+            figsize=(self.width, self.row_h * nrows + 0.35 + 0.04 * longest),
             squeeze=False,
             layout="constrained",
         )
-        bw = 0.8 / n
+        flat = list(axes.flat)
+        for ax in flat[len(rows) :]:
+            ax.remove()  # no empty panels
+        self.title_chars = max(12, int((self.width / ncols - 0.6) / 0.06))
+        bw = 0.8 / n if not stacked else 0.6
         handles = []
-        for ax, row in zip(axes[:, 0], rows):
+        for ax, row in zip(flat, rows):
             ngroups = max(len(row["x"]), 1)
+            bottom = [0.0] * len(row["x"])
             for i, s in enumerate(series):
                 color, hatch = (styles or {}).get(
                     s, (PALETTE[i % len(PALETTE)], HATCHES[i % len(HATCHES)])
                 )
-                xs = [g + (i - (n - 1) / 2) * bw for g in range(len(row["x"]))]
-                vals = [0.0 if v != v else v for v in row["series"][s]]
+                offset = 0 if stacked else (i - (n - 1) / 2) * bw
+                xs = [g + offset for g in range(len(row["x"]))]
+                # NaN (no value) draws no bar; a log axis cannot draw 0 either.
+                vals = [float("nan") if v != v or (log and v <= 0) else v for v in row["series"][s]]
+                vals = vals if log else [0.0 if v != v else v for v in vals]
                 h = ax.bar(
                     xs,
                     vals,
                     bw,
+                    bottom=bottom if stacked else None,
                     label=s,
                     color=color,
                     hatch=hatch,
                     edgecolor="black",
                     linewidth=0.4,
                 )
-                if ax is axes[0, 0]:
+                if not stacked:
+                    for x, v in zip(xs, row["series"][s]):
+                        if v != v:  # no value (e.g. no walk reached that PWC level)
+                            ax.text(
+                                x,
+                                0.02,
+                                "n/a",
+                                rotation=90,
+                                ha="center",
+                                va="bottom",
+                                fontsize=7,
+                                transform=ax.get_xaxis_transform(),
+                            )
+                if stacked:
+                    bottom = [b + v for b, v in zip(bottom, vals)]
+                if ax is flat[0]:
                     handles.append(h)
             self._xlabels(ax, row["x"], ngroups / plot_in)
             ax.set_xlim(-0.5, max(ngroups, 1) - 0.5)
@@ -466,11 +537,22 @@ class _Figures:
             if "geomean" in row["x"]:
                 ax.axvline(row["x"].index("geomean") - 0.5, color="#888888", lw=0.6, ls=":")
             if row["title"]:
-                ax.set_title(row["title"], loc="left", pad=2)
-            ax.set_ylim(bottom=0)
+                self.title(ax, row["title"])
+            if log:
+                from matplotlib.ticker import FuncFormatter, NullFormatter
+
+                ax.set_yscale("log")
+                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.6g}"))
+                ax.yaxis.set_minor_formatter(NullFormatter())
+            else:
+                ax.set_ylim(bottom=0)
             ax.margins(y=0.08)
             if len(rows) == 1:
                 ax.set_ylabel(ylabel)
+        positive = [v for r in rows for vs in r["series"].values() for v in vs if v == v and v > 0]
+        if log and positive:  # one scale for every panel: decades are labelled on each
+            for ax in flat[: len(rows)]:
+                ax.set_ylim(min(positive) / 1.5, max(positive) * 1.5)
         if len(rows) > 1:
             fig.supylabel(ylabel, fontsize=8)
         self._legend(fig, handles, series, legend_title)
@@ -494,8 +576,10 @@ class _Figures:
 
     def title(self, ax, text: str) -> None:
         """A panel title wrapped to the panel's width."""
+        import re
         import textwrap
 
+        text = re.sub(r"(\d) ([KMG]?i?B)\b", "\\1\u00a0\\2", text)  # keep "8 MiB" together
         ax.set_title(
             "\n".join(textwrap.wrap(text, self.title_chars)), loc="left", pad=2, fontsize=7
         )
@@ -514,8 +598,9 @@ class _Figures:
         ref_line: float | None = None,
         geo_group: bool = False,
         designs: list[str] | None = None,
+        log: bool = False,
     ) -> None:
-        """One panel per setting: workloads on x, a bar per design."""
+        """One panel per setting: workloads on x, a bar per design (``log``: a log y axis)."""
         data = self.data
         designs = designs or data.designs
         panels = []
@@ -539,7 +624,7 @@ class _Figures:
         caption = f"{what} Over {data.scope()}; {agg_txt}" + (
             "; one panel per setting." if data.axes else "."
         )
-        self.bars(name, caption, panels, designs, ylabel, styles, ref_line)
+        self.bars(name, caption, panels, designs, ylabel, styles, ref_line, log=log)
 
     def design_style(self, design: str) -> tuple[str, str]:
         i = self.data.designs.index(design) if design in self.data.designs else 0
@@ -699,18 +784,23 @@ class _Figures:
                 {"title": data.setting_label(setting), "x": data.workloads, "series": series}
             )
         styles = {lab: (PALETTE[i], HATCHES[i]) for i, (_, lab) in enumerate(sizes)}
+        used = [lab for s, lab in sizes if float(data.df[f"tlb.l1_{s}_hits"].max()) > 0]
+        unused = [lab for _, lab in sizes if lab not in used]
         caption = (
-            "L1 TLB hits by the size of the page they translated (% of L1 hits), per workload "
-            f"(from the {data.baseline} runs; misses by page size are not recorded). "
+            "L1 TLB hits by the size of the page they translated (% of L1 hits, stacked), per "
+            f"workload, from the {data.baseline} runs"
+            + (f"; no hit on {', '.join(unused)} pages in any run" if unused else "")
+            + " (misses by page size are not recorded). "
             f"Over {data.scope()}; {data.seed_agg()}."
         )
         self.bars(
             "tlb_hits_by_page_size",
             caption,
             panels,
-            [lab for _, lab in sizes],
+            used,
             "share of L1\nTLB hits (%)",
             styles,
+            stacked=True,
         )
 
     def lines(self, axis: str) -> None:
@@ -908,18 +998,18 @@ def _draw(data: _Data, out: Path, width: float, provenance: str) -> _Figures:
             "lines holding page-table entries (%)",
             {d: f.design_style(d) for d in data.designs},
         )
-    peak = float(df["page_table.peak_bytes"].max()) if "page_table.peak_bytes" in df else 0
-    unit, scale = next(
-        ((u, k) for u, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)) if peak >= 2 * k),
-        ("bytes", 1),
-    )
+    peaks = [float(v) for v in df["page_table.peak_bytes"] if v == v and v > 0]
+    log = bool(peaks) and max(peaks) / min(peaks) > 30
     f.per_setting_bars(
         "page_table_memory",
-        f"Peak page-table memory (page_table.peak_bytes: the most the design held at any "
-        f"time, {unit}; the end-of-run value is in the runs table).",
+        "Peak page-table memory (page_table.peak_bytes: the most the design held at any "
+        "time, KiB"
+        + (", log scale" if log else "")
+        + "; the end-of-run value is in the runs table).",
         "page_table.peak_bytes",
-        f"peak page-table\nmemory ({unit})",
-        scale=1 / scale,
+        "peak page-table\nmemory (KiB)",
+        scale=1 / 1024,
+        log=log,
     )
     f.tlb()
     for axis in data.axes:
