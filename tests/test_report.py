@@ -33,6 +33,7 @@ FIGURES = [
     "tlb_hits_by_page_size",
     "speedup_vs_footprint",
     "walk_cycles_vs_footprint",
+    "thp_speedup",
 ]
 
 
@@ -178,6 +179,13 @@ def test_the_new_figures_draw_the_stores_numbers(store_report):
         for i, w in enumerate(p["x"]):
             want = store("radix", w, thp, foot, "tlb.l2_mpki")
             assert p["series"]["L2 TLB"][i] == pytest.approx(want, rel=1e-12)
+    for p in figures["thp_speedup"]["panels"]:  # THP off/on as grouped bars
+        foot = 8 * 2**20 if "8 MiB" in p["title"] else 16 * 2**20
+        for i, w in enumerate(p["x"][:-1]):
+            for d in ("radix", "ideal"):
+                off = store(d, w, "never", foot, "timing.cycles")
+                on = store(d, w, "always", foot, "timing.cycles")
+                assert p["series"][d][i] == pytest.approx(off / on, rel=1e-12)
     line = figures["speedup_vs_footprint"]["panels"]
     assert all(p["x"] == [str(8 * 2**20), str(16 * 2**20)] for p in line)
     sp = _store_speedups(db)

@@ -92,6 +92,8 @@ HOW_TO_READ = {
     "help where the L2 TLB misses (walks) are frequent.",
     "tlb_hits_by_page_size": "Whether huge pages were used: the 2 MiB share grows when THP "
     "gave the workload huge pages.",
+    "thp_speedup": "How much each design gains from huge pages on its own: a design that "
+    "already translates cheaply gains less than radix (bars nearer 1).",
     "speedup_vs_footprint": "How a design's advantage scales with the footprint: rising lines "
     "gain as the page table outgrows the caches.",
     "walk_cycles_vs_footprint": "Translation cost per kilo-instruction as the footprint grows; "
@@ -803,6 +805,62 @@ class _Figures:
             stacked=True,
         )
 
+    def thp_effect(self) -> None:
+        """With THP off and on in the grid: each design's speedup from huge pages (its cycles
+        with THP off over its cycles with THP on), bars grouped by workload, a panel per
+        setting of the other axes."""
+        data = self.data
+        axis = "config.os.thp"
+        if axis not in data.axes:
+            return
+        idx = data.axes.index(axis)
+        values = {s[idx] for s in data.settings}
+        if "never" not in values:
+            return
+        ons = sorted(values - {"never"}, key=_sort_key)
+        rest = sorted(
+            {tuple(v for j, v in enumerate(s) if j != idx) for s in data.settings},
+            key=lambda t: tuple(_sort_key(v) for v in t),
+        )
+
+        def setting(r: tuple, v: str) -> tuple:
+            return tuple(list(r[:idx]) + [v] + list(r[idx:]))
+
+        others = [a for a in data.axes if a != axis]
+        panels = []
+        for on in ons:
+            for r in rest:
+                series = {}
+                for d in data.designs:
+                    vals = []
+                    for w in data.workloads:
+                        off_c = data.cell(w, setting(r, "never"), d, "timing.cycles")
+                        on_c = data.cell(w, setting(r, on), d, "timing.cycles")
+                        vals.append(off_c / on_c if on_c else float("nan"))
+                    series[d] = vals + [geomean(vals)]
+                label = ", ".join(
+                    _axis_value_text(a, v) if a.endswith("footprint") else f"{_short(a)}={v}"
+                    for a, v in zip(others, r)
+                )
+                title = f"thp={on} over never" + (f", {label}" if label else "")
+                panels.append({"title": title, "x": [*data.workloads, "geomean"], "series": series})
+        caption = (
+            "Speedup each design gets from transparent huge pages: its cycles with os.thp=never "
+            "over its cycles with THP on, on the same workload"
+            + (f" and {', '.join(_short(a) for a in others)}" if others else "")
+            + "; geomean: geometric mean over the workloads. "
+            f"Over {data.scope()}; cycles: {data.seed_agg()}."
+        )
+        self.bars(
+            "thp_speedup",
+            caption,
+            panels,
+            data.designs,
+            "speedup from\nhuge pages (×)",
+            {d: self.design_style(d) for d in data.designs},
+            ref_line=1.0,
+        )
+
     def lines(self, axis: str) -> None:
         """Speedup and page-walk cycles over a numeric axis: a panel per workload (and per
         setting of the other axes), a line per design."""
@@ -1019,6 +1077,7 @@ def _draw(data: _Data, out: Path, width: float, provenance: str) -> _Figures:
             except ValueError:
                 continue
             f.lines(axis)
+    f.thp_effect()
     return f
 
 
