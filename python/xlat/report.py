@@ -31,6 +31,7 @@ from typing import Any
 
 from xlat.query import design_order, geomean, varying_params, with_speedup
 from xlat.records import speedups
+from xlat.run import designs as registered_designs
 from xlat.run import version
 from xlat.store import frame_from_records  # noqa: F401 - reports are drawn from such frames
 
@@ -245,6 +246,11 @@ def _sort_key(value: str) -> tuple:
 
 def _num(v: float) -> float | None:
     return None if v != v else float(v)
+
+
+def _design_index(design: str, present: list[str]) -> int:
+    order = design_order([*registered_designs(), *present])
+    return order.index(design) if design in order else 0
 
 
 class _Data:
@@ -629,7 +635,9 @@ class _Figures:
         self.bars(name, caption, panels, designs, ylabel, styles, ref_line, log=log)
 
     def design_style(self, design: str) -> tuple[str, str]:
-        i = self.data.designs.index(design) if design in self.data.designs else 0
+        """Colour and hatch of a design: by its place in the registry, so that a design looks
+        the same in every report (a design not registered here takes a place after them)."""
+        i = _design_index(design, self.data.designs)
         return PALETTE[i % len(PALETTE)], HATCHES[i % len(HATCHES)]
 
     def served_by(self) -> None:
@@ -917,7 +925,7 @@ class _Figures:
                     else:
                         ys = [data.cell(w, setting(r, xv), d, column, agg) for xv in xvals]
                     series[d] = ys
-                    j = data.designs.index(d)
+                    j = _design_index(d, data.designs)
                     (h,) = ax.plot(
                         xnum,
                         ys,
@@ -952,6 +960,7 @@ class _Figures:
                 title = w + (f", {label_rest(r)}" if others else "")
                 self.title(ax, title)
                 ax.grid(True, axis="both")
+                ax.margins(x=0.12)  # end labels stay inside the panel
                 panels.append({"title": title, "x": xvals, "series": series})
             fig.supylabel(ylabel.replace("\n", " "), fontsize=8)
             fig.supxlabel(_short(axis) + (" (log scale)" if is_bytes else ""), fontsize=8)
