@@ -108,7 +108,7 @@ def test_speedup_geomeans_are_per_setting_of_every_axis_other_than_workload(stor
         assert panel["series"]["ideal"][2] == pytest.approx(geo[(thp, foot)], rel=1e-12)
     md = (out / "report.md").read_text()
     for value in geo.values():
-        assert f"{value:.4g}" in md
+        assert f"| {value:.3f} |" in md
 
 
 def _pdf_box(pdf: Path) -> tuple[float, float]:

@@ -1366,7 +1366,7 @@ def write_report(
 
     def speed_cell(c: str, v: Any) -> str:
         if c in designs:
-            return "n/a" if v != v else f"{v:.4g}"
+            return "n/a" if v != v else f"{v:.3f}"
         return _axis_value_text(f".{c}", str(v)) if c != "workload" else str(v)
 
     speed_head = list(speed.columns)
@@ -1423,7 +1423,7 @@ def write_report(
         b64 = base64.b64encode(png.read_bytes()).decode()
         return (
             f'<img alt="{html.escape(png.stem)}" id="fig-{html.escape(png.stem)}" '
-            f'style="width:{inches}in" src="data:image/png;base64,{b64}">'
+            f'style="width:{inches * 1.5:.2f}in" src="data:image/png;base64,{b64}">'
         )
 
     def table_html(head: list[str], body: list[list[str]], numeric: list[bool]) -> str:
@@ -1459,7 +1459,7 @@ body {{ font-family: system-ui, sans-serif; margin: 2em; max-width: 80em; }}
 table {{ border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }}
 th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; }}
 .num {{ text-align: right; font-variant-numeric: tabular-nums; }} .txt {{ text-align: left; }}
-figure {{ margin: 1.5em 0; }} img {{ max-width: 100%; }}
+figure {{ margin: 1.5em 0; }} img {{ max-width: 100%; }} /* figures at 1.5x their printed size */
 figcaption {{ font-size: 0.9em; color: #333; max-width: 45em; }}
 footer {{ color: #555; font-size: 0.85em; margin-top: 2em; border-top: 1px solid #ccc; }}
 </style></head><body>
