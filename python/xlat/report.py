@@ -310,13 +310,20 @@ class _Data:
 
     def scope(self) -> str:
         """Which runs a figure is drawn over (for captions)."""
+
+        def n(count: int, what: str) -> str:
+            return f"{count} {what}{'s' if count != 1 else ''}"
+
         parts = [
-            f"{len(self.df)} runs: {len(self.designs)} designs x {len(self.workloads)} workloads"
+            f"{n(len(self.df), 'run')}: {n(len(self.designs), 'design')} x "
+            f"{n(len(self.workloads), 'workload')}"
         ]
         if self.axes:
             parts.append(
-                f" x {len(self.settings)} settings of {', '.join(_short(a) for a in self.axes)}"
+                f" x {n(len(self.settings), 'setting')} of "
+                f"{', '.join(_short(a) for a in self.axes)}"
             )
+        parts.append(f"; {run_size_text(self.df)}")
         return "".join(parts)
 
     def seed_agg(self, geo: bool = False) -> str:
