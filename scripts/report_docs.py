@@ -2,10 +2,10 @@
 
 Usage: python scripts/report_docs.py SPEC.toml DB
 
-Runs the sweep (stored runs of the same configuration are reused), writes the report into a
-temporary folder, copies the PNGs to docs/report/ and writes docs/report.md: each figure with one
-line on how to read it (xlat.report.HOW_TO_READ) and its caption, so the page shows what the
-current code draws and cannot go stale.
+Runs the sweep (every run again, so that the figures are the current code's), writes the
+report into a temporary folder, copies the PNGs to docs/report/ and writes docs/report.md:
+each figure with one line on how to read it (xlat.report.HOW_TO_READ) and its caption, so the
+page shows what the current code draws and cannot go stale.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(spec: str, db: str) -> int:
-    xlat.sweep(spec, db)
+    xlat.sweep(spec, db, force=True)
     figures_dir = ROOT / "docs" / "report"
     if figures_dir.exists():
         shutil.rmtree(figures_dir)
