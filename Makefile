@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all setup build vgtool demo test test-rust test-python browser bench lint fmt clean
+.PHONY: all setup build vgtool demo report-docs test test-rust test-python browser bench lint fmt clean
 
 all: build
 
@@ -37,6 +37,11 @@ demo: build
 	$(VENV)/bin/xlat results --db out/demo.duckdb --speedup-over radix
 	$(VENV)/bin/xlat report out/demo.duckdb --out out/
 	@echo "report: out/report.html and out/report.md (figures as PNG + PDF in out/)"
+
+# docs/report.md and docs/report/*.png: every figure of the report with how to read it, from a
+# small sweep (configs/sweeps/report-docs.toml), so that the page shows what the code draws.
+report-docs: build
+	$(PY) scripts/report_docs.py configs/sweeps/report-docs.toml out/report-docs.duckdb
 
 test: build test-rust test-python
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import xlat as api
-from conftest import SMALL, xlat
+from conftest import ROOT, SMALL, xlat
 
 REQUIRED_KEYS = [
     "refs",
@@ -114,3 +114,26 @@ def test_the_table_output_lists_every_compared_design():
     lines = out.strip().split("\n")
     assert lines[0].startswith("design")
     assert [ln.split()[0] for ln in lines[1:]] == ["radix", "perfect_tlb"]
+
+
+def test_version_prints_the_version_and_the_git_commit_of_a_clone():
+    proc = xlat("--version")
+    assert proc.stdout.startswith(f"xlat {api.version()}"), proc.stdout
+    assert "usage" not in proc.stdout
+    if (ROOT / ".git").exists():
+        assert "(git " in proc.stdout
+
+
+def test_compare_report_rejects_a_figure_wider_than_a_page(tmp_path):
+    proc = xlat(
+        "compare",
+        "--designs",
+        "radix",
+        *SMALL,
+        "--report",
+        str(tmp_path),
+        "--figure-width",
+        "9",
+        check=False,
+    )
+    assert proc.returncode == 2 and "wider than a page" in proc.stderr

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import math
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,27 +14,39 @@ import pytest
 import xlat as api
 from conftest import SMALL, xlat
 
-FIGURES = [
+#: Figures of every report (a compare of radix and ideal under the default THP setting).
+BASE_FIGURES = [
     "speedup",
+    "translation_share",
     "mmu_overhead",
     "walks",
+    "walk_latency",
     "walk_served_by",
+    "pwc_hit_rate",
     "pt_cache_share",
     "page_table_memory",
     "tlb_mpki",
+]
+#: The store fixture's sweep adds: 2 MiB pages (THP axis) and a footprint axis.
+FIGURES = [
+    *BASE_FIGURES,
+    "tlb_hits_by_page_size",
+    "speedup_vs_footprint",
+    "walk_cycles_vs_footprint",
+    "thp_speedup",
 ]
 
 
 @pytest.fixture(scope="module")
 def store_report(tmp_path_factory):
-    """A 2 designs x 2 workloads x 2 THP sweep in a store, and its report."""
+    """A 2 designs x 2 workloads x 2 THP x 2 footprints sweep in a store, and its report."""
     tmp = tmp_path_factory.mktemp("report")
     db = tmp / "r.duckdb"
     api.sweep(
         {
             "designs": ["radix", "ideal"],
             "workloads": ["gups", "stream"],
-            "footprint": "16MiB",
+            "footprint": ["8MiB", "16MiB"],
             "refs": "20000",
             "set": {"os.thp": ["never", "always"]},
         },
@@ -58,12 +73,140 @@ def test_report_from_the_store_writes_html_with_every_figure_as_png_and_pdf(stor
     assert "first-order" in page  # the report says what is approximated
 
 
-def test_the_speedup_table_of_the_report_matches_xlat_results(store_report):
+def _store_speedups(db) -> dict[tuple[str, int, str], float]:
+    """ideal's speedup over radix per (THP, footprint, workload), from the store's cycles."""
+    rows = api.results(db)
+    cycles = {
+        (r["config.os.thp"], int(r["config.workload.footprint"]), r["workload"], r["design"]): r[
+            "timing.cycles"
+        ]
+        for _, r in rows.iterrows()
+    }
+    return {k[:3]: cycles[(*k[:3], "radix")] / v for k, v in cycles.items() if k[3] == "ideal"}
+
+
+def test_speedup_geomeans_are_per_setting_of_every_axis_other_than_workload(store_report):
     db, out, _ = store_report
-    table = api.results(db, speedup_over="radix")
+    sp = _store_speedups(db)
+    table = list(csv.DictReader((out / "speedup.csv").open()))
+    geo = {
+        (r["thp"], int(r["footprint"])): float(r["ideal"])
+        for r in table
+        if r["workload"] == "geomean"
+    }
+    assert len(geo) == 4  # one per THP x footprint setting, none pooled over settings
+    for (thp, foot), value in geo.items():
+        want = math.sqrt(sp[(thp, foot, "gups")] * sp[(thp, foot, "stream")])
+        assert value == pytest.approx(want, rel=1e-12), (thp, foot)
+    assert len({round(v, 12) for v in geo.values()}) > 1  # the settings do differ
+    figure = json.loads((out / "figures.json").read_text())["figures"]["speedup"]
+    assert len(figure["panels"]) == 4  # one bar group per setting
+    for panel in figure["panels"]:
+        assert panel["x"] == ["gups", "stream", "geomean"]
+        thp = re.search(r"thp=(\w+)", panel["title"]).group(1)
+        foot = 8 * 2**20 if "8 MiB" in panel["title"] else 16 * 2**20
+        assert panel["series"]["ideal"][2] == pytest.approx(geo[(thp, foot)], rel=1e-12)
     md = (out / "report.md").read_text()
-    geo = table.loc[("geomean", ""), "ideal"]
-    assert f"{geo:.4g}" in md
+    for value in geo.values():
+        assert f"| {value:.3f} |" in md
+
+
+def _pdf_box(pdf: Path) -> tuple[float, float]:
+    box = re.search(rb"/MediaBox \[ ?0 0 ([\d.]+) ([\d.]+) ?\]", pdf.read_bytes())
+    return float(box.group(1)) / 72, float(box.group(2)) / 72
+
+
+def test_report_pdfs_are_column_wide_with_truetype_fonts_and_never_wider_than_a_page(
+    store_report, tmp_path
+):
+    db, out, _ = store_report
+    for name in FIGURES:
+        pdf = (out / f"{name}.pdf").read_bytes()
+        assert b"/Type3" not in pdf, name  # camera-ready checkers reject Type 3 fonts
+        assert b"/FontFile2" in pdf, name  # TrueType (Type 42) embedded
+        width, _ = _pdf_box(out / f"{name}.pdf")
+        assert width == pytest.approx(3.33, abs=0.01), name  # default: one column
+    page = tmp_path / "page"
+    xlat("report", str(db), "--out", str(page), "--figure-width", "page", "--latex")
+    for pdf in page.glob("*.pdf"):
+        width, _ = _pdf_box(pdf)
+        assert width == pytest.approx(7.0, abs=0.01), pdf.name
+        assert b"/Type3" not in pdf.read_bytes()
+    tex = (page / "speedup.tex").read_text()
+    assert "\\begin{tabular}" in tex and "\\textit{geomean}" in tex and "8 MiB" in tex
+    proc = xlat("report", str(db), "--out", str(page), "--figure-width", "16", check=False)
+    assert proc.returncode == 2 and "wider than a page" in proc.stderr
+
+
+def test_the_new_figures_draw_the_stores_numbers(store_report):
+    db, out, _ = store_report
+    rows = api.results(db)
+    figures = json.loads((out / "figures.json").read_text())["figures"]
+
+    def store(design, workload, thp, foot, key):
+        (value,) = rows[
+            (rows["design"] == design)
+            & (rows["workload"] == workload)
+            & (rows["config.os.thp"] == thp)
+            & (rows["config.workload.footprint"] == foot)
+        ][key]
+        return float(value)
+
+    def panels(name):
+        for p in figures[name]["panels"]:
+            thp = re.search(r"thp=(\w+)", p["title"]).group(1)
+            foot = 8 * 2**20 if "8 MiB" in p["title"] else 16 * 2**20
+            yield thp, foot, p
+
+    for thp, foot, p in panels("translation_share"):
+        for i, w in enumerate(p["x"]):
+            for d in ("radix", "ideal"):
+                want = store(d, w, thp, foot, "timing.mmu_overhead_share") * 100
+                assert p["series"][d][i] == pytest.approx(want, rel=1e-12)
+    assert "KiB" in figures["page_table_memory"]["ylabel"]
+    assert "peak" in figures["page_table_memory"]["caption"].lower()
+    for thp, foot, p in panels("page_table_memory"):
+        for i, w in enumerate(p["x"]):
+            want = store("radix", w, thp, foot, "page_table.peak_bytes") / 1024
+            assert p["series"]["radix"][i] == pytest.approx(want, rel=1e-12)
+    for thp, foot, p in panels("pwc_hit_rate"):
+        for i, w in enumerate(p["x"]):
+            lookups = store("radix", w, thp, foot, "radix.pwc_lookups")
+            pde = store("radix", w, thp, foot, "radix.pwc_pde_hits")
+            assert p["series"]["PDE"][i] == pytest.approx(100 * pde / lookups, rel=1e-12)
+    for thp, foot, p in panels("tlb_mpki"):
+        assert set(p["series"]) == {"L1 TLB", "L2 TLB"}  # once per workload, not per design
+        for i, w in enumerate(p["x"]):
+            want = store("radix", w, thp, foot, "tlb.l2_mpki")
+            assert p["series"]["L2 TLB"][i] == pytest.approx(want, rel=1e-12)
+    for p in figures["thp_speedup"]["panels"]:  # THP off/on as grouped bars
+        foot = 8 * 2**20 if "8 MiB" in p["title"] else 16 * 2**20
+        for i, w in enumerate(p["x"][:-1]):
+            for d in ("radix", "ideal"):
+                off = store(d, w, "never", foot, "timing.cycles")
+                on = store(d, w, "always", foot, "timing.cycles")
+                assert p["series"][d][i] == pytest.approx(off / on, rel=1e-12)
+    line = figures["speedup_vs_footprint"]["panels"]
+    assert all(p["x"] == [str(8 * 2**20), str(16 * 2**20)] for p in line)
+    sp = _store_speedups(db)
+    gups_never = next(p for p in line if p["title"].startswith("gups") and "never" in p["title"])
+    assert gups_never["series"]["ideal"] == pytest.approx(
+        [sp[("never", 8 * 2**20, "gups")], sp[("never", 16 * 2**20, "gups")]], rel=1e-12
+    )
+
+
+def test_the_runs_table_has_one_row_per_run_sorted_by_workload_then_design(store_report):
+    db, out, _ = store_report
+    table = list(csv.DictReader((out / "results.csv").open()))
+    assert len(table) == len(api.results(db)) == 16
+    keys = [(r["workload"], ["radix", "ideal"].index(r["design"])) for r in table]
+    assert keys == sorted(keys)
+    assert "peak page table (KiB)" in table[0] and "end-of-run page table (KiB)" in table[0]
+    assert "seed" not in table[0]  # one seed: not a varying column
+    md = (out / "report.md").read_text()
+    # workload, design (left), footprint (right), thp (left), numbers right-aligned
+    assert "| workload | design | footprint | thp | cycles |" in md
+    assert "|---|---|---:|---|---:|" in md
 
 
 def test_report_from_compare_json_uses_the_same_figures(tmp_path):
@@ -74,7 +217,7 @@ def test_report_from_compare_json_uses_the_same_figures(tmp_path):
     src.write_text(recs)
     out = tmp_path / "report"
     xlat("report", str(src), "--out", str(out), "--baseline", "radix")
-    assert sorted(p.stem for p in out.glob("*.png")) == sorted(FIGURES)
+    assert sorted(p.stem for p in out.glob("*.png")) == sorted(BASE_FIGURES)
     assert json.loads((out / "results.json").read_text())[0]["design"] == "radix"
 
 
@@ -88,6 +231,42 @@ def test_report_with_an_unknown_baseline_exits_2_naming_the_designs(store_report
 def test_report_of_an_empty_or_missing_store_exits_2(tmp_path):
     proc = xlat("report", str(tmp_path / "none.duckdb"), "--out", str(tmp_path / "o"), check=False)
     assert proc.returncode == 2 and "none.duckdb" in proc.stderr
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:.3g} KiB"
+
+
+def test_a_trace_report_shows_the_traces_name_refs_and_measured_footprint(tmp_path):
+    out = tmp_path / "report"
+    xlat(
+        "compare",
+        "--designs",
+        "radix,ecpt",
+        "--trace",
+        "tests/data/sort.xlat",
+        "--report",
+        str(out),
+    )
+    records = json.loads((out / "results.json").read_text())
+    refs = records[0]["refs"]
+    footprint = max(r["os"]["data_peak_bytes"] for r in records)
+    for page in ("report.md", "report.html"):
+        text = (out / page).read_text()
+        assert str(records[0]["config"]["sim"]["refs"]) not in text  # not the no-limit sentinel
+        assert "footprint 1 GiB" not in text  # not the default footprint of built-ins
+        assert f"trace sort.xlat ({refs:,} refs, measured footprint {_kib(footprint)})" in text
+    # Page-table memory is the peak: the recorded program unmapped everything before exiting.
+    figure = json.loads((out / "figures.json").read_text())["figures"]["page_table_memory"]
+    drawn = figure["panels"][0]["series"]
+    for r in records:
+        assert r["page_table"]["peak_bytes"] > r["page_table"]["bytes"]
+        assert drawn[r["design"]] == [r["page_table"]["peak_bytes"] / 1024]
+    runs = {r["design"]: r for r in csv.DictReader((out / "results.csv").open())}
+    for r in records:
+        row = runs[r["design"]]
+        assert float(row["peak page table (KiB)"]) == r["page_table"]["peak_bytes"] / 1024
+        assert float(row["end-of-run page table (KiB)"]) == r["page_table"]["bytes"] / 1024
 
 
 def _chromium() -> str | None:
@@ -131,3 +310,11 @@ def test_the_report_renders_in_headless_chromium_with_every_figure_and_no_consol
     )
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     Path(out / "page-screenshot.png").write_bytes(shot.read_bytes())
+
+
+def test_docs_report_md_shows_every_figure_the_report_draws(store_report):
+    """docs/report.md is generated (make report-docs); a figure added since must be there too."""
+    _, out, _ = store_report
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "report.md").read_text()
+    for name in FIGURES:
+        assert f"## `{name}`" in docs and f"report/{name}.png" in docs, name

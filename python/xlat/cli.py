@@ -22,7 +22,7 @@ import json
 import sys
 
 from xlat import _core, commands, snapshot, trace_cli
-from xlat.report import core_table, format_table, table_rows, write_report
+from xlat.report import core_table, figure_width, format_table, table_rows, write_report
 from xlat.run import (
     compare,
     cpu_description,
@@ -36,6 +36,31 @@ from xlat.run import (
 
 class UsageError(Exception):
     """A problem with the command line or the configuration (exit code 2)."""
+
+
+def version_text() -> str:
+    """``xlat VERSION`` plus the git commit when run from a clone (what ``--version`` prints).
+
+    Examples
+    --------
+    >>> version_text().startswith("xlat ")
+    True
+    """
+    from xlat.sweeps import git_commit
+
+    commit = git_commit()
+    return f"xlat {_core.version()}" + (f" (git {commit})" if commit else "")
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: computed only when asked (the commit needs a git call)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(version_text())
+        parser.exit()
 
 
 def _parse_set(items: list[str] | None) -> list[tuple[str, str]]:
@@ -76,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="xlat", description="Fast, checked simulator of virtual-memory address translation."
     )
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the version (and git commit) and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="simulate one design on one workload")
@@ -92,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="write report.md, report.html, figures and results.json to DIR (default out/)",
     )
+    commands.add_figure_width(p)
     _common(p)
 
     p = sub.add_parser("designs", help="list registered designs, one per line")
@@ -181,6 +210,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         names = [d.strip() for d in args.designs.split(",") if d.strip()]
         if not names:
             raise UsageError(f"--designs names no design (got '{args.designs}'); omit it for all")
+    if args.report:
+        try:
+            figure_width(args.figure_width)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     if args.baseline and args.baseline not in names:
         raise UsageError(f"--baseline {args.baseline} is not among the compared designs {names}")
     _validate(args, names)
@@ -191,7 +225,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(format_table(table_rows(recs, args.baseline)))
     if args.report:
         try:
-            paths = write_report(recs, args.report, args.baseline)
+            paths = write_report(recs, args.report, args.baseline, width=args.figure_width)
         except OSError as e:
             message = commands.report_dir_error(args.report, e)
             raise UsageError(message.replace("--out", "--report", 1)) from None

@@ -5,6 +5,7 @@ Forms (see docs/sweeps.md)::
     xlat sweep SPEC.toml [--workers N] [--db PATH] [--address ray://HOST:PORT] [--dry-run]
     xlat results [--db PATH] [--where KEY=VALUE ...] [--speedup-over DESIGN] [--format csv]
     xlat report [SOURCE] [--out DIR] [--baseline DESIGN] [--where KEY=VALUE ...]
+                [--figure-width column|page|INCHES] [--latex]
 """
 
 from __future__ import annotations
@@ -94,6 +95,20 @@ def add_parsers(sub) -> None:
         help="only runs matching (as in `xlat results`)",
     )
     p.add_argument("--spec", help="only the runs of this sweep spec (TOML)")
+    add_figure_width(p)
+    p.add_argument(
+        "--latex", action="store_true", help="also write the speedup table as LaTeX (speedup.tex)"
+    )
+
+
+def add_figure_width(p: argparse.ArgumentParser) -> None:
+    """The ``--figure-width`` option of ``report`` and ``compare --report``."""
+    p.add_argument(
+        "--figure-width",
+        default="column",
+        metavar="column|page|INCHES",
+        help="figure width: column (3.33 in, default), page (7 in) or inches (2..7)",
+    )
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -185,9 +200,13 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from xlat.report import write_report
+    from xlat.report import figure_width, write_report
     from xlat.store import frame_from_records
 
+    try:
+        figure_width(args.figure_width)
+    except ValueError as e:
+        raise QueryError(str(e)) from None
     source = Path(args.source)
     if source.suffix == ".json":
         try:
@@ -213,7 +232,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if df.empty:
         raise QueryError(f"{source}: no successful runs to report")
     try:
-        paths = write_report(df, args.out, args.baseline, source=origin)
+        paths = write_report(
+            df, args.out, args.baseline, source=origin, width=args.figure_width, latex=args.latex
+        )
     except ValueError as e:  # an unknown baseline, or no successful run
         raise QueryError(f"{source}: {e}") from None
     except OSError as e:

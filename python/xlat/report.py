@@ -1,23 +1,37 @@
-"""Reports: a self-contained HTML page, a Markdown page and PNG + PDF figures in the papers'
-style, from result records (``xlat compare``) or from the result store (``xlat report``).
+"""Reports: a self-contained HTML page, a Markdown page, PNG + PDF figures sized for papers and
+the tables behind them, from result records (``xlat compare``) or from the result store
+(``xlat report``).
 
 Both sources go through one path: records become the same rows the store holds
 (:func:`frame_from_records`), and :func:`write_report` draws every figure from such a frame.
-Rows are grouped into categories (the workload plus every swept configuration key) and, within
-a category, bars per design; seeds are averaged (speedups: geometric mean).
+
+How runs are grouped (what every caption says again):
+
+- The grid's *axes* are the configuration keys that vary between runs (``os.thp``,
+  ``workload.footprint``, ...) other than the design, the workload and the seed. A *setting* is
+  one combination of axis values; figures draw one panel (one bar group) per setting, and the
+  speedup geomeans are per setting, never pooled over settings.
+- Seeds are averaged: arithmetic mean of counts and shares, geometric mean of speedups.
+- A footprint or fragmentation (``os.fmfi_target``) axis also gets line plots over that axis.
+
+Figures are drawn at a paper's column (3.33 in) or page (7 in) width with 7-9 pt text and never
+wider than a page (many workloads wrap into rows); PDFs embed TrueType (Type 42) fonts. The data
+drawn in each figure is written to ``figures.json`` beside them.
 """
 
 from __future__ import annotations
 
 import base64
+import csv
 import html
 import json
 import math
 from pathlib import Path
 from typing import Any
 
-from xlat.query import default_index, design_order, format_frame, geomean, pivot_table, with_speedup
+from xlat.query import design_order, geomean, varying_params, with_speedup
 from xlat.records import speedups
+from xlat.run import designs as registered_designs
 from xlat.run import version
 from xlat.store import frame_from_records  # noqa: F401 - reports are drawn from such frames
 
@@ -31,16 +45,65 @@ APPROXIMATIONS = (
     "hardware. See docs/timing.md."
 )
 
-#: Colour-blind-safe palette (Paul Tol "bright"), one colour per design in registry order.
-PALETTE = ["#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB", "#222255"]
-#: Serving levels of page-walk references and their colours (light = close to the core).
+#: Figure widths of the ACM/IEEE two-column formats, inches.
+COLUMN_IN = 3.33
+PAGE_IN = 7.0
+
+#: Colour-blind-safe palette (Paul Tol "bright", then white), one colour per design in registry
+#: order; each design also gets a hatch so that the bars read in grayscale.
+PALETTE = ["#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB", "#FFFFFF"]
+HATCHES = ["", "//////", "\\\\\\\\\\\\", "xxxxx", ".....", "-----", "+++++", "ooo"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+LINESTYLES = ["-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 2)), "-"]
+#: Serving levels of page-walk references: (record suffix, label, colour, hatch).
 SERVED = [
-    ("l1", "L1D", "#DDDDDD"),
-    ("l2", "L2", "#88CCEE"),
-    ("llc", "LLC", "#4477AA"),
-    ("dram", "DRAM", "#222255"),
+    ("l1", "L1D", "#EEEEEE", ""),
+    ("l2", "L2", "#88CCEE", "//////"),
+    ("llc", "LLC", "#4477AA", "....."),
+    ("dram", "DRAM", "#222255", ""),
 ]
 CACHE_LEVELS = [("l1d", "L1D"), ("l2", "L2"), ("llc", "LLC")]
+#: Radix page-walk-cache levels, deepest first (the order a walk's lookup resolves them).
+PWC_LEVELS = [("pde", "PDE"), ("pdpte", "PDPTE"), ("pml4e", "PML4E")]
+#: Axes that become the x axis of line plots (numeric, how the papers show scaling).
+LINE_AXES = ("config.workload.footprint", "config.os.fmfi_target")
+
+
+#: One line per figure on how to read it (docs/report.md is generated with these).
+HOW_TO_READ = {
+    "speedup": "Bars above the line at 1 are faster than the baseline; compare designs within "
+    "a panel (one setting), and the geomean group for the summary a paper quotes.",
+    "translation_share": "How much of the run address translation costs at all: a design can "
+    "only win what this share leaves; near 0 means translation does not matter there.",
+    "mmu_overhead": "Below 1: the design spends fewer cycles translating than the baseline on "
+    "the same workload and setting (the baseline's bar is 1).",
+    "walks": "Below 1: fewer page-walk cycles in total than the baseline (fewer walks or "
+    "cheaper ones); see walk_latency for the cost of one walk.",
+    "walk_latency": "The cost of one TLB miss in cycles: the figure to compare with the "
+    "papers' walk latencies.",
+    "walk_served_by": "Bar height is page-walk memory traffic; the colours say where it was "
+    "served: the higher in the stack (LLC, DRAM), the more each reference costs.",
+    "pwc_hit_rate": "A high PDE hit rate means most radix walks need one memory access; a "
+    "level whose bar says n/a was never reached (a deeper PWC always hit).",
+    "pt_cache_share": "How much cache capacity page-table entries take from data; designs "
+    "with larger page tables (or worse locality) show higher bars.",
+    "page_table_memory": "Memory the page table needed at its largest; hashed designs "
+    "allocate whole tables, radix allocates 4 KiB nodes on demand.",
+    "tlb_mpki": "The workload's TLB pressure, the same for every design: a design can only "
+    "help where the L2 TLB misses (walks) are frequent.",
+    "tlb_hits_by_page_size": "Whether huge pages were used: the 2 MiB share grows when THP "
+    "gave the workload huge pages.",
+    "thp_speedup": "How much each design gains from huge pages on its own: a design that "
+    "already translates cheaply gains less than radix (bars nearer 1).",
+    "speedup_vs_footprint": "How a design's advantage scales with the footprint: rising lines "
+    "gain as the page table outgrows the caches.",
+    "walk_cycles_vs_footprint": "Translation cost per kilo-instruction as the footprint grows; "
+    "the gap between lines is what the designs save.",
+    "speedup_vs_fmfi_target": "How a design's advantage changes as free memory is fragmented "
+    "(FMFI 0: none, 1: no free huge block).",
+    "walk_cycles_vs_fmfi_target": "Translation cost per kilo-instruction as free memory is "
+    "fragmented (fewer huge pages, more walks).",
+}
 
 
 def table_rows(records: list[dict], baseline: str | None = None) -> list[dict[str, Any]]:
@@ -72,6 +135,7 @@ def table_rows(records: list[dict], baseline: str | None = None) -> list[dict[st
                 "avg_walk_cycles": r["walk"]["cycles"] / walks if walks else 0.0,
                 "mmu_overhead_cycles": r["mmu"]["overhead_cycles"],
                 "page_table_bytes": r["page_table"]["bytes"],
+                "page_table_peak_bytes": r["page_table"]["peak_bytes"],
                 "max_contiguous_bytes": r["page_table"]["max_contiguous_bytes"],
                 "speedup": sp[r["design"]],
                 "mrefs_per_sec": r["sim"]["refs_per_sec"] / 1e6,
@@ -140,7 +204,7 @@ COLUMNS = [
     ("walk_refs_per_walk", "PT refs/walk", "{:.2f}"),
     ("avg_walk_cycles", "cycles/walk", "{:.1f}"),
     ("mmu_overhead_cycles", "MMU overhead cycles", "{:,}"),
-    ("page_table_bytes", "page-table bytes", "{:,}"),
+    ("page_table_peak_bytes", "peak page-table bytes", "{:,}"),
     ("speedup", "speedup", "{:.3f}"),
     ("mrefs_per_sec", "sim M refs/s", "{:.2f}"),
 ]
@@ -153,13 +217,13 @@ def format_table(rows: list[dict[str, Any]], markdown: bool = False) -> str:
     --------
     >>> print(format_table([{"design": "x", "refs": 1, "l1_tlb_mpki": 0, "l2_tlb_mpki": 0,
     ...   "walks": 0, "walk_refs_per_walk": 0, "avg_walk_cycles": 0, "mmu_overhead_cycles": 0,
-    ...   "page_table_bytes": 0, "speedup": 1, "mrefs_per_sec": 1}]).splitlines()[0].split()[0])
+    ...   "page_table_peak_bytes": 0, "speedup": 1, "mrefs_per_sec": 1}]).split()[0])
     design
     """
     header = [title for _, title, _ in COLUMNS]
     body = [[fmt.format(row[key]) for key, _, fmt in COLUMNS] for row in rows]
     if markdown:
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
         lines += ["| " + " | ".join(cells) + " |" for cells in body]
         return "\n".join(lines)
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
@@ -169,256 +233,859 @@ def format_table(rows: list[dict[str, Any]], markdown: bool = False) -> str:
     return "\n".join([fmt_row(header)] + [fmt_row(b) for b in body])
 
 
-def _records(df) -> list[dict]:
-    return [json.loads(x) for x in df["record_json"]]
+def figure_width(value: str | float | None) -> float:
+    """Figure width in inches from ``column`` (3.33), ``page`` (7) or a number of inches.
+
+    Examples
+    --------
+    >>> figure_width("column"), figure_width("page"), figure_width("5")
+    (3.33, 7.0, 5.0)
+    >>> figure_width("9")
+    Traceback (most recent call last):
+    ...
+    ValueError: --figure-width 9: wider than a page (7 in); use page, column or 2..7 inches
+    """
+    if value is None or value == "column":
+        return COLUMN_IN
+    if value == "page":
+        return PAGE_IN
+    try:
+        inches = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"--figure-width {value}: not column, page or a number of inches"
+        ) from None
+    if not 2.0 <= inches <= PAGE_IN:
+        what = "wider than a page (7 in)" if inches > PAGE_IN else "narrower than 2 in"
+        raise ValueError(f"--figure-width {value}: {what}; use page, column or 2..7 inches")
+    return inches
 
 
-class _Grid:
-    """Categories (workload + swept parameters) x designs of a frame, and helpers to draw
-    grouped bar charts over them."""
+def bytes_text(n: float) -> str:
+    """Bytes with a binary unit.
+
+    Examples
+    --------
+    >>> bytes_text(16 * 2**20), bytes_text(573440), bytes_text(100)
+    ('16 MiB', '560 KiB', '100 B')
+    """
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def _short(axis: str) -> str:
+    return axis.split(".")[-1]
+
+
+def _axis_value_text(axis: str, value: str) -> str:
+    if axis.endswith("footprint") or axis.endswith("_bytes"):
+        try:
+            return bytes_text(float(value))
+        except ValueError:
+            return value
+    return value
+
+
+def _sort_key(value: str) -> tuple:
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def _num(v: float) -> float | None:
+    return None if v != v else float(v)
+
+
+def _design_index(design: str, present: list[str]) -> int:
+    order = design_order([*registered_designs(), *present])
+    return order.index(design) if design in order else 0
+
+
+class _Data:
+    """The runs of a report, grouped as workload x setting x design, seeds aggregated."""
 
     def __init__(self, df, baseline: str) -> None:
-
-        self.df = with_speedup(df, baseline) if baseline in set(df["design"]) else df
+        df = with_speedup(df, baseline)
+        self.axes = varying_params(df)
+        for a in self.axes:
+            df[a] = df[a].astype(str)
+        self.df = df
         self.baseline = baseline
-        self.keys = default_index(df)
+        self.workloads = sorted(df["workload"].astype(str).unique())
         self.designs = design_order(df["design"].unique())
-        cats = self.df[self.keys].astype(str).drop_duplicates()
-        self.categories = [tuple(row) for row in cats.sort_values(self.keys).values]
-
-    def label(self, cat: tuple) -> str:
-        parts = [cat[0]] + [f"{k.split('.')[-1]}={v}" for k, v in zip(self.keys[1:], cat[1:])]
-        return "\n".join(parts)
-
-    def cell(self, cat: tuple, design: str, column: str, agg: str = "mean") -> float:
-
-        df = self.df
-        mask = df["design"] == design
-        for k, v in zip(self.keys, cat):
-            mask &= df[k].astype(str) == v
-        vals = df.loc[mask, column].astype(float)
-        if vals.empty:
-            return float("nan")
-        return geomean(vals) if agg == "geomean" else float(vals.mean())
-
-    def values(
-        self, column: str, agg: str = "mean", normalize: bool = False, scale: float = 1.0
-    ) -> dict[str, list[float]]:
-        out = {}
-        for d in self.designs:
-            vals = []
-            for c in self.categories:
-                v = self.cell(c, d, column, agg) * scale
-                if normalize:
-                    base = self.cell(c, self.baseline, column, agg) * scale
-                    v = v / base if base else float("nan")
-                vals.append(v)
-            out[d] = vals
-        return out
-
-
-def _style(plt) -> None:
-    plt.rcParams.update(
-        {
-            "font.size": 9,
-            "axes.titlesize": 10,
-            "axes.labelsize": 9,
-            "legend.fontsize": 8,
-            "axes.spines.top": False,
-            "axes.spines.right": False,
-            "axes.grid": True,
-            "axes.grid.axis": "y",
-            "grid.color": "#DDDDDD",
-            "grid.linewidth": 0.6,
-            "axes.axisbelow": True,
-            "savefig.bbox": "tight",
-            "pdf.fonttype": 42,
+        combos = {tuple(r) for r in df[self.axes].values} if self.axes else {()}
+        self.settings = sorted(combos, key=lambda t: tuple(_sort_key(v) for v in t))
+        keys = ["workload", *self.axes, "design"]
+        self._groups = {
+            (k if isinstance(k, tuple) else (k,)): g
+            for k, g in df.groupby(keys, sort=False, dropna=False)
         }
-    )
+        self.seeds = sorted({int(s) for s in df["seed"]})
 
+    def rows(self, workload: str, setting: tuple, design: str):
+        return self._groups.get((workload, *setting, design))
 
-def _bars(
-    ax,
-    grid: _Grid,
-    series: dict[str, list[float]],
-    labels: list[str],
-    ylabel: str,
-    ref_line: float | None = None,
-    fmt: str | None = None,
-) -> None:
-    """Grouped bars: one group per label, one bar per design (colour = design)."""
-    n = max(len(grid.designs), 1)
-    width = 0.8 / n
-    for i, d in enumerate(grid.designs):
-        xs = [g + (i - (n - 1) / 2) * width for g in range(len(labels))]
-        vals = [0.0 if (v != v) else v for v in series[d]]
-        bars = ax.bar(
-            xs,
-            vals,
-            width * 0.95,
-            label=d,
-            color=PALETTE[i % len(PALETTE)],
-            edgecolor="black",
-            linewidth=0.4,
+    def cell(self, workload: str, setting: tuple, design: str, column, agg: str = "mean") -> float:
+        """``column`` (a name, or a function of the rows) aggregated over seeds."""
+        g = self.rows(workload, setting, design)
+        if g is None or g.empty:
+            return float("nan")
+        if callable(column):
+            vals = [float(v) for v in column(g)]
+        else:
+            if column not in g.columns:
+                return float("nan")
+            vals = [float(v) for v in g[column] if v is not None and v == v]
+        if not vals:
+            return float("nan")
+        return geomean(vals) if agg == "geomean" else sum(vals) / len(vals)
+
+    def setting_label(self, setting: tuple, skip: str | None = None) -> str:
+        return ", ".join(
+            f"{_short(a)}={_axis_value_text(a, v)}" for a, v in zip(self.axes, setting) if a != skip
         )
-        if fmt and len(labels) * n <= 40:
-            for b, v in zip(bars, series[d]):
-                text = "n/a" if v != v else fmt.format(v)
-                ax.annotate(
-                    text,
-                    (b.get_x() + b.get_width() / 2, b.get_height()),
-                    ha="center",
-                    va="bottom",
-                    fontsize=6,
-                    rotation=90,
-                    xytext=(0, 2),
-                    textcoords="offset points",
-                )
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels)
-    ax.set_ylabel(ylabel)
-    if ref_line is not None:
-        ax.axhline(ref_line, color="black", linewidth=0.8, zorder=0.5)
-    ax.margins(y=0.15)
-    ax.set_ylim(bottom=0)
 
+    def walkers(self) -> list[str]:
+        """Designs that made a page walk in some run (perfect_tlb never does)."""
+        df = self.df
+        return [
+            d for d in self.designs if float(df.loc[df["design"] == d, "walk.count"].max()) > 0
+        ] or self.designs
 
-def _size_unit(max_bytes: float) -> tuple[str, float]:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if max_bytes >= 2 * scale:
-            return unit, scale
-    return "bytes", 1
+    def non_walkers_note(self) -> str:
+        none = [d for d in self.designs if d not in self.walkers()]
+        return f"; not drawn: {', '.join(none)} (no page walk in any run)" if none else ""
 
+    def scope(self) -> str:
+        """Which runs a figure is drawn over (for captions)."""
 
-def _figures(df, out: Path, baseline: str, footer: str) -> list[tuple[Path, str]]:
-    import matplotlib
+        def n(count: int, what: str) -> str:
+            return f"{count} {what}{'s' if count != 1 else ''}"
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    _style(plt)
-    grid = _Grid(df, baseline)
-    labels = [grid.label(c) for c in grid.categories]
-    width = min(max(4.5, 0.45 * len(labels) * len(grid.designs) + 2.0), 16)
-    figs: list[tuple[Path, str]] = []
-
-    def save(fig, name: str, caption: str) -> None:
-        handles, names = fig.axes[0].get_legend_handles_labels()
-        if handles:
-            fig.legend(
-                handles,
-                names,
-                loc="upper center",
-                ncol=min(len(names), 6),
-                frameon=False,
-                bbox_to_anchor=(0.5, 1.0),
+        parts = [
+            f"{n(len(self.df), 'run')}: {n(len(self.designs), 'design')} x "
+            f"{n(len(self.workloads), 'workload')}"
+        ]
+        if self.axes:
+            parts.append(
+                f" x {n(len(self.settings), 'setting')} of "
+                f"{', '.join(_short(a) for a in self.axes)}"
             )
-        fig.tight_layout(rect=(0, 0.05, 1, 0.92))
-        fig.text(0.01, 0.005, footer, ha="left", va="bottom", fontsize=6.5, color="#555555")
-        png = out / f"{name}.png"
-        fig.savefig(png, dpi=150)
-        fig.savefig(out / f"{name}.pdf")
-        plt.close(fig)
-        figs.append((png, caption))
+        parts.append(f"; {run_size_text(self.df)}")
+        return "".join(parts)
 
-    if "speedup" in grid.df.columns:
-        sp = grid.values("speedup", agg="geomean")
-        for d in grid.designs:
-            sp[d] = sp[d] + [geomean(sp[d])]
-        fig, ax = plt.subplots(figsize=(width + 0.6, 3.2))
-        _bars(ax, grid, sp, labels + ["geomean"], f"speedup over {baseline} (×)", 1.0, "{:.2f}")
-        ax.axvline(len(labels) - 0.5, color="#888888", linewidth=0.6, linestyle=":")
-        save(
-            fig,
-            "speedup",
-            f"Speedup over {baseline} per workload (cycles ratio under the runs' "
-            "timing model, see Approximations) with the geometric mean.",
+    def seed_agg(self, geo: bool = False) -> str:
+        seeds = ",".join(map(str, self.seeds))
+        if len(self.seeds) == 1:
+            return f"seed {seeds}"
+        return f"{'geometric' if geo else 'arithmetic'} mean over seeds {seeds}"
+
+
+def speedup_table(data: _Data):
+    """Speedup of every design over the baseline: one row per setting x workload, then one
+    ``geomean`` row per setting (geometric mean over that setting's workloads)."""
+    import pandas as pd
+
+    rows = []
+    for setting in data.settings:
+        per = {d: [] for d in data.designs}
+        for w in data.workloads:
+            row = dict(zip((_short(a) for a in data.axes), setting))
+            row["workload"] = w
+            for d in data.designs:
+                v = data.cell(w, setting, d, "speedup", "geomean")
+                row[d] = v
+                per[d].append(v)
+            rows.append(row)
+        row = dict(zip((_short(a) for a in data.axes), setting))
+        row["workload"] = "geomean"
+        for d in data.designs:
+            row[d] = geomean(per[d])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+class _Figures:
+    """Draws the figures at one width and records the numbers each one shows."""
+
+    def __init__(self, data: _Data, out: Path, width: float, provenance: str) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        self.plt = plt
+        self.data = data
+        self.out = out
+        self.width = width
+        self.provenance = provenance
+        self.figs: list[tuple[Path, str]] = []
+        self.numbers: dict[str, Any] = {}
+        narrow = width < 5
+        self.row_h = 1.25 if narrow else 1.45
+        plt.rcParams.update(
+            {
+                "font.size": 8,
+                "axes.titlesize": 8,
+                "axes.labelsize": 8,
+                "xtick.labelsize": 7,
+                "ytick.labelsize": 7,
+                "legend.fontsize": 7,
+                "figure.titlesize": 8,
+                "axes.spines.top": False,
+                "axes.spines.right": False,
+                "axes.grid": True,
+                "axes.grid.axis": "y",
+                "grid.color": "#DDDDDD",
+                "grid.linewidth": 0.5,
+                "axes.linewidth": 0.6,
+                "xtick.major.width": 0.6,
+                "ytick.major.width": 0.6,
+                "axes.axisbelow": True,
+                "axes.formatter.useoffset": False,
+                "hatch.linewidth": 0.5,
+                "savefig.bbox": None,  # the figure is exactly the asked width
+                "pdf.fonttype": 42,  # TrueType, not Type 3 (ACM/IEEE checkers reject Type 3)
+                "ps.fonttype": 42,
+            }
         )
 
-    fig, ax = plt.subplots(figsize=(width, 3.2))
-    _bars(
-        ax,
-        grid,
-        grid.values("mmu.overhead_cycles", normalize=True),
-        labels,
-        f"MMU overhead cycles\n(normalized to {baseline})",
-        1.0,
-        "{:.2f}",
-    )
-    save(
-        fig,
-        "mmu_overhead",
-        f"Address-translation (MMU) overhead cycles — L2 TLB plus page "
-        f"walks — normalized to {baseline} on the same workload.",
-    )
+    # -- helpers ---------------------------------------------------------------------------
 
-    fig, ax = plt.subplots(figsize=(width, 3.2))
-    _bars(
-        ax,
-        grid,
-        grid.values("walk.cycles", normalize=True),
-        labels,
-        f"page-walk cycles\n(normalized to {baseline})",
-        1.0,
-        "{:.2f}",
-    )
-    save(
-        fig,
-        "walks",
-        f"Total page-walk cycles normalized to {baseline} on the same workload "
-        "(n/a: the baseline makes no walks).",
-    )
+    def _save(self, fig, name: str, caption: str, panels: list[dict], ylabel: str) -> None:
+        png = self.out / f"{name}.png"
+        fig.savefig(png, dpi=200)
+        fig.savefig(
+            self.out / f"{name}.pdf",
+            metadata={"Title": f"xlat {name}", "Subject": caption, "Keywords": self.provenance},
+        )
+        self.plt.close(fig)
+        self.figs.append((png, caption))
+        self.numbers[name] = {
+            "caption": caption,
+            "ylabel": ylabel,
+            "panels": [
+                {
+                    "title": p["title"],
+                    "x": list(p["x"]),
+                    "series": {k: [_num(v) for v in vs] for k, vs in p["series"].items()},
+                }
+                for p in panels
+            ],
+        }
 
-    if all(f"cache.pt_served_{s}" in df.columns for s, _, _ in SERVED):
-        fig, ax = plt.subplots(figsize=(width, 3.4))
-        n = len(grid.designs)
-        bw = 0.8 / n
-        ticks, ticklabels = [], []
-        for i, d in enumerate(grid.designs):
-            xs = [g + (i - (n - 1) / 2) * bw for g in range(len(labels))]
-            bottom = [0.0] * len(labels)
-            for s, name, color in SERVED:
-                per_ki = [
-                    grid.cell(c, d, f"cache.pt_served_{s}")
-                    * 1000
-                    / max(grid.cell(c, d, "instructions"), 1)
-                    for c in grid.categories
-                ]
-                per_ki = [0.0 if v != v else v for v in per_ki]
-                ax.bar(
+    def _legend(self, fig, handles, names, title: str | None = None) -> None:
+        longest = max((len(n) for n in names), default=1)
+        entry_in = 0.45 + 0.06 * longest
+        ncol = max(1, min(len(names), int(self.width // entry_in)))
+        fig.legend(
+            handles,
+            names,
+            loc="outside upper center",
+            ncol=ncol,
+            frameon=False,
+            handlelength=1.6,
+            columnspacing=1.0,
+            title=title,
+        )
+
+    def _xlabels(self, ax, labels: list[str], ngroups_per_in: float) -> None:
+        ax.set_xticks(range(len(labels)))
+        longest = max((len(s) for s in labels), default=1)
+        if longest * 0.055 > 0.9 / ngroups_per_in:
+            ax.set_xticklabels(labels, rotation=30, ha="right", rotation_mode="anchor")
+        else:
+            ax.set_xticklabels(labels)
+
+    def bars(
+        self,
+        name: str,
+        caption: str,
+        panels: list[dict],
+        series: list[str],
+        ylabel: str,
+        styles: dict[str, tuple[str, str]] | None = None,
+        ref_line: float | None = None,
+        legend_title: str | None = None,
+        stacked: bool = False,
+        log: bool = False,
+    ) -> None:
+        """Grouped (or ``stacked``) bars: one panel per entry of ``panels`` (``title``, ``x``
+        labels, ``series`` values). Groups that do not fit the width wrap into more rows; more
+        than four panels that each fit half the width go two per row (a figure stays shorter
+        than a page)."""
+        plt = self.plt
+        n = 1 if stacked else max(len(series), 1)
+
+        def fit(width_in: float) -> int:
+            return max(1, int((width_in - 0.65) / (n * 0.05 / 0.8 + 0.02)))
+
+        ncols = 1
+        if len(panels) > 4 and all(len(p["x"]) <= fit(self.width / 2) for p in panels):
+            ncols = 2
+        max_groups = fit(self.width / ncols)
+        plot_in = self.width / ncols - 0.65
+        rows = []
+        for p in panels:
+            x = p["x"]
+            for start in range(0, len(x), max_groups):
+                rows.append(
+                    {
+                        "title": p["title"],
+                        "x": x[start : start + max_groups],
+                        "series": {
+                            k: v[start : start + max_groups] for k, v in p["series"].items()
+                        },
+                    }
+                )
+        longest = max((len(s) for r in rows for s in r["x"]), default=1)
+        nrows = math.ceil(len(rows) / ncols)
+        fig, axes = plt.subplots(
+            nrows,
+            ncols,
+            figsize=(self.width, self.row_h * nrows + 0.35 + 0.04 * longest),
+            squeeze=False,
+            layout="constrained",
+        )
+        flat = list(axes.flat)
+        for ax in flat[len(rows) :]:
+            ax.remove()  # no empty panels
+        self.title_chars = max(12, int((self.width / ncols - 0.6) / 0.06))
+        bw = 0.8 / n if not stacked else 0.6
+        handles = []
+        for ax, row in zip(flat, rows):
+            ngroups = max(len(row["x"]), 1)
+            bottom = [0.0] * len(row["x"])
+            for i, s in enumerate(series):
+                color, hatch = (styles or {}).get(
+                    s, (PALETTE[i % len(PALETTE)], HATCHES[i % len(HATCHES)])
+                )
+                offset = 0 if stacked else (i - (n - 1) / 2) * bw
+                xs = [g + offset for g in range(len(row["x"]))]
+                # NaN (no value) draws no bar; a log axis cannot draw 0 either.
+                vals = [float("nan") if v != v or (log and v <= 0) else v for v in row["series"][s]]
+                vals = vals if log else [0.0 if v != v else v for v in vals]
+                h = ax.bar(
                     xs,
-                    per_ki,
-                    bw * 0.95,
-                    bottom=bottom,
+                    vals,
+                    bw,
+                    bottom=bottom if stacked else None,
+                    label=s,
                     color=color,
+                    hatch=hatch,
                     edgecolor="black",
                     linewidth=0.4,
-                    label=name if i == 0 else None,
                 )
-                bottom = [b + v for b, v in zip(bottom, per_ki)]
-            ticks += xs
-            ticklabels += [d] * len(xs)
-        ax.set_xticks(ticks)
-        ax.set_xticklabels(ticklabels, rotation=90, fontsize=7)
-        for g, lab in enumerate(labels):
-            ax.annotate(
-                lab,
-                (g, 0),
-                xytext=(0, -48),
-                textcoords="offset points",
-                ha="center",
-                va="top",
-                fontsize=8,
-                annotation_clip=False,
-            )
-        ax.set_ylabel("page-walk memory accesses\nper kilo-instruction")
-        save(
-            fig,
-            "walk_served_by",
-            "Page-walk memory accesses per kilo-instruction by the level "
-            "of the hierarchy that served them.",
+                if not stacked:
+                    for x, v in zip(xs, row["series"][s]):
+                        if v != v:  # no value (e.g. no walk reached that PWC level)
+                            ax.text(
+                                x,
+                                0.02,
+                                "n/a",
+                                rotation=90,
+                                ha="center",
+                                va="bottom",
+                                fontsize=7,
+                                transform=ax.get_xaxis_transform(),
+                            )
+                if stacked:
+                    bottom = [b + v for b, v in zip(bottom, vals)]
+                if ax is flat[0]:
+                    handles.append(h)
+            self._xlabels(ax, row["x"], ngroups / plot_in)
+            ax.set_xlim(-0.5, max(ngroups, 1) - 0.5)
+            if ref_line is not None:
+                ax.axhline(ref_line, color="black", linewidth=0.7, zorder=0.5)
+            if "geomean" in row["x"]:
+                ax.axvline(row["x"].index("geomean") - 0.5, color="#888888", lw=0.6, ls=":")
+            if row["title"]:
+                self.title(ax, row["title"])
+            if log:
+                from matplotlib.ticker import FuncFormatter, NullFormatter
+
+                ax.set_yscale("log")
+                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.6g}"))
+                ax.yaxis.set_minor_formatter(NullFormatter())
+            else:
+                ax.set_ylim(bottom=0)
+            ax.margins(y=0.08)
+            if len(rows) == 1:
+                ax.set_ylabel(ylabel)
+        positive = [v for r in rows for vs in r["series"].values() for v in vs if v == v and v > 0]
+        if log and positive:  # one scale for every panel: decades are labelled on each
+            for ax in flat[: len(rows)]:
+                ax.set_ylim(min(positive) / 1.5, max(positive) * 1.5)
+        if len(rows) > 1:
+            fig.supylabel(ylabel, fontsize=8)
+        self._legend(fig, handles, series, legend_title)
+        self._save(fig, name, caption, panels, ylabel)
+
+    def facets(self, n: int, panel_h: float | None = None):
+        ncols = max(1, min(n, int(self.width // 1.65)))
+        nrows = math.ceil(n / ncols)
+        fig, axes = self.plt.subplots(
+            nrows,
+            ncols,
+            figsize=(self.width, (panel_h or self.row_h + 0.25) * nrows + 0.35),
+            squeeze=False,
+            layout="constrained",
+        )
+        flat = list(axes.flat)
+        for ax in flat[n:]:
+            ax.remove()  # no empty panels
+        self.title_chars = max(12, int((self.width / ncols - 0.6) / 0.06))
+        return fig, flat[:n]
+
+    def title(self, ax, text: str) -> None:
+        """A panel title wrapped to the panel's width."""
+        import re
+        import textwrap
+
+        text = re.sub(r"(\d) ([KMG]?i?B)\b", "\\1\u00a0\\2", text)  # keep "8 MiB" together
+        ax.set_title(
+            "\n".join(textwrap.wrap(text, self.title_chars)), loc="left", pad=2, fontsize=7
         )
 
+    # -- the figures -----------------------------------------------------------------------
+
+    def per_setting_bars(
+        self,
+        name: str,
+        what: str,
+        column,
+        ylabel: str,
+        agg: str = "mean",
+        normalize: bool = False,
+        scale: float = 1.0,
+        ref_line: float | None = None,
+        geo_group: bool = False,
+        designs: list[str] | None = None,
+        log: bool = False,
+    ) -> None:
+        """One panel per setting: workloads on x, a bar per design (``log``: a log y axis)."""
+        data = self.data
+        designs = designs or data.designs
+        panels = []
+        for setting in data.settings:
+            series = {}
+            for d in designs:
+                vals = []
+                for w in data.workloads:
+                    v = data.cell(w, setting, d, column, agg) * scale
+                    if normalize:
+                        base = data.cell(w, setting, data.baseline, column, agg) * scale
+                        v = v / base if base else float("nan")
+                    vals.append(v)
+                if geo_group:
+                    vals.append(geomean(vals))
+                series[d] = vals
+            x = data.workloads + (["geomean"] if geo_group else [])
+            panels.append({"title": data.setting_label(setting), "x": x, "series": series})
+        styles = {d: self.design_style(d) for d in designs}
+        agg_txt = data.seed_agg(geo=agg == "geomean")
+        caption = f"{what} Over {data.scope()}; {agg_txt}" + (
+            "; one panel per setting." if data.axes else "."
+        )
+        self.bars(name, caption, panels, designs, ylabel, styles, ref_line, log=log)
+
+    def design_style(self, design: str) -> tuple[str, str]:
+        """Colour and hatch of a design: by its place in the registry, so that a design looks
+        the same in every report (a design not registered here takes a place after them)."""
+        i = _design_index(design, self.data.designs)
+        return PALETTE[i % len(PALETTE)], HATCHES[i % len(HATCHES)]
+
+    def served_by(self) -> None:
+        """Stacked bars: page-walk references per kilo-instruction by serving level."""
+        data = self.data
+        walkers = data.walkers()
+        panels_spec = [(w, s) for s in data.settings for w in data.workloads]
+        fig, axes = self.facets(len(panels_spec), panel_h=self.row_h + 0.45)
+        panels = []
+        handles = []
+        for ax, (w, setting) in zip(axes, panels_spec):
+            bottom = [0.0] * len(walkers)
+            series = {}
+            for suffix, label, color, hatch in SERVED:
+                col = f"cache.pt_served_{suffix}"
+                vals = [
+                    data.cell(
+                        w,
+                        setting,
+                        d,
+                        lambda g, col=col: (
+                            g[col].astype(float) * 1000 / g["instructions"].clip(lower=1)
+                        ),
+                    )
+                    for d in walkers
+                ]
+                vals = [0.0 if v != v else v for v in vals]
+                series[label] = vals
+                h = ax.bar(
+                    range(len(walkers)),
+                    vals,
+                    0.7,
+                    bottom=bottom,
+                    color=color,
+                    hatch=hatch,
+                    edgecolor="black",
+                    linewidth=0.4,
+                    label=label,
+                )
+                if len(handles) < len(SERVED):
+                    handles.append(h)
+                bottom = [b + v for b, v in zip(bottom, vals)]
+            ax.set_xticks(range(len(walkers)))
+            ax.set_xticklabels(walkers, rotation=45, ha="right", rotation_mode="anchor")
+            title = w + (f", {data.setting_label(setting)}" if data.axes else "")
+            self.title(ax, title)
+            panels.append({"title": title, "x": walkers, "series": series})
+        fig.supylabel("page-walk memory references\nper kilo-instruction", fontsize=8)
+        self._legend(fig, handles, [label for _, label, _, _ in SERVED])
+        caption = (
+            "Page-walk memory references per kilo-instruction (TLB-miss and post-fault walks), "
+            "stacked by the level of the hierarchy that served them; one panel per workload"
+            + (" and setting" if data.axes else "")
+            + data.non_walkers_note()
+            + f". Over {data.scope()}; {data.seed_agg()}."
+        )
+        self._save(fig, "walk_served_by", caption, panels, "references per kilo-instruction")
+
+    def pwc_hit_rate(self) -> None:
+        """Radix page-walk-cache hit rate per level: hits over the lookups that reached it."""
+        data = self.data
+        if "radix" not in data.designs or "radix.pwc_lookups" not in data.df.columns:
+            return
+        panels = []
+        for setting in data.settings:
+            series = {}
+            for i, (lvl, label) in enumerate(PWC_LEVELS):
+                deeper = [f"radix.pwc_{lv}_hits" for lv, _ in PWC_LEVELS[:i]]
+
+                def rate(g, lvl=lvl, deeper=deeper):
+                    reached = g["radix.pwc_lookups"].astype(float)
+                    for c in deeper:
+                        reached = reached - g[c].astype(float)
+                    hits = g[f"radix.pwc_{lvl}_hits"].astype(float)
+                    return [h / r * 100 if r > 0 else float("nan") for h, r in zip(hits, reached)]
+
+                series[label] = [data.cell(w, setting, "radix", rate) for w in data.workloads]
+            panels.append(
+                {"title": data.setting_label(setting), "x": data.workloads, "series": series}
+            )
+        styles = {label: (PALETTE[i], HATCHES[i]) for i, (_, label) in enumerate(PWC_LEVELS)}
+        caption = (
+            "Radix page-walk-cache hit rate per level (%): walks whose deepest PWC hit was at "
+            "that level, over the TLB-miss walks that reached it (missed every deeper PWC); "
+            "an empty bar: no walk reached it. "
+            f"Over the radix runs of {data.scope()}; {data.seed_agg()}."
+        )
+        self.bars(
+            "pwc_hit_rate",
+            caption,
+            panels,
+            [lb for _, lb in PWC_LEVELS],
+            "hit rate (%)",
+            styles,
+            legend_title=None,
+        )
+
+    def tlb(self) -> None:
+        """TLB misses once per workload (the TLBs are the same for every design)."""
+        data = self.data
+        panels, differ = [], set()
+        for setting in data.settings:
+            series: dict[str, list[float]] = {"L1 TLB": [], "L2 TLB": []}
+            for w in data.workloads:
+                for label, col in (("L1 TLB", "tlb.l1_mpki"), ("L2 TLB", "tlb.l2_mpki")):
+                    vals = {d: data.cell(w, setting, d, col) for d in data.designs}
+                    known = [v for v in vals.values() if v == v]
+                    if not known:
+                        series[label].append(float("nan"))
+                        continue
+                    # The value most designs share (all but designs that change the TLBs, such
+                    # as perfect_tlb); the others are named in the caption.
+                    common = max(set(known), key=known.count)
+                    differ |= {d for d, v in vals.items() if v == v and v != common}
+                    series[label].append(common)
+            panels.append(
+                {"title": data.setting_label(setting), "x": data.workloads, "series": series}
+            )
+        styles = {"L1 TLB": ("#DDDDDD", ""), "L2 TLB": ("#4477AA", "//////")}
+        note = (
+            f" Not drawn: {', '.join(design_order(differ))}, whose TLB misses differ by "
+            "construction (see the runs table)."
+            if differ
+            else ""
+        )
+        caption = (
+            "TLB misses per kilo-instruction, once per workload: the TLBs are the same for "
+            "every design, so the value is the workload's (L1: data-side L1 TLBs; L2: unified "
+            f"L2 TLB, each miss a page walk).{note} Over {data.scope()}; {data.seed_agg()}."
+        )
+        self.bars(
+            "tlb_mpki",
+            caption,
+            panels,
+            ["L1 TLB", "L2 TLB"],
+            "misses per\nkilo-instruction",
+            styles,
+        )
+        sizes = [("4k", "4 KiB"), ("2m", "2 MiB"), ("1g", "1 GiB")]
+        if not all(f"tlb.l1_{s}_hits" in data.df.columns for s, _ in sizes):
+            return
+        if not any(float(data.df[f"tlb.l1_{s}_hits"].max()) > 0 for s, _ in sizes[1:]):
+            return
+        panels = []
+        for setting in data.settings:
+            series = {lab: [] for _, lab in sizes}
+            for w in data.workloads:
+                ref = data.baseline
+                total = sum(data.cell(w, setting, ref, f"tlb.l1_{s}_hits") for s, _ in sizes)
+                for s, lab in sizes:
+                    v = data.cell(w, setting, ref, f"tlb.l1_{s}_hits")
+                    series[lab].append(v * 100 / total if total else float("nan"))
+            panels.append(
+                {"title": data.setting_label(setting), "x": data.workloads, "series": series}
+            )
+        styles = {lab: (PALETTE[i], HATCHES[i]) for i, (_, lab) in enumerate(sizes)}
+        used = [lab for s, lab in sizes if float(data.df[f"tlb.l1_{s}_hits"].max()) > 0]
+        unused = [lab for _, lab in sizes if lab not in used]
+        caption = (
+            "L1 TLB hits by the size of the page they translated (% of L1 hits, stacked), per "
+            f"workload, from the {data.baseline} runs"
+            + (f"; no hit on {', '.join(unused)} pages in any run" if unused else "")
+            + " (misses by page size are not recorded). "
+            f"Over {data.scope()}; {data.seed_agg()}."
+        )
+        self.bars(
+            "tlb_hits_by_page_size",
+            caption,
+            panels,
+            used,
+            "share of L1\nTLB hits (%)",
+            styles,
+            stacked=True,
+        )
+
+    def thp_effect(self) -> None:
+        """With THP off and on in the grid: each design's speedup from huge pages (its cycles
+        with THP off over its cycles with THP on), bars grouped by workload, a panel per
+        setting of the other axes."""
+        data = self.data
+        axis = "config.os.thp"
+        if axis not in data.axes:
+            return
+        idx = data.axes.index(axis)
+        values = {s[idx] for s in data.settings}
+        if "never" not in values:
+            return
+        ons = sorted(values - {"never"}, key=_sort_key)
+        rest = sorted(
+            {tuple(v for j, v in enumerate(s) if j != idx) for s in data.settings},
+            key=lambda t: tuple(_sort_key(v) for v in t),
+        )
+
+        def setting(r: tuple, v: str) -> tuple:
+            return tuple(list(r[:idx]) + [v] + list(r[idx:]))
+
+        others = [a for a in data.axes if a != axis]
+        panels = []
+        for on in ons:
+            for r in rest:
+                series = {}
+                for d in data.designs:
+                    vals = []
+                    for w in data.workloads:
+                        off_c = data.cell(w, setting(r, "never"), d, "timing.cycles")
+                        on_c = data.cell(w, setting(r, on), d, "timing.cycles")
+                        vals.append(off_c / on_c if on_c else float("nan"))
+                    series[d] = vals + [geomean(vals)]
+                label = ", ".join(
+                    _axis_value_text(a, v) if a.endswith("footprint") else f"{_short(a)}={v}"
+                    for a, v in zip(others, r)
+                )
+                title = f"thp={on} over never" + (f", {label}" if label else "")
+                panels.append({"title": title, "x": [*data.workloads, "geomean"], "series": series})
+        caption = (
+            "Speedup each design gets from transparent huge pages: its cycles with os.thp=never "
+            "over its cycles with THP on, on the same workload"
+            + (f" and {', '.join(_short(a) for a in others)}" if others else "")
+            + "; geomean: geometric mean over the workloads. "
+            f"Over {data.scope()}; cycles: {data.seed_agg()}."
+        )
+        self.bars(
+            "thp_speedup",
+            caption,
+            panels,
+            data.designs,
+            "speedup from\nhuge pages (×)",
+            {d: self.design_style(d) for d in data.designs},
+            ref_line=1.0,
+        )
+
+    def lines(self, axis: str) -> None:
+        """Speedup and page-walk cycles over a numeric axis: a panel per workload (and per
+        setting of the other axes), a line per design."""
+        data = self.data
+        others = [a for a in data.axes if a != axis]
+        idx = data.axes.index(axis)
+        rest = sorted(
+            {tuple(v for j, v in enumerate(s) if j != idx) for s in data.settings},
+            key=lambda t: tuple(_sort_key(v) for v in t),
+        )
+        xvals = sorted({s[idx] for s in data.settings}, key=_sort_key)
+        xnum = [float(v) for v in xvals]
+        is_bytes = axis.endswith("footprint")
+
+        def setting(r: tuple, xv: str) -> tuple:
+            return tuple(list(r[:idx]) + [xv] + list(r[idx:]))
+
+        def label_rest(r: tuple) -> str:
+            return ", ".join(f"{_short(a)}={_axis_value_text(a, v)}" for a, v in zip(others, r))
+
+        for name, what, column, agg, designs, ylabel in (
+            (
+                f"speedup_vs_{_short(axis)}",
+                f"Speedup over {data.baseline} (cycles ratio; geomean panel: geometric mean over "
+                "the workloads)",
+                "speedup",
+                "geomean",
+                [d for d in data.designs if d != data.baseline],
+                f"speedup over\n{data.baseline} (×)",
+            ),
+            (
+                f"walk_cycles_vs_{_short(axis)}",
+                "Page-walk cycles per kilo-instruction (TLB-miss walks)",
+                lambda g: g["walk.cycles"].astype(float) * 1000 / g["instructions"].clip(lower=1),
+                "mean",
+                data.designs,
+                "walk cycles per\nkilo-instruction",
+            ),
+        ):
+            wl = data.workloads + (["geomean"] if agg == "geomean" else [])
+            specs = [(w, r) for r in rest for w in wl]
+            fig, axes = self.facets(len(specs))
+            panels, handles = [], []
+            for ax, (w, r) in zip(axes, specs):
+                series = {}
+                for d in designs:
+                    if w == "geomean":
+                        ys = [
+                            geomean(
+                                data.cell(x, setting(r, xv), d, column, agg) for x in data.workloads
+                            )
+                            for xv in xvals
+                        ]
+                    else:
+                        ys = [data.cell(w, setting(r, xv), d, column, agg) for xv in xvals]
+                    series[d] = ys
+                    j = _design_index(d, data.designs)
+                    (h,) = ax.plot(
+                        xnum,
+                        ys,
+                        marker=MARKERS[j % len(MARKERS)],
+                        linestyle=LINESTYLES[j % len(LINESTYLES)],
+                        color=PALETTE[j % len(PALETTE)]
+                        if PALETTE[j % len(PALETTE)] != "#FFFFFF"
+                        else "black",
+                        markersize=3.5,
+                        linewidth=1.0,
+                        markeredgecolor="black",
+                        markeredgewidth=0.3,
+                        label=d,
+                    )
+                    if len(handles) < len(designs):
+                        handles.append(h)
+                if is_bytes:
+                    ax.set_xscale("log", base=2)
+                    ax.set_xticks(xnum)
+                    ax.set_xticklabels(
+                        [bytes_text(v).replace(" ", "") for v in xnum],
+                        rotation=30,
+                        ha="right",
+                        rotation_mode="anchor",
+                    )
+                    ax.minorticks_off()
+                else:
+                    ax.set_xticks(xnum)
+                    ax.set_xticklabels([f"{v:g}" for v in xnum])
+                if column == "speedup":
+                    ax.axhline(1.0, color="black", linewidth=0.6, zorder=0.5)
+                title = w + (f", {label_rest(r)}" if others else "")
+                self.title(ax, title)
+                ax.grid(True, axis="both")
+                ax.margins(x=0.12)  # end labels stay inside the panel
+                panels.append({"title": title, "x": xvals, "series": series})
+            fig.supylabel(ylabel.replace("\n", " "), fontsize=8)
+            fig.supxlabel(_short(axis) + (" (log scale)" if is_bytes else ""), fontsize=8)
+            self._legend(fig, handles, designs)
+            caption = (
+                f"{what} over {_short(axis)}; a panel per workload"
+                + (f" and setting of {', '.join(_short(a) for a in others)}" if others else "")
+                + f", a line per design. Over {data.scope()}; "
+                f"{data.seed_agg(geo=agg == 'geomean')}."
+            )
+            self._save(fig, name, caption, panels, ylabel.replace("\n", " "))
+
+
+def _draw(data: _Data, out: Path, width: float, provenance: str) -> _Figures:
+    f = _Figures(data, out, width, provenance)
+    df, base = data.df, data.baseline
+    f.per_setting_bars(
+        "speedup",
+        f"Speedup over {base} per workload (cycles ratio under the runs' timing model, see "
+        "Approximations), with the geometric mean over the workloads of each setting "
+        f"(geomean group; {base} itself is the line at 1).",
+        "speedup",
+        f"speedup over\n{base} (×)",
+        agg="geomean",
+        ref_line=1.0,
+        geo_group=True,
+        designs=[d for d in data.designs if d != base] or data.designs,
+    )
+    if "timing.mmu_overhead_share" in df.columns:
+        f.per_setting_bars(
+            "translation_share",
+            "Share of the run's cycles spent on address translation (timing.mmu_overhead_share, "
+            "exposed translation cycles / total cycles, %).",
+            "timing.mmu_overhead_share",
+            "cycles on\ntranslation (%)",
+            scale=100.0,
+        )
+    f.per_setting_bars(
+        "mmu_overhead",
+        "Address-translation (MMU) overhead cycles (L2 TLB plus page walks, "
+        f"mmu.overhead_cycles) normalized to {base} on the same workload and setting.",
+        "mmu.overhead_cycles",
+        f"MMU overhead cycles\n(normalized to {base})",
+        normalize=True,
+        ref_line=1.0,
+    )
+    f.per_setting_bars(
+        "walks",
+        f"Total page-walk cycles (walk.cycles) normalized to {base} on the same workload and "
+        "setting (empty: the baseline makes no walks).",
+        "walk.cycles",
+        f"page-walk cycles\n(normalized to {base})",
+        normalize=True,
+        ref_line=1.0,
+    )
+    if "walk.avg_cycles" in df.columns:
+        f.per_setting_bars(
+            "walk_latency",
+            "Average latency of a TLB-miss page walk in cycles (walk.avg_cycles; dependent "
+            "accesses add up, parallel probes cost their slowest)" + data.non_walkers_note() + ".",
+            "walk.avg_cycles",
+            "cycles per walk",
+            designs=data.walkers(),
+        )
+    if all(f"cache.pt_served_{s}" in df.columns for s, _, _, _ in SERVED):
+        f.served_by()
+    f.pwc_hit_rate()
     levels = [
         (c, n)
         for c, n in CACHE_LEVELS
@@ -426,69 +1093,190 @@ def _figures(df, out: Path, baseline: str, footer: str) -> list[tuple[Path, str]
         and float(df[f"cache.{c}.pt_line_share_avg"].max()) > 0
     ]
     if levels:
-        omitted = [n for c, n in CACHE_LEVELS if (c, n) not in levels]
-        fig, axes = plt.subplots(
-            len(levels), 1, figsize=(width, 2.4 * len(levels) + 0.6), squeeze=False
-        )
-        for ax, (c, name) in zip(axes[:, 0], levels):
-            _bars(
-                ax,
-                grid,
-                grid.values(f"cache.{c}.pt_line_share_avg", scale=100.0),
-                labels,
-                f"{name}: page-table\nshare of lines (%)",
-            )
-        note = (
-            f" {', '.join(omitted)} held no page-table line in any run (not shown)."
-            if omitted
-            else ""
-        )
-        save(
-            fig,
+        omitted = [nm for cc, nm in CACHE_LEVELS if (cc, nm) not in levels]
+        panels = []
+        for c, n in levels:
+            for setting in data.settings:
+                label = data.setting_label(setting)
+                panels.append(
+                    {
+                        "title": n + (f", {label}" if label else ""),
+                        "x": data.workloads,
+                        "series": {
+                            d: [
+                                data.cell(w, setting, d, f"cache.{c}.pt_line_share_avg") * 100
+                                for w in data.workloads
+                            ]
+                            for d in data.designs
+                        },
+                    }
+                )
+        f.bars(
             "pt_cache_share",
-            "Share of each cache's capacity holding page-table lines "
-            "(time average over the run, %)." + note,
+            "Share of each cache level's lines holding page-table entries (time average over "
+            "the run, cache.<level>.pt_line_share_avg, %); one panel per level"
+            + (" and setting" if data.axes else "")
+            + (f"; {', '.join(omitted)} held none in any run (not drawn)" if omitted else "")
+            + f". Over {data.scope()}; {data.seed_agg()}.",
+            panels,
+            data.designs,
+            "lines holding page-table entries (%)",
+            {d: f.design_style(d) for d in data.designs},
         )
-
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(width, 5.4))
-    unit, scale = _size_unit(float(df["page_table.bytes"].max()))
-    _bars(
-        a1,
-        grid,
-        grid.values("page_table.bytes", scale=1 / scale),
-        labels,
-        f"page-table memory\n({unit})",
-    )
-    unit, scale = _size_unit(float(df["page_table.max_contiguous_bytes"].max()))
-    _bars(
-        a2,
-        grid,
-        grid.values("page_table.max_contiguous_bytes", scale=1 / scale),
-        labels,
-        f"largest contiguous\nallocation ({unit})",
-    )
-    save(
-        fig,
+    peaks = [float(v) for v in df["page_table.peak_bytes"] if v == v and v > 0]
+    log = bool(peaks) and max(peaks) / min(peaks) > 30
+    f.per_setting_bars(
         "page_table_memory",
-        "Top: page-table memory held at the end of the run. Bottom: "
-        "the largest physically contiguous block a page table needed.",
+        "Peak page-table memory (page_table.peak_bytes: the most the design held at any "
+        "time, KiB"
+        + (", log scale" if log else "")
+        + "; the end-of-run value is in the runs table).",
+        "page_table.peak_bytes",
+        "peak page-table\nmemory (KiB)",
+        scale=1 / 1024,
+        log=log,
+    )
+    f.tlb()
+    for axis in data.axes:
+        if axis in LINE_AXES and len({s[data.axes.index(axis)] for s in data.settings}) > 1:
+            try:
+                [float(s[data.axes.index(axis)]) for s in data.settings]
+            except ValueError:
+                continue
+            f.lines(axis)
+    f.thp_effect()
+    return f
+
+
+#: Runs-table columns after the grid keys: (header with unit, function of the frame, format).
+RUN_METRICS = [
+    ("cycles", lambda df: df["timing.cycles"], "{:,.0f}"),
+    ("speedup (×)", lambda df: df["speedup"], "{:.3f}"),
+    ("cycles on translation (%)", lambda df: df["timing.mmu_overhead_share"] * 100, "{:.2f}"),
+    ("L1 TLB MPKI", lambda df: df["tlb.l1_mpki"], "{:.2f}"),
+    ("L2 TLB MPKI", lambda df: df["tlb.l2_mpki"], "{:.2f}"),
+    ("walks", lambda df: df["walk.count"], "{:,.0f}"),
+    ("walk latency (cycles)", lambda df: df["walk.avg_cycles"], "{:,.1f}"),
+    ("PT refs per walk", lambda df: df["walk.avg_mem_accesses"], "{:.2f}"),
+    ("peak page table (KiB)", lambda df: df["page_table.peak_bytes"] / 1024, "{:,.0f}"),
+    ("end-of-run page table (KiB)", lambda df: df["page_table.bytes"] / 1024, "{:,.0f}"),
+    ("largest PT block (KiB)", lambda df: df["page_table.max_contiguous_bytes"] / 1024, "{:,.0f}"),
+]
+
+
+def runs_table(data: _Data):
+    """One row per run, sorted by workload then design (then settings, seed): the grid keys
+    that vary, then the key metrics with units in the headers (raw values)."""
+    import pandas as pd
+
+    df = data.df
+    cols: dict[str, Any] = {"workload": df["workload"].astype(str), "design": df["design"]}
+    for a in data.axes:
+        unit = " (bytes)" if a.endswith("footprint") else ""
+        cols[_short(a) + unit] = df[a]
+    if len(data.seeds) > 1:
+        cols["seed"] = df["seed"]
+    if df["refs"].nunique() > 1:
+        cols["refs"] = df["refs"]
+    for header, fn, _ in RUN_METRICS:
+        try:
+            cols[header] = fn(df)
+        except KeyError:
+            continue
+    table = pd.DataFrame(cols)
+    order = {d: i for i, d in enumerate(data.designs)}
+    sort = ["workload", "_o"] + [k for k in table.columns if k not in ("workload", "design")][
+        : len(data.axes) + (len(data.seeds) > 1)
+    ]
+    return (
+        table.assign(_o=table["design"].map(order))
+        .sort_values(
+            sort, kind="stable", key=lambda s: s.map(_sort_key) if s.dtype == object else s
+        )
+        .drop(columns="_o")
+        .reset_index(drop=True)
     )
 
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(width, 5.4))
-    _bars(a1, grid, grid.values("tlb.l1_mpki"), labels, "L1 TLB misses\nper kilo-instruction")
-    _bars(a2, grid, grid.values("tlb.l2_mpki"), labels, "L2 TLB misses\nper kilo-instruction")
-    save(fig, "tlb_mpki", "TLB misses per kilo-instruction: L1 TLB (top) and L2 TLB (bottom).")
-    return figs
+
+def _cell_text(header: str, v: Any) -> str:
+    fmt = {h: f for h, _, f in RUN_METRICS}.get(header)
+    if v is None or (isinstance(v, float) and v != v):
+        return "n/a"
+    if fmt is not None:
+        return fmt.format(float(v))
+    if header.endswith("(bytes)"):
+        try:
+            return bytes_text(float(v))
+        except ValueError:
+            return str(v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
+def _is_text_column(header: str) -> bool:
+    return (
+        header in ("workload", "design")
+        or header not in {h for h, _, _ in RUN_METRICS}
+        and (header not in ("seed", "refs"))
+        and not header.endswith("(bytes)")
+    )
+
+
+def _speedup_latex(table, baseline: str) -> str:
+    """A LaTeX ``tabular`` (booktabs) of the speedup table."""
+
+    def esc(s: Any) -> str:
+        return str(s).replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("%", r"\%")
+
+    keys = [c for c in table.columns if not _is_design_col(c, table)]
+    designs = [c for c in table.columns if c not in keys]
+    lines = [
+        f"% Speedup over {esc(baseline)} (cycles ratio); geomean rows: geometric mean over the",
+        "% workloads of each setting. Needs \\usepackage{booktabs}. Written by xlat report.",
+        "\\begin{tabular}{" + "l" * len(keys) + "r" * len(designs) + "}",
+        "\\toprule",
+        " & ".join(esc(c) for c in keys + designs) + " \\\\",
+        "\\midrule",
+    ]
+    prev = None
+    for row in table.itertuples(index=False):
+        vals = dict(zip(table.columns, row))
+        setting = tuple(vals[k] for k in keys if k != "workload")
+        if prev is not None and setting != prev:
+            lines.append("\\midrule")
+        prev = setting
+        cells = [esc(_axis_value_text(f".{k}", str(vals[k]))) for k in keys] + [
+            "--" if vals[d] != vals[d] else f"{vals[d]:.3f}" for d in designs
+        ]
+        if vals["workload"] == "geomean":
+            cells = [f"\\textit{{{c}}}" for c in cells]
+        lines.append(" & ".join(cells) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}", ""]
+    return "\n".join(lines)
+
+
+def _is_design_col(c: str, table) -> bool:
+    return c not in ("workload",) and table.columns.get_loc("workload") < table.columns.get_loc(c)
 
 
 def _common_config(df) -> dict[str, Any]:
-    """Configuration keys with one value over every run (the rest are swept)."""
-    common = {}
+    """Configuration keys with one value over every run (the rest are swept). When every run
+    reads a trace, the built-in workload's keys (unused) are left out and the reference limit
+    says that there was none rather than showing its sentinel."""
+    from xlat.run import TRACE_NO_LIMIT
+
+    all_traces = "trace" in df.columns and bool(df["trace"].notna().all())
+    common: dict[str, Any] = {}
     for c in df.columns:
         if c.startswith("config.") and c not in ("config.sim.design", "config.workload.name"):
+            if all_traces and c.startswith("config.workload."):
+                continue
             vals = df[c].astype(str).unique()
             if len(vals) == 1:
                 common[c[len("config.") :]] = df[c].iloc[0]
+    if common.get("sim.refs") is not None and int(common["sim.refs"]) >= TRACE_NO_LIMIT:
+        common["sim.refs"] = "no limit (each trace to its end)"
     return common
 
 
@@ -502,13 +1290,56 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def write_report(
-    data, out_dir: str | Path, baseline: str | None = None, source: str | None = None
-) -> dict[str, Any]:
-    """Write ``report.html`` (self-contained), ``report.md``, figures (PNG + PDF) and
-    ``results.json`` from result records or a frame of stored runs; returns the paths by kind.
+def run_size_text(df) -> str:
+    """What was simulated, per kind of workload: a trace's name, the references it had and its
+    measured footprint (peak data mapped); a built-in workload's references and footprint.
 
-    ``baseline`` defaults to ``radix`` when present, else the first design.
+    Examples
+    --------
+    >>> from xlat.run import compare
+    >>> run_size_text(frame_from_records(compare(["radix"], "gups", "16MiB", 20000)))
+    '20,000 refs, footprint 16 MiB'
+    """
+    parts = []
+    is_trace = df["trace"].notna() if "trace" in df.columns else df["workload"].isna()
+    traces = df[is_trace]
+    for name, g in traces.groupby("workload", sort=True):
+        refs = sorted({int(v) for v in g["refs"]})
+        refs_txt = f"{refs[0]:,} refs" if len(refs) == 1 else f"{refs[0]:,}-{refs[-1]:,} refs"
+        foot = float(g["os.data_peak_bytes"].max()) if "os.data_peak_bytes" in g else float("nan")
+        foot_txt = f", measured footprint {bytes_text(foot)}" if foot == foot else ""
+        parts.append(f"trace {name} ({refs_txt}{foot_txt})")
+    built = df[~is_trace]
+    if not built.empty:
+        refs = sorted({int(v) for v in built["refs"]})
+        refs_txt = f"{refs[0]:,} refs" if len(refs) == 1 else f"{refs[0]:,}-{refs[-1]:,} refs"
+        feet = sorted({int(v) for v in built["config.workload.footprint"]})
+        foot_txt = (
+            f"footprint {bytes_text(feet[0])}"
+            if len(feet) == 1
+            else f"footprints {', '.join(bytes_text(v) for v in feet)}"
+        )
+        parts.append(
+            f"{refs_txt}, {foot_txt}" if not parts else f"built-in: {refs_txt}, {foot_txt}"
+        )
+    return "; ".join(parts)
+
+
+def write_report(
+    data,
+    out_dir: str | Path,
+    baseline: str | None = None,
+    source: str | None = None,
+    width: str | float | None = None,
+    latex: bool = False,
+) -> dict[str, Any]:
+    """Write ``report.html`` (self-contained), ``report.md``, figures (PNG + PDF, with the
+    numbers drawn in ``figures.json``), ``results.json``, the runs table as ``results.csv`` and
+    the speedup table as ``speedup.csv`` (and ``speedup.tex`` with ``latex``) from result
+    records or a frame of stored runs; returns the paths by kind.
+
+    ``baseline`` defaults to ``radix`` when present, else the first design; ``width`` is the
+    figures' width: ``"column"`` (3.33 in, the default), ``"page"`` (7 in) or inches.
 
     Examples
     --------
@@ -523,6 +1354,7 @@ def write_report(
     """
     import pandas as pd
 
+    inches = figure_width(width)
     if isinstance(data, pd.DataFrame):
         df = data
     else:
@@ -542,7 +1374,7 @@ def write_report(
         )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    records = _records(df)
+    records = [json.loads(x) for x in df["record_json"]]
     (out / "results.json").write_text(json.dumps(records, indent=1))
 
     versions = sorted({str(v) for v in df.get("xlat_version", pd.Series([version()])).dropna()})
@@ -553,114 +1385,122 @@ def write_report(
         }
     )
     common = _common_config(df)
-    swept = [k[len("config.") :] for k in default_index(df)[1:]]
-    seeds = sorted({int(s) for s in df["seed"]})
-    footprint = common.get("workload.footprint")
-    if footprint is not None:
-        unit, scale = next(
-            (u, k)
-            for u, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))
-            if int(footprint) % k == 0 or k == 1
-        )
-        foot_txt = f"footprint {int(footprint) / scale:g} {unit}"
-    else:
-        foot_txt = "footprints vary"
-    refs = common.get("sim.refs")
-    refs_txt = f"{_fmt(refs)} refs" if refs is not None else "refs vary"
+    grid = _Data(df, baseline)
+    swept = [a[len("config.") :] for a in grid.axes]
+    seeds = grid.seeds
+    size_txt = run_size_text(df)
     footer = (
         f"xlat {', '.join(versions) or version()}"
         + (f" ({', '.join(commits)})" if commits else "")
-        + f" · {refs_txt} · {foot_txt} · THP {common.get('os.thp', 'swept')} · seeds "
+        + f" · {size_txt} · THP {common.get('os.thp', 'swept')} · seeds "
         + ",".join(map(str, seeds))
         + f" · baseline {baseline}"
     )
-    figs = _figures(df, out, baseline, footer)
+    figures = _draw(grid, out, inches, footer)
+    figs = figures.figs
+    (out / "figures.json").write_text(
+        json.dumps({"width_in": inches, "figures": figures.numbers}, indent=1)
+    )
 
-    speed = pivot_table(
-        with_speedup(df, baseline),
-        default_index(df),
-        "design",
-        "speedup",
-        "geomean",
-        total="geomean",
-    )
-    per_run = pd.DataFrame(
-        {
-            "design": df["design"],
-            "workload": df["workload"],
-            **{k.split(".", 1)[1]: df[k] for k in default_index(df)[1:]},
-            "seed": df["seed"],
-            "L1 TLB MPKI": df["tlb.l1_mpki"],
-            "L2 TLB MPKI": df["tlb.l2_mpki"],
-            "walks": df["walk.count"],
-            "walk mem accesses": df["walk.mem_accesses"],
-            "walk cycles": df["walk.cycles"],
-            "MMU overhead cycles": df["mmu.overhead_cycles"],
-            "cycles": df["timing.cycles"],
-            "page-table bytes": df["page_table.bytes"],
-            "max contiguous bytes": df["page_table.max_contiguous_bytes"],
-            "speedup": with_speedup(df, baseline)["speedup"],
-        }
-    )
-    order = {d: i for i, d in enumerate(designs)}
-    per_run = (
-        per_run.assign(_o=per_run["design"].map(order))
-        .sort_values([c for c in per_run.columns if c in ("workload", *swept, "seed")] + ["_o"])
-        .drop(columns="_o")
-    )
+    speed = speedup_table(grid)
+    speed.to_csv(out / "speedup.csv", index=False)
+    paths_extra = {}
+    if latex:
+        tex = out / "speedup.tex"
+        tex.write_text(_speedup_latex(speed, baseline))
+        paths_extra["latex"] = tex
+    per_run = runs_table(grid)
+    per_run.to_csv(out / "results.csv", index=False, quoting=csv.QUOTE_MINIMAL)
 
     oracle_checked = int(df["oracle.checked"].sum())
     mismatches = int(df["oracle.mismatches"].sum())
     summary = (
         f"{len(df)} runs: designs {', '.join(designs)}; workloads "
-        f"{', '.join(sorted(df['workload'].unique()))}"
+        f"{', '.join(grid.workloads)}"
         + (f"; swept {', '.join(swept)}" if swept else "")
-        + f"; {refs_txt}, {foot_txt}, seeds {', '.join(map(str, seeds))}. Oracle: "
+        + f"; {size_txt}; seeds {', '.join(map(str, seeds))}. Oracle: "
         f"{oracle_checked:,} translations checked, {mismatches} mismatches."
     )
 
-    speed_md = format_frame(speed, "table")
+    def speed_cell(c: str, v: Any) -> str:
+        if c in designs:
+            return "n/a" if v != v else f"{v:.3f}"
+        return _axis_value_text(f".{c}", str(v)) if c != "workload" else str(v)
+
+    speed_head = list(speed.columns)
+    speed_body = [[speed_cell(c, v) for c, v in zip(speed_head, row)] for row in speed.values]
+
+    def md_table(head: list[str], body: list[list[str]], numeric: list[bool]) -> list[str]:
+        return [
+            "| " + " | ".join(head) + " |",
+            "|" + "".join("---:|" if n else "---|" for n in numeric),
+            *("| " + " | ".join(r) + " |" for r in body),
+        ]
+
+    run_head = list(per_run.columns)
+    run_body = [[_cell_text(c, v) for c, v in zip(run_head, row)] for row in per_run.values]
+    run_numeric = [not _is_text_column(c) for c in run_head]
+    run_head = [c.replace(" (bytes)", "") for c in run_head]  # cells carry their unit
     md = [
         "# xlat report",
         "",
         summary,
         "",
-        f"## Speedup over {baseline} (geometric mean over seeds)",
+        f"## Speedup over {baseline}",
         "",
-        "```",
-        speed_md,
-        "```",
+        f"Cycles of {baseline} divided by the design's cycles on the same workload and setting; "
+        f"{grid.seed_agg(geo=True)}; the geomean rows are the geometric mean over the workloads "
+        "of each setting (never pooled over settings). Also in speedup.csv"
+        + (" and speedup.tex." if latex else "."),
         "",
-        "## Runs",
+        *md_table(speed_head, speed_body, [c in designs for c in speed_head]),
         "",
-        "| " + " | ".join(per_run.columns) + " |",
-        "|" + "---|" * len(per_run.columns),
+        "## Figures",
+        "",
     ]
-    md += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in per_run.itertuples(False)]
-    md.append("")
     for png, caption in figs:
         md += [f"![{caption}]({png.name})", "", f"*{caption}* ([PDF]({png.stem}.pdf))", ""]
-    md += ["## Approximations", "", APPROXIMATIONS, "", footer, ""]
+    md += [
+        "## Runs",
+        "",
+        "One row per run (also in results.csv).",
+        "",
+        *md_table(run_head, run_body, run_numeric),
+        "",
+        "## Approximations",
+        "",
+        APPROXIMATIONS,
+        "",
+        footer,
+        "",
+    ]
     md_path = out / "report.md"
     md_path.write_text("\n".join(md))
 
     def img(png: Path) -> str:
-        data = base64.b64encode(png.read_bytes()).decode()
+        b64 = base64.b64encode(png.read_bytes()).decode()
         return (
             f'<img alt="{html.escape(png.stem)}" id="fig-{html.escape(png.stem)}" '
-            f'src="data:image/png;base64,{data}">'
+            f'style="width:{inches * 1.5:.2f}in" src="data:image/png;base64,{b64}">'
         )
 
-    def table_html(frame) -> str:
-        frame = frame if isinstance(frame.index, pd.RangeIndex) else frame.reset_index()
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
-            for row in frame.itertuples(False)
+    def table_html(head: list[str], body: list[list[str]], numeric: list[bool]) -> str:
+        th = "".join(
+            f'<th class="{"num" if n else "txt"}">{html.escape(c)}</th>'
+            for c, n in zip(head, numeric)
         )
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        rows = "".join(
+            "<tr>"
+            + "".join(
+                f'<td class="{"num" if n else "txt"}">{html.escape(v)}</td>'
+                for v, n in zip(r, numeric)
+            )
+            + "</tr>"
+            for r in body
+        )
+        return f"<table><thead><tr>{th}</tr></thead><tbody>{rows}</tbody></table>"
 
-    figures = "".join(
+    figures_html = "".join(
         f"<figure>{img(p)}<figcaption>{html.escape(c)} "
         f'<a href="{html.escape(p.stem)}.pdf">PDF</a></figcaption></figure>'
         for p, c in figs
@@ -675,22 +1515,23 @@ def write_report(
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 2em; max-width: 80em; }}
 table {{ border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }}
-th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }}
-th:first-child, td:first-child {{ text-align: left; }}
-figure {{ margin: 1.5em 0; }} img {{ max-width: 100%; }}
-figcaption {{ font-size: 0.9em; color: #333; }}
+th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; }}
+.num {{ text-align: right; font-variant-numeric: tabular-nums; }} .txt {{ text-align: left; }}
+figure {{ margin: 1.5em 0; }} img {{ max-width: 100%; }} /* figures at 1.5x their printed size */
+figcaption {{ font-size: 0.9em; color: #333; max-width: 45em; }}
 footer {{ color: #555; font-size: 0.85em; margin-top: 2em; border-top: 1px solid #ccc; }}
 </style></head><body>
 <h1>xlat report</h1>
 <p id="summary">{html.escape(summary)}</p>
 <h2>Speedup over {html.escape(baseline)}</h2>
 <p>Cycles of {html.escape(baseline)} divided by the design's cycles on the same workload and
-configuration; geometric mean over seeds, last row over workloads.</p>
-{table_html(speed)}
+setting; {html.escape(grid.seed_agg(geo=True))}; the geomean rows are the geometric mean over the
+workloads of each setting.</p>
+{table_html(speed_head, speed_body, [c in designs for c in speed_head])}
 <h2>Figures</h2>
-{figures}
+{figures_html}
 <h2>Runs</h2>
-{table_html(per_run)}
+{table_html(run_head, run_body, run_numeric)}
 <h2>Approximations</h2><p>{html.escape(APPROXIMATIONS)}</p>
 <footer>
 <p>{html.escape(footer)}{" · source " + html.escape(source) if source else ""}</p>
@@ -718,8 +1559,21 @@ window.addEventListener("load", function () {{
         "markdown": md_path,
         "html": html_path,
         "json": out / "results.json",
+        "csv": out / "results.csv",
+        "speedup_csv": out / "speedup.csv",
+        "figures_json": out / "figures.json",
         "figures": [p for p, _ in figs],
+        **paths_extra,
     }
 
 
-__all__ = ["core_table", "format_table", "frame_from_records", "table_rows", "write_report"]
+__all__ = [
+    "core_table",
+    "figure_width",
+    "format_table",
+    "frame_from_records",
+    "run_size_text",
+    "speedup_table",
+    "table_rows",
+    "write_report",
+]
