@@ -24,7 +24,7 @@ FILES = sorted(CPU_DIR.glob("*.toml"))
 NAMES = [p.stem for p in FILES]
 #: The presets issue 13 asks for.
 REQUIRED = ["skylake-sp", "golden-cove", "zen4", "neoverse-n1", "neoverse-v2"]
-#: How every value line says where its value comes from (docs/machine-B.md).
+#: How every value line says where its value comes from (docs/machine.md).
 PROVENANCE = re.compile(r"#\s*(source|unverified|assumed):")
 
 
@@ -301,7 +301,7 @@ def test_the_defaults_record_an_empty_cpu():
 
 
 def test_the_docs_list_every_preset():
-    doc = (ROOT / "docs" / "machine-B.md").read_text()
+    doc = (ROOT / "docs" / "machine.md").read_text()
     for name in NAMES:
         assert f"`{name}`" in doc, name
     assert Path(ROOT / "docs" / "cli.md").read_text().count("--cpu") >= 1

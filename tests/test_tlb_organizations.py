@@ -1,4 +1,4 @@
-"""End-to-end: the TLB organizations of `docs/machine-A.md` through the `xlat` command line."""
+"""End-to-end: the TLB organizations of `docs/machine.md` through the `xlat` command line."""
 
 from __future__ import annotations
 

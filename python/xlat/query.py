@@ -172,7 +172,7 @@ def varying_params(df) -> list[str]:
     """Configuration columns (``config.*``) whose value differs between rows, other than the
     design and the seed: the grid's swept parameters.
 
-    A CPU preset (``config.sim.cpu``, see docs/machine-B.md) sets many keys at once: when the
+    A CPU preset (``config.sim.cpu``, see docs/machine.md) sets many keys at once: when the
     CPU varies, a key its preset file sets is listed only if it also varies among the rows of
     one CPU (swept on top of the presets), else the ``sim.cpu`` column says it all.
 

@@ -383,7 +383,7 @@ def run(
     Several processes: ``workload="gups,kv"`` (a comma list) or a list of traces runs one
     process per workload or trace, on ``sim.cores`` cores (``set={"sim.cores": 2}``); more
     processes than cores time-share them (``sim.quantum``). The record then has a ``cores``
-    and a ``processes`` list besides the totals (docs/machine-C.md).
+    and a ``processes`` list besides the totals (docs/machine.md).
 
     Examples
     --------

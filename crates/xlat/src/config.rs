@@ -43,7 +43,7 @@ pub struct SimConfig {
     /// Process `i` of the workload list (`workload.name = "gups,kv"`, or the trace list) runs
     /// on core `i % cores`; more processes than cores time-share their core (`sim.quantum`).
     /// One trace on several cores is a multi-threaded program (each thread on its own core).
-    /// See `docs/machine-C.md`.
+    /// See `docs/machine.md`.
     pub cores: u32,
     /// Time slice of a process on a core shared by several: an integer is core cycles
     /// (`"250000"`), a suffix `ms` / `us` converts at `mem.dram.core_clock_mhz` (`"20ms"`).

@@ -10,7 +10,7 @@
 //! that hits counts the use: an upper-level entry stays recent while a region is hot in a deeper
 //! PWC (it is not aged out behind the deeper hit).
 //!
-//! TLB coalescing (`tlb.coalescing`, see `docs/machine-A.md`): leaf entries carry an Arm-style
+//! TLB coalescing (`tlb.coalescing`, see `docs/machine.md`): leaf entries carry an Arm-style
 //! contiguous hint, set on an aligned group of 16 leaves (4 KiB or 2 MiB) when they become
 //! present, physically contiguous from a 16-page-aligned frame, and equally protected, and
 //! cleared from the whole group when any of them is unmapped; a walk that reads a marked leaf
