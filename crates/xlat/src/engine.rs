@@ -64,6 +64,8 @@ struct Counters {
     walks: u64,
     walk_mem_accesses: u64,
     walk_cycles: u64,
+    /// TLB-miss walks by latency (log2 buckets, see [`walk_hist_bucket`]).
+    walk_latency_hist: [u64; WALK_HIST_BUCKETS],
     /// TLB-miss walks that found no translation (each is followed by a page fault).
     fault_walks: u64,
     /// Walks repeated after a page fault (demand paging or a store to a read-only page): they
@@ -484,6 +486,7 @@ impl<D: Design> Sim<D> {
                     self.c.walks += 1;
                     self.c.walk_mem_accesses += w.mem_accesses as u64;
                     self.c.walk_cycles += w.latency_cycles as u64;
+                    self.c.walk_latency_hist[walk_hist_bucket(w.latency_cycles)] += 1;
                 }
                 cycles += w.latency_cycles as u64;
             }
@@ -902,18 +905,7 @@ impl<D: Design> Runner for Sim<D> {
             t.put_f64("l1_mpki", 0.0);
             t.put_f64("l2_mpki", 0.0);
         }
-        {
-            let w = r.section("walk");
-            w.put_u64("count", c.walks);
-            w.put_u64("mem_accesses", c.walk_mem_accesses);
-            w.put_u64("cycles", c.walk_cycles);
-            w.put_f64("avg_cycles", ratio(c.walk_cycles, c.walks));
-            w.put_f64("avg_mem_accesses", ratio(c.walk_mem_accesses, c.walks));
-            w.put_u64("fault_walks", c.fault_walks);
-            w.put_u64("post_fault_count", c.post_fault_walks);
-            w.put_u64("post_fault_mem_accesses", c.post_fault_walk_mem_accesses);
-            w.put_u64("post_fault_cycles", c.post_fault_walk_cycles);
-        }
+        walk_section(&mut r, c);
         self.timing.stats(
             &self.cfg.timing,
             c.instructions,
@@ -1477,6 +1469,37 @@ impl<D: Design> Sim<D> {
     }
 }
 
+/// Log2 buckets of `walk.latency_hist`: bucket 0 holds walks of 0-1 cycles, bucket `i > 0`
+/// walks of `2^i .. 2^(i+1) - 1` cycles, the last bucket everything longer.
+const WALK_HIST_BUCKETS: usize = 16;
+
+/// The bucket of a walk of `cycles` (see [`WALK_HIST_BUCKETS`]).
+#[inline]
+fn walk_hist_bucket(cycles: u32) -> usize {
+    ((u32::BITS - cycles.leading_zeros()).saturating_sub(1) as usize).min(WALK_HIST_BUCKETS - 1)
+}
+
+/// The `walk` section of a record (or of one core's entry).
+fn walk_section(r: &mut Stats, c: &Counters) {
+    let w = r.section("walk");
+    w.put_u64("count", c.walks);
+    w.put_u64("mem_accesses", c.walk_mem_accesses);
+    w.put_u64("cycles", c.walk_cycles);
+    w.put_f64("avg_cycles", ratio(c.walk_cycles, c.walks));
+    w.put_f64("avg_mem_accesses", ratio(c.walk_mem_accesses, c.walks));
+    w.put_u64("fault_walks", c.fault_walks);
+    w.put_u64("post_fault_count", c.post_fault_walks);
+    w.put_u64("post_fault_mem_accesses", c.post_fault_walk_mem_accesses);
+    w.put_u64("post_fault_cycles", c.post_fault_walk_cycles);
+    // TLB-miss walks by latency, keyed by each bucket's lowest cycle count (0, 2, 4, 8, ...).
+    let mut hist = Stats::new();
+    for (i, n) in c.walk_latency_hist.iter().enumerate() {
+        let low = if i == 0 { 0u64 } else { 1 << i };
+        hist.put_u64(&low.to_string(), *n);
+    }
+    w.insert("latency_hist".into(), Value::Object(hist));
+}
+
 /// One core's figures: the per-core entry of a multi-core record's `cores` list, with the
 /// same keys and meaning as the top-level ones of a one-core record.
 #[allow(clippy::too_many_arguments)]
@@ -1516,18 +1539,7 @@ fn core_record(
         t.put_f64("l1_mpki", 0.0);
         t.put_f64("l2_mpki", 0.0);
     }
-    {
-        let w = r.section("walk");
-        w.put_u64("count", c.walks);
-        w.put_u64("mem_accesses", c.walk_mem_accesses);
-        w.put_u64("cycles", c.walk_cycles);
-        w.put_f64("avg_cycles", ratio(c.walk_cycles, c.walks));
-        w.put_f64("avg_mem_accesses", ratio(c.walk_mem_accesses, c.walks));
-        w.put_u64("fault_walks", c.fault_walks);
-        w.put_u64("post_fault_count", c.post_fault_walks);
-        w.put_u64("post_fault_mem_accesses", c.post_fault_walk_mem_accesses);
-        w.put_u64("post_fault_cycles", c.post_fault_walk_cycles);
-    }
+    walk_section(&mut r, c);
     timing.stats(&cfg.timing, c.instructions, os_cycles, core, &mut r);
     private.stats(&mut r);
     r.section("oracle").put_u64("checked", c.oracle_checked);
@@ -2318,6 +2330,27 @@ mod tests {
                 Err(SimError::Os { event: 1, .. }) => {}
                 other => panic!("{design}: expected an OS error at event 1, got {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn the_walk_latency_histogram_counts_every_tlb_miss_walk_in_its_log2_bucket() {
+        assert_eq!(
+            [0, 1, 2, 3, 4, 7, 8, 100, 40_000, u32::MAX].map(walk_hist_bucket),
+            [0, 0, 1, 1, 2, 2, 3, 6, 15, 15]
+        );
+        for design in ["radix", "ecpt"] {
+            let r = run_workload(&small(design)).unwrap();
+            let hist = r["walk"]["latency_hist"].as_object().unwrap();
+            assert_eq!(hist.len(), WALK_HIST_BUCKETS);
+            let total: u64 = hist.values().map(|v| v.as_u64().unwrap()).sum();
+            assert_eq!(total, r["walk"]["count"].as_u64().unwrap(), "{design}");
+            // The buckets' weighted lower bounds cannot exceed the walks' total cycles.
+            let floor: u64 = hist
+                .iter()
+                .map(|(low, n)| low.parse::<u64>().unwrap() * n.as_u64().unwrap())
+                .sum();
+            assert!(floor <= r["walk"]["cycles"].as_u64().unwrap(), "{design}");
         }
     }
 
