@@ -871,14 +871,7 @@ impl<D: Design> Runner for Sim<D> {
         }
         r.put_u64("seed", self.cfg.sim.seed);
         r.put_str("version", crate::VERSION);
-        r.put_u64("refs", c.refs);
-        r.put_u64("instructions", c.instructions);
-        r.put_u64("loads", c.loads);
-        r.put_u64("stores", c.stores);
-        r.put_u64("ifetches", c.ifetches);
-        r.put_u64("events", c.events);
-        r.put_u64("syscalls", c.syscalls);
-        r.put_u64("page_crossing_refs", c.page_crossing_refs);
+        count_keys(&mut r, c);
         r.insert(
             "ended_by".into(),
             Value::from(if self.truncated_by_refs {
@@ -887,25 +880,7 @@ impl<D: Design> Runner for Sim<D> {
                 "end_of_trace"
             }),
         );
-        self.mmu.stats(&mut r, c.instructions);
-        if D::PERFECT_TLB {
-            // Every translation is an L1 hit by definition.
-            let t = r.section("tlb");
-            for k in [
-                "l1_misses",
-                "l2_misses",
-                "l2_lookups",
-                "itlb_misses",
-                "itlb_l2_misses",
-            ] {
-                t.put_u64(k, 0);
-            }
-            t.put_u64("l1_lookups", c.refs);
-            t.put_f64("l1_miss_rate", 0.0);
-            t.put_f64("l1_mpki", 0.0);
-            t.put_f64("l2_mpki", 0.0);
-        }
-        walk_section(&mut r, c);
+        tlb_and_walk_sections(&mut r, c, &self.mmu, D::PERFECT_TLB);
         self.timing.stats(
             &self.cfg.timing,
             c.instructions,
@@ -1479,6 +1454,41 @@ fn walk_hist_bucket(cycles: u32) -> usize {
     ((u32::BITS - cycles.leading_zeros()).saturating_sub(1) as usize).min(WALK_HIST_BUCKETS - 1)
 }
 
+/// The reference counts of a record (or of one core's entry).
+fn count_keys(r: &mut Stats, c: &Counters) {
+    r.put_u64("refs", c.refs);
+    r.put_u64("instructions", c.instructions);
+    r.put_u64("loads", c.loads);
+    r.put_u64("stores", c.stores);
+    r.put_u64("ifetches", c.ifetches);
+    r.put_u64("events", c.events);
+    r.put_u64("syscalls", c.syscalls);
+    r.put_u64("page_crossing_refs", c.page_crossing_refs);
+}
+
+/// The `tlb` and `walk` sections of a record (or of one core's entry).
+fn tlb_and_walk_sections(r: &mut Stats, c: &Counters, mmu: &Mmu, perfect_tlb: bool) {
+    mmu.stats(r, c.instructions);
+    if perfect_tlb {
+        // Every translation is an L1 hit by definition.
+        let t = r.section("tlb");
+        for k in [
+            "l1_misses",
+            "l2_misses",
+            "l2_lookups",
+            "itlb_misses",
+            "itlb_l2_misses",
+        ] {
+            t.put_u64(k, 0);
+        }
+        t.put_u64("l1_lookups", c.refs);
+        t.put_f64("l1_miss_rate", 0.0);
+        t.put_f64("l1_mpki", 0.0);
+        t.put_f64("l2_mpki", 0.0);
+    }
+    walk_section(r, c);
+}
+
 /// The `walk` section of a record (or of one core's entry).
 fn walk_section(r: &mut Stats, c: &Counters) {
     let w = r.section("walk");
@@ -1514,32 +1524,8 @@ fn core_record(
     os_cycles: u64,
 ) -> Stats {
     let mut r = Stats::new();
-    r.put_u64("refs", c.refs);
-    r.put_u64("instructions", c.instructions);
-    r.put_u64("loads", c.loads);
-    r.put_u64("stores", c.stores);
-    r.put_u64("ifetches", c.ifetches);
-    r.put_u64("events", c.events);
-    r.put_u64("syscalls", c.syscalls);
-    r.put_u64("page_crossing_refs", c.page_crossing_refs);
-    mmu.stats(&mut r, c.instructions);
-    if perfect_tlb {
-        let t = r.section("tlb");
-        for k in [
-            "l1_misses",
-            "l2_misses",
-            "l2_lookups",
-            "itlb_misses",
-            "itlb_l2_misses",
-        ] {
-            t.put_u64(k, 0);
-        }
-        t.put_u64("l1_lookups", c.refs);
-        t.put_f64("l1_miss_rate", 0.0);
-        t.put_f64("l1_mpki", 0.0);
-        t.put_f64("l2_mpki", 0.0);
-    }
-    walk_section(&mut r, c);
+    count_keys(&mut r, c);
+    tlb_and_walk_sections(&mut r, c, mmu, perfect_tlb);
     timing.stats(&cfg.timing, c.instructions, os_cycles, core, &mut r);
     private.stats(&mut r);
     r.section("oracle").put_u64("checked", c.oracle_checked);
