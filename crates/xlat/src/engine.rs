@@ -6,7 +6,7 @@
 //! between a design's translation and the OS model's mapping aborts the run with
 //! [`SimError::Oracle`]: a mismatch is a bug, never a statistic.
 
-use crate::addr::{Asid, Mapping, Vaddr, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT};
+use crate::addr::{Asid, Mapping, PageSize, Vaddr, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT};
 use crate::config::Config;
 use crate::designs::{build_and_visit, Design, DesignVisitor};
 use crate::mem::{MemSystem, PrivateCaches};
@@ -66,6 +66,8 @@ struct Counters {
     walk_cycles: u64,
     /// TLB-miss walks by latency (log2 buckets, see [`walk_hist_bucket`]).
     walk_latency_hist: [u64; WALK_HIST_BUCKETS],
+    /// TLB-miss walks that found a translation, by the order of its page size (4 KiB = 0).
+    walks_by_page_order: [u64; PAGE_ORDERS],
     /// TLB-miss walks that found no translation (each is followed by a page fault).
     fault_walks: u64,
     /// Walks repeated after a page fault (demand paging or a store to a read-only page): they
@@ -491,6 +493,9 @@ impl<D: Design> Sim<D> {
                 cycles += w.latency_cycles as u64;
             }
             if let Some(m) = w.mapping {
+                if !D::PERFECT_TLB && !post_fault {
+                    self.c.walks_by_page_order[m.size.order() as usize] += 1;
+                }
                 self.check(vpn, Some(m), "walk")?;
                 self.os.note_walk(self.asid, &m);
                 return Ok((m, cycles));
@@ -1454,6 +1459,9 @@ fn walk_hist_bucket(cycles: u32) -> usize {
     ((u32::BITS - cycles.leading_zeros()).saturating_sub(1) as usize).min(WALK_HIST_BUCKETS - 1)
 }
 
+/// Page-size orders a mapping can have (4 KiB = order 0 up to 1 GiB = order 18).
+const PAGE_ORDERS: usize = 19;
+
 /// The reference counts of a record (or of one core's entry).
 fn count_keys(r: &mut Stats, c: &Counters) {
     r.put_u64("refs", c.refs);
@@ -1508,6 +1516,16 @@ fn walk_section(r: &mut Stats, c: &Counters) {
         hist.put_u64(&low.to_string(), *n);
     }
     w.insert("latency_hist".into(), Value::Object(hist));
+    // TLB-miss walks that found a translation, by the size of the page found (sizes seen only);
+    // with `fault_walks` they sum to `count`.
+    let mut by_size = Stats::new();
+    for (order, n) in c.walks_by_page_order.iter().enumerate() {
+        if *n > 0 {
+            let size = PageSize::from_order(order as u8).expect("order below PAGE_ORDERS");
+            by_size.put_u64(&size.label(), *n);
+        }
+    }
+    w.insert("by_page_size".into(), Value::Object(by_size));
 }
 
 /// One core's figures: the per-core entry of a multi-core record's `cores` list, with the
@@ -1940,7 +1958,7 @@ mod tests {
     use super::*;
     use crate::designs::radix::{Radix, RadixConfig};
     use crate::designs::{PtFootprint, WalkResult};
-    use crate::os::PhysMem;
+    use crate::os::{PhysMem, ThpPolicy};
 
     fn small(design: &str) -> Config {
         let o = |k: &str, v: &str| (k.to_string(), v.to_string());
@@ -2338,6 +2356,69 @@ mod tests {
                 .sum();
             assert!(floor <= r["walk"]["cycles"].as_u64().unwrap(), "{design}");
         }
+    }
+
+    #[test]
+    fn walks_by_page_size_and_faulting_walks_add_up_to_the_tlb_miss_walks() {
+        for (design, thp) in [("radix", "never"), ("radix", "always"), ("ecpt", "always")] {
+            let mut cfg = small(design);
+            cfg.os.thp = if thp == "always" {
+                ThpPolicy::Always
+            } else {
+                ThpPolicy::Never
+            };
+            // 64 MiB of 2 MiB pages overflow an 8-entry L2 TLB, so walks find 2 MiB pages.
+            cfg.workload.footprint = 64 << 20;
+            cfg.tlb.l1_2m.entries = 4;
+            cfg.tlb.l1_2m.ways = 4;
+            cfg.tlb.l2.entries = 8;
+            cfg.tlb.l2.ways = 8;
+            let r = run_workload(&cfg).unwrap();
+            let by = r["walk"]["by_page_size"].as_object().unwrap();
+            let found: u64 = by.values().map(|v| v.as_u64().unwrap()).sum();
+            let walk = &r["walk"];
+            assert_eq!(
+                found + walk["fault_walks"].as_u64().unwrap(),
+                walk["count"].as_u64().unwrap(),
+                "{design} thp={thp}"
+            );
+            // Without THP every page is 4 KiB.
+            let sizes: Vec<&str> = by.keys().map(String::as_str).collect();
+            if thp == "never" {
+                assert_eq!(sizes, ["4k"], "{design}");
+            } else {
+                assert!(sizes.contains(&"2m"), "{design}: {sizes:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn page_walk_reference_cycles_by_serving_level_are_at_least_that_levels_hit_latency() {
+        let r = run_workload(&small("radix")).unwrap();
+        let cache = &r["cache"];
+        let cfg = small("radix");
+        let floors = [
+            ("l1", cfg.mem.l1d.latency_cycles),
+            ("l2", cfg.mem.l2.latency_cycles),
+            ("llc", cfg.mem.llc.latency_cycles),
+        ];
+        let mut total_refs = 0;
+        for (level, latency) in floors {
+            let n = cache[format!("pt_served_{level}")].as_u64().unwrap();
+            let cycles = cache[format!("pt_served_cycles_{level}")].as_u64().unwrap();
+            assert!(
+                cycles >= n * latency as u64,
+                "{level}: {cycles} cycles for {n} refs"
+            );
+            total_refs += n;
+        }
+        let dram = cache["pt_served_dram"].as_u64().unwrap();
+        assert!(dram > 0 && total_refs > 0);
+        // A DRAM-served reference costs more than any cache hit.
+        assert!(
+            cache["pt_served_cycles_dram"].as_u64().unwrap()
+                > dram * cfg.mem.llc.latency_cycles as u64
+        );
     }
 
     #[test]

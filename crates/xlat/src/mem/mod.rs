@@ -218,6 +218,8 @@ pub struct PrivateCaches {
     l1: Cache,
     l2: Cache,
     pt_served: [u64; 4],
+    /// Latency summed over the page-walk references of `pt_served`, by the same level.
+    pt_served_cycles: [u64; 4],
     /// Hierarchy accesses until the next page-table share sample.
     until_sample: u64,
     share_samples: u64,
@@ -231,6 +233,7 @@ impl PrivateCaches {
             l1: Cache::new(&cfg.l1d),
             l2: Cache::new(&cfg.l2),
             pt_served: [0; 4],
+            pt_served_cycles: [0; 4],
             until_sample: SHARE_SAMPLE_PERIOD,
             share_samples: 0,
             share_sum: [0.0; 3],
@@ -411,6 +414,7 @@ impl MemSystem {
         };
         let a = self.access(pa.line(), PT, false, start);
         self.private.pt_served[a.served_by as usize] += 1;
+        self.private.pt_served_cycles[a.served_by as usize] += a.latency_cycles as u64;
         a
     }
 
@@ -477,6 +481,12 @@ impl PrivateCaches {
         let c = out.section("cache");
         for (i, name) in ["l1", "l2", "llc", "dram"].iter().enumerate() {
             c.put_u64(&format!("pt_served_{name}"), self.pt_served[i]);
+        }
+        for (i, name) in ["l1", "l2", "llc", "dram"].iter().enumerate() {
+            c.put_u64(
+                &format!("pt_served_cycles_{name}"),
+                self.pt_served_cycles[i],
+            );
         }
     }
 }
