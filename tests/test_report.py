@@ -22,10 +22,13 @@ BASE_FIGURES = [
     "walks",
     "walk_latency",
     "walk_served_by",
+    "walk_cycles_by_level",
+    "walk_latency_distribution",
     "pwc_hit_rate",
     "pt_cache_share",
     "page_table_memory",
     "tlb_mpki",
+    "tlb_misses_by_page_size",
 ]
 #: The store fixture's sweep adds: 2 MiB pages (THP axis) and a footprint axis.
 FIGURES = [
@@ -179,6 +182,32 @@ def test_the_new_figures_draw_the_stores_numbers(store_report):
         for i, w in enumerate(p["x"]):
             want = store("radix", w, thp, foot, "tlb.l2_mpki")
             assert p["series"]["L2 TLB"][i] == pytest.approx(want, rel=1e-12)
+    for thp, foot, p in panels("tlb_misses_by_page_size"):
+        for i, w in enumerate(p["x"]):
+            instr = store("radix", w, thp, foot, "instructions")
+            try:  # a size no walk found has no key in the record
+                found = store("radix", w, thp, foot, "walk.by_page_size.4k")
+            except TypeError:
+                found = 0.0
+            want = found * 1000 / instr
+            assert p["series"]["4\u00a0KiB"][i] == pytest.approx(want, rel=1e-12)
+            faults = store("radix", w, thp, foot, "walk.fault_walks") * 1000 / instr
+            assert p["series"]["fault"][i] == pytest.approx(faults, rel=1e-12)
+    for thp, foot, p in panels("walk_latency_distribution"):
+        w = p["title"].split(",")[0]
+        walks = store("radix", w, thp, foot, "walk.count")
+        for i, low in enumerate(p["x"]):
+            n = store("radix", w, thp, foot, f"walk.latency_hist.{low}")
+            assert p["series"]["radix"][i] == pytest.approx(100 * n / walks, rel=1e-12)
+        assert sum(p["series"]["radix"]) <= 100 + 1e-9
+    for thp, foot, p in panels("walk_cycles_by_level"):
+        w = p["title"].split(",")[0]
+        i = p["x"].index("radix")
+        walks = store("radix", w, thp, foot, "walk.count") + store(
+            "radix", w, thp, foot, "walk.post_fault_count"
+        )
+        dram = store("radix", w, thp, foot, "cache.pt_served_cycles_dram")
+        assert p["series"]["DRAM"][i] == pytest.approx(dram / walks, rel=1e-12)
     for p in figures["thp_speedup"]["panels"]:  # THP off/on as grouped bars
         foot = 8 * 2**20 if "8 MiB" in p["title"] else 16 * 2**20
         for i, w in enumerate(p["x"][:-1]):

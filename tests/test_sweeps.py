@@ -6,6 +6,7 @@ The sweeps here run on a real local Ray instance (2 workers) with tiny runs.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -142,10 +143,14 @@ def test_results_filters_pivots_and_prints_csv_and_json(small_db):
     table = json.loads(
         xlat("results", "--db", str(db), "--speedup-over", "radix", "--format", "json").stdout
     )
-    assert len(table) == 7  # 3 workloads x 2 THP settings + geomean
-    assert table[-1]["workload"] == "geomean"
+    assert len(table) == 8  # 3 workloads x 2 THP settings + a geomean per THP setting
+    geo = {r["os.thp"]: r for r in table if r["workload"] == "geomean"}
+    assert set(geo) == {"never", "always"} and table[-2:] == list(geo.values())
     assert all(row["radix"] == 1.0 and row["ideal"] > 0 for row in table)
     speedups = api.results(db, speedup_over="radix")
+    for thp, row in geo.items():  # the workloads of that setting only, never pooled
+        each = [r["ideal"] for r in table if r["os.thp"] == thp and r["workload"] != "geomean"]
+        assert row["ideal"] == pytest.approx(math.prod(each) ** (1 / len(each)))
     gups_never = next(r for r in table if (r["workload"], r["os.thp"]) == ("gups", "never"))
     assert speedups.loc[("gups", "never"), "ideal"] == pytest.approx(gups_never["ideal"])
     radix = api.results(db, where={"design": "radix", "workload": "gups", "os.thp": "never"})

@@ -285,6 +285,40 @@ def pivot_table(
     return table
 
 
+def speedup_table(df, index: list[str]):
+    """Speedups (column ``speedup``) by ``index`` x design, geometric mean over seeds, with
+    geomean rows over the workloads: one for each setting of the other ``index`` keys (a
+    geomean never pools two THP settings or footprints), keyed ``geomean`` in the workload
+    place; a single ``geomean`` row when the workload is the only key or not a key.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"workload": ["a", "b"] * 2, "config.os.thp": ["never"] * 2
+    ...     + ["always"] * 2, "design": ["x"] * 4, "speedup": [1.0, 4.0, 2.0, 2.0]})
+    >>> speedup_table(df, ["workload", "config.os.thp"])["x"].round(3).to_dict()
+    {('a', 'always'): 2.0, ('a', 'never'): 1.0, ('b', 'always'): 2.0, ('b', 'never'): 4.0, \
+('geomean', 'always'): 2.0, ('geomean', 'never'): 2.0}
+    """
+    import pandas as pd
+
+    others = [k for k in index if k != "workload"]
+    if "workload" not in index or not others:
+        return pivot_table(df, index, "design", "speedup", "geomean", total="geomean")
+    table = pivot_table(df, index, "design", "speedup", "geomean")
+    names = list(table.index.names)
+    pos = names.index("workload")
+    rows, keys = [], []
+    for setting, part in table.groupby(level=[n for n in names if n != "workload"], sort=True):
+        setting = setting if isinstance(setting, tuple) else (setting,)
+        rows.append(part.apply(geomean).values)
+        keys.append(setting[:pos] + ("geomean",) + setting[pos:])
+    extra = pd.DataFrame(
+        rows, columns=table.columns, index=pd.MultiIndex.from_tuples(keys, names=names)
+    )
+    return pd.concat([table, extra])
+
+
 def results(
     db: str | Path = DEFAULT_DB,
     where: Mapping[str, Any] | Iterable[str] | None = None,
@@ -337,7 +371,7 @@ def results(
             raise QueryError("no stored run matches the filters")
         df = with_speedup(df, speedup_over)
         index = _index(by, df)
-        return pivot_table(df, index, "design", "speedup", "geomean", total="geomean")
+        return speedup_table(df, index)
     if value is not None:
         df = load_rows(db, where, status, hashes)
         if df.empty:

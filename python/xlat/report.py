@@ -83,6 +83,12 @@ HOW_TO_READ = {
     "papers' walk latencies.",
     "walk_served_by": "Bar height is page-walk memory traffic; the colours say where it was "
     "served: the higher in the stack (LLC, DRAM), the more each reference costs.",
+    "walk_cycles_by_level": "Why one design's walk costs more than another's: the DRAM part "
+    "is what page-table lines missing the caches cost; hashed designs show more reference "
+    "cycles than walk latency because their probes overlap.",
+    "walk_latency_distribution": "The shape behind the average: a design whose walks cluster "
+    "in a low bucket has predictable misses; a second peak at DRAM latency (128+) is walks "
+    "whose entries missed every cache.",
     "pwc_hit_rate": "A high PDE hit rate means most radix walks need one memory access; a "
     "level whose bar says n/a was never reached (a deeper PWC always hit).",
     "pt_cache_share": "How much cache capacity page-table entries take from data; designs "
@@ -91,6 +97,8 @@ HOW_TO_READ = {
     "allocate whole tables, radix allocates 4 KiB nodes on demand.",
     "tlb_mpki": "The workload's TLB pressure, the same for every design: a design can only "
     "help where the L2 TLB misses (walks) are frequent.",
+    "tlb_misses_by_page_size": "Which pages the L2 TLB fails to hold: 4 KiB misses are what "
+    "huge pages or coalescing remove; fault bars are first touches (demand paging), not reuse.",
     "tlb_hits_by_page_size": "Whether huge pages were used: the 2 MiB share grows when THP "
     "gave the workload huge pages.",
     "thp_speedup": "How much each design gains from huge pages on its own: a design that "
@@ -259,6 +267,17 @@ def figure_width(value: str | float | None) -> float:
         what = "wider than a page (7 in)" if inches > PAGE_IN else "narrower than 2 in"
         raise ValueError(f"--figure-width {value}: {what}; use page, column or 2..7 inches")
     return inches
+
+
+def page_size_bytes(label: str) -> int:
+    """Bytes of a page-size label as the records write them.
+
+    Examples
+    --------
+    >>> page_size_bytes("4k"), page_size_bytes("2m"), page_size_bytes("1g")
+    (4096, 2097152, 1073741824)
+    """
+    return int(label[:-1]) << {"k": 10, "m": 20, "g": 30}[label[-1]]
 
 
 def bytes_text(n: float) -> str:
@@ -698,29 +717,32 @@ class _Figures:
         i = _design_index(design, self.data.designs)
         return PALETTE[i % len(PALETTE)], HATCHES[i % len(HATCHES)]
 
-    def served_by(self) -> None:
-        """Stacked bars: page-walk references per kilo-instruction by serving level."""
+    def served_by(self, cycles: bool = False) -> None:
+        """Stacked bars per design, by the level that served each page-walk reference:
+        references per kilo-instruction, or (``cycles``) the latency those references add up
+        to per walk."""
         data = self.data
         walkers = data.walkers()
         panels_spec = [(w, s) for s in data.settings for w in data.workloads]
         fig, axes = self.facets(len(panels_spec), panel_h=self.row_h + 0.45)
         panels = []
         handles = []
+
+        def per_ki(g, col):
+            return g[col].astype(float) * 1000 / g["instructions"].clip(lower=1)
+
+        def per_walk(g, col):
+            walks = g["walk.count"].astype(float) + g["walk.post_fault_count"].astype(float)
+            return g[col].astype(float) / walks.clip(lower=1)
+
         for ax, (w, setting) in zip(axes, panels_spec):
             bottom = [0.0] * len(walkers)
             series = {}
             for suffix, label, color, hatch in SERVED:
-                col = f"cache.pt_served_{suffix}"
+                col = f"cache.pt_served_{'cycles_' if cycles else ''}{suffix}"
+                fn = per_walk if cycles else per_ki
                 vals = [
-                    data.cell(
-                        w,
-                        setting,
-                        d,
-                        lambda g, col=col: (
-                            g[col].astype(float) * 1000 / g["instructions"].clip(lower=1)
-                        ),
-                    )
-                    for d in walkers
+                    data.cell(w, setting, d, lambda g, col=col, fn=fn: fn(g, col)) for d in walkers
                 ]
                 vals = [0.0 if v != v else v for v in vals]
                 series[label] = vals
@@ -743,16 +765,102 @@ class _Figures:
             title = w + (f", {data.setting_label(setting)}" if data.axes else "")
             self.title(ax, title)
             panels.append({"title": title, "x": walkers, "series": series})
-        fig.supylabel("page-walk memory references\nper kilo-instruction", fontsize=8)
+        ylabel = (
+            "page-walk reference cycles\nper walk"
+            if cycles
+            else "page-walk memory references\nper kilo-instruction"
+        )
+        fig.supylabel(ylabel, fontsize=8)
         self._legend(fig, handles, [label for _, label, _, _ in SERVED])
-        caption = (
-            "Page-walk memory references per kilo-instruction (TLB-miss and post-fault walks), "
-            "stacked by the level of the hierarchy that served them; one panel per workload"
+        where = (
+            "; one panel per workload"
             + (" and setting" if data.axes else "")
             + data.non_walkers_note()
             + f". Over {data.scope()}; {data.seed_agg()}."
         )
-        self._save(fig, "walk_served_by", caption, panels, "references per kilo-instruction")
+        if cycles:
+            caption = (
+                "Where a page walk's time goes: the latency of its page-table references "
+                "(cache.pt_served_cycles_*), summed per walk (TLB-miss and post-fault walks) "
+                "and stacked by the level that served them. A design that probes in parallel "
+                "waits only for its slowest probe, so its bar can exceed its walk latency; "
+                "page-walk-cache lookups are not included" + where
+            )
+            name = "walk_cycles_by_level"
+        else:
+            caption = (
+                "Page-walk memory references per kilo-instruction (TLB-miss and post-fault "
+                "walks), stacked by the level of the hierarchy that served them" + where
+            )
+            name = "walk_served_by"
+        self._save(fig, name, caption, panels, ylabel.replace("\n", " "))
+
+    def latency_distribution(self) -> None:
+        """The distribution of TLB-miss walk latency (walk.latency_hist): a panel per workload
+        and setting, a line per design over log2 latency buckets."""
+        data = self.data
+        cols = [c for c in data.df.columns if c.startswith("walk.latency_hist.")]
+        if not cols:
+            return
+        lows = sorted(int(c.rsplit(".", 1)[1]) for c in cols)
+        walkers = data.walkers()
+        # Only the buckets some run uses, from the first to the last (a readable x range).
+        used = [lo for lo in lows if float(data.df[f"walk.latency_hist.{lo}"].fillna(0).max()) > 0]
+        if not used:
+            return
+        lows = [lo for lo in lows if used[0] <= lo <= used[-1]]
+        specs = [(w, s) for s in data.settings for w in data.workloads]
+        fig, axes = self.facets(len(specs))
+        panels, handles = [], []
+        for ax, (w, setting) in zip(axes, specs):
+            series = {}
+            for d in walkers:
+
+                def share(g, lo):
+                    total = g["walk.count"].astype(float).clip(lower=1)
+                    return g[f"walk.latency_hist.{lo}"].fillna(0).astype(float) * 100 / total
+
+                ys = [data.cell(w, setting, d, lambda g, lo=lo: share(g, lo)) for lo in lows]
+                series[d] = ys
+                (h,) = ax.plot(range(len(lows)), ys, **self.line_style(d), label=d)
+                if len(handles) < len(walkers):
+                    handles.append(h)
+            ax.set_xticks(range(len(lows)))
+            ax.set_xticklabels(
+                [str(lo) for lo in lows], rotation=45, ha="right", rotation_mode="anchor"
+            )
+            ax.grid(True, axis="both")
+            title = w + (f", {data.setting_label(setting)}" if data.axes else "")
+            self.title(ax, title)
+            panels.append({"title": title, "x": [str(lo) for lo in lows], "series": series})
+        ylabel = "TLB-miss walks (%)"
+        fig.supylabel(ylabel, fontsize=8)
+        fig.supxlabel("walk latency (cycles, log2 bucket's lower bound)", fontsize=8)
+        self._legend(fig, handles, walkers)
+        caption = (
+            "Distribution of TLB-miss page-walk latency (walk.latency_hist): the share of a "
+            "design's walks in each log2 latency bucket, labelled by its lowest cycle count "
+            "(bucket 64 holds 64-127 cycles); a panel per workload"
+            + (" and setting" if data.axes else "")
+            + ", a line per design"
+            + data.non_walkers_note()
+            + f". Over {data.scope()}; {data.seed_agg()}."
+        )
+        self._save(fig, "walk_latency_distribution", caption, panels, ylabel)
+
+    def line_style(self, design: str) -> dict[str, Any]:
+        """Marker, dash, colour of a design's line (by its place in the registry, as bars)."""
+        j = _design_index(design, self.data.designs)
+        color = PALETTE[j % len(PALETTE)]
+        return {
+            "marker": MARKERS[j % len(MARKERS)],
+            "linestyle": LINESTYLES[j % len(LINESTYLES)],
+            "color": color if color != "#FFFFFF" else "black",
+            "markersize": 3.5,
+            "linewidth": 1.0,
+            "markeredgecolor": "black",
+            "markeredgewidth": 0.3,
+        }
 
     def pwc_hit_rate(self) -> None:
         """Radix page-walk-cache hit rate per level: hits over the lookups that reached it."""
@@ -834,6 +942,7 @@ class _Figures:
             "misses per\nkilo-instruction",
             styles,
         )
+        self.misses_by_page_size()
         sizes = [("4k", "4 KiB"), ("2m", "2 MiB"), ("1g", "1 GiB")]
         if not all(f"tlb.l1_{s}_hits" in data.df.columns for s, _ in sizes):
             return
@@ -858,8 +967,7 @@ class _Figures:
             "L1 TLB hits by the size of the page they translated (% of L1 hits, stacked), per "
             f"workload, from the {data.baseline} runs"
             + (f"; no hit on {', '.join(unused)} pages in any run" if unused else "")
-            + " (misses by page size are not recorded). "
-            f"Over {data.scope()}; {data.seed_agg()}."
+            + f". Over {data.scope()}; {data.seed_agg()}."
         )
         self.bars(
             "tlb_hits_by_page_size",
@@ -867,6 +975,51 @@ class _Figures:
             panels,
             used,
             "share of L1\nTLB hits (%)",
+            styles,
+            stacked=True,
+        )
+
+    def misses_by_page_size(self) -> None:
+        """L2 TLB misses per kilo-instruction stacked by the size of the page the walk found
+        (walk.by_page_size), page faults apart, from the baseline's runs."""
+        data = self.data
+        prefix = "walk.by_page_size."
+        keys = [c[len(prefix) :] for c in data.df.columns if c.startswith(prefix)]
+        if not keys or "walk.fault_walks" not in data.df.columns:
+            return
+        keys.sort(key=page_size_bytes)
+        ref = data.baseline if data.baseline in data.walkers() else data.walkers()[0]
+        labels = [bytes_text(page_size_bytes(k)).replace(" ", "\u00a0") for k in keys]
+        cats = list(zip([prefix + k for k in keys], labels)) + [("walk.fault_walks", "fault")]
+        panels = []
+        for setting in data.settings:
+            series: dict[str, list[float]] = {lab: [] for _, lab in cats}
+            for w in data.workloads:
+                for col, lab in cats:
+
+                    def mpki(g, col=col):
+                        return (
+                            g[col].fillna(0).astype(float) * 1000 / g["instructions"].clip(lower=1)
+                        )
+
+                    series[lab].append(data.cell(w, setting, ref, mpki))
+            panels.append(
+                {"title": data.setting_label(setting), "x": data.workloads, "series": series}
+            )
+        styles = {lab: (PALETTE[i], HATCHES[i]) for i, (_, lab) in enumerate(cats[:-1])}
+        styles["fault"] = ("#FFFFFF", "xxxxx")
+        caption = (
+            "L2 TLB misses per kilo-instruction by the size of the page the walk found "
+            "(walk.by_page_size; fault: the walk found no translation and a page fault "
+            f"followed), stacked, per workload, from the {ref} runs. Over {data.scope()}; "
+            f"{data.seed_agg()}."
+        )
+        self.bars(
+            "tlb_misses_by_page_size",
+            caption,
+            panels,
+            [lab for _, lab in cats],
+            "L2 TLB misses per\nkilo-instruction",
             styles,
             stacked=True,
         )
@@ -983,21 +1136,7 @@ class _Figures:
                     else:
                         ys = [data.cell(w, setting(r, xv), d, column, agg) for xv in xvals]
                     series[d] = ys
-                    j = _design_index(d, data.designs)
-                    (h,) = ax.plot(
-                        xnum,
-                        ys,
-                        marker=MARKERS[j % len(MARKERS)],
-                        linestyle=LINESTYLES[j % len(LINESTYLES)],
-                        color=PALETTE[j % len(PALETTE)]
-                        if PALETTE[j % len(PALETTE)] != "#FFFFFF"
-                        else "black",
-                        markersize=3.5,
-                        linewidth=1.0,
-                        markeredgecolor="black",
-                        markeredgewidth=0.3,
-                        label=d,
-                    )
+                    (h,) = ax.plot(xnum, ys, **self.line_style(d), label=d)
                     if len(handles) < len(designs):
                         handles.append(h)
                 if is_bytes:
@@ -1085,6 +1224,9 @@ def _draw(data: _Data, out: Path, width: float, provenance: str) -> _Figures:
         )
     if all(f"cache.pt_served_{s}" in df.columns for s, _, _, _ in SERVED):
         f.served_by()
+    if all(f"cache.pt_served_cycles_{s}" in df.columns for s, _, _, _ in SERVED):
+        f.served_by(cycles=True)
+    f.latency_distribution()
     f.pwc_hit_rate()
     levels = [
         (c, n)
