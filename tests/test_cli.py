@@ -22,6 +22,7 @@ REQUIRED_KEYS = [
     "oracle.mismatches",
     "sim.refs_per_sec",
     "sim.wall_seconds",
+    "sim.setup_seconds",
     "design",
     "workload",
     "seed",
@@ -43,6 +44,20 @@ def test_run_json_prints_one_json_object_with_the_required_keys():
     assert rec["design"] == "radix" and rec["workload"] == "gups" and rec["seed"] == 1
     assert rec["refs"] == 20000
     assert rec["oracle"]["checked"] >= rec["refs"] and rec["oracle"]["mismatches"] == 0
+
+
+def test_a_long_setup_is_named_on_stderr_while_it_lasts(capsys):
+    import time
+
+    from xlat.run import SetupNotice
+
+    with SetupNotice("radix", "building the workload", enabled=True):
+        time.sleep(1.3)  # the notice ticks every 0.5 s
+    err = capsys.readouterr().err
+    assert "radix" in err and "setup: building the workload" in err
+    with SetupNotice("radix", "building the workload", enabled=False):
+        time.sleep(0.6)
+    assert capsys.readouterr().err == ""
 
 
 def test_compare_json_prints_a_list_of_records_in_the_order_asked():

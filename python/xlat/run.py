@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import sys
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -319,6 +320,43 @@ def resolve_config(preset: str | None = None, cpu: str | None = None, **kwargs: 
     return _core.resolve_config(text, origin, overrides, layers)
 
 
+class SetupNotice:
+    """While a run is set up (a workload built, traces opened: the core releases the GIL),
+    a line on stderr naming the phase and the seconds so far, so a long setup shows life.
+
+    Examples
+    --------
+    >>> with SetupNotice("radix", "building the workload", enabled=False):
+    ...     pass
+    """
+
+    def __init__(self, label: str, what: str, enabled: bool) -> None:
+        self.label, self.what, self.enabled = label, what, enabled
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _tick(self) -> None:
+        start = time.monotonic()
+        while not self._stop.wait(0.5):
+            sys.stderr.write(
+                f"\r{self.label:<14} setup: {self.what} {time.monotonic() - start:5.0f}s"
+            )
+            sys.stderr.flush()
+
+    def __enter__(self) -> SetupNotice:
+        if self.enabled:
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            sys.stderr.write("\r\033[K")  # the progress bar takes the line over
+            sys.stderr.flush()
+
+
 class Progress:
     """A one-line progress display on stderr: references done, rate and ETA."""
 
@@ -409,13 +447,15 @@ def run(
     if trace is not None and refs is None:
         overrides.insert(0, ("sim.refs", str(TRACE_NO_LIMIT)))
     _, layers, overrides = select_cpu(cpu, text, overrides)
-    if isinstance(trace, (list, tuple)):
-        # One process per trace (a multi-programmed run, see ``sim.cores``).
-        traces = [str(t) for t in trace]
-        sim = _core.Simulation(text, origin, overrides, None, trace_format, layers, traces)
-    else:
-        sim = _core.Simulation(text, origin, overrides, trace, trace_format, layers)
     label = design or dict(overrides).get("sim.design", "")
+    what = "opening the trace" if trace is not None else "building the workload"
+    with SetupNotice(label, what, progress):
+        if isinstance(trace, (list, tuple)):
+            # One process per trace (a multi-programmed run, see ``sim.cores``).
+            traces = [str(t) for t in trace]
+            sim = _core.Simulation(text, origin, overrides, None, trace_format, layers, traces)
+        else:
+            sim = _core.Simulation(text, origin, overrides, trace, trace_format, layers)
     bar = Progress(label, sim.total_refs, progress)
     try:
         while not sim.step(STEP_REFS):

@@ -279,6 +279,37 @@ fn trace_accesses(
     .map_err(|e: xlat::trace::SourceError| err(e))
 }
 
+/// The sources (a trace, several traces, or the configured workloads, one process each) and
+/// the simulation over them, with the number of processes.
+fn build_simulation(
+    cfg: &Config,
+    trace: Option<&str>,
+    trace_format: Option<&str>,
+    traces: Option<Vec<String>>,
+) -> PyResult<(xlat::Simulation, u64)> {
+    // Several workloads (a comma list) or traces (`traces`) are one process each.
+    let sources = match (trace, traces) {
+        (Some(path), None) => vec![open_trace(path, trace_format)?],
+        (None, Some(paths)) => paths
+            .iter()
+            .map(|p| open_trace(p, trace_format))
+            .collect::<PyResult<Vec<_>>>()?,
+        (Some(_), Some(_)) => return Err(err("give trace or traces, not both")),
+        (None, None) => {
+            xlat::workloads::create_all(&cfg.workload, cfg.sim.refs, cfg.sim.seed).map_err(err)?
+        }
+    };
+    let processes = sources.len() as u64;
+    let sim = if trace.is_some() {
+        // One trace: on several cores, a multi-threaded program.
+        let source = sources.into_iter().next().expect("one trace");
+        xlat::Simulation::new(cfg, source).map_err(err)?
+    } else {
+        xlat::Simulation::with_sources(cfg, sources).map_err(err)?
+    };
+    Ok((sim, processes))
+}
+
 /// A simulation in progress: `step()` until it returns True, then `record()`.
 #[pyclass(unsendable)]
 struct Simulation {
@@ -290,7 +321,9 @@ struct Simulation {
 impl Simulation {
     #[new]
     #[pyo3(signature = (preset_text, preset_origin, overrides, trace=None, trace_format=None, base_layers=Vec::new(), traces=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         preset_text: Option<&str>,
         preset_origin: &str,
         overrides: Vec<(String, String)>,
@@ -300,25 +333,12 @@ impl Simulation {
         traces: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let cfg = resolve(preset_text, preset_origin, overrides, &base_layers)?;
-        // Several workloads (a comma list) or traces (`traces`) are one process each.
-        let sources = match (trace, traces) {
-            (Some(path), None) => vec![open_trace(path, trace_format)?],
-            (None, Some(paths)) => paths
-                .iter()
-                .map(|p| open_trace(p, trace_format))
-                .collect::<PyResult<Vec<_>>>()?,
-            (Some(_), Some(_)) => return Err(err("give trace or traces, not both")),
-            (None, None) => xlat::workloads::create_all(&cfg.workload, cfg.sim.refs, cfg.sim.seed)
-                .map_err(err)?,
-        };
-        let processes = sources.len() as u64;
-        let sim = if trace.is_some() {
-            // One trace: on several cores, a multi-threaded program.
-            let source = sources.into_iter().next().expect("one trace");
-            xlat::Simulation::new(&cfg, source).map_err(err)?
-        } else {
-            xlat::Simulation::with_sources(&cfg, sources).map_err(err)?
-        };
+        // Building a workload can take long (a large graph): without the GIL, so that the
+        // Python progress display can say so meanwhile; timed as `sim.setup_seconds`.
+        let started = std::time::Instant::now();
+        let (mut sim, processes) =
+            py.allow_threads(|| build_simulation(&cfg, trace, trace_format, traces))?;
+        sim.set_setup_seconds(started.elapsed().as_secs_f64());
         Ok(Simulation {
             inner: Some(sim),
             total_refs: cfg.sim.refs.saturating_mul(processes),

@@ -1844,6 +1844,7 @@ impl<D: Design> Sim<D> {
 pub struct Simulation {
     runner: Box<dyn Runner>,
     wall_seconds: f64,
+    setup_seconds: Option<f64>,
 }
 
 impl Simulation {
@@ -1913,7 +1914,15 @@ impl Simulation {
         Ok(Simulation {
             runner: factory(os).map_err(|e| SimError::Os { event: 0, error: e })?,
             wall_seconds: 0.0,
+            setup_seconds: None,
         })
+    }
+
+    /// Wall-clock seconds the caller spent building the workload or opening the traces before
+    /// this simulation (a large graph is built before its first reference); recorded as
+    /// `sim.setup_seconds`, apart from the simulation's own `sim.wall_seconds`.
+    pub fn set_setup_seconds(&mut self, seconds: f64) {
+        self.setup_seconds = Some(seconds);
     }
 
     /// Simulate up to `max_refs` more references. Returns `true` when the run is complete (the
@@ -1932,7 +1941,13 @@ impl Simulation {
 
     /// The result record (see `docs/results.md`).
     pub fn record(&self) -> Value {
-        self.runner.record(self.wall_seconds)
+        let mut r = self.runner.record(self.wall_seconds);
+        if let (Some(seconds), Some(sim)) = (self.setup_seconds, r.get_mut("sim")) {
+            if let Some(sim) = sim.as_object_mut() {
+                sim.insert("setup_seconds".into(), seconds.into());
+            }
+        }
+        r
     }
 }
 
@@ -2356,6 +2371,21 @@ mod tests {
                 .sum();
             assert!(floor <= r["walk"]["cycles"].as_u64().unwrap(), "{design}");
         }
+    }
+
+    #[test]
+    fn the_setup_time_is_recorded_only_when_the_caller_measured_it() {
+        let cfg = small("radix");
+        let build = || {
+            let source = crate::workloads::create(&cfg.workload, cfg.sim.refs, cfg.sim.seed);
+            let mut sim = Simulation::new(&cfg, source.unwrap()).unwrap();
+            while !sim.step(1 << 20).unwrap() {}
+            sim
+        };
+        assert!(build().record()["sim"].get("setup_seconds").is_none());
+        let mut sim = build();
+        sim.set_setup_seconds(1.5);
+        assert_eq!(sim.record()["sim"]["setup_seconds"], 1.5);
     }
 
     #[test]
