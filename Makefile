@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all setup build vgtool demo report-docs test test-rust test-python browser bench lint fmt clean
+.PHONY: all setup build wheel vgtool demo report-docs test test-rust test-python browser bench lint fmt clean
 
 all: build
 
@@ -21,8 +21,31 @@ setup: $(VENV)/.ready
 
 # Build the Rust core and the Python extension into the venv (release build), and the valgrind
 # recording tool when valgrind's tool libraries are installed (`xlat trace record` needs it).
+# Two builds of the extension (python/xlat/_isa.py loads the one the CPU runs): `_core`, portable
+# x86-64, and `_core_v3`, x86-64-v3 (AVX2), built in the target dir the v3 tests use.
+# XLAT_NATIVE=1 builds `_core` for this host's CPU instead, and no `_core_v3`.
+V3_FLAGS := -C target-cpu=x86-64-v3
+V3_TARGET := target/cpu-x86-64-v3
 build: setup vgtool
+ifeq ($(XLAT_NATIVE),1)
+	RUSTFLAGS="-C target-cpu=native" $(VENV)/bin/maturin develop --release --quiet
+	rm -f python/xlat/_core_v3*.so
+else
 	$(VENV)/bin/maturin develop --release --quiet
+	RUSTFLAGS="$(V3_FLAGS)" CARGO_TARGET_DIR=$(V3_TARGET) cargo build --release --quiet \
+	  -p xlat-py --features isa-v3,pyo3/extension-module
+	cp $(V3_TARGET)/release/lib_core.so python/xlat/_core_v3.abi3.so
+endif
+
+# A wheel for `pip install` anywhere: abi3 (Python >= 3.9), both builds of the core (portable and
+# x86-64-v3, python/xlat/_isa.py picks at import), liblzma linked statically; tagged with the
+# oldest manylinux glibc it runs on. Sweeps need the `ray` extra: pip install 'dist/xlat-...whl[ray]'.
+wheel: build
+ifeq ($(XLAT_NATIVE),1)
+	@echo "a wheel must run on any x86-64 CPU: build it without XLAT_NATIVE=1" >&2; exit 2
+endif
+	$(VENV)/bin/maturin build --release --quiet -o dist
+	@ls -1 dist/*.whl
 
 # The xlat valgrind tool (GPL-2 helper, tools/xlat-vgtool): rebuilt when its source changes.
 VGTOOL := tools/xlat-vgtool/build/lib/xlat-amd64-linux
@@ -45,12 +68,13 @@ report-docs: build
 
 test: build test-rust test-python
 
-# The whole-set compares (crates/xlat/src/simd.rs) have AVX-512, AVX2 and portable paths, chosen
-# by the build's target CPU: the other two must give the same figures too (unit tests and the
-# golden snapshots), whatever this host has.
+# The whole-set compares (crates/xlat/src/simd.rs) have portable, AVX2 and AVX-512 paths, chosen
+# by the build's target CPU: the default build is portable; the AVX2 one (x86-64-v3, which the
+# package loads on CPUs that have it) and, on a host with AVX-512, the AVX-512 one must give the
+# same figures (unit tests and the golden snapshots).
 test-rust:
 	cargo test -p xlat --release
-	for cpu in x86-64-v3 x86-64; do \
+	for cpu in x86-64-v3 $$(grep -qw avx512f /proc/cpuinfo && echo x86-64-v4); do \
 	  RUSTFLAGS="-C target-cpu=$$cpu" CARGO_TARGET_DIR=target/cpu-$$cpu \
 	    cargo test -p xlat --release --lib --test golden -q || exit 1; \
 	done
@@ -65,8 +89,16 @@ browser:
 	  && [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "chromium not installed (needs apt-get as root): the browser test will be skipped"
 
+# Benchmarks the build the package loads here: x86-64-v3 on a CPU that has AVX2/BMI2/FMA (see
+# python/xlat/_isa.py), else portable; XLAT_NATIVE=1 benchmarks a host-tuned build.
 bench:
-	cargo bench -p xlat --bench throughput
+ifeq ($(XLAT_NATIVE),1)
+	RUSTFLAGS="-C target-cpu=native" CARGO_TARGET_DIR=target/cpu-native cargo bench -p xlat --bench throughput
+else
+	if grep -qw avx2 /proc/cpuinfo && grep -qw bmi2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then \
+	  RUSTFLAGS="$(V3_FLAGS)" CARGO_TARGET_DIR=$(V3_TARGET) cargo bench -p xlat --bench throughput; \
+	else cargo bench -p xlat --bench throughput; fi
+endif
 
 lint: setup
 	cargo fmt --all -- --check

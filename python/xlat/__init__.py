@@ -15,11 +15,15 @@ True
 (20000, 0)
 """
 
-from xlat._core import XlatError
-from xlat.query import results
-from xlat.records import flatten, get_path, speedups
-from xlat.run import compare, cpus, designs, run, version, workloads
-from xlat.sweeps import sweep
+from xlat._isa import load_core
+
+_core = load_core()  # the portable or the x86-64-v3 build of the core (see xlat._isa)
+
+from xlat._core import XlatError  # noqa: E402
+from xlat.query import results  # noqa: E402
+from xlat.records import flatten, get_path, speedups  # noqa: E402
+from xlat.run import compare, cpus, designs, run, version, workloads  # noqa: E402
+from xlat.sweeps import sweep  # noqa: E402
 
 __all__ = [
     "XlatError",

@@ -560,11 +560,23 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         raise SweepError(f"cannot reach the Ray cluster at {address} ({e})") from None
 
 
+def _import_ray():
+    """Ray, or a clear error: single runs need no Ray, sweeps do (the ``ray`` extra)."""
+    try:
+        import ray
+    except ImportError:
+        raise SweepError(
+            "sweeps run on Ray, which is not installed here: pip install 'xlat[ray]' "
+            "(single runs, compare, results and reports work without it)"
+        ) from None
+    return ray
+
+
 def _init_ray(address: str | None, workers: int | None) -> int:
     """Start (or connect to) Ray; returns how many runs to keep in flight."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    import ray
+    ray = _import_ray()
 
     opts: dict[str, Any] = dict(
         logging_level=logging.ERROR, log_to_driver=False, configure_logging=True
@@ -642,8 +654,7 @@ def run_sweep(
     }
     if not todo:
         return summary
-    import ray
-
+    ray = _import_ray()
     window = _init_ray(address, workers)
     task = ray.remote(max_retries=TASK_RETRIES)(execute)
     bar = SweepProgress(len(todo), progress)

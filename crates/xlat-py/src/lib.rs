@@ -384,7 +384,10 @@ impl Simulation {
     }
 }
 
+/// The extension module: `xlat._core` (portable build) or `xlat._core_v3` (the x86-64-v3
+/// build, feature `isa-v3`); the package loads the best one the CPU runs.
 #[pymodule]
+#[cfg_attr(feature = "isa-v3", pyo3(name = "_core_v3"))]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("XlatError", m.py().get_type::<XlatError>())?;
     m.add_function(wrap_pyfunction!(designs, m)?)?;
@@ -392,6 +395,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add("SIMD_PATH", xlat::simd::PATH)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_accesses, m)?)?;
     m.add_class::<Simulation>()?;

@@ -922,6 +922,7 @@ impl<D: Design> Runner for Sim<D> {
         {
             let s = r.section("sim");
             s.put_f64("wall_seconds", wall_seconds);
+            s.put_str("simd", crate::simd::PATH);
             s.put_f64(
                 "refs_per_sec",
                 if wall_seconds > 0.0 {
@@ -1825,6 +1826,7 @@ impl<D: Design> Sim<D> {
             let refs = r["refs"].as_u64().unwrap_or(0);
             let s = r.section("sim");
             s.put_f64("wall_seconds", wall_seconds);
+            s.put_str("simd", crate::simd::PATH);
             s.put_f64(
                 "refs_per_sec",
                 if wall_seconds > 0.0 {

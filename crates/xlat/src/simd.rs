@@ -8,6 +8,16 @@
 //! compiled depends only on the build's target features; all give the same answer, so results
 //! never depend on the host CPU.
 
+/// Which compare this build uses: `avx512`, `avx2` or `portable` (chosen by the build's target
+/// features; recorded as `sim.simd`).
+pub const PATH: &str = if cfg!(all(target_arch = "x86_64", target_feature = "avx512f")) {
+    "avx512"
+} else if cfg!(all(target_arch = "x86_64", target_feature = "avx2")) {
+    "avx2"
+} else {
+    "portable"
+};
+
 /// Bit `j` set when `xs[j] & mask == value`.
 #[inline(always)]
 pub fn eq_mask8(xs: &[u64; 8], mask: u64, value: u64) -> u64 {
