@@ -330,7 +330,7 @@ impl Config {
         let mut v = serde_json::to_value(self).expect("config serializes");
         if self.sim.warmup_refs == 0 {
             if let Some(sim) = v.get_mut("sim").and_then(|s| s.as_object_mut()) {
-                sim.remove("warmup_refs");
+                sim.shift_remove("warmup_refs");
             }
         }
         v
