@@ -86,6 +86,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--refs", help="memory references to simulate, e.g. 1M, 10M")
     p.add_argument("--seed", help="seed of every random choice (0..2^63-1)")
     p.add_argument(
+        "--warmup",
+        metavar="REFS",
+        help="references simulated before the statistics restart from zero (sim.warmup_refs), "
+        "e.g. 1M; --refs are then measured after them",
+    )
+    p.add_argument(
         "--set",
         action="append",
         metavar="KEY=VALUE",
@@ -155,6 +161,7 @@ def _kwargs(args: argparse.Namespace) -> dict:
         workload=args.workload,
         footprint=args.footprint,
         refs=args.refs,
+        warmup=args.warmup,
         seed=args.seed,
         preset=args.preset,
         cpu=args.cpu,
@@ -313,7 +320,7 @@ def cmd_cpus(args: argparse.Namespace) -> int:
 
 #: Options whose value may start with '-' (a negative number is an error the configuration
 #: reports by key; argparse would otherwise take ``-1MiB`` for an option and print its usage).
-VALUE_OPTIONS = ("--footprint", "--refs", "--seed")
+VALUE_OPTIONS = ("--footprint", "--refs", "--seed", "--warmup")
 
 
 def _join_dash_values(argv: list[str]) -> list[str]:
@@ -333,10 +340,26 @@ def _join_dash_values(argv: list[str]) -> list[str]:
     return out
 
 
+def _show_warnings_as_xlat_lines() -> None:
+    """Print the runs' warnings (:class:`xlat.run.FirstTouchWarning`) as ``xlat: warning: ...``
+    lines on stderr, each time (a compare warns once per design)."""
+    import warnings
+
+    from xlat.run import FirstTouchWarning
+
+    warnings.simplefilter("always", FirstTouchWarning)
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"xlat: warning: {message}", file=file or sys.stderr)
+
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``xlat`` command; returns the exit code."""
     argv = _join_dash_values(sys.argv[1:] if argv is None else list(argv))
     args = build_parser().parse_args(argv)
+    _show_warnings_as_xlat_lines()
     try:
         if args.command == "designs":
             for name, summary in _core.designs():

@@ -7,6 +7,7 @@ import json
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -276,6 +277,7 @@ def build_overrides(
     refs: str | int | None = None,
     seed: int | None = None,
     set: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
+    warmup: str | int | None = None,
 ) -> list[tuple[str, str]]:
     """Turn keyword arguments into ``(key, value)`` overrides, applied after the preset.
 
@@ -283,6 +285,8 @@ def build_overrides(
     --------
     >>> build_overrides(design="ideal", refs="1M", set={"os.thp": "always"})
     [('sim.design', 'ideal'), ('sim.refs', '1M'), ('os.thp', 'always')]
+    >>> build_overrides(refs="1M", warmup="500k")
+    [('sim.refs', '1M'), ('sim.warmup_refs', '500k')]
     """
     out: list[tuple[str, str]] = []
     for key, value in (
@@ -290,6 +294,7 @@ def build_overrides(
         ("workload.name", workload),
         ("workload.footprint", footprint),
         ("sim.refs", refs),
+        ("sim.warmup_refs", warmup),
         ("sim.seed", seed),
     ):
         if value is not None:
@@ -390,6 +395,67 @@ class Progress:
             sys.stderr.flush()
 
 
+#: Share of a run's measured references that are first touches of a page above which
+#: :func:`run` warns that it measured the program's setup (``xlat::warmup``'s
+#: ``FIRST_TOUCH_WARN_SHARE``).
+FIRST_TOUCH_WARN_SHARE = 0.1
+
+
+class FirstTouchWarning(UserWarning):
+    """A run whose measured region is (mostly) the program's first touches of its memory."""
+
+
+def first_touch_share(record: Mapping[str, Any]) -> float:
+    """Share of a record's references that first touched a page: 4 KiB page faults count one
+    page, 2 MiB faults 512 (an initialization loop stores to each 4 KiB page), at most 1.
+
+    Examples
+    --------
+    >>> first_touch_share({"refs": 1000, "os": {"page_faults": 100, "faults_2m": 0}})
+    0.1
+    >>> first_touch_share({"refs": 1000, "os": {"page_faults": 3, "faults_2m": 2}})
+    1.0
+    """
+    if "warmup" in record:
+        return float(record["warmup"]["first_touch_share"])
+    refs = int(record.get("refs") or 0)
+    faults = int(record.get("os", {}).get("page_faults") or 0)
+    faults_2m = int(record.get("os", {}).get("faults_2m") or 0)
+    pages = max(faults - faults_2m, 0) + 512 * faults_2m
+    return min(pages / refs, 1.0) if refs else 0.0
+
+
+def first_touch_warning(record: Mapping[str, Any]) -> str | None:
+    """The warning for a record whose measured region is still the first-touch phase (None
+    when it is not): more than :data:`FIRST_TOUCH_WARN_SHARE` of its references first touched
+    a page.
+
+    Examples
+    --------
+    >>> rec = {"design": "radix", "workload": "gups", "refs": 1000,
+    ...        "os": {"page_faults": 900, "faults_2m": 0}}
+    >>> print(first_touch_warning(rec))  # doctest: +NORMALIZE_WHITESPACE
+    radix on gups: 90 % of the measured references first touched a page: the run measured the
+    program's setup (its first-touch phase), not its steady state; warm up with at least about
+    900 references (--warmup / sim.warmup_refs) or simulate more
+    >>> first_touch_warning({"refs": 1000, "os": {"page_faults": 10, "faults_2m": 0}}) is None
+    True
+    """
+    share = first_touch_share(record)
+    if share <= FIRST_TOUCH_WARN_SHARE:
+        return None
+    warm = record.get("warmup", {})
+    refs = int(record.get("refs") or 0)
+    suggest = int(warm.get("refs", 0)) + int(round(share * refs))
+    return (
+        f"{record.get('design', '?')} on {record.get('workload', '?')}: {share:.0%} of the "
+        "measured references first touched a page: the run measured the program's setup (its "
+        "first-touch phase), not its steady state; warm up with "
+        f"{'more than' if share >= 1.0 else 'at least about'} "
+        f"{suggest} references (--warmup / sim.warmup_refs) or simulate more"
+    ).replace("%", " %", 1)
+
+
 def run(
     design: str | None = None,
     workload: str | None = None,
@@ -403,8 +469,14 @@ def run(
     trace_format: str | None = None,
     as_frame: bool = False,
     cpu: str | None = None,
+    warmup: str | int | None = None,
 ):
     """Run one simulation and return its result record (a nested dict; see docs/results.md).
+
+    ``warmup`` (``sim.warmup_refs``) references are simulated first and then the statistics
+    restart from zero: the record's figures cover the ``refs`` references after the warm-up,
+    and its ``warmup`` section says how (docs/results.md). A run whose measured references are
+    mostly first touches of pages (the program's setup) emits a :class:`FirstTouchWarning`.
 
     Arguments left as None take the preset's (or the built-in default) value; ``set`` holds
     any further ``section.field`` overrides. With ``trace`` (a native ``.xlat`` file or a
@@ -435,6 +507,9 @@ def run(
     ...          cpu="neoverse-n1")
     >>> n1["config"]["sim"]["cpu"], n1["config"]["tlb"]["l1_organization"]
     ('neoverse-n1', 'any_size')
+    >>> w = run(design="radix", workload="gups", footprint="16MiB", refs=20000, warmup=10000)
+    >>> w["refs"], w["warmup"]["refs"], w["tlb"]["l1_lookups"]
+    (20000, 10000, 20000)
     """
     if trace is not None and (workload is not None or footprint is not None):
         given = "workload" if workload is not None else "footprint"
@@ -443,7 +518,7 @@ def run(
             f"{trace} (it would be recorded in the configuration without effect)"
         )
     text, origin = load_preset(preset)
-    overrides = build_overrides(design, workload, footprint, refs, seed, set)
+    overrides = build_overrides(design, workload, footprint, refs, seed, set, warmup)
     if trace is not None and refs is None:
         overrides.insert(0, ("sim.refs", str(TRACE_NO_LIMIT)))
     _, layers, overrides = select_cpu(cpu, text, overrides)
@@ -464,6 +539,9 @@ def run(
     finally:
         bar.close()
     record = json.loads(sim.record())
+    message = first_touch_warning(record)
+    if message is not None:
+        warnings.warn(message, FirstTouchWarning, stacklevel=2)
     if as_frame:
         return frame_from_records([record])
     return record
@@ -482,11 +560,13 @@ def compare(
     trace_format: str | None = None,
     as_frame: bool = False,
     cpu: str | None = None,
+    warmup: str | int | None = None,
 ):
     """Run the same workload on several designs (all registered ones when None).
 
     Returns the list of result records, or with ``as_frame=True`` a pandas DataFrame with one
-    row per design (the result store's columns). ``cpu`` names a CPU preset, as in :func:`run`.
+    row per design (the result store's columns). ``cpu`` names a CPU preset and ``warmup`` the
+    warm-up references, as in :func:`run`.
 
     Examples
     --------
@@ -518,6 +598,7 @@ def compare(
             trace,
             trace_format,
             cpu=cpu,
+            warmup=warmup,
         )
         for d in names
     ]

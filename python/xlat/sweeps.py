@@ -49,6 +49,7 @@ SPEC_KEYS = (
     "traces",
     "footprint",
     "refs",
+    "warmup",
     "seeds",
     "cpus",
     "preset",
@@ -64,6 +65,7 @@ GRID_KEYS = {
     "sim.seed": "seeds",
     "workload.footprint": "footprint",
     "sim.refs": "refs",
+    "sim.warmup_refs": "warmup",
 }
 
 #: Times Ray re-executes a task whose worker died: zero. A run that kills its worker (out of
@@ -99,6 +101,8 @@ class Run:
     #: Trace file (absolute path) when the run replays a trace; ``workload`` is then its name.
     trace: str | None = None
     trace_sha256: str | None = None
+    #: Warm-up references (``sim.warmup_refs``) when the spec sets ``warmup``.
+    warmup: str | None = None
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`xlat.run` for this run."""
@@ -107,6 +111,7 @@ class Run:
             workload=None if self.trace else self.workload,
             footprint=self.footprint,
             refs=self.refs,
+            warmup=self.warmup,
             seed=self.seed,
             preset=self.preset,
             set=list(self.params),
@@ -124,6 +129,8 @@ class Run:
             parts.append(f"footprint={self.footprint}")
         if self.refs is not None:
             parts.append(f"refs={self.refs}")
+        if self.warmup is not None:
+            parts.append(f"warmup={self.warmup}")
         parts += [f"{k}={v}" for k, v in self.params]
         return " ".join(parts + [f"seed={self.seed}"])
 
@@ -143,6 +150,8 @@ class Spec:
     origin: str = "<dict>"
     #: (absolute path, sha256) of every trace in the spec's ``traces`` list.
     traces: list[tuple[str, str]] = field(default_factory=list)
+    #: Warm-up references of every run (``sim.warmup_refs``), one grid axis like ``refs``.
+    warmups: list[str | None] = field(default_factory=lambda: [None])
 
 
 def _as_list(value: Any) -> list:
@@ -264,6 +273,7 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
         str(name),
         origin,
         traces,
+        sizes("warmup"),
     )
 
 
@@ -331,7 +341,7 @@ def load_spec(path: str | Path) -> Spec:
 
 def expand(spec: Spec) -> list[Run]:
     """The runs of a spec, in grid order (designs vary fastest, then [set] keys, seeds,
-    refs, footprints, workloads), each with its resolved configuration and keys.
+    warm-ups, refs, footprints, workloads), each with its resolved configuration and keys.
 
     Raises :class:`SpecError` naming the spec and the run when a configuration does not resolve.
 
@@ -350,15 +360,26 @@ def expand(spec: Spec) -> list[Run]:
     sources = [(w, None, None, f) for w in spec.workloads for f in spec.footprints]
     sources += [(Path(path).name, path, sha, None) for path, sha in spec.traces]
     runs = []
-    for (workload, trace, sha, footprint), refs, seed, values, design in itertools.product(
+    for (workload, trace, sha, footprint), refs, warmup, seed, values, design in itertools.product(
         sources,
         spec.refs,
+        spec.warmups,
         spec.seeds,
         list(itertools.product(*(spec.params[k] for k in keys))),
         spec.designs,
     ):
         params = tuple(zip(keys, values))
-        run = Run(design, workload, footprint, refs, seed, params, spec.preset, trace=trace)
+        run = Run(
+            design,
+            workload,
+            footprint,
+            refs,
+            seed,
+            params,
+            spec.preset,
+            trace=trace,
+            warmup=warmup,
+        )
         try:
             kw = {k: v for k, v in run.kwargs().items() if k not in ("preset", "trace")}
             if trace and refs is None:
@@ -383,6 +404,7 @@ def expand(spec: Spec) -> list[Run]:
                 point_hash(config, sha),
                 trace,
                 sha,
+                warmup,
             )
         )
     seen: dict[str, Run] = {}
@@ -756,6 +778,7 @@ def sweep(
                     "workload": r.workload,
                     "footprint": r.footprint,
                     "refs": r.refs,
+                    **({"warmup": r.warmup} if r.warmup is not None else {}),
                     "seed": r.seed,
                     **dict(r.params),
                     "config_hash": r.config_hash,

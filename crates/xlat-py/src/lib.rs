@@ -296,7 +296,8 @@ fn build_simulation(
             .collect::<PyResult<Vec<_>>>()?,
         (Some(_), Some(_)) => return Err(err("give trace or traces, not both")),
         (None, None) => {
-            xlat::workloads::create_all(&cfg.workload, cfg.sim.refs, cfg.sim.seed).map_err(err)?
+            xlat::workloads::create_all(&cfg.workload, cfg.sim.simulated_refs(), cfg.sim.seed)
+                .map_err(err)?
         }
     };
     let processes = sources.len() as u64;
@@ -341,7 +342,7 @@ impl Simulation {
         sim.set_setup_seconds(started.elapsed().as_secs_f64());
         Ok(Simulation {
             inner: Some(sim),
-            total_refs: cfg.sim.refs.saturating_mul(processes),
+            total_refs: cfg.sim.simulated_refs().saturating_mul(processes),
         })
     }
 
@@ -368,7 +369,8 @@ impl Simulation {
         self.inner.as_ref().map_or(0, |s| s.refs())
     }
 
-    /// The configured reference budget (`sim.refs` per process, times the processes).
+    /// The configured reference budget (`sim.warmup_refs + sim.refs` per process, times the
+    /// processes).
     #[getter]
     fn total_refs(&self) -> u64 {
         self.total_refs

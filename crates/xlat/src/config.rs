@@ -27,8 +27,17 @@ use serde::{Deserialize, Serialize};
 pub struct SimConfig {
     /// Registered design to simulate (see `xlat designs`).
     pub design: String,
-    /// Number of memory references to simulate (the workload or trace may end sooner).
+    /// Number of memory references to simulate (the workload or trace may end sooner). With a
+    /// warm-up (`warmup_refs`), the references measured after it: the run simulates
+    /// `warmup_refs + refs` in all.
     pub refs: u64,
+    /// References simulated before the measured region (the warm-up, as ChampSim's and
+    /// Sniper's): the run simulates them, then the statistics restart from zero (see
+    /// `crate::warmup` for how, and which keys are states rather than counts), then `refs`
+    /// more are measured. Counted like `refs`: per process in a multi-process run. 0 (the
+    /// default) measures from the first reference, and the record's `config` then leaves the
+    /// key out (records of runs without warm-up are unchanged).
+    pub warmup_refs: u64,
     /// Seed of every random choice (workload generation, fragmentation, hashing salts).
     pub seed: u64,
     /// Check every translation against the OS model's mapping (the oracle).
@@ -64,6 +73,7 @@ impl Default for SimConfig {
         SimConfig {
             design: "radix".into(),
             refs: 1_000_000,
+            warmup_refs: 0,
             seed: 1,
             oracle: true,
             cpu: String::new(),
@@ -80,6 +90,12 @@ impl Default for SimConfig {
 pub const MAX_CORES: u32 = 64;
 
 impl SimConfig {
+    /// References a process simulates in all: the warm-up and the measured ones (what a
+    /// workload generator must produce).
+    pub fn simulated_refs(&self) -> u64 {
+        self.refs.saturating_add(self.warmup_refs)
+    }
+
     /// `sim.quantum` in core cycles at `core_clock_mhz`.
     pub fn quantum_cycles(&self, core_clock_mhz: u32) -> Result<u64, String> {
         let raw = self.quantum.trim();
@@ -307,8 +323,17 @@ impl Config {
     }
 
     /// The resolved tree as JSON.
+    ///
+    /// `sim.warmup_refs` appears only when it is set (not 0), so that the records of runs
+    /// without warm-up stay as they were before the key existed.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("config serializes")
+        let mut v = serde_json::to_value(self).expect("config serializes");
+        if self.sim.warmup_refs == 0 {
+            if let Some(sim) = v.get_mut("sim").and_then(|s| s.as_object_mut()) {
+                sim.shift_remove("warmup_refs");
+            }
+        }
+        v
     }
 }
 

@@ -25,6 +25,7 @@ pub mod stats;
 pub mod timing;
 pub mod trace;
 pub mod virt;
+pub mod warmup;
 pub mod workloads;
 
 /// Version of the simulator, written into every result record.
