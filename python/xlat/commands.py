@@ -67,6 +67,7 @@ def add_parsers(sub) -> None:
         metavar="DESIGN",
         help="table of speedups (cycles ratio) of every design over DESIGN",
     )
+    add_metric(p)
     p.add_argument(
         "--by",
         help="comma-separated row keys of a table (default: workload and the swept parameters)",
@@ -168,6 +169,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 1 if summary["failed"] else 0
 
 
+def add_metric(p: argparse.ArgumentParser) -> None:
+    """The ``--metric`` option of the commands that show speedups."""
+    p.add_argument(
+        "--metric",
+        default="cycles",
+        choices=["cycles", "total"],
+        help="what speedups are a ratio of: cycles = timing.cycles (the core's time, default); "
+        "total = timing.cycles + timing.os_cycles (page faults, page-table allocation and "
+        "resizing, compaction included)",
+    )
+
+
 def cmd_results(args: argparse.Namespace) -> int:
     status = None if args.status == "all" else args.status
     out = results(
@@ -181,6 +194,7 @@ def cmd_results(args: argparse.Namespace) -> int:
         agg=args.agg,
         speedup_over=args.speedup_over,
         spec=args.spec,
+        metric=args.metric,
     )
     if args.speedup_over is None and args.value is None and args.columns is None:
         if not out.empty:
