@@ -50,6 +50,19 @@ def add_parsers(sub) -> None:
     p.add_argument("--progress", action="store_true", help="live progress bar even if not a tty")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
 
+    p = sub.add_parser(
+        "reproduce", help="run a paper's experiments and compare its claims (data/claims/)"
+    )
+    p.add_argument("paper", help="paper name (mehpt, ...) or all")
+    p.add_argument("--list", action="store_true", help="list the paper's experiments and claims")
+    p.add_argument(
+        "--quick", action="store_true", help="small version for CI: fails if a direction flips"
+    )
+    p.add_argument("--db", default="out/reproduce.duckdb", help="result store (resumable)")
+    p.add_argument("--out", default="out", help="folder of the report (reproduce-PAPER.md)")
+    p.add_argument("--workers", type=int, help="parallel runs (default: cores)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+
     p = sub.add_parser("results", help="query the result database")
     p.add_argument("--db", default=DEFAULT_DB, help=f"result database (default {DEFAULT_DB})")
     p.add_argument(
@@ -269,4 +282,18 @@ def report_dir_error(out: str, e: OSError) -> str:
     return f"--out {out}: cannot write the report there: {e.strerror or e}"
 
 
-COMMANDS = {"sweep": cmd_sweep, "results": cmd_results, "report": cmd_report}
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from xlat import reproduce
+
+    try:
+        return reproduce.main(args)
+    except reproduce.ReproduceError as e:
+        raise SpecError(str(e)) from None
+
+
+COMMANDS = {
+    "sweep": cmd_sweep,
+    "results": cmd_results,
+    "report": cmd_report,
+    "reproduce": cmd_reproduce,
+}
