@@ -1040,14 +1040,22 @@ mod tests {
         e.map(&mut phys, 0, m(0x1, 7, PageSize::Size4K)).unwrap();
         let regions: Vec<u64> = (0..3000u64).map(|i| (i * 7919 % 100_000) + 16).collect();
         for (i, r) in regions.iter().enumerate() {
-            e.map(&mut phys, 0, m(r * 512, (i as u64 + 1) * 512, PageSize::Size2M))
-                .unwrap();
+            e.map(
+                &mut phys,
+                0,
+                m(r * 512, (i as u64 + 1) * 512, PageSize::Size2M),
+            )
+            .unwrap();
         }
         for (i, r) in regions.iter().enumerate() {
             e.walk(0, Vpn(r * 512), &mut mem);
             let before = e.0.probes();
             let w = e.walk(0, Vpn(r * 512 + 1), &mut mem);
-            assert_eq!(w.mapping.unwrap().pfn, Pfn((i as u64 + 1) * 512), "region {r}");
+            assert_eq!(
+                w.mapping.unwrap().pfn,
+                Pfn((i as u64 + 1) * 512),
+                "region {r}"
+            );
             assert_eq!(e.0.probes() - before, 1, "region {r}");
         }
     }
