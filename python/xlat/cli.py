@@ -119,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="simulate several designs on the same workload")
     p.add_argument("--designs", help="comma-separated designs (default: all registered)")
     p.add_argument("--baseline", help="design the speedups are relative to (default: first)")
+    commands.add_metric(p)
     p.add_argument(
         "--report",
         nargs="?",
@@ -229,7 +230,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(recs))
     else:
-        print(format_table(table_rows(recs, args.baseline)))
+        print(format_table(table_rows(recs, args.baseline, args.metric)))
     if args.report:
         try:
             paths = write_report(recs, args.report, args.baseline, width=args.figure_width)

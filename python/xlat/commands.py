@@ -50,6 +50,19 @@ def add_parsers(sub) -> None:
     p.add_argument("--progress", action="store_true", help="live progress bar even if not a tty")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
 
+    p = sub.add_parser(
+        "reproduce", help="run a paper's experiments and compare its claims (data/claims/)"
+    )
+    p.add_argument("paper", help="paper name (mehpt, ...) or all")
+    p.add_argument("--list", action="store_true", help="list the paper's experiments and claims")
+    p.add_argument(
+        "--quick", action="store_true", help="small version for CI: fails if a direction flips"
+    )
+    p.add_argument("--db", default="out/reproduce.duckdb", help="result store (resumable)")
+    p.add_argument("--out", default="out", help="folder of the report (reproduce-PAPER.md)")
+    p.add_argument("--workers", type=int, help="parallel runs (default: cores)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+
     p = sub.add_parser("results", help="query the result database")
     p.add_argument("--db", default=DEFAULT_DB, help=f"result database (default {DEFAULT_DB})")
     p.add_argument(
@@ -67,6 +80,7 @@ def add_parsers(sub) -> None:
         metavar="DESIGN",
         help="table of speedups (cycles ratio) of every design over DESIGN",
     )
+    add_metric(p)
     p.add_argument(
         "--by",
         help="comma-separated row keys of a table (default: workload and the swept parameters)",
@@ -168,6 +182,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 1 if summary["failed"] else 0
 
 
+def add_metric(p: argparse.ArgumentParser) -> None:
+    """The ``--metric`` option of the commands that show speedups."""
+    p.add_argument(
+        "--metric",
+        default="cycles",
+        choices=["cycles", "total"],
+        help="what speedups are a ratio of: cycles = timing.cycles (the core's time, default); "
+        "total = timing.cycles + timing.os_cycles (page faults, page-table allocation and "
+        "resizing, compaction included)",
+    )
+
+
 def cmd_results(args: argparse.Namespace) -> int:
     status = None if args.status == "all" else args.status
     out = results(
@@ -181,6 +207,7 @@ def cmd_results(args: argparse.Namespace) -> int:
         agg=args.agg,
         speedup_over=args.speedup_over,
         spec=args.spec,
+        metric=args.metric,
     )
     if args.speedup_over is None and args.value is None and args.columns is None:
         if not out.empty:
@@ -255,4 +282,18 @@ def report_dir_error(out: str, e: OSError) -> str:
     return f"--out {out}: cannot write the report there: {e.strerror or e}"
 
 
-COMMANDS = {"sweep": cmd_sweep, "results": cmd_results, "report": cmd_report}
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from xlat import reproduce
+
+    try:
+        return reproduce.main(args)
+    except reproduce.ReproduceError as e:
+        raise SpecError(str(e)) from None
+
+
+COMMANDS = {
+    "sweep": cmd_sweep,
+    "results": cmd_results,
+    "report": cmd_report,
+    "reproduce": cmd_reproduce,
+}

@@ -240,17 +240,30 @@ def _agg(agg: str):
     return geomean if agg == "geomean" else agg
 
 
-def with_speedup(df, baseline: str, metric: str = "timing.cycles"):
-    """``df`` plus a column ``speedup``: the baseline design's ``metric`` on the same grid point
-    (``point_hash``) divided by the row's. Rows without a baseline run get NaN."""
+def with_speedup(df, baseline: str, metric: str = "cycles"):
+    """``df`` plus a column ``speedup``: the baseline design's time on the same grid point
+    (``point_hash``) divided by the row's. Rows without a baseline run get NaN.
+
+    ``metric`` is ``cycles`` (``timing.cycles``), ``total`` (``timing.cycles +
+    timing.os_cycles``: OS time included, see ``xlat.records.SPEEDUP_METRICS``) or any numeric
+    column (a time: smaller is faster)."""
     if baseline not in set(df["design"]):
         raise QueryError(
             f"no stored run of baseline design '{baseline}' among the selected rows "
             f"(designs: {', '.join(design_order(df['design']))})"
         )
+    if metric in ("cycles", "timing.cycles"):
+        time = df["timing.cycles"].astype(float)
+    elif metric == "total":
+        time = df["timing.cycles"].astype(float) + df["timing.os_cycles"].astype(float).fillna(0)
+    elif metric in df.columns:
+        time = df[metric].astype(float)
+    else:
+        raise QueryError(f"unknown speedup metric '{metric}'; use cycles or total")
+    df = df.assign(_time=time)
     base = df[df["design"] == baseline].drop_duplicates("point_hash").set_index("point_hash")
-    ref = df["point_hash"].map(base[metric])
-    return df.assign(speedup=ref.astype(float) / df[metric].astype(float))
+    ref = df["point_hash"].map(base["_time"])
+    return df.assign(speedup=ref.astype(float) / df["_time"]).drop(columns="_time")
 
 
 def _strip(name: str) -> str:
@@ -330,6 +343,7 @@ def results(
     agg: str = "mean",
     speedup_over: str | None = None,
     spec: str | Path | Mapping[str, Any] | None = None,
+    metric: str = "cycles",
 ):
     """Query the result store; returns a pandas DataFrame.
 
@@ -338,9 +352,10 @@ def results(
     - Plain: one row per stored run (``status`` ``"ok"`` by default, ``"failed"``, or None for
       all), every column or ``columns``; ``where`` filters (``{"design": "radix"}`` or strings
       ``"design=radix"``, ``"tlb.l2_mpki>5"``).
-    - ``speedup_over=DESIGN``: the speedup of every design over DESIGN (cycles ratio on the same
-      grid point), rows ``by`` (default: workload and every swept parameter) x designs,
-      geometric mean over seeds and a final ``geomean`` row.
+    - ``speedup_over=DESIGN``: the speedup of every design over DESIGN (ratio of ``metric`` on
+      the same grid point: ``cycles``, the core's time, or ``total``, OS time included), rows
+      ``by`` (default: workload and every swept parameter) x designs, geometric mean over seeds
+      and a final ``geomean`` row.
     - ``value`` with ``by`` (and optionally ``pivot``): ``value`` aggregated with ``agg``.
 
     Examples
@@ -358,6 +373,8 @@ def results(
     (['radix', 'perfect_tlb'], ['gups', 'stream', 'geomean'])
     >>> bool((t["perfect_tlb"] >= 1.0).all()), t["radix"].tolist()
     (True, [1.0, 1.0, 1.0])
+    >>> results(db, speedup_over="radix", metric="total")["radix"].tolist()
+    [1.0, 1.0, 1.0]
     >>> int(results(db, by=["design"], value="walk.count", agg="sum").loc["perfect_tlb"])
     0
     """
@@ -369,7 +386,7 @@ def results(
         df = load_rows(db, where, "ok", hashes)
         if df.empty:
             raise QueryError("no stored run matches the filters")
-        df = with_speedup(df, speedup_over)
+        df = with_speedup(df, speedup_over, metric)
         index = _index(by, df)
         return speedup_table(df, index)
     if value is not None:

@@ -114,8 +114,11 @@ HOW_TO_READ = {
 }
 
 
-def table_rows(records: list[dict], baseline: str | None = None) -> list[dict[str, Any]]:
-    """One row of headline figures per record (what the CLI table shows).
+def table_rows(
+    records: list[dict], baseline: str | None = None, metric: str = "cycles"
+) -> list[dict[str, Any]]:
+    """One row of headline figures per record (what the CLI table shows); ``speedup`` is the
+    ratio of ``metric`` (``cycles`` or ``total``, see ``xlat.records.SPEEDUP_METRICS``).
 
     Examples
     --------
@@ -124,7 +127,7 @@ def table_rows(records: list[dict], baseline: str | None = None) -> list[dict[st
     >>> rows[0]["design"], rows[0]["speedup"]
     ('radix', 1.0)
     """
-    sp = speedups(records, baseline)
+    sp = speedups(records, baseline, metric)
     rows = []
     for r in records:
         instr = max(r["instructions"], 1)

@@ -279,9 +279,12 @@ class Store:
         try:
             con.execute("BEGIN TRANSACTION")
             self._evolve(con, rows)
+            cols = self._columns(con)
             for row in rows:
                 con.execute(f"DELETE FROM {TABLE} WHERE config_hash = ?", [row["config_hash"]])
-                names = list(row)
+                # A null adds no column (`sql_type`): where none exists the value is left out
+                # (it reads as NULL).
+                names = [n for n in row if row[n] is not None or n in cols]
                 con.execute(
                     f"INSERT INTO {TABLE} ({', '.join(map(quote, names))}) "
                     f"VALUES ({', '.join('?' * len(names))})",

@@ -18,8 +18,10 @@
 //! A walk first looks up the Cuckoo Walk Caches (PMD-CWC 16 entries, PUD-CWC 2 entries), in
 //! parallel with hashing. Their entries copy Cuckoo Walk Table entries: for a 2 MiB region
 //! whether it holds 4 KiB pages and whether a 2 MiB page; for a 1 GiB region whether it holds
-//! 4 KiB, 2 MiB or a 1 GiB page. A hit rules page sizes out; every way of every page size not
-//! ruled out is then probed in parallel (latency of the slowest probe, traffic of all). With cold
+//! 4 KiB, 2 MiB or a 1 GiB page, and for a 2 MiB page the way of the table that holds it. A
+//! hit rules page sizes out; every way of every page size not ruled out is then probed in
+//! parallel (latency of the slowest probe, traffic of all), except that a PMD-CWC hit on a
+//! region mapped by a 2 MiB page probes that page's way only (one probe, not one per way). With cold
 //! CWCs every size the process has pages of is probed: one probe per way per candidate size. On
 //! a CWC miss the walker reads the CWT entry (one probe per CWT way) in the same parallel group
 //! and fills the CWC for later walks. The CWTs are themselves clustered cuckoo tables (2 ways,
@@ -41,8 +43,13 @@
 //! `hash_latency_cycles` (2), `cwt_ways` (2), `seed` (1, for the random way choices).
 //!
 //! ## Deviations from the paper
-//! - CWT entries record which page sizes a region holds, not the way of each entry, so a
-//!   walk whose size is known still probes every way of that size.
+//! - CWT entries record the way of a 2 MiB page (ECPT's "way" field of a 2 MiB section) but not
+//!   the ways of 4 KiB lines: a walk of a 4 KiB page whose size is known still probes every way
+//!   of that size, and a PUD-CWC hit trims sizes, not ways. The 2 MiB way is read from where the
+//!   table holds the line at the walk: the OS is assumed to update the CWT entries (and the
+//!   CWC copies) of a line a cuckoo kick moves to another way, at no cost (OS-side work costs
+//!   nothing but allocations, below) and without the CWC miss that invalidating the copy would
+//!   cause.
 //! - The walker knows which page sizes the process has any page of (its tables are non-empty):
 //!   with cold CWCs only those sizes are probed, and CWT entries are read on a CWC miss only when
 //!   the process has pages of two or more sizes (otherwise they cannot trim anything).
@@ -563,12 +570,21 @@ impl HashedPt {
         let mut mask = all;
         let (r2, r1) = (vpn.0 >> 9, vpn.0 >> 18);
         let (k2, k1) = (cwc_key(asid, r2), cwc_key(asid, r1));
-        self.c.pmd_lookups += 1;
-        self.c.pud_lookups += 1;
+        // CWT reads on a CWC miss go in the same parallel group as the probes; they fill the
+        // CWCs for later walks. Useless when the process has pages of one size only: then the
+        // CWCs stay empty and their lookups (which could not hit) are not counted.
+        let multi = all.count_ones() >= 2;
+        if multi {
+            self.c.pmd_lookups += 1;
+            self.c.pud_lookups += 1;
+        }
         let pmd = self.pmd_cwc.get(k2);
         let pud = self.pud_cwc.get(k1);
+        // A PMD-CWC hit on a region mapped by a 2 MiB page names the page's way too (the CWT
+        // entry carries it), so only that way is probed.
+        let way_known = pmd.is_some_and(|p| p & 2 != 0);
         if let Some(p) = pmd {
-            self.c.pmd_hits += 1;
+            self.c.pmd_hits += multi as u64;
             mask &= if p & 2 != 0 {
                 0b010
             } else if p & 1 != 0 {
@@ -580,13 +596,10 @@ impl HashedPt {
             mask &= if u & 4 != 0 { 0b100 } else { (u & 3) as u32 };
         }
         if pud.is_some() {
-            self.c.pud_hits += 1;
+            self.c.pud_hits += multi as u64;
         }
         let mut addrs = [Paddr(0); 24];
         let mut n = 0;
-        // CWT reads on a CWC miss go in the same parallel group as the probes; they fill the
-        // CWCs for later walks. Useless when the process has pages of one size only.
-        let multi = all.count_ones() >= 2;
         let mut cwt_read = |t: usize, region: u64, n: &mut usize| -> Option<u64> {
             let table = proc.tables[t].as_ref()?;
             let (key, i) = (region >> 3, (region & 7) as usize);
@@ -620,7 +633,11 @@ impl HashedPt {
             };
             resizing |= table.resizing();
             let (key, i) = pte_key(vpn, *size);
-            for w in 0..table.ways() {
+            let ways = match table.position(key) {
+                Some((w, _)) if way_known && s == 1 => w..w + 1,
+                _ => 0..table.ways(),
+            };
+            for w in ways {
                 let (pa, c) = table.probe(w, key);
                 addrs[n] = pa;
                 n += 1;
@@ -721,10 +738,19 @@ impl HashedPt {
             "walks_during_resize_share",
             ratio(c.walks_during_resize, c.walks),
         );
+        // Lookups are counted only in walks of processes with pages of two or more sizes (the
+        // CWCs are of no use otherwise); with none, the hit rates are null, not 0 %.
+        let rate = |hits: u64, lookups: u64| {
+            if lookups == 0 {
+                f64::NAN
+            } else {
+                ratio(hits, lookups)
+            }
+        };
         s.put_u64("pmd_cwc_lookups", c.pmd_lookups);
-        s.put_f64("pmd_cwc_hit_rate", ratio(c.pmd_hits, c.pmd_lookups));
+        s.put_f64("pmd_cwc_hit_rate", rate(c.pmd_hits, c.pmd_lookups));
         s.put_u64("pud_cwc_lookups", c.pud_lookups);
-        s.put_f64("pud_cwc_hit_rate", ratio(c.pud_hits, c.pud_lookups));
+        s.put_f64("pud_cwc_hit_rate", rate(c.pud_hits, c.pud_lookups));
         s.put_u64("allocations", self.cost.allocations);
         s.put_u64("alloc_cycles", self.cost.cycles);
         let mut hpt = TableStats::default();
@@ -964,11 +990,74 @@ mod tests {
         assert_eq!(e.0.probes(), 9);
         assert_eq!(e.0.cwt_reads(), 4);
         assert_eq!(w.mem_accesses, 13);
-        // Warm CWCs rule out the other sizes: one size, 3 probes, no CWT read.
+        // A warm PMD-CWC entry rules out the other sizes and names the 2 MiB page's way: one
+        // probe, no CWT read.
         let w = e.walk(0, Vpn(512 * 9 + 5), &mut mem);
         assert_eq!(w.mapping.unwrap().size, PageSize::Size2M);
-        assert_eq!(w.mem_accesses, 3);
-        assert_eq!(e.0.probes(), 12);
+        assert_eq!(w.mem_accesses, 1);
+        assert_eq!(e.0.probes(), 10);
+        // A 4 KiB region's CWC entry names the size only: every way of it is probed.
+        let (mut e, mut phys, mut mem) = setup();
+        e.map(&mut phys, 0, m(0x100, 7, PageSize::Size4K)).unwrap();
+        e.map(&mut phys, 0, m(512 * 9, 512, PageSize::Size2M))
+            .unwrap();
+        e.walk(0, Vpn(0x100), &mut mem);
+        let before = e.0.probes();
+        let w = e.walk(0, Vpn(0x100), &mut mem);
+        assert_eq!(w.mapping.unwrap().pfn, Pfn(7));
+        assert_eq!(e.0.probes() - before, 3);
+    }
+
+    #[test]
+    fn cwc_lookups_are_not_counted_and_hit_rates_are_null_when_the_cwcs_cannot_be_used() {
+        let (mut e, mut phys, mut mem) = setup();
+        e.map(&mut phys, 0, m(0x100, 7, PageSize::Size4K)).unwrap();
+        e.walk(0, Vpn(0x100), &mut mem);
+        e.walk(0, Vpn(0x100), &mut mem);
+        let mut out = Stats::new();
+        e.stats(&mut out);
+        let s = &out["ecpt"];
+        assert_eq!(s["pmd_cwc_lookups"], 0);
+        assert!(s["pmd_cwc_hit_rate"].is_null() && s["pud_cwc_hit_rate"].is_null());
+        // With two page sizes the CWCs work: the second walk of a region hits.
+        e.map(&mut phys, 0, m(512 * 9, 512, PageSize::Size2M))
+            .unwrap();
+        e.walk(0, Vpn(0x100), &mut mem);
+        e.walk(0, Vpn(0x100), &mut mem);
+        let mut out = Stats::new();
+        e.stats(&mut out);
+        let s = &out["ecpt"];
+        assert_eq!(s["pmd_cwc_lookups"], 2);
+        assert_eq!(s["pmd_cwc_hit_rate"], 0.5);
+    }
+
+    #[test]
+    fn a_cwc_hit_on_a_2m_page_probes_the_way_that_holds_it_after_cuckoo_moves() {
+        // Many 2 MiB pages (and one 4 KiB page, so that the CWTs are used): lines are kicked
+        // between ways as the 2 MiB table fills and resizes; every walk must still find its
+        // page with one probe once the CWC is warm (the oracle of the walk is the mapping).
+        let (mut e, mut phys, mut mem) = setup();
+        e.map(&mut phys, 0, m(0x1, 7, PageSize::Size4K)).unwrap();
+        let regions: Vec<u64> = (0..3000u64).map(|i| (i * 7919 % 100_000) + 16).collect();
+        for (i, r) in regions.iter().enumerate() {
+            e.map(
+                &mut phys,
+                0,
+                m(r * 512, (i as u64 + 1) * 512, PageSize::Size2M),
+            )
+            .unwrap();
+        }
+        for (i, r) in regions.iter().enumerate() {
+            e.walk(0, Vpn(r * 512), &mut mem);
+            let before = e.0.probes();
+            let w = e.walk(0, Vpn(r * 512 + 1), &mut mem);
+            assert_eq!(
+                w.mapping.unwrap().pfn,
+                Pfn((i as u64 + 1) * 512),
+                "region {r}"
+            );
+            assert_eq!(e.0.probes() - before, 1, "region {r}");
+        }
     }
 
     #[test]

@@ -1,0 +1,371 @@
+"""``xlat reproduce PAPER``: a paper's experiments through the sweep machinery, and its headline
+claims beside ours.
+
+A paper is two files in the repository:
+
+- ``configs/papers/PAPER.toml``: the paper's table of parameters as a preset (the machine, the
+  OS state), applied beneath every run of its experiments;
+- ``data/claims/PAPER.toml``: ``title``, ``preset``, ``scaling`` (how the experiments are
+  scaled to this machine, printed in the report), then
+
+  - ``[[experiment]]`` tables: ``name``, ``figure``, ``description`` and the keys of a sweep spec
+    (docs/sweeps.md: ``designs``, ``workloads``, ``footprint``, ``warmup``, ``refs``, ``seeds``,
+    ``set``; not ``preset``), with an ``[experiment.quick]`` table of keys that replace them
+    for ``--quick``;
+  - ``[[claim]]`` tables: ``id``, ``text``, ``ref`` (section / table / figure), ``paper`` (the
+    paper's number as a ratio: a speedup, or ``0.08`` for "-92 %"), ``kind`` = ``speedup``
+    (time of ``baseline`` / time of ``design``, time by ``metric`` ``cycles`` or ``total``) or
+    ``ratio`` (``figure`` of ``design`` / of ``baseline``), ``experiment``, ``set`` (the values
+    of swept keys that select the runs) and optionally ``baseline_set`` (other values for the
+    baseline's runs), ``quick`` (checked by ``--quick``).
+
+A design issue adds its paper by adding these two files: the command finds them by name.
+Every experiment is a sweep stored in the result store (``--db``), so a second run resumes:
+stored runs are skipped. Ours is the geometric mean over the workloads (and seeds) of the
+experiment's runs that match ``set``; ``ratio`` = ours / paper; the direction agrees when ours
+and the paper's number lie on the same side of 1.
+
+``--quick`` runs each experiment's ``quick`` variant and fails (exit 1) when the direction of a
+``quick = true`` claim does not agree: the CI check (tests/test_reproduce.py).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from xlat.sweeps import SpecError, frame_of, parse_spec, run_sweep
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore[no-redef]
+
+ROOT = Path(__file__).resolve().parents[2]
+CLAIMS_DIR = ROOT / "data" / "claims"
+#: Keys of an experiment that are not sweep-spec keys.
+EXPERIMENT_META = ("name", "figure", "description", "quick")
+CLAIM_KEYS = {
+    "id", "text", "ref", "paper", "kind", "metric", "figure", "design", "baseline",
+    "experiment", "set", "baseline_set", "quick",
+}  # fmt: skip
+
+
+class ReproduceError(ValueError):
+    """A paper file that cannot be used; the message names the file and the problem."""
+
+
+def papers() -> list[str]:
+    """Names of the papers with a claims file (``data/claims/*.toml``).
+
+    Examples
+    --------
+    >>> "mehpt" in papers()
+    True
+    """
+    return sorted(p.stem for p in CLAIMS_DIR.glob("*.toml"))
+
+
+def load_paper(name: str) -> dict[str, Any]:
+    """The claims file of paper ``name``, checked (ReproduceError naming the file otherwise).
+
+    Examples
+    --------
+    >>> p = load_paper("mehpt")
+    >>> [e["name"] for e in p["experiment"]], p["claim"][0]["id"]
+    (['main', 'footprint'], 'contiguous')
+    """
+    path = CLAIMS_DIR / f"{name}.toml"
+    if not path.is_file():
+        raise ReproduceError(f"no paper '{name}': known papers are {', '.join(papers())}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ReproduceError(f"{path}: not valid TOML: {e}") from None
+    for key in ("title", "preset", "scaling", "experiment", "claim"):
+        if key not in data:
+            raise ReproduceError(f"{path}: '{key}' is missing")
+    if not (ROOT / data["preset"]).is_file():
+        raise ReproduceError(f"{path}: preset '{data['preset']}' not found")
+    names = [e.get("name") for e in data["experiment"]]
+    for c in data["claim"]:
+        unknown = set(c) - CLAIM_KEYS
+        if unknown:
+            raise ReproduceError(f"{path}: claim {c.get('id')}: unknown keys {sorted(unknown)}")
+        if c.get("experiment") not in names:
+            raise ReproduceError(
+                f"{path}: claim {c.get('id')}: experiment '{c.get('experiment')}' is not one "
+                f"of {names}"
+            )
+        if c.get("kind") not in ("speedup", "ratio"):
+            raise ReproduceError(f"{path}: claim {c.get('id')}: kind must be speedup or ratio")
+        if not isinstance(c.get("paper"), (int, float)) or c["paper"] <= 0:
+            raise ReproduceError(f"{path}: claim {c.get('id')}: 'paper' must be a positive ratio")
+    data["path"] = str(path)
+    data["name"] = name
+    return data
+
+
+def experiment_spec(paper: dict[str, Any], exp: dict[str, Any], quick: bool) -> dict[str, Any]:
+    """The sweep spec of experiment ``exp`` (its quick variant with ``quick``).
+
+    Examples
+    --------
+    >>> p = load_paper("mehpt")
+    >>> s = experiment_spec(p, p["experiment"][0], quick=True)
+    >>> s["footprint"], s["workloads"], s["preset"].endswith("configs/papers/mehpt.toml")
+    ('4GiB', ['gups'], True)
+    """
+    spec = {k: v for k, v in exp.items() if k not in EXPERIMENT_META}
+    if quick:
+        spec.update(exp.get("quick", {}))
+    spec["preset"] = str(ROOT / paper["preset"])
+    spec["name"] = f"{paper['name']}-{exp['name']}{'-quick' if quick else ''}"
+    return spec
+
+
+def _select(df, design: str, values: dict[str, Any]):
+    rows = df[(df["design"] == design) & (df["status"] == "ok")]
+    for key, value in values.items():
+        col = f"config.{key}"
+        if col in rows.columns:
+            rows = rows[rows[col].astype(str) == str(value)]
+    return rows
+
+
+def _time(rows, metric: str):
+    t = rows["timing.cycles"].astype(float)
+    if metric == "total":
+        t = t + rows["timing.os_cycles"].astype(float)
+    return t
+
+
+def _geomean(values) -> float:
+    values = [float(v) for v in values if v and v > 0 and math.isfinite(v)]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
+
+
+def claim_value(df, claim: dict[str, Any]) -> float:
+    """Ours for ``claim`` from the runs of its experiment (frame ``df``): the geometric mean over
+    the grid points (workload, footprint, seed) of the per-point ratio; NaN without runs."""
+    values = claim.get("set", {})
+    d = _select(df, claim["design"], values)
+    b = _select(df, claim["baseline"], claim.get("baseline_set", values))
+    keys = [k for k in ("workload", "config.workload.footprint", "seed") if k in df.columns]
+    d = d.set_index(keys)
+    b = b.set_index(keys)
+    common = d.index.intersection(b.index)
+    if len(common) == 0:
+        return float("nan")
+    d, b = d.loc[common], b.loc[common]
+    if claim["kind"] == "speedup":
+        metric = claim.get("metric", "cycles")
+        ratios = _time(b, metric) / _time(d, metric)
+    else:
+        fig = claim["figure"]
+        ratios = d[fig].astype(float) / b[fig].astype(float)
+    return _geomean(ratios.tolist())
+
+
+def direction_agrees(paper: float, ours: float) -> bool:
+    """Whether ours lies on the same side of 1 as the paper's number.
+
+    Examples
+    --------
+    >>> direction_agrees(1.23, 1.02), direction_agrees(0.08, 1.5), direction_agrees(1.1, 1.0)
+    (True, False, False)
+    """
+    if not math.isfinite(ours):
+        return False
+    return (paper > 1 and ours > 1) or (paper < 1 and ours < 1) or (paper == 1 == ours)
+
+
+def _fmt(x: float) -> str:
+    return "n/a" if not math.isfinite(x) else f"{x:.3f}"
+
+
+def reproduce(
+    name: str,
+    quick: bool = False,
+    db: str | Path = "out/reproduce.duckdb",
+    workers: int | None = None,
+    progress: str = "lines",
+) -> dict[str, Any]:
+    """Run (or resume) paper ``name``'s experiments and compute its claims.
+
+    Returns ``{"paper", "claims": [rows], "frames": {experiment: DataFrame}, "failed": n,
+    "seconds"}``; each claim row has ``id``, ``text``, ``ref``, ``paper``, ``ours``, ``ratio``,
+    ``agrees``, ``quick``.
+    """
+    paper = load_paper(name)
+    frames, failed = {}, 0
+    t0 = time.monotonic()
+    for exp in paper["experiment"]:
+        try:
+            spec = parse_spec(experiment_spec(paper, exp, quick), f"{paper['path']}:{exp['name']}")
+        except SpecError as e:
+            raise ReproduceError(str(e)) from None
+        summary = run_sweep(spec, db, workers, None, False, progress)
+        if summary["interrupted"]:
+            raise KeyboardInterrupt(f"interrupted; finished runs are stored in {db}")
+        failed += summary["failed"]
+        frames[exp["name"]] = frame_of(db, summary["runs"])
+    rows = []
+    for c in paper["claim"]:
+        ours = claim_value(frames[c["experiment"]], c)
+        rows.append(
+            {
+                "id": c["id"],
+                "text": c["text"],
+                "ref": c["ref"],
+                "paper": float(c["paper"]),
+                "ours": ours,
+                "ratio": ours / c["paper"] if math.isfinite(ours) else float("nan"),
+                "agrees": direction_agrees(float(c["paper"]), ours),
+                "quick": bool(c.get("quick", False)),
+            }
+        )
+    return {
+        "paper": paper,
+        "claims": rows,
+        "frames": frames,
+        "failed": failed,
+        "seconds": time.monotonic() - t0,
+    }
+
+
+def claims_table(rows: list[dict[str, Any]]) -> str:
+    """The first table of the report: claim, paper, ours, ratio, direction agrees (markdown)."""
+    out = [
+        "| claim | where | paper | ours | ours / paper | direction agrees |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['text']} | {r['ref']} | {_fmt(r['paper'])} | {_fmt(r['ours'])} | "
+            f"{_fmt(r['ratio'])} | {'yes' if r['agrees'] else '**no**'} |"
+        )
+    return "\n".join(out)
+
+
+def figure_tables(result: dict[str, Any]) -> str:
+    """Each experiment's data as tables: speedups over radix (cycles and total), page-table
+    memory and largest contiguous allocation per design and grid point."""
+    parts = []
+    for exp in result["paper"]["experiment"]:
+        df = result["frames"][exp["name"]]
+        df = df[df["status"] == "ok"]
+        if df.empty:
+            continue
+        parts.append(f"### {exp['name']}: {exp['description']}\n\nPaper: {exp['figure']}.\n")
+        swept = [
+            c
+            for c in ("workload", "config.workload.footprint", "config.os.thp")
+            if c in df.columns and df[c].nunique() > 1
+        ]
+        point = [c for c in ("workload", "config.workload.footprint", "config.os.thp", "seed")
+                 if c in df.columns]  # fmt: skip
+        base = df[df["design"] == "radix"].set_index(point)
+        lines = [
+            "| " + " | ".join([*(s.replace("config.", "") for s in swept), "design",
+                               "speedup (cycles)", "speedup (total)", "walk refs / walk",
+                               "cycles / walk", "page-table peak MiB",
+                               "largest contiguous KiB", "OS Mcycles"]) + " |",
+        ]  # fmt: skip
+        lines.append("|" + "---|" * (len(swept) + 8))
+        for _, r in df.iterrows():
+            key = tuple(r[c] for c in point)
+            b = base.loc[key] if key in base.index else None
+
+            def sp(m: str, b=b, r=r) -> float:
+                if b is None:
+                    return float("nan")
+                return float(_time(b.to_frame().T, m).iloc[0]) / float(
+                    _time(r.to_frame().T, m).iloc[0]
+                )
+
+            cells = [str(r[s]) for s in swept] + [
+                r["design"],
+                f"{sp('cycles'):.3f}",
+                f"{sp('total'):.3f}",
+                f"{float(r['walk.avg_mem_accesses']):.2f}",
+                f"{float(r['walk.avg_cycles']):.1f}",
+                f"{float(r['page_table.peak_bytes']) / 2**20:.2f}",
+                f"{float(r['page_table.max_contiguous_bytes']) / 2**10:.0f}",
+                f"{float(r['timing.os_cycles']) / 1e6:.1f}",
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
+
+
+def report(result: dict[str, Any], command: str) -> str:
+    """The reproduction report (markdown): claims table, scaling, then each experiment."""
+    p = result["paper"]
+    return "\n".join(
+        [
+            f"# Reproduction: {p['title']}",
+            "",
+            f"Generated by `{command}` from the result store "
+            f"({result['seconds']:.0f} s for the runs not stored yet). Paper parameters: "
+            f"`{p['preset']}`; claims and experiments: `data/claims/{p['name']}.toml`.",
+            "",
+            "## Claims",
+            "",
+            claims_table(result["claims"]),
+            "",
+            "Ours: geometric mean over the experiment's workloads of the per-workload ratio. "
+            "Speedups with `total` time (`timing.cycles + timing.os_cycles`: the paper's gains "
+            "come from page-table allocation time, which is OS time).",
+            "",
+            "## How the experiments are scaled",
+            "",
+            " ".join(p["scaling"].split()),
+            "",
+            "## Data (the paper's figures as tables)",
+            "",
+            "Speedups are over radix on the same grid point (radix with the same THP setting; "
+            "the paper's Fig. 9 normalizes everything to radix without THP).",
+            "",
+            figure_tables(result),
+        ]
+    )
+
+
+def main(args) -> int:
+    """``xlat reproduce`` (see ``commands.add_parsers``)."""
+    names = papers() if args.paper == "all" else [args.paper]
+    if args.list:
+        for n in names:
+            p = load_paper(n)
+            print(f"{n}: {p['title']}")
+            for e in p["experiment"]:
+                print(f"  experiment {e['name']}: {e['description']} ({e['figure']})")
+            for c in p["claim"]:
+                q = " [quick]" if c.get("quick") else ""
+                print(f"  claim {c['id']}: {c['text']} ({c['ref']}){q}")
+        return 0
+    status = 0
+    for n in names:
+        result = reproduce(n, args.quick, args.db, args.workers, "none" if args.quiet else "lines")
+        command = f"xlat reproduce {n}" + (" --quick" if args.quick else "")
+        text = report(result, command)
+        if args.out:
+            out = Path(args.out) / f"reproduce-{n}{'-quick' if args.quick else ''}.md"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text + "\n", encoding="utf-8")
+            print(f"report written: {out}", file=sys.stderr)
+        print(claims_table(result["claims"]))
+        if result["failed"]:
+            print(f"xlat: error: {result['failed']} runs failed (see xlat results --status "
+                  f"failed --db {args.db})", file=sys.stderr)  # fmt: skip
+            status = 1
+        checked = [r for r in result["claims"] if r["quick"] or not args.quick]
+        flipped = [r["id"] for r in checked if not r["agrees"]]
+        if args.quick and flipped:
+            print(f"xlat: error: {n}: direction flipped for {', '.join(flipped)}", file=sys.stderr)
+            status = 1
+    return status
