@@ -6,7 +6,7 @@
 //! between a design's translation and the OS model's mapping aborts the run with
 //! [`SimError::Oracle`]: a mismatch is a bug, never a statistic.
 
-use crate::addr::{Asid, Mapping, Vaddr, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT};
+use crate::addr::{Asid, Mapping, PageSize, Vaddr, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT};
 use crate::config::Config;
 use crate::designs::{build_and_visit, Design, DesignVisitor};
 use crate::mem::{MemSystem, PrivateCaches};
@@ -548,7 +548,7 @@ impl<D: Design> Sim<D> {
         // a loop over a few pages checks every hit without searching the page map each time.
         if self.l1_oracle_native {
             self.c.oracle_checked += 1;
-            if !self.os.maps_recent(self.asid, vpn, &m) {
+            if !self.os.maps_recent(self.asid, vpn, &m) && !self.l1_range_refill_ok(vpn, &m) {
                 let want = self.os.translate(self.asid, vpn);
                 return Err(self.mismatch(vpn, Some(m), want, "L1 TLB entry"));
             }
@@ -560,6 +560,16 @@ impl<D: Design> Sim<D> {
             return self.store_to_read_only(va, 0, 0);
         }
         self.data_access(kind, va, m.translate(va), 0, 0)
+    }
+
+    /// With a range TLB, a 4 KiB L1 DTLB entry may be a refill from a range (RMM), which does
+    /// not know the OS page's size: such an entry is right when it gives `vpn` the frame and
+    /// permission of the OS page holding it (the check of a range hit, `Os::maps_base`).
+    #[cold]
+    fn l1_range_refill_ok(&self, vpn: Vpn, m: &Mapping) -> bool {
+        self.mmu.has_range_tlb()
+            && m.size == PageSize::Size4K
+            && self.os.maps_base(self.asid, vpn, m)
     }
 
     /// The second page of a reference whose bytes span two 4 KiB pages (its first page has been

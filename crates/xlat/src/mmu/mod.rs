@@ -426,10 +426,14 @@ impl Mmu {
     #[inline]
     fn after_l2_miss(&mut self, asid: Asid, vpn: Vpn, ifetch: bool) -> TlbOutcome {
         if let Some(r) = self.range.as_mut().and_then(|t| t.lookup(asid, vpn)) {
-            // RMM refills the L1 with a 4 KiB entry computed from the range; not modeled here
-            // (the L1 would then hold an entry that is not an OS page): every L1 miss inside a
-            // range is served by the range TLB at the L2 stage's latency.
-            return TlbOutcome::RangeHit(r.base_of(vpn));
+            let base = r.base_of(vpn);
+            if !ifetch {
+                // RMM refills the L1 DTLB with the 4 KiB entry the range implies (§4.2). It
+                // need not be the OS page (that may be larger): the engine's oracle checks such
+                // an entry frame by frame, and `invalidate` removes it with any page holding it.
+                self.fill_l1_entry(asid, TlbEntry::Page(base), vpn);
+            }
+            return TlbOutcome::RangeHit(base);
         }
         if ifetch {
             self.itlb_l2_misses += 1;
@@ -570,8 +574,22 @@ impl Mmu {
         }
         if let Some(r) = self.range.as_mut() {
             r.invalidate(asid, &m);
+            if m.size != PageSize::Size4K {
+                // 4 KiB entries refilled from ranges for pages of `m`.
+                self.l1[0].invalidate_base_pages_inside(asid, m);
+                if let Some(any) = self.l1_any.as_mut() {
+                    any.invalidate_base_pages_inside(asid, m);
+                }
+            }
         }
         self.itlb.invalidate(asid, m);
+    }
+
+    /// Whether a range TLB is configured: then a 4 KiB L1 DTLB entry may have been refilled from
+    /// a range and is checked like a range hit (frame and permission, not page size).
+    #[inline]
+    pub fn has_range_tlb(&self) -> bool {
+        self.range.is_some()
     }
 
     /// Remove every translation of `asid`.
@@ -993,6 +1011,56 @@ mod tests {
             self.radix.footprint()
         }
         fn stats(&self, _out: &mut Stats) {}
+    }
+
+    #[test]
+    fn a_range_hit_refills_the_l1_with_a_4k_entry_that_leaves_with_the_page_holding_it() {
+        for org in [
+            L1Organization::Split,
+            L1Organization::AnySize,
+            L1Organization::SplitAnySize,
+        ] {
+            let mut mmu = Mmu::new(&TlbConfig {
+                l1_organization: org,
+                range: TlbLevelConfig {
+                    entries: 4,
+                    ways: 0,
+                    latency_cycles: 12,
+                },
+                ..TlbConfig::default()
+            });
+            let mut phys = PhysMem::new(1 << 30);
+            let mut mem = MemSystem::new(&MemConfig::default());
+            let mut d = Ranged::new(&RadixConfig::default(), &mut phys).unwrap();
+            let huge = Mapping::writable(0x200, 0x4000, PageSize::Size2M);
+            d.map(&mut phys, 0, huge).unwrap();
+            d.range = Some(VaRange {
+                vpn_start: Vpn(0x200),
+                vpn_end: Vpn(0x400),
+                pfn_start: Pfn(0x4000),
+                writable: true,
+            });
+            let m = d.walk(0, Vpn(0x250), &mut mem).mapping.unwrap();
+            mmu.fill_walked(&d, 0, Vpn(0x250), m, false);
+            // Evict the 2 MiB entry from nowhere: look up another page of the range.
+            let four_k = Mapping::writable(0x201, 0x4001, PageSize::Size4K);
+            assert_eq!(mmu.lookup_data_l1(0, Vpn(0x201)), Some(huge), "{org:?}");
+            mmu.l1[1].invalidate(0, huge);
+            if let Some(any) = mmu.l1_any.as_mut() {
+                any.invalidate(0, huge);
+            }
+            mmu.l2.invalidate(0, huge);
+            assert_eq!(mmu.lookup_data_l1(0, Vpn(0x201)), None, "{org:?}");
+            assert_eq!(
+                mmu.lookup_data_after_l1_miss(0, Vpn(0x201)),
+                TlbOutcome::RangeHit(four_k)
+            );
+            // The refill: the next access hits the L1 with the range's 4 KiB entry.
+            assert_eq!(mmu.lookup_data_l1(0, Vpn(0x201)), Some(four_k), "{org:?}");
+            // Unmapping the 2 MiB page holding it removes it.
+            mmu.invalidate(0, huge);
+            assert_eq!(mmu.lookup_data_l1(0, Vpn(0x201)), None, "{org:?}");
+        }
     }
 
     #[test]

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Measure the TPS paper's comparison (Figs. 10, 11, 13) on xlat and print Markdown tables.
+
+Runs the core crate's ``run`` example (the engine without the Python front; every run is the
+same as ``xlat run --design D --workload W --footprint F --refs N --set k=v ...``) for the
+reservation-THP baseline, CoLT, RMM and TPS (alias PTEs and copies) on GUPS, XSBench and BFS,
+unfragmented and fragmented, one run at a time under ``nice``.
+
+Examples
+--------
+>>> cfgs = dict(configs())
+>>> cfgs["tps"]["sim.design"], cfgs["thp-res"]["os.reservation.max_bytes"]
+('tps', '2MiB')
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "target" / "release" / "examples" / "run"
+
+# Table I: Skylake's L1 DTLBs (64 x 4K, 32 x 2M, 4 x 1G) and STLB (1536 4K/2M + 16 x 1G).
+TABLE1 = {"tlb.l2_organization": "split_1g"}
+# The TPS TLB (§III-A2): a 32-entry fully associative any-size L1 beside the 64-entry 4K L1.
+TPS_TLB = {
+    "tlb.l1_organization": "split_any_size",
+    "tlb.l1_any.entries": "32",
+    "tlb.l1_any.ways": "32",
+}
+
+WORKLOADS = {
+    # name: (footprint, refs)
+    "gups": ("4GiB", "40M"),
+    "xsbench": ("4GiB", "40M"),
+    "bfs": ("2GiB", "40M"),
+}
+
+STATES = {
+    "unfragmented": {},
+    # 16 GiB of memory, a pinned frame in 90 % of the free 2 MiB blocks: 1.6 GiB of whole
+    # 2 MiB blocks for a 2-4 GiB footprint, the smaller blocks inside the others still free.
+    "fragmented": {"os.phys_mem_bytes": "16GiB", "os.fmfi_target": "0.9"},
+}
+
+
+def configs() -> list[tuple[str, dict[str, str]]]:
+    """The compared configurations, as (label, overrides).
+
+    Examples
+    --------
+    >>> [label for label, _ in configs()]
+    ['thp-res', 'colt', 'rmm', 'tps', 'tps-copies']
+    """
+    res_thp = {"os.policy": "reservation", "os.reservation.max_bytes": "2MiB"}
+    tps = {"sim.design": "tps", "os.policy": "reservation", **TPS_TLB}
+    return [
+        ("thp-res", {"sim.design": "radix", **res_thp}),
+        ("colt", {"sim.design": "radix", **res_thp, "tlb.coalescing": "colt", **TPS_TLB}),
+        ("rmm", {"sim.design": "rmm", "os.policy": "eager", "tlb.range.entries": "32"}),
+        ("tps", tps),
+        ("tps-copies", {**tps, "tps.ptes": "copies"}),
+    ]
+
+
+def run(overrides: dict[str, str], out: Path) -> dict:
+    """One run (cached in ``out``)."""
+    if not out.exists():
+        args = [f"{k}={v}" for k, v in overrides.items()]
+        text = subprocess.run(
+            ["nice", str(RUN), *args], check=True, capture_output=True, text=True
+        ).stdout
+        out.write_text(text)
+    return json.loads(out.read_text())
+
+
+def main(outdir: str = "/tmp/tps-figures", extra: list[str] | None = None) -> None:
+    """Run every configuration and print the tables."""
+    base_extra = dict(a.split("=", 1) for a in (extra or []))
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    for state, st in STATES.items():
+        print(f"\n### {state}\n")
+        print(
+            "| workload | config | L1 DTLB misses | non-fault L1 misses | eliminated | "
+            "walk refs | eliminated | mapped by size | bloat MiB | res. made / promoted / broken | "
+            "PTE writes per update | oracle |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for w, (fp, refs) in WORKLOADS.items():
+            base = None
+            for label, cfg in configs():
+                ov = {
+                    "workload.name": w,
+                    "workload.footprint": fp,
+                    "sim.refs": refs,
+                    **TABLE1,
+                    **cfg,
+                    **st,
+                    **base_extra,
+                }
+                r = run(ov, out / f"{state}-{w}-{label}.json")
+                t, wk, os_ = r["tlb"], r["walk"], r["os"]
+                l1 = t["l1_misses"]
+                nf = l1 - wk["fault_walks"]
+                refs_ = wk["mem_accesses"]
+                if base is None:
+                    base = (nf, refs_)
+
+                def pct(x: int, b: int) -> str:
+                    return f"{100 * (1 - x / b):.1f} %" if b else "-"
+
+                sizes = os_["mapped_bytes_by_size"]
+                top = sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
+                dist = ", ".join(f"{k} {v / 2**30:.2f}G" for k, v in top)
+                if len(sizes) > 3:
+                    dist += f" (+{len(sizes) - 3} sizes)"
+                bloat = os_.get("promotion_bloat_bytes", 0) / 2**20
+                resv = (
+                    f"{os_['reservations']} / {os_['promotions']} / {os_['reservations_broken']}"
+                    if "reservations" in os_
+                    else "-"
+                )
+                pw = r.get("tps", {}).get("pte_writes_per_update")
+                print(
+                    f"| {w} {fp} | {label} | {l1} | {nf} | {pct(nf, base[0])} | {refs_} | "
+                    f"{pct(refs_, base[1])} | {dist} | {bloat:.1f} | {resv} | "
+                    f"{'-' if pw is None else f'{pw:.2f}'} | {r['oracle']['mismatches']} |"
+                )
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(extra=sys.argv[1:])
