@@ -191,3 +191,39 @@ fn tps_under_fragmentation_falls_back_to_smaller_tailored_pages() {
         "{sizes:?}"
     );
 }
+
+#[test]
+fn tps_runs_from_a_buddyinfo_snapshot_building_the_sizes_its_free_blocks_allow() {
+    // A fragmented machine's free memory: plenty of 1 MiB blocks (order 8), four 2 MiB blocks
+    // and nothing larger (Linux's 11 orders, 4 KiB .. 4 MiB).
+    let text =
+        "Node 0, zone   Normal   300   200   100   100   100   100   100   100  2000  4  0\n";
+    let path = std::env::temp_dir().join(format!("xlat-tps-buddyinfo-{}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let cfg = Config::resolve(
+        None,
+        &[
+            o("sim.design", "tps"),
+            o("sim.refs", "100000"),
+            o("workload.name", "xsbench"),
+            o("workload.footprint", "256MiB"),
+            o("os.phys_mem_bytes", "8GiB"),
+            o("os.policy", "reservation"),
+            o("os.buddyinfo", path.to_str().unwrap()),
+        ],
+    )
+    .unwrap();
+    let r = xlat::engine::run_workload(&cfg).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert_eq!(r["oracle"]["mismatches"], 0);
+    let sizes = r["os"]["mapped_bytes_by_size"].as_object().unwrap();
+    // The 1 MiB blocks become 1 MiB pages; no page can exceed the 2 MiB blocks there were.
+    assert!(sizes["1m"].as_u64().unwrap() >= 200 << 20, "{sizes:?}");
+    assert!(
+        sizes.get("2m").map_or(0, |v| v.as_u64().unwrap()) <= 8 << 20,
+        "{sizes:?}"
+    );
+    for big in ["4m", "8m", "16m", "1g"] {
+        assert!(!sizes.contains_key(big), "{sizes:?}");
+    }
+}
