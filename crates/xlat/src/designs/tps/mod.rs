@@ -20,8 +20,9 @@
 //! `exact` is the conservative split 28 KiB -> 16 + 8 + 4, `next_pow2` the aggressive one; smaller
 //! blocks when fragmentation leaves no block of the size) or `os.policy = "eager"`. The TLB of
 //! Table I is `tlb.l1_organization = "split_any_size"` with `tlb.l1_any` = 32 entries, fully
-//! associative, and `tlb.l2_organization = "split_1g"` (the CPU preset `tps-isca20`); any TLB
-//! organization works (with the default split L1, tailored pages are cached in the L2 only).
+//! associative, and `tlb.l2_organization = "split_1g"`
+//! (`--cpu skylake-sp --preset configs/tps-table1.toml`); any TLB organization works (with the
+//! default split L1, tailored pages are cached in the L2 only).
 //!
 //! Statistics (`tps.*`): the radix walk figures (`levels`, `pwc_*`), `ptes` (the variant),
 //! `pte_writes` (leaf entries set or cleared by maps and unmaps), `pte_updates` (maps and unmaps
