@@ -271,10 +271,12 @@ def cpu_rows() -> list[dict[str, str]]:
     for name in cpus():
         cfg = tomllib.loads(resolve_config(cpu=name))
         tlb, mem = cfg["tlb"], cfg["mem"]
-        if tlb["l1_organization"] == "any_size":
+        if tlb["l1_organization"] in ("any_size", "split_any_size"):
             a = tlb["l1_any"]
             assoc = "fully assoc." if a["ways"] >= a["entries"] else f"{a['ways']}-way"
             l1 = f"{a['entries']} any-size, {assoc}"
+            if tlb["l1_organization"] == "split_any_size":
+                l1 = f"{tlb['l1_4k']['entries']}x4K + {l1}"
         else:
             l1 = "+".join(
                 f"{tlb[k]['entries']}x{size}"

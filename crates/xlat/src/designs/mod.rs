@@ -18,6 +18,8 @@ pub mod lvm;
 pub mod mehpt;
 pub mod perfect_tlb;
 pub mod radix;
+pub mod rmm;
+pub mod tps;
 
 use crate::addr::{Asid, Mapping, PageSizeSet, Pfn, Vpn, BASE_PAGE_BYTES};
 use crate::mem::MemSystem;
@@ -357,4 +359,6 @@ designs! {
     mehpt: Mehpt(MehptConfig) "ME-HPT: ECPT with L2P-mapped chunked ways, changing chunk sizes, in-place and per-way resizing";
     fpt: Fpt(FptConfig) "flattened page tables: radix with PML4+PDPT and PD+PT folded into 2 MiB tables when 2 MiB blocks are free";
     lvm: Lvm(LvmConfig) "LVM: per-process learned index of fixed-point linear models over gapped page tables, LVM walk cache";
+    tps: Tps(TpsConfig) "Tailored Page Sizes: pages of every power of two in an x86 radix table (alias PTEs or full copies)";
+    rmm: Rmm(RmmConfig) "Redundant Memory Mappings: radix plus a range table of contiguous mappings, walked in the background to fill a range TLB";
 }

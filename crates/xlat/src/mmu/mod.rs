@@ -43,8 +43,13 @@ pub enum L1Organization {
     /// x86: one L1 DTLB per page size (`l1_4k`, `l1_2m`, `l1_1g`), probed in parallel.
     Split,
     /// One L1 DTLB (`l1_any`) whose entries carry their page size (a page mask): any power of
-    /// two shares the same entries, as in Arm cores and the TPS TLB.
+    /// two shares the same entries, as in Arm cores.
     AnySize,
+    /// TPS Table I: the 4 KiB L1 of the split organization (`l1_4k`) and, in place of the
+    /// 2 MiB and 1 GiB L1s, an any-size L1 (`l1_any`, 32 entries fully associative in the
+    /// paper) probed in parallel; 4 KiB pages go to the first, every other size and coalesced
+    /// spans to the second.
+    SplitAnySize,
 }
 
 /// How the L2 TLB is organized.
@@ -268,8 +273,11 @@ pub enum TlbOutcome {
 pub struct Mmu {
     /// The per-size L1 DTLBs (split organization).
     l1: [Tlb; 3],
-    /// The any-size L1 DTLB (any-size organization; then `l1` is unused).
+    /// The any-size L1 DTLB (any-size organizations; then `l1` is unused, except `l1[0]` with
+    /// `SplitAnySize`).
     l1_any: Option<Tlb>,
+    /// `SplitAnySize`: the 4 KiB L1 (`l1[0]`) sits beside `l1_any` and takes the 4 KiB pages.
+    l1_4k_beside_any: bool,
     l2: Tlb,
     /// The L2's separate 1 GiB entries (`split_1g`).
     l2_1g: Option<Tlb>,
@@ -305,7 +313,8 @@ impl Mmu {
     /// Build cold TLBs from the config.
     pub fn new(cfg: &TlbConfig) -> Mmu {
         let t = |l: &TlbLevelConfig| Tlb::new(l.entries, l.ways.max(1));
-        let any = cfg.l1_organization == L1Organization::AnySize;
+        let beside = cfg.l1_organization == L1Organization::SplitAnySize;
+        let any = cfg.l1_organization == L1Organization::AnySize || beside;
         let split_1g = cfg.l2_organization == L2Organization::Split1G;
         let mut l2_latency_cycles = cfg.l2.latency_cycles;
         if split_1g {
@@ -317,6 +326,7 @@ impl Mmu {
         Mmu {
             l1: [t(&cfg.l1_4k), t(&cfg.l1_2m), t(&cfg.l1_1g)],
             l1_any: any.then(|| t(&cfg.l1_any)),
+            l1_4k_beside_any: beside,
             l2: t(&cfg.l2),
             l2_1g: split_1g.then(|| t(&cfg.l2_1g)),
             range: (cfg.range.entries > 0).then(|| RangeTlb::new(cfg.range.entries as usize)),
@@ -329,7 +339,9 @@ impl Mmu {
                 }),
             },
             extended: cfg.extended(),
-            l1_latency_cycles: if any {
+            l1_latency_cycles: if beside {
+                cfg.l1_any.latency_cycles.max(cfg.l1_4k.latency_cycles)
+            } else if any {
                 cfg.l1_any.latency_cycles
             } else {
                 cfg.l1_4k.latency_cycles
@@ -350,6 +362,15 @@ impl Mmu {
     #[inline(always)]
     pub fn lookup_data_l1(&mut self, asid: Asid, vpn: Vpn) -> Option<Mapping> {
         if let Some(any) = self.l1_any.as_mut() {
+            if self.l1_4k_beside_any {
+                // TPS: the 4 KiB L1 and the any-size L1 are probed in parallel.
+                let l1_4k = &mut self.l1[0];
+                if l1_4k.ever_filled() {
+                    if let Some(m) = l1_4k.lookup_sized(asid, vpn, PageSize::Size4K) {
+                        return Some(m);
+                    }
+                }
+            }
             return any.lookup(asid, vpn);
         }
         // Hardware probes the per-size L1s in parallel; at most one can hold the page.
@@ -405,10 +426,14 @@ impl Mmu {
     #[inline]
     fn after_l2_miss(&mut self, asid: Asid, vpn: Vpn, ifetch: bool) -> TlbOutcome {
         if let Some(r) = self.range.as_mut().and_then(|t| t.lookup(asid, vpn)) {
-            // RMM refills the L1 with a 4 KiB entry computed from the range; not modeled here
-            // (the L1 would then hold an entry that is not an OS page): every L1 miss inside a
-            // range is served by the range TLB at the L2 stage's latency.
-            return TlbOutcome::RangeHit(r.base_of(vpn));
+            let base = r.base_of(vpn);
+            if !ifetch {
+                // RMM refills the L1 DTLB with the 4 KiB entry the range implies (§4.2). It
+                // need not be the OS page (that may be larger): the engine's oracle checks such
+                // an entry frame by frame, and `invalidate` removes it with any page holding it.
+                self.fill_l1_entry(asid, TlbEntry::Page(base), vpn);
+            }
+            return TlbOutcome::RangeHit(base);
         }
         if ifetch {
             self.itlb_l2_misses += 1;
@@ -517,6 +542,9 @@ impl Mmu {
     fn fill_l1_entry(&mut self, asid: Asid, e: TlbEntry, vpn: Vpn) {
         if let Some(any) = self.l1_any.as_mut() {
             match e {
+                TlbEntry::Page(m) if self.l1_4k_beside_any && m.size == PageSize::Size4K => {
+                    self.l1[0].fill(asid, m)
+                }
                 TlbEntry::Page(m) => any.fill(asid, m),
                 TlbEntry::Span(s) => any.fill_span(asid, &s),
             }
@@ -534,6 +562,9 @@ impl Mmu {
         self.invalidations += 1;
         if let Some(any) = self.l1_any.as_mut() {
             any.invalidate(asid, m);
+            if self.l1_4k_beside_any && m.size == PageSize::Size4K {
+                self.l1[0].invalidate(asid, m);
+            }
         } else if let Some(i) = m.size.x86_index() {
             self.l1[i].invalidate(asid, m);
         }
@@ -543,8 +574,22 @@ impl Mmu {
         }
         if let Some(r) = self.range.as_mut() {
             r.invalidate(asid, &m);
+            if m.size != PageSize::Size4K {
+                // 4 KiB entries refilled from ranges for pages of `m`.
+                self.l1[0].invalidate_base_pages_inside(asid, m);
+                if let Some(any) = self.l1_any.as_mut() {
+                    any.invalidate_base_pages_inside(asid, m);
+                }
+            }
         }
         self.itlb.invalidate(asid, m);
+    }
+
+    /// Whether a range TLB is configured: then a 4 KiB L1 DTLB entry may have been refilled from
+    /// a range and is checked like a range hit (frame and permission, not page size).
+    #[inline]
+    pub fn has_range_tlb(&self) -> bool {
+        self.range.is_some()
     }
 
     /// Remove every translation of `asid`.
@@ -969,6 +1014,56 @@ mod tests {
     }
 
     #[test]
+    fn a_range_hit_refills_the_l1_with_a_4k_entry_that_leaves_with_the_page_holding_it() {
+        for org in [
+            L1Organization::Split,
+            L1Organization::AnySize,
+            L1Organization::SplitAnySize,
+        ] {
+            let mut mmu = Mmu::new(&TlbConfig {
+                l1_organization: org,
+                range: TlbLevelConfig {
+                    entries: 4,
+                    ways: 0,
+                    latency_cycles: 12,
+                },
+                ..TlbConfig::default()
+            });
+            let mut phys = PhysMem::new(1 << 30);
+            let mut mem = MemSystem::new(&MemConfig::default());
+            let mut d = Ranged::new(&RadixConfig::default(), &mut phys).unwrap();
+            let huge = Mapping::writable(0x200, 0x4000, PageSize::Size2M);
+            d.map(&mut phys, 0, huge).unwrap();
+            d.range = Some(VaRange {
+                vpn_start: Vpn(0x200),
+                vpn_end: Vpn(0x400),
+                pfn_start: Pfn(0x4000),
+                writable: true,
+            });
+            let m = d.walk(0, Vpn(0x250), &mut mem).mapping.unwrap();
+            mmu.fill_walked(&d, 0, Vpn(0x250), m, false);
+            // Evict the 2 MiB entry from nowhere: look up another page of the range.
+            let four_k = Mapping::writable(0x201, 0x4001, PageSize::Size4K);
+            assert_eq!(mmu.lookup_data_l1(0, Vpn(0x201)), Some(huge), "{org:?}");
+            mmu.l1[1].invalidate(0, huge);
+            if let Some(any) = mmu.l1_any.as_mut() {
+                any.invalidate(0, huge);
+            }
+            mmu.l2.invalidate(0, huge);
+            assert_eq!(mmu.lookup_data_l1(0, Vpn(0x201)), None, "{org:?}");
+            assert_eq!(
+                mmu.lookup_data_after_l1_miss(0, Vpn(0x201)),
+                TlbOutcome::RangeHit(four_k)
+            );
+            // The refill: the next access hits the L1 with the range's 4 KiB entry.
+            assert_eq!(mmu.lookup_data_l1(0, Vpn(0x201)), Some(four_k), "{org:?}");
+            // Unmapping the 2 MiB page holding it removes it.
+            mmu.invalidate(0, huge);
+            assert_eq!(mmu.lookup_data_l1(0, Vpn(0x201)), None, "{org:?}");
+        }
+    }
+
+    #[test]
     fn a_range_tlb_beside_the_l2_serves_every_page_of_a_range_after_one_walk() {
         let cfg = TlbConfig {
             range: TlbLevelConfig {
@@ -1210,6 +1305,68 @@ mod tests {
         assert_eq!(out["tlb"]["l1_any_hits_by_size"]["64k"], 2);
         // Misses are counted by the L2 step the engine takes after an L1 miss (not made here).
         assert_eq!(out["tlb"]["l1_lookups"], 5);
+    }
+
+    /// TPS Table I: 64 x 4-way 4 KiB L1 beside a 32-entry fully associative any-size L1.
+    fn tps_mmu() -> Mmu {
+        Mmu::new(&TlbConfig {
+            l1_organization: L1Organization::SplitAnySize,
+            l1_any: TlbLevelConfig {
+                entries: 32,
+                ways: 32,
+                latency_cycles: 1,
+            },
+            ..TlbConfig::default()
+        })
+    }
+
+    #[test]
+    fn the_tps_any_size_l1_hits_every_address_of_a_cached_tailored_page() {
+        let mut mmu = tps_mmu();
+        // One page of every size from 8 KiB to 1 GiB, each in its own 1 GiB region.
+        let pages: Vec<Mapping> = (1..=18u8)
+            .map(|o| {
+                let size = PageSize::from_order(o).unwrap();
+                Mapping::writable((o as u64) << 18, (o as u64) << 18, size)
+            })
+            .collect();
+        for m in &pages {
+            mmu.fill(0, *m, false);
+        }
+        for m in &pages {
+            // Every 4 KiB page of it (every address: the offset inside a 4 KiB page is not
+            // looked at), sampled for the largest sizes.
+            let step = (m.size.base_pages() / 4096).max(1);
+            for v in (m.vpn.0..m.vpn.0 + m.size.base_pages()).step_by(step as usize) {
+                assert_eq!(mmu.lookup_data_l1(0, Vpn(v)), Some(*m), "{m:?} at {v:#x}");
+            }
+            let last = Vpn(m.vpn.0 + m.size.base_pages() - 1);
+            assert_eq!(mmu.lookup_data_l1(0, last), Some(*m));
+            assert_eq!(
+                mmu.lookup_data_l1(0, Vpn(m.vpn.0 + m.size.base_pages())),
+                None
+            );
+        }
+        // 4 KiB pages go to the 4 KiB L1 and take no any-size entry.
+        for i in 0..64 {
+            mmu.fill(
+                0,
+                Mapping::writable(0x100 + i, 0x900 + i, PageSize::Size4K),
+                false,
+            );
+        }
+        assert_eq!(mmu.l1_any.as_ref().unwrap().occupancy(), 18);
+        assert_eq!(mmu.lookup_data_l1(0, Vpn(0x13f)).unwrap().pfn, Pfn(0x93f));
+        assert!(mmu.lookup_data_l1(0, Vpn(1 << 18)).is_some());
+        // Shootdowns reach both.
+        mmu.invalidate(0, Mapping::writable(0x13f, 0x93f, PageSize::Size4K));
+        mmu.invalidate(0, pages[0]);
+        assert_eq!(mmu.lookup_data_l1(0, Vpn(0x13f)), None);
+        assert_eq!(mmu.lookup_data_l1(0, Vpn(1 << 18)), None);
+        let mut out = Stats::new();
+        mmu.stats(&mut out, 1000);
+        assert!(out["tlb"]["l1_4k_hits"].as_u64().unwrap() >= 1);
+        assert!(out["tlb"]["l1_any_hits_by_size"]["8k"].as_u64().unwrap() >= 2);
     }
 
     #[test]

@@ -214,6 +214,21 @@ impl Tlb {
         }
     }
 
+    /// Remove every 4 KiB page entry of `asid` inside `m` (4 KiB entries a range TLB refilled
+    /// for pages of `m`, which does not know them by its own size). Scans the whole structure:
+    /// for the small L1s only.
+    pub fn invalidate_base_pages_inside(&mut self, asid: Asid, m: Mapping) {
+        if self.sizes_seen & 1 == 0 {
+            return;
+        }
+        let (lo, hi) = (m.vpn.0, m.vpn.0 + m.size.base_pages());
+        // 4 KiB keys: `asid << 48 | 0 << 46 | vpn`.
+        self.cache.remove_if(|k| {
+            let page = k & ((1 << 46) - 1);
+            (k >> 48) as Asid == asid && (k >> 46) & 3 == 0 && page >= lo && page < hi
+        });
+    }
+
     /// Remove every entry of `asid`.
     pub fn invalidate_asid(&mut self, asid: Asid) {
         self.cache.remove_if(|k| (k >> 48) as Asid == asid);

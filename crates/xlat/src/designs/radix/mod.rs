@@ -44,7 +44,7 @@
 
 mod table;
 
-pub use table::{RadixTable, Step, CONTIG_ENTRIES};
+pub use table::{RadixTable, Step, TailoredPtes, CONTIG_ENTRIES};
 
 use crate::addr::{Asid, Mapping, PageSize, Pfn, Vpn, LINE_BYTES, PTE_BYTES};
 use crate::designs::{Design, PerCore, PtFootprint, WalkResult};
@@ -154,9 +154,33 @@ pub struct Radix {
     table: RadixTable,
     pwc: PageWalkCaches,
     walks: u64,
+    /// Walk accesses made to a true PTE after reading an alias PTE (TPS tables only).
+    alias_accesses: u64,
 }
 
 impl Radix {
+    /// A radix design over `table` (an x86 table, or one holding TPS's tailored pages), with
+    /// the page-walk caches of `cfg` (whose `levels` must be the table's).
+    pub fn with_table(cfg: &RadixConfig, table: RadixTable) -> Radix {
+        debug_assert_eq!(cfg.levels, table.levels());
+        Radix {
+            table,
+            pwc: PageWalkCaches::new(cfg),
+            walks: 0,
+            alias_accesses: 0,
+        }
+    }
+
+    /// The page table.
+    pub fn table(&self) -> &RadixTable {
+        &self.table
+    }
+
+    /// Walk accesses made to a true PTE after an alias PTE (0 without tailored pages).
+    pub fn alias_accesses(&self) -> u64 {
+        self.alias_accesses
+    }
+
     /// A walk of `vpn`; `after_fault` says it is the engine's repeat after a page fault, whose
     /// PWC probes are counted apart from TLB-miss walks (the PWCs are used and filled alike).
     #[inline]
@@ -219,6 +243,24 @@ impl Radix {
                         mem_accesses: accesses,
                     }
                 }
+                Step::Alias(first) => {
+                    // TPS: the alias PTE gave the size; read the true PTE (the entry with the
+                    // page-offset index bits zeroed), dependent on the alias read.
+                    latency += mem
+                        .pt_access(self.table.entry_addr(node, first, level))
+                        .latency_cycles;
+                    accesses += 1;
+                    self.alias_accesses += 1;
+                    let mapping = match self.table.read(node, first, level) {
+                        Step::Leaf(m) => Some(m),
+                        _ => None,
+                    };
+                    return WalkResult {
+                        mapping,
+                        latency_cycles: latency,
+                        mem_accesses: accesses,
+                    };
+                }
                 Step::Next(child) => {
                     level -= 1;
                     if let Some(c) = self.pwc.pwcs.get_mut(level as usize) {
@@ -239,11 +281,7 @@ impl Design for Radix {
     }
 
     fn new(cfg: &RadixConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
-        Ok(Radix {
-            table: RadixTable::new(cfg.levels),
-            pwc: PageWalkCaches::new(cfg),
-            walks: 0,
-        })
+        Ok(Radix::with_table(cfg, RadixTable::new(cfg.levels)))
     }
 
     fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
@@ -283,7 +321,8 @@ impl Design for Radix {
                         && (0..group).all(|j| {
                             matches!(
                                 self.table.read(node, Vpn(first.0 + j), 0),
-                                Step::Leaf(n) if n.writable == m.writable
+                                Step::Leaf(n) if n.size == PageSize::Size4K
+                                    && n.writable == m.writable
                                     && n.pfn.0 + behind == m.pfn.0 + j
                             )
                         });
@@ -354,7 +393,13 @@ impl Design for Radix {
     }
 
     fn stats(&self, out: &mut Stats) {
-        let s = out.section("radix");
+        self.write_stats(out.section("radix"));
+    }
+}
+
+impl Radix {
+    /// The walk statistics (levels, PWC lookups, hits and miss rates) into section `s`.
+    pub fn write_stats(&self, s: &mut Stats) {
         s.put_u64("levels", self.table.levels() as u64);
         s.put_u64("pwc_lookups", self.pwc.lookups);
         s.put_u64("pwc_post_fault_lookups", self.pwc.post_fault_lookups);

@@ -4,6 +4,17 @@
 //! Contract: a node lives in one 4 KiB frame from the buddy allocator; the entry for index `i` of
 //! a node is at physical address `node_frame + 8 * i`; a node that holds no entry (other than a
 //! root) is freed at once, as Linux frees page tables of unmapped ranges.
+//!
+//! Tailored pages (TPS, ISCA'20 §III-A1; only in a table made with
+//! [`RadixTable::with_tailored`]): a page of `2^r` pages of a level's size (`r` in 1..=8: 8 KiB ..
+//! 1 MiB at the PTE level, 4 MiB .. 512 MiB at the PD level) is a leaf at that level written in
+//! each of the `2^r` aligned entries an address in it can index. Each carries the T bit and the
+//! size NAPOT-like in the PFN bits the larger page leaves unused (`r - 1` ones above a zero, in
+//! the level's page units: the smallest tailored size has s0 = 0). With
+//! [`TailoredPtes::Copies`] every entry is a full copy of the true PTE; with
+//! [`TailoredPtes::Alias`] only the first is, and the others are alias PTEs that send the walk to
+//! the true one (one more access). A table made with [`RadixTable::new`] never holds either, so
+//! its entries and walks are exactly the x86 ones.
 
 use crate::addr::{Asid, Mapping, Paddr, PageSize, Pfn, Vpn, PTE_BYTES};
 use crate::designs::{PtFootprint, PtMemory};
@@ -20,6 +31,22 @@ const WRITABLE: u64 = 4;
 const CONTIG: u64 = 8;
 /// Entries in a contiguous group (Arm, 4 KiB granule: 16 x 4 KiB = 64 KiB, 16 x 2 MiB = 32 MiB).
 pub const CONTIG_ENTRIES: u64 = 16;
+/// TPS's T bit on a leaf: the entry belongs to a tailored page, whose size is encoded in the low
+/// PFN bits (NAPOT-like, see the module doc).
+const TAILORED: u64 = 16;
+/// On a tailored leaf: this is an alias PTE, not the true one ([`TailoredPtes::Alias`]).
+const ALIAS: u64 = 32;
+
+/// How the entries of a tailored page other than its first are written (TPS §III-A1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TailoredPtes {
+    /// Alias PTEs: they carry the T bit and the size only; a walk that reads one makes one more
+    /// access, to the true PTE (the entry with the page-offset index bits zeroed).
+    Alias,
+    /// Full copies of the true PTE: no extra walk access, but every update writes all of them.
+    Copies,
+}
 const NO_NODE: u32 = u32::MAX;
 
 /// Node index in the arena.
@@ -34,6 +61,9 @@ pub enum Step {
     Leaf(Mapping),
     /// The entry is empty: the page is not mapped.
     Empty,
+    /// An alias PTE of a tailored page: the true PTE is the entry that the page's first VPN
+    /// selects in the same node (one more read).
+    Alias(Vpn),
 }
 
 /// A set of radix trees, one per ASID.
@@ -43,6 +73,14 @@ pub enum Step {
 /// cache misses on these arrays dominate a random-access run.
 pub struct RadixTable {
     levels: u32,
+    /// `Some` when the table holds tailored pages (TPS), and how.
+    tailored: Option<TailoredPtes>,
+    /// Leaf entries written by `map` and `unmap` (set and cleared), and the maps and unmaps.
+    leaf_writes: u64,
+    leaf_updates: u64,
+    /// The same for tailored pages only.
+    tailored_writes: u64,
+    tailored_updates: u64,
     /// Non-leaf: `child_id << 12 | PRESENT`; leaf: `pfn << 12 | PRESENT | LEAF | WRITABLE?`.
     entries: Vec<u64>,
     frames: Vec<Pfn>,
@@ -58,10 +96,11 @@ pub fn index_at(vpn: Vpn, level: u32) -> u64 {
     (vpn.0 >> (9 * level)) & (FANOUT - 1)
 }
 
-/// The level whose entries are leaves of `size` (0 for 4 KiB, 1 for 2 MiB, 2 for 1 GiB).
+/// The level whose entries are leaves of `size` (0 for 4 KiB, 1 for 2 MiB, 2 for 1 GiB; a
+/// tailored size is a leaf at the level of the largest x86 size not above it).
 #[inline]
 pub fn leaf_level(size: PageSize) -> u32 {
-    size.index() as u32
+    size.order() as u32 / 9
 }
 
 impl RadixTable {
@@ -69,6 +108,11 @@ impl RadixTable {
     pub fn new(levels: u32) -> RadixTable {
         RadixTable {
             levels,
+            tailored: None,
+            leaf_writes: 0,
+            leaf_updates: 0,
+            tailored_writes: 0,
+            tailored_updates: 0,
             entries: Vec::new(),
             frames: Vec::new(),
             used: Vec::new(),
@@ -76,6 +120,40 @@ impl RadixTable {
             roots: Vec::new(),
             mem: PtMemory::default(),
         }
+    }
+
+    /// Empty tables with `levels` levels that also hold tailored pages of every power of two
+    /// (TPS), their extra entries written as `ptes` says.
+    pub fn with_tailored(levels: u32, ptes: TailoredPtes) -> RadixTable {
+        RadixTable {
+            tailored: Some(ptes),
+            ..RadixTable::new(levels)
+        }
+    }
+
+    /// How tailored pages are written (`None`: an x86 table, which holds none).
+    pub fn tailored(&self) -> Option<TailoredPtes> {
+        self.tailored
+    }
+
+    /// Leaf entries written so far by maps and unmaps (each entry set or cleared counts once).
+    pub fn leaf_writes(&self) -> u64 {
+        self.leaf_writes
+    }
+
+    /// Maps and unmaps so far (the updates that `leaf_writes` counts the writes of).
+    pub fn leaf_updates(&self) -> u64 {
+        self.leaf_updates
+    }
+
+    /// Leaf entries of tailored pages written so far by maps and unmaps.
+    pub fn tailored_writes(&self) -> u64 {
+        self.tailored_writes
+    }
+
+    /// Maps and unmaps of tailored pages so far.
+    pub fn tailored_updates(&self) -> u64 {
+        self.tailored_updates
     }
 
     /// Number of levels.
@@ -110,6 +188,9 @@ impl RadixTable {
         if e & PRESENT == 0 {
             Step::Empty
         } else if e & LEAF != 0 {
+            if e & TAILORED != 0 {
+                return Self::read_tailored(e, vpn, level);
+            }
             let size = PageSize::X86[level as usize];
             Step::Leaf(Mapping {
                 vpn: vpn.align_down(size),
@@ -120,6 +201,33 @@ impl RadixTable {
         } else {
             Step::Next((e >> 12) as NodeId)
         }
+    }
+
+    /// A tailored leaf: decode the size from the PFN bits (count the ones above the lowest zero,
+    /// in units of the level's page) and the page from it.
+    #[cold]
+    fn read_tailored(e: u64, vpn: Vpn, level: u32) -> Step {
+        let unit_shift = 9 * level;
+        let units = (e >> 12) >> unit_shift;
+        let r = units.trailing_ones() + 1;
+        let size = PageSize::from_order((unit_shift + r) as u8).expect("encoded size");
+        let first = vpn.align_down(size);
+        if e & ALIAS != 0 {
+            return Step::Alias(first);
+        }
+        Step::Leaf(Mapping {
+            vpn: first,
+            pfn: Pfn((units & !((1 << r) - 1)) << unit_shift),
+            size,
+            writable: e & WRITABLE != 0,
+        })
+    }
+
+    /// The level at which a page of `size` is a leaf, and log2 of the entries it takes there.
+    #[inline]
+    fn leaf_span(size: PageSize) -> (u32, u32) {
+        let order = size.order() as u32;
+        (order / 9, order % 9)
     }
 
     /// Prefetch (host caches) the entry a walk of `vpn` ends at; returns its physical address
@@ -158,6 +266,13 @@ impl RadixTable {
             match self.read(node, vpn, level) {
                 Step::Empty => return (None, entry),
                 Step::Leaf(m) => return (Some(m), entry),
+                Step::Alias(first) => {
+                    let entry = Some(self.entry_addr(node, first, level));
+                    return match self.read(node, first, level) {
+                        Step::Leaf(m) => (Some(m), entry),
+                        _ => (None, entry),
+                    };
+                }
                 Step::Next(child) => node = child,
             }
         }
@@ -197,7 +312,12 @@ impl RadixTable {
             self.roots[asid as usize] = self.new_node(phys)?;
         }
         let mut node = self.roots[asid as usize];
-        let leaf = leaf_level(m.size);
+        let (leaf, span_log2) = Self::leaf_span(m.size);
+        if span_log2 != 0 && self.tailored.is_none() {
+            return Err(OsError(format!(
+                "radix: {m:?} is not an x86 page size (the design declares 4KiB, 2MiB, 1GiB)"
+            )));
+        }
         for level in (leaf + 1..self.levels).rev() {
             match self.read(node, m.vpn, level) {
                 Step::Next(child) => node = child,
@@ -207,13 +327,18 @@ impl RadixTable {
                     self.used[node as usize] += 1;
                     node = child;
                 }
-                Step::Leaf(existing) => {
+                Step::Leaf(_) | Step::Alias(_) => {
                     return Err(OsError(format!(
-                        "radix: mapping {m:?} overlaps the existing {existing:?} (OS model bug)"
+                        "radix: mapping {m:?} overlaps an existing page (OS model bug)"
                     )))
                 }
             }
         }
+        self.leaf_updates += 1;
+        if span_log2 != 0 {
+            return self.map_tailored(node, m, leaf, span_log2);
+        }
+        self.leaf_writes += 1;
         let slot = &mut self.entries[Self::slot(node, m.vpn, leaf)];
         if *slot & PRESENT != 0 {
             return Err(OsError(format!(
@@ -228,6 +353,48 @@ impl RadixTable {
         Ok(())
     }
 
+    /// Write the `2^span_log2` entries of tailored page `m` in node `id` at `level`: the true PTE
+    /// first, then copies or alias PTEs (TPS §III-A1).
+    fn map_tailored(
+        &mut self,
+        id: NodeId,
+        m: Mapping,
+        level: u32,
+        span_log2: u32,
+    ) -> Result<(), OsError> {
+        let first = Self::slot(id, m.vpn, level);
+        let n = 1usize << span_log2;
+        if self.entries[first..first + n]
+            .iter()
+            .any(|e| e & PRESENT != 0)
+        {
+            return Err(OsError(format!(
+                "radix: tailored {m:?} over a present entry (OS model bug)"
+            )));
+        }
+        let unit_shift = 9 * level;
+        // NAPOT-like size: in the level's page units, span_log2 - 1 ones above a zero.
+        let size_bits = ((1u64 << (span_log2 - 1)) - 1) << unit_shift;
+        let true_pte = ((m.pfn.0 | size_bits) << 12)
+            | PRESENT
+            | LEAF
+            | TAILORED
+            | if m.writable { WRITABLE } else { 0 };
+        let other = match self.tailored {
+            Some(TailoredPtes::Copies) => true_pte,
+            _ => true_pte | ALIAS,
+        };
+        self.entries[first] = true_pte;
+        for e in &mut self.entries[first + 1..first + n] {
+            *e = other;
+        }
+        self.used[id as usize] += n as u16;
+        self.leaf_writes += n as u64;
+        self.tailored_writes += n as u64;
+        self.tailored_updates += 1;
+        Ok(())
+    }
+
     /// The OS side of the contiguous hint, as Linux's arm64 `contpte` code folds a range: when
     /// the aligned group of 16 entries holding `vpn`'s entry (of node `id` at `level`) has become
     /// 16 present leaves mapping naturally aligned, physically contiguous pages with equal
@@ -238,10 +405,10 @@ impl RadixTable {
         let step = 1u64 << (9 * level);
         let e0 = group[0];
         let pfn0 = e0 >> 12;
-        let all = e0 & (PRESENT | LEAF) == PRESENT | LEAF
+        let all = e0 & (PRESENT | LEAF | TAILORED) == PRESENT | LEAF
             && pfn0.is_multiple_of(CONTIG_ENTRIES * step)
             && group.iter().enumerate().all(|(j, e)| {
-                e & (PRESENT | LEAF) == PRESENT | LEAF
+                e & (PRESENT | LEAF | TAILORED) == PRESENT | LEAF
                     && e & WRITABLE == e0 & WRITABLE
                     && e >> 12 == pfn0 + j as u64 * step
             });
@@ -282,7 +449,7 @@ impl RadixTable {
         mut on_free: impl FnMut(u32),
     ) {
         let Some(root) = self.root(asid) else { return };
-        let leaf = leaf_level(m.size);
+        let (leaf, span_log2) = Self::leaf_span(m.size);
         let mut path = [NO_NODE; 6];
         let mut node = root;
         for level in (leaf..self.levels).rev() {
@@ -296,20 +463,25 @@ impl RadixTable {
             }
         }
         let at = Self::slot(node, m.vpn, leaf);
-        let slot = &mut self.entries[at];
-        if *slot & (PRESENT | LEAF) != PRESENT | LEAF {
-            return;
-        }
-        let was_contiguous = *slot & CONTIG != 0;
-        *slot = 0;
-        if was_contiguous {
-            // The group is no longer whole: unfold it.
-            let first = at & !(CONTIG_ENTRIES as usize - 1);
-            for e in &mut self.entries[first..first + CONTIG_ENTRIES as usize] {
-                *e &= !CONTIG;
+        if span_log2 != 0 {
+            let n = 1usize << span_log2;
+            if self.entries[at] & (PRESENT | LEAF | TAILORED) != PRESENT | LEAF | TAILORED {
+                return;
             }
+            // Every entry goes: a stale alias left behind would send a later walk to whatever
+            // the true PTE's slot then holds.
+            self.entries[at..at + n].fill(0);
+            self.used[node as usize] -= n as u16;
+            self.leaf_writes += n as u64;
+            self.leaf_updates += 1;
+            self.tailored_writes += n as u64;
+            self.tailored_updates += 1;
+        } else {
+            if !self.clear_leaf(at) {
+                return;
+            }
+            self.used[node as usize] -= 1;
         }
-        self.used[node as usize] -= 1;
         // Free empty nodes bottom-up (never the root).
         for level in leaf..self.levels - 1 {
             let id = path[level as usize];
@@ -322,6 +494,26 @@ impl RadixTable {
             self.entries[Self::slot(parent, m.vpn, level + 1)] = 0;
             self.used[parent as usize] -= 1;
         }
+    }
+
+    /// Clear the x86 leaf at `at` (unfolding its contiguous group); false if it holds none.
+    fn clear_leaf(&mut self, at: usize) -> bool {
+        let slot = &mut self.entries[at];
+        if *slot & (PRESENT | LEAF) != PRESENT | LEAF {
+            return false;
+        }
+        self.leaf_writes += 1;
+        self.leaf_updates += 1;
+        let was_contiguous = *slot & CONTIG != 0;
+        *slot = 0;
+        if was_contiguous {
+            // The group is no longer whole: unfold it.
+            let first = at & !(CONTIG_ENTRIES as usize - 1);
+            for e in &mut self.entries[first..first + CONTIG_ENTRIES as usize] {
+                *e &= !CONTIG;
+            }
+        }
+        true
     }
 
     /// Page-table memory held.
