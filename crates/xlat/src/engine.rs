@@ -165,13 +165,15 @@ impl<D: Design> Sim<D> {
         os.set_page_sizes(design.page_sizes())?;
         os.set_va_bits(design.va_bits().unwrap_or(cfg.machine_va_bits()));
         let asid = os.process(0);
+        let mmu = Mmu::new(&cfg.tlb);
+        design.set_l2_tlb_latency(mmu.l2_latency_cycles);
         // One source on several cores: a multi-threaded trace.
         let threaded = more.is_empty() && cfg.sim.cores > 1;
         let machine = Machine::build(&cfg, &mut os, &mut design, more, threaded);
         let mut mem = MemSystem::new(&cfg.mem);
         mem.nested = nested;
         Ok(Sim {
-            mmu: Mmu::new(&cfg.tlb),
+            mmu,
             mem,
             l1_oracle_native: cfg.sim.oracle && !cfg.virt.enabled,
             core: (cfg.timing.model == TimingModel::Ooo)

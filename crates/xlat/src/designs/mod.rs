@@ -18,6 +18,7 @@ pub mod lvm;
 pub mod mehpt;
 pub mod perfect_tlb;
 pub mod radix;
+pub mod utopia;
 
 use crate::addr::{Asid, Mapping, PageSizeSet, Pfn, Vpn, BASE_PAGE_BYTES};
 use crate::mem::MemSystem;
@@ -132,6 +133,11 @@ pub trait Design: Sized + Send {
     fn walk_after_fault(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
         self.walk(asid, vpn, mem)
     }
+    /// The L2 TLB's lookup latency, told once before any walk. A design whose walk starts
+    /// together with the L2 TLB lookup (Utopia's RestSeg walk) reports only the part of its
+    /// latency that outlasts it (the engine charges the L2 TLB latency before every walk).
+    /// The default ignores it.
+    fn set_l2_tlb_latency(&mut self, _cycles: u32) {}
     /// Page-table memory held.
     fn footprint(&self) -> PtFootprint;
     /// Write design-specific statistics (into the section named after the design).
@@ -357,4 +363,5 @@ designs! {
     mehpt: Mehpt(MehptConfig) "ME-HPT: ECPT with L2P-mapped chunked ways, changing chunk sizes, in-place and per-way resizing";
     fpt: Fpt(FptConfig) "flattened page tables: radix with PML4+PDPT and PD+PT folded into 2 MiB tables when 2 MiB blocks are free";
     lvm: Lvm(LvmConfig) "LVM: per-process learned index of fixed-point linear models over gapped page tables, LVM walk cache";
+    utopia: Utopia(UtopiaConfig) "Utopia: set-associative RestSegs (TAR/SF, RestSeg walk with TAR/SF caches, page-fault-based placement) beside a radix-translated FlexSeg";
 }
