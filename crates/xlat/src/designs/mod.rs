@@ -138,6 +138,30 @@ pub trait Design: Sized + Send {
     /// latency that outlasts it (the engine charges the L2 TLB latency before every walk).
     /// The default ignores it.
     fn set_l2_tlb_latency(&mut self, _cycles: u32) {}
+    /// Whether the design has OS work queued ([`Design::os_work`]). Polled by the engine once
+    /// per event chunk and after every page fault, so it must be cheap; the default (no work)
+    /// keeps the engine's loop exactly as it is for designs without any.
+    #[inline]
+    fn wants_os_work(&self) -> bool {
+        false
+    }
+    /// Do the OS work the design queued (Utopia's page migrations) at simulated cycle
+    /// `now_cycles`, through the OS model's public operations (`Os::migrate` with a
+    /// destination block the design took from `os.phys`, `Os::translate` to check that a
+    /// queued page is still mapped as it was).
+    ///
+    /// Contract: mappings change only through the OS model, whose changes go to `changes`;
+    /// the engine applies them right after (the design's `map` / `unmap`, TLB shootdowns,
+    /// cache flushes of moved frames), so the design sees its own migrations the way it sees
+    /// any OS change. Called only when [`Design::wants_os_work`] is true.
+    fn os_work(
+        &mut self,
+        _os: &mut crate::os::Os,
+        _now_cycles: u64,
+        _changes: &mut Vec<crate::os::MapChange>,
+    ) -> Result<(), OsError> {
+        Ok(())
+    }
     /// Page-table memory held.
     fn footprint(&self) -> PtFootprint;
     /// Write design-specific statistics (into the section named after the design).

@@ -78,7 +78,8 @@ use crate::designs::radix::{Radix, RadixConfig};
 use crate::designs::{Design, PerCore, PtFootprint, PtMemory, WalkResult};
 use crate::mem::MemSystem;
 use crate::mmu::assoc::AssocCache;
-use crate::os::{FrameUse, OsError, PhysMem, PlaceRequest};
+use crate::os::pagemap::IntMap;
+use crate::os::{FrameUse, MapChange, Os, OsError, PhysMem, PlaceRequest};
 use crate::stats::{ratio, Stats, StatsExt};
 use restseg::{Occupant, RestSeg, RestSegHash, RRPV_INSERT};
 use serde::{Deserialize, Serialize};
@@ -115,6 +116,16 @@ pub struct UtopiaConfig {
     pub rsw_parallel_with_l2_tlb: bool,
     /// Page-fault-based allocation: faults place pages in their RestSeg set.
     pub place_on_fault: bool,
+    /// A fault whose set is full evicts the set's SRRIP victim to the FlexSeg and takes its
+    /// slot (§5.6); off, the faulting page goes to the FlexSeg.
+    pub evict_on_full_set: bool,
+    /// PTW-tracking migration (§5.5): FlexSeg pages whose walk counters reach both thresholds
+    /// migrate to their RestSeg set (evicting its SRRIP victim when full).
+    pub ptw_tracking: bool,
+    /// Walk-frequency threshold (TLB-miss walks of the page; a 5-bit counter, 1..=31).
+    pub promote_walks: u32,
+    /// Walk-cost threshold (DRAM accesses of those walks; a 4-bit counter, 0..=15).
+    pub promote_dram_accesses: u32,
     /// Largest share of physical memory one RestSeg may take: a larger one is shrunk to the
     /// largest power of two within the share, and one left with fewer than two sets is not
     /// created (both reported under `utopia.restsegs`). Lets small-memory runs work with the
@@ -146,6 +157,10 @@ impl Default for UtopiaConfig {
             cache_latency_cycles: 2,
             rsw_parallel_with_l2_tlb: true,
             place_on_fault: true,
+            evict_on_full_set: true,
+            ptw_tracking: true,
+            promote_walks: 8,
+            promote_dram_accesses: 8,
             max_memory_share: 1.0 / 16.0,
             flex: RadixConfig::default(),
         }
@@ -200,6 +215,18 @@ impl UtopiaConfig {
             return Err(format!(
                 "max_memory_share must be in (0, 1], got {}",
                 self.max_memory_share
+            ));
+        }
+        if !(1..=31).contains(&self.promote_walks) {
+            return Err(format!(
+                "promote_walks must be 1..=31 (a 5-bit counter), got {}",
+                self.promote_walks
+            ));
+        }
+        if self.promote_dram_accesses > 15 {
+            return Err(format!(
+                "promote_dram_accesses must be 0..=15 (a 4-bit counter), got {}",
+                self.promote_dram_accesses
             ));
         }
         if self.cache_ways == 0 {
@@ -259,6 +286,59 @@ struct Counters {
     place_set_full: u64,
     place_no_restseg: u64,
     slots_not_yet_reserved: u64,
+    /// Migrations into a RestSeg by PTW tracking.
+    promotions: u64,
+    /// Pages that faulted on a full set moved into the victim's slot right after the fault
+    /// (no copy: the page is still zero-filled).
+    fault_fills: u64,
+    /// SRRIP victims migrated to the FlexSeg.
+    evictions: u64,
+    /// Queued migrations dropped: the page changed (unmapped, moved, split) before its turn.
+    stale_requests: u64,
+    /// Evictions given up: no free block for the victim in the FlexSeg.
+    evictions_no_memory: u64,
+    /// Walks (TLB misses) that reached a page while it was being migrated.
+    stalled_walks: u64,
+    stall_cycles: u64,
+    /// RSW hits of evicted pages while they were in the RestSeg (Fig. 26's buckets).
+    reuse_at_eviction: [u64; 4],
+}
+
+/// Why a page is to move into a RestSeg.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cause {
+    /// PTW tracking found it costly to translate.
+    Promotion,
+    /// It faulted on a full set.
+    FaultFill,
+}
+
+/// A queued migration into a RestSeg.
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    asid: Asid,
+    vpn: Vpn,
+    size: PageSize,
+    cause: Cause,
+}
+
+/// A page being copied (its accesses stall until `done`).
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    asid: Asid,
+    vpn: Vpn,
+    size: PageSize,
+    done: u64,
+}
+
+/// Fig. 26's reuse buckets: 0, 1-5, 6-20, more than 20 RSW hits.
+fn reuse_bucket(reuse: u32) -> usize {
+    match reuse {
+        0 => 0,
+        1..=5 => 1,
+        6..=20 => 2,
+        _ => 3,
+    }
 }
 
 /// The Utopia design.
@@ -276,6 +356,17 @@ pub struct Utopia {
     place_on_fault: bool,
     l2_tlb_latency_cycles: u32,
     c: Counters,
+    evict_on_full_set: bool,
+    ptw_tracking: bool,
+    promote_walks: u8,
+    promote_dram: u8,
+    /// PTW-tracking counters of FlexSeg pages, as the unused PTE bits would hold them:
+    /// (walks, DRAM accesses) by `ptw_key`.
+    ptw: IntMap<u64, (u8, u8)>,
+    requests: Vec<Request>,
+    in_flight: Vec<InFlight>,
+    /// The OS clock at the last `os_work` call.
+    now: u64,
     /// Most TAR + SF bytes (formula sizes) held at once over all processes.
     struct_bytes: u64,
     peak_struct_bytes: u64,
@@ -332,6 +423,69 @@ impl Utopia {
             let set = s.set_of(vpn);
             s.find(asid, vpn, set).map(|w| (i, set, w))
         })
+    }
+
+    /// Take a free way of set `set` of RestSeg `i` for a page about to be mapped there: one
+    /// whose frames the design holds first, then one whose frames went back to the buddy
+    /// allocator and are free again. The slot is claimed until the page is mapped.
+    fn take_free_way(&mut self, phys: &mut PhysMem, i: usize, set: u64) -> Option<Pfn> {
+        let seg = &mut self.segs[i];
+        let order = seg.page.order();
+        for pass in 0..2 {
+            for w in 0..seg.ways {
+                let pfn = seg.slot_pfn(set, w);
+                let s = &mut seg.slots[(set * seg.ways as u64 + w as u64) as usize];
+                if s.occupant.is_some() || s.claimed || s.reserved != (pass == 0) {
+                    continue;
+                }
+                if s.reserved {
+                    phys.free(pfn, order, FrameUse::Reserved);
+                    s.reserved = false;
+                }
+                if phys.alloc_at(pfn, order, FrameUse::Data).is_some() {
+                    s.claimed = true;
+                    return Some(pfn);
+                }
+            }
+        }
+        None
+    }
+
+    /// Key of a page's PTW-tracking counters.
+    #[inline]
+    fn ptw_key(asid: Asid, vpn: Vpn) -> u64 {
+        ((asid as u64) << 48) | vpn.0
+    }
+
+    /// A TLB-miss walk of the FlexSeg found `m` after `dram` DRAM accesses: count it in the
+    /// page's PTE counters and queue its migration when both reach their thresholds (§5.5).
+    fn track_walk(&mut self, asid: Asid, m: Mapping, dram: u64) {
+        if !self.segs.iter().any(|s| s.page == m.size) {
+            return; // no RestSeg of its size
+        }
+        let key = Self::ptw_key(asid, m.vpn);
+        let e = self.ptw.entry(key).or_insert((0, 0));
+        e.0 = (e.0 + 1).min(31);
+        e.1 = (e.1 as u64 + dram).min(15) as u8;
+        if e.0 >= self.promote_walks && e.1 >= self.promote_dram {
+            self.ptw.remove(&key);
+            self.requests.push(Request {
+                asid,
+                vpn: m.vpn,
+                size: m.size,
+                cause: Cause::Promotion,
+            });
+        }
+    }
+
+    /// Cycles a walk of `asid`'s `vpn` waits for the page's migration to finish (0 when
+    /// the page is not being migrated).
+    #[cold]
+    fn migration_stall(&self, asid: Asid, vpn: Vpn) -> u64 {
+        self.in_flight
+            .iter()
+            .find(|f| f.asid == asid && vpn.align_down(f.size) == f.vpn && f.done > self.now)
+            .map_or(0, |f| f.done - self.now)
     }
 
     fn structs(&self, asid: Asid, seg: usize) -> Option<Structs> {
@@ -458,6 +612,7 @@ impl Utopia {
                 mem_accesses: rsw_accesses,
             },
             None => {
+                let dram_before = mem.pt_dram_reads();
                 let f = if after_fault {
                     self.flex.walk_after_fault(asid, vpn, mem)
                 } else {
@@ -467,6 +622,9 @@ impl Utopia {
                     self.c.flex_walks += 1;
                     self.c.flex_cycles += f.latency_cycles as u64;
                     self.c.flex_mem_accesses += f.mem_accesses as u64;
+                    if let (true, Some(m)) = (self.ptw_tracking, f.mapping) {
+                        self.track_walk(asid, m, mem.pt_dram_reads() - dram_before);
+                    }
                 }
                 WalkResult {
                     mapping: f.mapping,
@@ -475,6 +633,15 @@ impl Utopia {
                 }
             }
         };
+        let mut w = w;
+        if !self.in_flight.is_empty() && w.mapping.is_some() {
+            let stall = self.migration_stall(asid, vpn);
+            if stall > 0 {
+                w.latency_cycles = w.latency_cycles.saturating_add(stall as u32);
+                self.c.stalled_walks += 1;
+                self.c.stall_cycles += stall;
+            }
+        }
         if counted {
             self.c.visible_cycles += w.latency_cycles as u64;
         }
@@ -507,7 +674,7 @@ impl Utopia {
         while p < hi {
             let slot = ((p - seg.base.0) / per) as usize;
             let s = &mut seg.slots[slot];
-            if s.occupant.is_none() && !s.reserved {
+            if s.occupant.is_none() && !s.reserved && !s.claimed {
                 if phys
                     .alloc_at(Pfn(p), seg.page.order(), FrameUse::Reserved)
                     .is_some()
@@ -568,6 +735,14 @@ impl Design for Utopia {
             place_on_fault: cfg.place_on_fault,
             l2_tlb_latency_cycles: 0,
             c: Counters::default(),
+            evict_on_full_set: cfg.evict_on_full_set,
+            ptw_tracking: cfg.ptw_tracking,
+            promote_walks: cfg.promote_walks as u8,
+            promote_dram: cfg.promote_dram_accesses as u8,
+            ptw: IntMap::default(),
+            requests: Vec::new(),
+            in_flight: Vec::new(),
+            now: 0,
             struct_bytes: 0,
             peak_struct_bytes: 0,
         })
@@ -589,31 +764,22 @@ impl Design for Utopia {
             self.c.place_no_restseg += 1;
             return None;
         };
-        let seg = &mut self.segs[i];
-        let set = seg.set_of(req.vpn);
-        let order = seg.page.order();
-        // A way whose frames the design holds first; then one whose frames went back to the
-        // buddy allocator and may be free again.
-        for pass in 0..2 {
-            for w in 0..seg.ways {
-                let pfn = seg.slot_pfn(set, w);
-                let s = &mut seg.slots[(set * seg.ways as u64 + w as u64) as usize];
-                if s.occupant.is_some() || s.reserved != (pass == 0) {
-                    continue;
-                }
-                if s.reserved {
-                    phys.free(pfn, order, FrameUse::Reserved);
-                    s.reserved = false;
-                }
-                // Taken as data: from here until the OS maps it the slot is neither reserved
-                // nor free in the buddy allocator, so no other fault can pick it.
-                if phys.alloc_at(pfn, order, FrameUse::Data).is_some() {
-                    self.c.placed += 1;
-                    return Some(pfn);
-                }
-            }
+        let set = self.segs[i].set_of(req.vpn);
+        if let Some(pfn) = self.take_free_way(phys, i, set) {
+            self.c.placed += 1;
+            return Some(pfn);
         }
         self.c.place_set_full += 1;
+        if self.evict_on_full_set {
+            // The page starts in the FlexSeg; right after the fault the set's SRRIP victim
+            // leaves for the FlexSeg and the page takes its slot (see `os_work`).
+            self.requests.push(Request {
+                asid: req.asid,
+                vpn: req.vpn,
+                size: req.size,
+                cause: Cause::FaultFill,
+            });
+        }
         None
     }
 
@@ -665,6 +831,7 @@ impl Design for Utopia {
         });
         let s = &mut self.segs[i].slots[slot];
         s.reserved = false;
+        s.claimed = false;
         s.occupant = Some(Occupant {
             asid,
             vpn: m.vpn,
@@ -713,7 +880,12 @@ impl Design for Utopia {
                     });
                 }
             }
-            None => self.flex.unmap(phys, asid, m),
+            None => {
+                self.flex.unmap(phys, asid, m);
+                if !self.ptw.is_empty() {
+                    self.ptw.remove(&Self::ptw_key(asid, m.vpn));
+                }
+            }
         }
         // The OS freed the page's frames: RestSeg frames go back to the RestSeg.
         for i in 0..self.segs.len() {
@@ -722,6 +894,110 @@ impl Design for Utopia {
                 self.reserve_slots(phys, i, m.pfn, m.size.base_pages());
             }
         }
+    }
+
+    #[inline]
+    fn wants_os_work(&self) -> bool {
+        !self.requests.is_empty() || !self.in_flight.is_empty()
+    }
+
+    fn os_work(
+        &mut self,
+        os: &mut Os,
+        now_cycles: u64,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<(), OsError> {
+        self.now = now_cycles;
+        self.in_flight.retain(|f| f.done > now_cycles);
+        let copy_per_4k = os.config().migration.copy_cycles_per_4k;
+        // One migration per set per call: a set's slots change only when the engine applies
+        // the changes, so a second request for the same set waits for the next call.
+        let mut touched: Vec<(usize, u64)> = Vec::new();
+        let mut deferred = Vec::new();
+        for r in std::mem::take(&mut self.requests) {
+            let Some(i) = self.segs.iter().position(|s| s.page == r.size) else {
+                continue;
+            };
+            let set = self.segs[i].set_of(r.vpn);
+            if touched.contains(&(i, set)) {
+                deferred.push(r);
+                continue;
+            }
+            let Some(m) = os.translate(r.asid, r.vpn) else {
+                self.c.stale_requests += 1;
+                continue;
+            };
+            if m.vpn != r.vpn || m.size != r.size || self.slot_of(r.asid, r.vpn).is_some() {
+                self.c.stale_requests += 1;
+                continue;
+            }
+            let order = r.size.order();
+            let copy = r.size.base_pages() * copy_per_4k;
+            let to = match self.take_free_way(&mut os.phys, i, set) {
+                Some(pfn) => pfn,
+                None => {
+                    let seg = &mut self.segs[i];
+                    let Some(w) = seg.srrip_victim(set) else {
+                        deferred.push(r); // every way is being filled: try again later
+                        continue;
+                    };
+                    let k = (set * seg.ways as u64 + w as u64) as usize;
+                    let o = seg.slots[k].occupant.expect("victim is occupied");
+                    let slot_pfn = seg.slot_pfn(set, w);
+                    let victim = Mapping {
+                        vpn: o.vpn,
+                        pfn: slot_pfn,
+                        size: r.size,
+                        writable: o.writable,
+                    };
+                    debug_assert_eq!(os.translate(o.asid, o.vpn), Some(victim));
+                    let Ok(dest) = os.phys.alloc(order, FrameUse::Data) else {
+                        self.c.evictions_no_memory += 1;
+                        continue;
+                    };
+                    // The slot is the migrating page's: its frames must not be re-reserved
+                    // when the victim's unmap is applied.
+                    self.segs[i].slots[k].claimed = true;
+                    os.migrate(o.asid, victim, dest, changes)?;
+                    self.c.evictions += 1;
+                    self.c.reuse_at_eviction[reuse_bucket(o.reuse)] += 1;
+                    self.in_flight.push(InFlight {
+                        asid: o.asid,
+                        vpn: o.vpn,
+                        size: r.size,
+                        done: now_cycles + copy,
+                    });
+                    if os.phys.alloc_at(slot_pfn, order, FrameUse::Data).is_none() {
+                        // Compaction for the victim's block took the freed slot (cannot
+                        // happen: compaction moves only into free buddy blocks, not
+                        // claimed ones); leave the page where it is.
+                        self.segs[i].slots[k].claimed = false;
+                        continue;
+                    }
+                    slot_pfn
+                }
+            };
+            match r.cause {
+                Cause::Promotion => {
+                    os.migrate(r.asid, m, to, changes)?;
+                    self.c.promotions += 1;
+                    self.in_flight.push(InFlight {
+                        asid: r.asid,
+                        vpn: r.vpn,
+                        size: r.size,
+                        done: now_cycles + copy,
+                    });
+                }
+                Cause::FaultFill => {
+                    // Still zero-filled (its faulting access waits for this): no copy.
+                    os.move_fresh_page(r.asid, m, to, changes)?;
+                    self.c.fault_fills += 1;
+                }
+            }
+            touched.push((i, set));
+        }
+        self.requests = deferred;
+        Ok(())
     }
 
     #[inline]
@@ -800,6 +1076,22 @@ impl Design for Utopia {
         s.put_u64("place_set_full", c.place_set_full);
         s.put_u64("place_no_restseg", c.place_no_restseg);
         s.put_u64("slots_not_yet_reserved", c.slots_not_yet_reserved);
+        s.put_u64("migrations_promotion", c.promotions);
+        s.put_u64("migrations_fault_fill", c.fault_fills);
+        s.put_u64("migrations_eviction", c.evictions);
+        // The paper's migrations (copies): promotions and evictions; fault fills copy nothing.
+        s.put_u64("migrations", c.promotions + c.evictions);
+        s.put_u64("stale_requests", c.stale_requests);
+        s.put_u64("evictions_no_memory", c.evictions_no_memory);
+        s.put_u64("stalled_walks", c.stalled_walks);
+        s.put_u64("stall_cycles", c.stall_cycles);
+        let h = s.section("reuse_at_eviction");
+        for (k, n) in ["0", "1_5", "6_20", "over_20"]
+            .iter()
+            .zip(c.reuse_at_eviction)
+        {
+            h.put_u64(k, n);
+        }
         s.put_u64("tar_sf_bytes", self.struct_bytes);
         s.put_u64("tar_sf_peak_bytes", self.peak_struct_bytes);
         s.put_u64("flex_page_table_bytes", self.flex.footprint().bytes);
@@ -821,13 +1113,7 @@ impl Design for Utopia {
             r.put_u64("tar_bytes_per_process", seg.tar_bytes());
             r.put_u64("sf_bytes_per_process", seg.sf_bytes());
             for o in seg.slots.iter().filter_map(|s| s.occupant) {
-                let b = match o.reuse {
-                    0 => 0,
-                    1..=5 => 1,
-                    6..=20 => 2,
-                    _ => 3,
-                };
-                reuse_hist[b] += 1;
+                reuse_hist[reuse_bucket(o.reuse)] += 1;
             }
         }
         let created = s.section("restseg_layout");
@@ -836,8 +1122,7 @@ impl Design for Utopia {
             r.put_u64("configured_bytes", l.configured_bytes);
             r.put_u64("bytes", l.bytes);
         }
-        // RSW hits per page resident now (the paper's Fig. 26 counts evicted pages; with
-        // no eviction modelled, resident pages are the ones there are).
+        // RSW hits per page resident at the end (Fig. 26 counts evicted pages: above).
         let h = s.section("resident_reuse");
         for (k, n) in ["0", "1_5", "6_20", "over_20"].iter().zip(reuse_hist) {
             h.put_u64(k, n);

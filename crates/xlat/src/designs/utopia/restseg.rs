@@ -57,6 +57,9 @@ pub struct Slot {
     /// while a page occupies it, while a placed page is being mapped, and when the frames
     /// went back to the buddy allocator and could not be taken back yet.
     pub reserved: bool,
+    /// The design handed the slot's frames out (placement or a migration into it) and the
+    /// page is not mapped there yet: nothing else may take or reserve them meanwhile.
+    pub claimed: bool,
 }
 
 /// A RestSeg's geometry and slots.
@@ -92,7 +95,8 @@ impl RestSeg {
             slots: vec![
                 Slot {
                     occupant: None,
-                    reserved: true
+                    reserved: true,
+                    claimed: false,
                 };
                 pages as usize
             ],
@@ -148,17 +152,21 @@ impl RestSeg {
             .count() as u32
     }
 
-    /// SRRIP victim of set `set` (every way occupied): the first way predicted for distant
-    /// re-reference, ageing the set until one is (Jaleel et al., ISCA 2010).
-    pub fn srrip_victim(&mut self, set: u64) -> u32 {
+    /// SRRIP victim of set `set` among its occupied ways: the first way predicted for distant
+    /// re-reference, ageing the set until one is (Jaleel et al., ISCA 2010); `None` when no
+    /// way is occupied.
+    pub fn srrip_victim(&mut self, set: u64) -> Option<u32> {
         let first = (set * self.ways as u64) as usize;
+        let row = &mut self.slots[first..first + self.ways as usize];
+        if row.iter().all(|s| s.occupant.is_none()) {
+            return None;
+        }
         loop {
-            let row = &mut self.slots[first..first + self.ways as usize];
             if let Some(w) = row
                 .iter()
                 .position(|s| s.occupant.is_some_and(|o| o.rrpv >= RRPV_MAX))
             {
-                return w as u32;
+                return Some(w as u32);
             }
             for s in row.iter_mut() {
                 if let Some(o) = s.occupant.as_mut() {
@@ -292,7 +300,7 @@ mod tests {
 
     #[test]
     fn srrip_evicts_a_distant_way_and_ages_the_set_until_one_exists() {
-        let mut s = seg(4 * 4096, PageSize::Size4K, 4);
+        let mut s = seg(8 * 4096, PageSize::Size4K, 4);
         for w in 0..4 {
             s.slots[w].occupant = Some(Occupant {
                 asid: 0,
@@ -302,8 +310,9 @@ mod tests {
                 reuse: 0,
             });
         }
-        assert_eq!(s.srrip_victim(0), 2);
+        assert_eq!(s.srrip_victim(0), Some(2));
         s.slots[1].occupant.as_mut().unwrap().rrpv = RRPV_MAX;
-        assert_eq!(s.srrip_victim(0), 1);
+        assert_eq!(s.srrip_victim(0), Some(1));
+        assert_eq!(s.srrip_victim(1), None);
     }
 }

@@ -266,3 +266,124 @@ proptest! {
         }
     }
 }
+
+/// A run of `workloads` on utopia with small RestSegs (so sets fill up), oracle on.
+fn run(workloads: &str, extra: &[(&str, &str)]) -> serde_json::Value {
+    let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let mut set = vec![
+        o("sim.design", "utopia"),
+        o("sim.refs", "40000"),
+        o("workload.name", workloads),
+        o("workload.footprint", "64MiB"),
+        o("os.phys_mem_bytes", "1GiB"),
+        o(
+            "utopia.restsegs",
+            r#"[{bytes = 1048576, page_size = "4KiB", ways = 4}, {bytes = 16777216, page_size = "2MiB", ways = 4}]"#,
+        ),
+    ];
+    set.extend(extra.iter().map(|(k, v)| o(k, v)));
+    let cfg = crate::config::Config::resolve(None, &set).unwrap();
+    crate::engine::run_workload(&cfg).unwrap()
+}
+
+fn n(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap()
+}
+
+#[test]
+fn a_fault_on_a_full_set_evicts_the_srrip_victim_to_the_flexseg_and_takes_its_slot() {
+    for thp in ["never", "always"] {
+        let r = run("gups", &[("os.thp", thp)]);
+        let u = &r["utopia"];
+        assert_eq!(r["oracle"]["mismatches"], 0);
+        assert!(n(&u["place_set_full"]) > 0, "thp {thp}");
+        assert!(n(&u["migrations_eviction"]) > 0, "thp {thp}");
+        assert!(n(&u["migrations_fault_fill"]) > 0, "thp {thp}");
+        // Evictions and promotions are the OS model's migrations (fault fills copy nothing).
+        assert_eq!(r["os"]["migrations"], u["migrations"], "thp {thp}");
+        if thp == "never" {
+            assert!(n(&u["rsw_hits"]) > 0);
+        }
+    }
+}
+
+#[test]
+fn ptw_tracking_migrates_pages_whose_walks_reach_both_thresholds() {
+    let r = run(
+        "gups",
+        &[
+            ("utopia.place_on_fault", "false"),
+            ("utopia.promote_walks", "2"),
+            ("utopia.promote_dram_accesses", "0"),
+        ],
+    );
+    let u = &r["utopia"];
+    assert_eq!(r["oracle"]["mismatches"], 0);
+    assert_eq!(n(&u["placed"]), 0);
+    assert!(n(&u["migrations_promotion"]) > 0);
+    assert!(n(&u["rsw_hits"]) > 0);
+    // Off, nothing moves and every walk is a FlexSeg walk.
+    let r = run(
+        "gups",
+        &[
+            ("utopia.place_on_fault", "false"),
+            ("utopia.ptw_tracking", "false"),
+        ],
+    );
+    assert_eq!(r["utopia"]["migrations"], 0);
+    assert_eq!(r["utopia"]["rsw_hits"], 0);
+    assert_eq!(r["utopia"]["flex_walks"], r["utopia"]["walks"]);
+}
+
+#[test]
+fn utopia_keeps_the_oracle_on_four_cores_and_under_context_switches_with_full_sets() {
+    for thp in ["never", "always"] {
+        let r = run(
+            "gups,kv,bfs,xsbench",
+            &[
+                ("sim.cores", "4"),
+                ("os.thp", thp),
+                ("utopia.promote_walks", "2"),
+            ],
+        );
+        assert_eq!(r["oracle"]["mismatches"], 0);
+        assert!(n(&r["utopia"]["migrations_eviction"]) > 0);
+        for flush in ["false", "true"] {
+            let r = run(
+                "gups,kv,bfs",
+                &[
+                    ("sim.quantum", "20000"),
+                    ("sim.flush_tlb_on_switch", flush),
+                    ("os.thp", thp),
+                    ("utopia.promote_walks", "2"),
+                ],
+            );
+            assert_eq!(r["oracle"]["mismatches"], 0);
+            assert!(n(&r["switch"]["count"]) >= 3);
+            if thp == "never" {
+                // (2 MiB pages all fit the L2 TLB: no walk but the first.)
+                assert!(n(&r["utopia"]["rsw_hits"]) > 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_walk_to_a_page_being_migrated_waits_for_the_copy() {
+    let (mut u, mut phys, mut mem) = setup(&small_cfg());
+    u.set_l2_tlb_latency(12);
+    let m = fault(&mut u, &mut phys, 0, Vpn(0x99), PageSize::Size4K);
+    u.now = 5_000;
+    u.in_flight.push(InFlight {
+        asid: 0,
+        vpn: m.vpn,
+        size: m.size,
+        done: 5_800,
+    });
+    u.walk(0, m.vpn, &mut mem); // warm the TAR/SF caches
+    let w = u.walk(0, m.vpn, &mut mem);
+    assert_eq!(w.latency_cycles, 800); // the RSW itself is hidden behind the L2 TLB lookup
+    assert_eq!(u.c.stalled_walks, 2);
+    u.now = 6_000;
+    assert_eq!(u.walk(0, m.vpn, &mut mem).latency_cycles, 0);
+}
