@@ -17,6 +17,7 @@ pub mod ideal;
 pub mod lvm;
 pub mod mehpt;
 pub mod perfect_tlb;
+pub mod pom_tlb;
 pub mod radix;
 pub mod utopia;
 
@@ -387,5 +388,6 @@ designs! {
     mehpt: Mehpt(MehptConfig) "ME-HPT: ECPT with L2P-mapped chunked ways, changing chunk sizes, in-place and per-way resizing";
     fpt: Fpt(FptConfig) "flattened page tables: radix with PML4+PDPT and PD+PT folded into 2 MiB tables when 2 MiB blocks are free";
     lvm: Lvm(LvmConfig) "LVM: per-process learned index of fixed-point linear models over gapped page tables, LVM walk cache";
+    pom_tlb: PomTlb(PomTlbConfig) "POM-TLB: a 64K-entry 16-way SRRIP L3 TLB in memory (lines through the data caches) probed after the L2 TLB miss, then the radix walk";
     utopia: Utopia(UtopiaConfig) "Utopia: set-associative RestSegs (TAR/SF, RestSeg walk with TAR/SF caches, page-fault-based placement) beside a radix-translated FlexSeg";
 }
