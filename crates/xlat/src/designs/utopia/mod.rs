@@ -32,13 +32,28 @@
 //! TLB miss serially (Utopia-Serial, §8.3.6).
 //!
 //! Placement (§5.5, §5.6), through the OS model's placement hook: at a page fault a page of a
-//! RestSeg's page size goes to a free way of its set (page-fault-based allocation); when every
-//! way of the set is held the page goes to the FlexSeg (`utopia.place_set_full`). A mapping the
-//! OS installs is a RestSeg page exactly when its frame is the slot of its set in the RestSeg
-//! of its size and the slot is free; every other mapping (other sizes, other frames) is a
-//! FlexSeg page. On unmap, a RestSeg slot's frames are taken back as reserved memory (when the
-//! OS gave them to the buddy allocator and something else already took them, the slot waits
-//! until they are free again: `utopia.slots_not_yet_reserved`).
+//! RestSeg's page size goes to a free way of its set (page-fault-based allocation). When every
+//! way of the set is held (`utopia.place_set_full`), the page is installed in the FlexSeg and,
+//! right after the fault (before the faulting access completes), the set's SRRIP victim is
+//! migrated to a FlexSeg block (`Os::migrate`: shootdown, cache flush of the page, copy) and
+//! the new page is moved into the freed slot without a copy (`Os::move_fresh_page`: it is
+//! still zero-filled), which is the paper's direct allocation into the slot
+//! (`evict_on_full_set`). PTW tracking (§5.5, `ptw_tracking`): every TLB-miss FlexSeg walk that
+//! finds a page of a RestSeg's size counts, in the page's PTE (a map beside the radix table
+//! stands for the 9 unused PTE bits), one walk (5-bit saturating counter) and the walk's DRAM
+//! references (4-bit); when both reach `promote_walks` / `promote_dram_accesses` the counters
+//! reset and the page is queued for migration into its set (evicting the SRRIP victim when the
+//! set is full). Queued migrations run through `Design::os_work` once per event chunk (the
+//! asynchronous interrupt of §5.6), one per set per call. A copy takes
+//! `os.migration.copy_cycles_per_4k` per 4 KiB (1000: Table 1's derivation); a walk that
+//! reaches a page whose copy has not finished by the OS clock waits for the rest
+//! (`utopia.stalled_walks`). SRRIP: 2-bit RRPVs, insertion at 2, an RSW hit sets 0.
+//!
+//! A mapping the OS installs is a RestSeg page exactly when its frame is the slot of its set
+//! in the RestSeg of its size and the slot is free; every other mapping (other sizes, other
+//! frames) is a FlexSeg page. On unmap, a RestSeg slot's frames are taken back as reserved
+//! memory (when the OS gave them to the buddy allocator and something else already took them,
+//! the slot waits until they are free again: `utopia.slots_not_yet_reserved`).
 //!
 //! TAR/SF caches are physically addressed and not flushed on a context switch (§6.1); every
 //! change of a RestSeg set invalidates the lines of its TAR entries and SF counter in every
@@ -50,13 +65,21 @@
 //! 16-way, one of 4 KiB and one of 2 MiB pages), `hash` (`modulo` | `prime_displacement` |
 //! `xor` | `mersenne`), `tar_cache_bytes` / `sf_cache_bytes` (2048), `cache_ways` (4),
 //! `cache_latency_cycles` (2), `rsw_parallel_with_l2_tlb` (true), `place_on_fault` (true),
-//! `[utopia.flex]` the FlexSeg's radix settings (as `[radix]`).
+//! `evict_on_full_set` (true), `ptw_tracking` (true), `promote_walks` (8),
+//! `promote_dram_accesses` (8), `max_memory_share` (1/16: a RestSeg larger than that share of
+//! physical memory is shrunk to the largest power of two within it; one left with fewer than
+//! two sets is not created), `[utopia.flex]` the FlexSeg's radix settings (as `[radix]`).
 //!
 //! ## Deviations from the paper
-//! - A full set sends the faulting page to the FlexSeg; the paper evicts the set's SRRIP victim
-//!   to the FlexSeg instead, and migrates costly-to-translate FlexSeg pages into RestSegs
-//!   (PTW-tracking). Neither migration is modelled yet (SRRIP state is kept: RSW hits refresh
-//!   it), so `utopia` here is the page-fault-based allocation policy alone.
+//! - A page that faults on a full set is installed in the FlexSeg first and moved into its
+//!   slot right after the fault: no copy is charged, but a shootdown is counted for it.
+//! - The OS clock advances once per event chunk (512 events): a walk to a migrated page before
+//!   the next chunk boundary waits for the whole remaining copy, so `stall_cycles` is an upper
+//!   bound.
+//! - The PTW-tracking thresholds are not given by the paper; the defaults (8 walks, 8 DRAM
+//!   references) are ours.
+//! - A RestSeg frame that the OS frees and the buddy allocator hands out before the design can
+//!   take it back (possible only under reclaim) serves a FlexSeg page until it is free again.
 //! - An RSW that runs beside an L2 TLB hit is not simulated (the engine walks only after an
 //!   L2 TLB miss), so its TAR/SF cache fills and memory references on L2 hits are missing.
 //! - The paper's other systems also walk in parallel with the L2 TLB; here only Utopia's RSW
