@@ -15,7 +15,9 @@ Examples
 """
 
 import argparse
+import hashlib
 import json
+import os
 import subprocess
 import sys
 
@@ -43,7 +45,16 @@ def run(design, workload, thp, args, extra=()):
         restsegs(args.restseg_bytes),
         *extra,
     ]
+    # Records are cached by command line (deterministic runs), so an interrupted sweep resumes.
+    key = hashlib.sha1(" ".join(cmd).encode()).hexdigest()[:16]
+    path = os.path.join(args.cache, f"{design}-{workload}-{thp}-{key}.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    os.makedirs(args.cache, exist_ok=True)
+    with open(path, "w") as f:
+        f.write(out)
     return json.loads(out)
 
 
@@ -67,44 +78,52 @@ def main():
     ap.add_argument("--refs", default="10M")
     ap.add_argument("--footprint", default="2GiB")
     ap.add_argument("--restseg-bytes", type=int, default=128 << 20)
-    ap.add_argument("--workloads", default="gups,bfs,xsbench")
-    ap.add_argument("--thp", default="never,always")
+    ap.add_argument("--runs", default="never:gups,never:bfs,never:xsbench,always:gups")
+    ap.add_argument("--cache", default="/tmp/utopia_eval")
     args = ap.parse_args()
-    rows = []
-    for thp in args.thp.split(","):
-        for w in args.workloads.split(","):
-            rec = {d: run(d, w, thp, args) for d in DESIGNS}
-            serial = run("utopia", w, thp, args, ["utopia.rsw_parallel_with_l2_tlb=false"])
-            f = {d: figures(r) for d, r in rec.items()}
-            u = rec["utopia"]["utopia"]
-            base = f["radix"]
-            speed = {d: base["cycles"] / f[d]["cycles"] for d in DESIGNS}
-            rows.append((thp, w, f, u, speed, base["cycles"] / serial["timing"]["cycles"]))
-            print(f"done {thp} {w}", file=sys.stderr)
-    print("| THP | workload | speedup pom_tlb / ecpt / utopia (serial RSW) / perfect_tlb "
-          "| xlat latency vs radix: pom / ecpt / utopia | translation mem refs vs radix "
-          "| RSW : FlexSeg walk cycles | TAR / SF cache hit | walks avoided "
-          "| migrations / kilo-instr (evict share) | stalled walks | DRAM row conflicts vs radix |")
-    print("|" + "---|" * 12)
-    for thp, w, f, u, speed, serial in rows:
-        b = f["radix"]
-        lat = " / ".join(
-            f"{100 * (f[d]['xlat_per_l1_miss'] / b['xlat_per_l1_miss'] - 1):+.0f} %"
-            for d in ["pom_tlb", "ecpt", "utopia"]
-        )
-        mem = f"{100 * (f['utopia']['walk_mem'] / max(b['walk_mem'], 1) - 1):+.0f} %"
-        rsw = u["rsw_avg_cycles"] or 0
-        ratio = f"{rsw:.0f} : {u['flex_walk_avg_cycles']:.0f}"
-        migr = u["migrations"] / (f["utopia"]["instructions"] / 1000)
-        share = u["migrations_eviction"] / max(u["migrations"], 1)
-        rbc = f"{100 * (f['utopia']['row_conflicts'] / b['row_conflicts'] - 1):+.0f} %"
-        print(
-            f"| {thp} | {w} | {speed['pom_tlb']:.2f} / {speed['ecpt']:.2f} / "
-            f"{speed['utopia']:.2f} ({serial:.2f}) / {speed['perfect_tlb']:.2f} | {lat} | {mem} "
-            f"| {ratio} | {100 * u['tar_cache_hit_rate']:.0f} % / "
-            f"{100 * u['sf_cache_hit_rate']:.0f} % | {100 * u['walks_avoided_share']:.0f} % "
-            f"| {migr:.2f} ({100 * share:.0f} %) | {u['stalled_walks']} | {rbc} |"
-        )
+    print(HEADER, flush=True)
+    for thp_w in args.runs.split(","):
+        thp, w = thp_w.split(":")
+        rec = {d: run(d, w, thp, args) for d in DESIGNS}
+        serial = run("utopia", w, thp, args, ["utopia.rsw_parallel_with_l2_tlb=false"])
+        f = {d: figures(r) for d, r in rec.items()}
+        base = f["radix"]
+        speed = {d: base["cycles"] / f[d]["cycles"] for d in DESIGNS}
+        serial = base["cycles"] / serial["timing"]["cycles"]
+        print(row(thp, w, f, rec["utopia"]["utopia"], speed, serial), flush=True)
+        print(f"done {thp} {w}", file=sys.stderr)
+
+
+HEADER = (
+    "| THP | workload | speedup pom_tlb / ecpt / utopia (serial RSW) / perfect_tlb "
+    "| xlat latency vs radix: pom / ecpt / utopia | translation mem refs vs radix "
+    "| RSW : FlexSeg walk cycles | TAR / SF cache hit | walks avoided "
+    "| migrations / kilo-instr (evict share) | stalled walks | DRAM row conflicts vs radix |\n"
+    + "|"
+    + "---|" * 11
+)
+
+
+def row(thp, w, f, u, speed, serial):
+    """One Markdown row of the table."""
+    b = f["radix"]
+    lat = " / ".join(
+        f"{100 * (f[d]['xlat_per_l1_miss'] / b['xlat_per_l1_miss'] - 1):+.0f} %"
+        for d in ["pom_tlb", "ecpt", "utopia"]
+    )
+    mem = f"{100 * (f['utopia']['walk_mem'] / max(b['walk_mem'], 1) - 1):+.0f} %"
+    rsw = u["rsw_avg_cycles"] or 0
+    ratio = f"{rsw:.0f} : {u['flex_walk_avg_cycles']:.0f}"
+    migr = u["migrations"] / (f["utopia"]["instructions"] / 1000)
+    share = u["migrations_eviction"] / max(u["migrations"], 1)
+    rbc = f"{100 * (f['utopia']['row_conflicts'] / b['row_conflicts'] - 1):+.0f} %"
+    return (
+        f"| {thp} | {w} | {speed['pom_tlb']:.2f} / {speed['ecpt']:.2f} / "
+        f"{speed['utopia']:.2f} ({serial:.2f}) / {speed['perfect_tlb']:.2f} | {lat} | {mem} "
+        f"| {ratio} | {100 * u['tar_cache_hit_rate']:.0f} % / "
+        f"{100 * u['sf_cache_hit_rate']:.0f} % | {100 * u['walks_avoided_share']:.0f} % "
+        f"| {migr:.2f} ({100 * share:.0f} %) | {u['stalled_walks']} | {rbc} |"
+    )
 
 
 if __name__ == "__main__":
