@@ -167,13 +167,15 @@ impl<D: Design> Sim<D> {
         os.set_page_sizes(design.page_sizes())?;
         os.set_va_bits(design.va_bits().unwrap_or(cfg.machine_va_bits()));
         let asid = os.process(0);
+        let mmu = Mmu::new(&cfg.tlb);
+        design.set_l2_tlb_latency(mmu.l2_latency_cycles);
         // One source on several cores: a multi-threaded trace.
         let threaded = more.is_empty() && cfg.sim.cores > 1;
         let machine = Machine::build(&cfg, &mut os, &mut design, more, threaded);
         let mut mem = MemSystem::new(&cfg.mem);
         mem.nested = nested;
         Ok(Sim {
-            mmu: Mmu::new(&cfg.tlb),
+            mmu,
             mem,
             l1_oracle_native: cfg.sim.oracle && !cfg.virt.enabled,
             core: (cfg.timing.model == TimingModel::Ooo)
@@ -262,6 +264,23 @@ impl<D: Design> Sim<D> {
     /// Run the OS daemons due by now (simulated core cycles so far), once per event chunk.
     #[cold]
     fn run_daemons(&mut self) -> Result<(), SimError> {
+        let now = self.os_now();
+        self.os
+            .tick(now, &mut self.changes)
+            .map_err(|e| self.os_err(e))?;
+        self.apply_changes().map_err(|e| self.os_err(e))?;
+        self.design_os_work(now)?;
+        // Nested runs only (virt/): the host OS's daemons.
+        if let Some(mut host) = self.mem.nested.take() {
+            host.tick(now, &mut self.mem);
+            self.mem.nested = Some(host);
+            self.nested_sync()?;
+        }
+        Ok(())
+    }
+
+    /// The OS clock: simulated core cycles so far.
+    fn os_now(&mut self) -> u64 {
         let mut now = self
             .timing
             .core_cycles(&self.cfg.timing, self.c.instructions) as u64;
@@ -271,15 +290,18 @@ impl<D: Design> Sim<D> {
             now = now.max(machine.os_now);
             machine.os_now = now;
         }
-        self.os
-            .tick(now, &mut self.changes)
-            .map_err(|e| self.os_err(e))?;
-        self.apply_changes().map_err(|e| self.os_err(e))?;
-        // Nested runs only (virt/): the host OS's daemons.
-        if let Some(mut host) = self.mem.nested.take() {
-            host.tick(now, &mut self.mem);
-            self.mem.nested = Some(host);
-            self.nested_sync()?;
+        now
+    }
+
+    /// The OS work the design asked for (`Design::os_work`: Utopia's migrations), then its
+    /// mapping changes.
+    #[cold]
+    fn design_os_work(&mut self, now: u64) -> Result<(), SimError> {
+        if self.design.wants_os_work() {
+            self.design
+                .os_work(&mut self.os, now, &mut self.changes)
+                .map_err(|e| self.os_err(e))?;
+            self.apply_changes().map_err(|e| self.os_err(e))?;
         }
         Ok(())
     }
@@ -517,6 +539,12 @@ impl<D: Design> Sim<D> {
                 )
                 .map_err(|e| self.os_err(e))?;
             self.apply_changes().map_err(|e| self.os_err(e))?;
+            // Work the fault gave the design (Utopia: a full set's eviction), before the
+            // repeated walk.
+            if self.design.wants_os_work() {
+                let now = self.os_now();
+                self.design_os_work(now)?;
+            }
         }
         Err(SimError::Oracle(format!(
             "design '{}' cannot find the page the OS just mapped at {va} (ASID {})",
@@ -801,6 +829,7 @@ impl<D: Design> Sim<D> {
             if self.pos == self.buf.len() {
                 // (The host's daemons in a nested run: virt/.)
                 if self.os.has_daemons()
+                    || self.design.wants_os_work()
                     || self.mem.nested.as_ref().is_some_and(|h| h.has_daemons())
                 {
                     self.run_daemons()?;

@@ -17,9 +17,11 @@ pub mod ideal;
 pub mod lvm;
 pub mod mehpt;
 pub mod perfect_tlb;
+pub mod pom_tlb;
 pub mod radix;
 pub mod rmm;
 pub mod tps;
+pub mod utopia;
 
 use crate::addr::{Asid, Mapping, PageSizeSet, Pfn, Vpn, BASE_PAGE_BYTES};
 use crate::mem::MemSystem;
@@ -133,6 +135,35 @@ pub trait Design: Sized + Send {
     #[inline]
     fn walk_after_fault(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
         self.walk(asid, vpn, mem)
+    }
+    /// The L2 TLB's lookup latency, told once before any walk. A design whose walk starts
+    /// together with the L2 TLB lookup (Utopia's RestSeg walk) reports only the part of its
+    /// latency that outlasts it (the engine charges the L2 TLB latency before every walk).
+    /// The default ignores it.
+    fn set_l2_tlb_latency(&mut self, _cycles: u32) {}
+    /// Whether the design has OS work queued ([`Design::os_work`]). Polled by the engine once
+    /// per event chunk and after every page fault, so it must be cheap; the default (no work)
+    /// keeps the engine's loop exactly as it is for designs without any.
+    #[inline]
+    fn wants_os_work(&self) -> bool {
+        false
+    }
+    /// Do the OS work the design queued (Utopia's page migrations) at simulated cycle
+    /// `now_cycles`, through the OS model's public operations (`Os::migrate` with a
+    /// destination block the design took from `os.phys`, `Os::translate` to check that a
+    /// queued page is still mapped as it was).
+    ///
+    /// Contract: mappings change only through the OS model, whose changes go to `changes`;
+    /// the engine applies them right after (the design's `map` / `unmap`, TLB shootdowns,
+    /// cache flushes of moved frames), so the design sees its own migrations the way it sees
+    /// any OS change. Called only when [`Design::wants_os_work`] is true.
+    fn os_work(
+        &mut self,
+        _os: &mut crate::os::Os,
+        _now_cycles: u64,
+        _changes: &mut Vec<crate::os::MapChange>,
+    ) -> Result<(), OsError> {
+        Ok(())
     }
     /// Page-table memory held.
     fn footprint(&self) -> PtFootprint;
@@ -361,4 +392,6 @@ designs! {
     lvm: Lvm(LvmConfig) "LVM: per-process learned index of fixed-point linear models over gapped page tables, LVM walk cache";
     tps: Tps(TpsConfig) "Tailored Page Sizes: pages of every power of two in an x86 radix table (alias PTEs or full copies)";
     rmm: Rmm(RmmConfig) "Redundant Memory Mappings: radix plus a range table of contiguous mappings, walked in the background to fill a range TLB";
+    pom_tlb: PomTlb(PomTlbConfig) "POM-TLB: a 64K-entry 16-way SRRIP L3 TLB in memory (lines through the data caches) probed after the L2 TLB miss, then the radix walk";
+    utopia: Utopia(UtopiaConfig) "Utopia: set-associative RestSegs (TAR/SF, RestSeg walk with TAR/SF caches, page-fault-based placement) beside a radix-translated FlexSeg";
 }

@@ -418,6 +418,13 @@ impl MemSystem {
         a
     }
 
+    /// Page-table reads of the running core served by DRAM so far (a design compares two
+    /// readings to count the DRAM accesses of one walk, e.g. Utopia's PTW-cost counters).
+    #[inline]
+    pub fn pt_dram_reads(&self) -> u64 {
+        self.private.pt_served[ServedBy::Dram as usize]
+    }
+
     /// Write the `cache` and `dram` sections of the result record.
     pub fn stats(&self, out: &mut Stats) {
         // Key order as before the private / shared split: l1d, l2, llc, pt_served_*.

@@ -1399,6 +1399,11 @@ impl Os {
             + self.swap.swap_outs * self.cfg.swap.swap_out_cycles
     }
 
+    /// The OS settings (e.g. the migration costs a design's own OS work follows).
+    pub fn config(&self) -> &OsConfig {
+        &self.cfg
+    }
+
     /// Whether any background daemon runs (the engine then calls [`Os::tick`]).
     pub fn has_daemons(&self) -> bool {
         self.cfg.khugepaged.enabled || self.cfg.kcompactd.enabled
@@ -1574,11 +1579,41 @@ impl Os {
         }
         p.pages.remove(m);
         changes.push(MapChange::Unmap(asid, m));
+        // A migrated page leaves its reservation (docs/os-model.md).
+        self.break_reservations(asid, m.vpn, m.size.base_pages());
         self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
         self.moved_frames.push((m.pfn, m.size.order()));
         self.c.migrations += 1;
         self.c.bytes_copied += m.size.bytes();
         self.c.migration_cycles += m.size.base_pages() * self.cfg.migration.copy_cycles_per_4k;
+        self.count_shootdowns(1);
+        let nm = Mapping { pfn: to, ..m };
+        self.install(asid, nm, changes);
+        Ok(nm)
+    }
+
+    /// Move the page `m` of `asid`, installed by the fault being handled and not accessed
+    /// yet (zero-filled, so nothing is copied), to the block at `to` (allocated by the caller
+    /// for [`FrameUse::Data`]); the old frames are freed. Counted as a shootdown, not as a
+    /// migration: a placement decided right after the fault (Utopia's eviction on a full
+    /// set, whose new page the paper allocates in the slot directly).
+    pub fn move_fresh_page(
+        &mut self,
+        asid: Asid,
+        m: Mapping,
+        to: Pfn,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<Mapping, OsError> {
+        let p = &mut self.procs[asid as usize];
+        if p.pages.get(m.vpn) != Some(m) {
+            return Err(OsError(format!(
+                "move_fresh_page: {m:?} is not mapped in ASID {asid}"
+            )));
+        }
+        p.pages.remove(m);
+        changes.push(MapChange::Unmap(asid, m));
+        self.break_reservations(asid, m.vpn, m.size.base_pages());
+        self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
         self.count_shootdowns(1);
         let nm = Mapping { pfn: to, ..m };
         self.install(asid, nm, changes);
