@@ -41,12 +41,16 @@ fn mapped_bytes(v: &VmaSet) -> u64 {
 const REGION_SHIFT: u32 = 15;
 const REGION_WORDS: usize = 1 << (REGION_SHIFT - 6);
 
-/// A set of 4 KiB page numbers as bitmaps of 128 MiB regions, with a memo of the last region.
+/// Direct-mapped memo slots of region numbers (a 32 GiB span of address space hits it).
+const MEMO_SLOTS: usize = 256;
+
+/// A set of 4 KiB page numbers as bitmaps of 128 MiB regions, found through a direct-mapped
+/// memo of region numbers (a random access over a few GiB must not cost a hash lookup).
 struct PageSet {
     index: HashMap<u64, usize>,
     regions: Vec<Box<[u64; REGION_WORDS]>>,
-    memo_key: u64,
-    memo_idx: usize,
+    memo_key: Box<[u64; MEMO_SLOTS]>,
+    memo_idx: Box<[u32; MEMO_SLOTS]>,
 }
 
 impl PageSet {
@@ -54,20 +58,22 @@ impl PageSet {
         PageSet {
             index: HashMap::new(),
             regions: Vec::new(),
-            memo_key: u64::MAX,
-            memo_idx: 0,
+            memo_key: Box::new([u64::MAX; MEMO_SLOTS]),
+            memo_idx: Box::new([0; MEMO_SLOTS]),
         }
     }
 
     #[inline]
     fn insert(&mut self, page: u64) {
         let key = page >> REGION_SHIFT;
-        if key != self.memo_key {
-            self.memo_idx = self.region(key);
-            self.memo_key = key;
+        let slot = (key as usize) % MEMO_SLOTS;
+        if self.memo_key[slot] != key {
+            self.memo_idx[slot] = self.region(key) as u32;
+            self.memo_key[slot] = key;
         }
+        let idx = self.memo_idx[slot] as usize;
         let bit = (page & ((1 << REGION_SHIFT) - 1)) as usize;
-        self.regions[self.memo_idx][bit >> 6] |= 1 << (bit & 63);
+        self.regions[idx][bit >> 6] |= 1 << (bit & 63);
     }
 
     #[cold]
@@ -88,6 +94,9 @@ impl PageSet {
     }
 }
 
+const PAGE_MEMO: usize = 8;
+const VMA_MEMO: usize = 4;
+
 /// The summary of the events seen so far; [`Summary::to_json`] gives the object `xlat trace
 /// info` prints.
 pub struct Summary {
@@ -99,13 +108,15 @@ pub struct Summary {
     syscalls: BTreeMap<&'static str, u64>,
     pages: PageSet,
     written: PageSet,
-    /// Page of the previous access, and of the previous store (`u64::MAX`: none).
-    last_page: u64,
-    last_written: u64,
-    /// The VMA of the current process last found to contain an access (`[lo, hi)`; emptied by
-    /// every event that is not an access, since any of them may change the VMAs or the process).
-    vma_lo: u64,
-    vma_hi: u64,
+    /// Pages already in `pages` / `written`, direct-mapped by the page number's low bits (a
+    /// few interleaved streams each keep their slot; `u64::MAX`: empty).
+    seen_page: [u64; PAGE_MEMO],
+    seen_written: [u64; PAGE_MEMO],
+    /// VMAs of the current process recently found to contain an access (`[lo, hi)`, replaced
+    /// round-robin; all emptied by every event that is not an access, since any of them may
+    /// change the VMAs or the process).
+    vma_memo: [(u64, u64); VMA_MEMO],
+    vma_next: usize,
     outside: u64,
     procs: Vec<(u32, Proc)>,
     cur: usize,
@@ -130,10 +141,10 @@ impl Summary {
             syscalls: BTreeMap::new(),
             pages: PageSet::new(),
             written: PageSet::new(),
-            last_page: u64::MAX,
-            last_written: u64::MAX,
-            vma_lo: 0,
-            vma_hi: 0,
+            seen_page: [u64::MAX; PAGE_MEMO],
+            seen_written: [u64::MAX; PAGE_MEMO],
+            vma_memo: [(0, 0); VMA_MEMO],
+            vma_next: 0,
             outside: 0,
             procs: vec![(0, Proc::default())],
             cur: 0,
@@ -159,22 +170,27 @@ impl Summary {
         {
             self.instrs += n as u64;
             let page = va.0 >> 12;
-            if page != self.last_page {
+            let slot = page as usize % PAGE_MEMO;
+            if self.seen_page[slot] != page {
                 self.pages.insert(page);
-                self.last_page = page;
+                self.seen_page[slot] = page;
             }
             match kind {
                 AccessKind::Load => self.loads += 1,
                 AccessKind::Store => {
                     self.stores += 1;
-                    if page != self.last_written {
+                    if self.seen_written[slot] != page {
                         self.written.insert(page);
-                        self.last_written = page;
+                        self.seen_written[slot] = page;
                     }
                 }
                 AccessKind::IFetch => self.ifetches += 1,
             }
-            if va.0.wrapping_sub(self.vma_lo) >= self.vma_hi.wrapping_sub(self.vma_lo) {
+            let inside = self
+                .vma_memo
+                .iter()
+                .any(|&(lo, hi)| va.0.wrapping_sub(lo) < hi.wrapping_sub(lo));
+            if !inside {
                 self.find_vma(va.0);
             }
         } else {
@@ -186,14 +202,17 @@ impl Summary {
     #[inline(never)]
     fn find_vma(&mut self, va: u64) {
         match self.procs[self.cur].1.vmas.find(va) {
-            Some(v) => (self.vma_lo, self.vma_hi) = (v.start, v.end),
+            Some(v) => {
+                self.vma_memo[self.vma_next] = (v.start, v.end);
+                self.vma_next = (self.vma_next + 1) % VMA_MEMO;
+            }
             None => self.outside += 1,
         }
     }
 
     #[inline(never)]
     fn system_event(&mut self, ev: &Event) {
-        (self.vma_lo, self.vma_hi) = (0, 0);
+        self.vma_memo = [(0, 0); VMA_MEMO];
         let syscalls = &mut self.syscalls;
         let mut sys = |name: &'static str| *syscalls.entry(name).or_default() += 1;
         let p = &mut self.procs[self.cur].1;
