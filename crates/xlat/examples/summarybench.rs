@@ -1,8 +1,8 @@
 //! What the trace summary costs the writer, and how fast `trace info` reads a trace: stored
 //! summary, `--verify`, and the scan of a trace without a stored summary.
 //!
-//! `cargo run --release -p xlat --example summarybench -- [WORKLOAD] [REFS] [FILE]` (defaults:
-//! gups, 20000000, a temporary file). The writer is timed by the CPU time of its thread
+//! `cargo run --release -p xlat --example summarybench -- [WORKLOAD|TRACE.xlat] [REFS] [FILE]`
+//! (defaults: gups, 20000000, a temporary file; a trace file gives its first REFS events). The writer is timed by the CPU time of its thread
 //! (`/proc/thread-self/schedstat`), with and without the summary, interleaved three times, so
 //! that other jobs on the machine disturb the comparison less than wall time would.
 use std::time::Instant;
@@ -48,9 +48,14 @@ fn main() {
         ],
     )
     .expect("config");
-    let mut g = xlat::workloads::create(&cfg.workload, refs, 1).expect("workload");
+    // WORKLOAD may be a trace file (e.g. a recording): its first REFS events are used.
+    let mut g = if workload.ends_with(".xlat") {
+        xlat::trace::open(&workload, None).expect("trace")
+    } else {
+        xlat::workloads::create(&cfg.workload, refs, 1).expect("workload")
+    };
     let mut events = Vec::new();
-    while g.fill(&mut events, 1 << 16).expect("fill") > 0 {}
+    while (events.len() as u64) < refs && g.fill(&mut events, 1 << 16).expect("fill") > 0 {}
     let write = |summary: bool, path: &str| {
         let f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path).unwrap());
         let mut w = NativeWriter::new(f, &serde_json::json!({"workload": workload}), 1).unwrap();
