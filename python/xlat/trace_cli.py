@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from xlat import _core
@@ -109,6 +110,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     i.add_argument("file", help="trace file (native .xlat or ChampSim)")
     i.add_argument("--trace-format", choices=FORMATS, default=None, help="format (default auto)")
     i.add_argument("--json", action="store_true", help="print the summary as JSON")
+    i.add_argument(
+        "--verify",
+        action="store_true",
+        help="read every chunk and check it (checksums, records, totals, stored summary) on "
+        "two worker threads, and hash the file; exit code 2 if anything is wrong",
+    )
+    i.add_argument(
+        "--progress", action="store_true", help="progress on stderr even if not a terminal"
+    )
+    i.add_argument("--quiet", action="store_true", help="no progress on stderr")
     from xlat import record
 
     record.add_parser(tsub)
@@ -138,7 +149,7 @@ def format_info(info: dict, max_vmas: int = 20) -> str:
     lines = [
         f"trace         {t.get('path', '?')} ({t.get('format', '?')}, "
         f"{human_bytes(t.get('bytes', 0))})",
-        f"sha256        {t.get('sha256', '?')}",
+        f"sha256        {t.get('sha256', '(not computed: --verify hashes the file)')}",
         f"events        {info['events']:,}",
         f"references    {refs:,} (loads {info['loads']:,} = {100 * info['load_share']:.1f}%, "
         f"stores {info['stores']:,} = {100 * info['store_share']:.1f}%, "
@@ -149,6 +160,20 @@ def format_info(info: dict, max_vmas: int = 20) -> str:
         f"threads       {info['threads']}",
         "syscalls      " + (", ".join(f"{k} {v:,}" for k, v in info["syscalls"].items()) or "none"),
     ]
+    if info.get("summary_from") == "trailer":
+        lines.append(
+            "summary       stored in the trace at record time (chunks not read; --verify "
+            "checks them)"
+        )
+    v = info.get("verify")
+    if v and "chunks" in v:
+        lines.append(
+            f"verified      OK: {v['chunks']:,} chunks, {v['events']:,} events checked in "
+            f"{v['seconds']:.1f}s ({v['events_per_second'] / 1e6:.0f} M events/s); "
+            f"stored summary {v['summary']}"
+        )
+    elif v:
+        lines.append(f"verified      OK: read whole, {v['events']:,} events")
     if info["refs_outside_vmas"]:
         lines.append(f"WARNING       {info['refs_outside_vmas']:,} references outside every VMA")
     if t.get("vmas_inferred"):
@@ -173,8 +198,85 @@ def format_info(info: dict, max_vmas: int = 20) -> str:
     return "\n".join(lines)
 
 
+#: Seconds between two progress updates of a scan or a verification.
+TICK = 0.25
+
+
+def run_task(task, label: str, show: bool) -> str:
+    """Wait for a ``_core.TraceTask``, drawing its progress on stderr when ``show``; its JSON.
+
+    Raises ``_core.XlatError`` when the task failed.
+    """
+    start = time.monotonic()
+    drawn = False
+    finished = False
+    while not finished:
+        finished = task.wait(TICK)
+        if not show:
+            continue
+        # Drawn at least once (the final state), so a fast task still says what it did.
+        done, total, unit = task.progress
+        elapsed = max(time.monotonic() - start, 1e-9)
+        if unit == "bytes":
+            amount = f"{human_bytes(done)}/{human_bytes(total)} {done / elapsed / 2**20:7.1f} MiB/s"
+        else:
+            amount = f"{done / 1e6:9.1f}" + (f"/{total / 1e6:.1f}" if total else "")
+            amount += f" M events {done / elapsed / 1e6:6.1f} M/s"
+        if total:
+            frac = min(done / total, 1.0)
+            eta = (total - done) / (done / elapsed) if done else float("inf")
+            line = f"\r{label} [{'#' * int(frac * 30):<30}] {amount} ETA {eta:5.0f}s"
+        else:
+            line = f"\r{label} {amount} {elapsed:6.0f}s"
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        drawn = True
+    if drawn:
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+    return task.result()
+
+
 def cmd_info(args: argparse.Namespace) -> int:
-    info = json.loads(_core.trace_info(args.file, args.trace_format))
+    """``xlat trace info``: the stored summary (constant time) or a scan (with progress);
+    ``--verify`` checks every chunk first (exit code 2 when the file is damaged)."""
+    show = not args.quiet and (args.progress or sys.stderr.isatty())
+    verified = scanned = None
+    if args.verify:
+        fmt = args.trace_format
+        try:
+            with open(args.file, "rb") as f:
+                native = f.read(8) == b"XLATTRC\0"
+        except OSError as e:
+            print(f"xlat: error: {args.file}: {e}", file=sys.stderr)
+            return 2
+        if fmt not in (None, "native") or not native:
+            # Other formats have no chunks to check: reading them whole is the check.
+            try:
+                scanned = json.loads(run_task(_core.TraceTask.scan(args.file, fmt), "verify", show))
+            except _core.XlatError as e:
+                print(f"xlat: error: verify failed: {e}", file=sys.stderr)
+                return 2
+            verified = {"ok": True, "events": scanned["events"], "summary": "scanned"}
+        else:
+            try:
+                verified = json.loads(run_task(_core.TraceTask.verify(args.file), "verify", show))
+            except _core.XlatError as e:
+                print(f"xlat: error: verify failed: {e}", file=sys.stderr)
+                return 2
+    stored = _core.trace_stored_summary(args.file, args.trace_format)
+    if stored is not None:
+        info = json.loads(stored)
+    elif scanned is not None:
+        info = scanned
+    else:
+        info = json.loads(
+            run_task(_core.TraceTask.scan(args.file, args.trace_format), "scanning", show)
+        )
+    if verified is not None:
+        info["verify"] = verified
+        if "sha256" in verified:
+            info.setdefault("trace", {})["sha256"] = verified["sha256"]
     if args.json:
         print(json.dumps(info))
     else:

@@ -87,18 +87,172 @@ fn open_trace(path: &str, format: Option<&str>) -> PyResult<Box<dyn xlat::trace:
     xlat::trace::open(path, format).map_err(err)
 }
 
-/// Summarize a trace file (counts, instructions, footprint, VMAs, read/write mix) as JSON text.
+/// Summarize a trace file (counts, instructions, footprint, VMAs, read/write mix) as JSON text:
+/// the summary stored in a native trace (constant time, `"summary_from": "trailer"`), else a
+/// scan of the whole file (`"summary_from": "scan"`).
 #[pyfunction]
 #[pyo3(signature = (path, trace_format=None))]
 fn trace_info(py: Python<'_>, path: &str, trace_format: Option<&str>) -> PyResult<String> {
-    let mut src = open_trace(path, trace_format)?;
-    let mut v = py
-        .allow_threads(|| xlat::trace::info::summarize(src.as_mut()))
-        .map_err(err)?;
+    if let Some(v) = stored_summary(path, trace_format)? {
+        return Ok(v);
+    }
+    py.allow_threads(|| scan_summary(path, trace_format, &TaskProgress::default()))
+        .map_err(err)
+}
+
+/// The stored summary of a native trace as JSON text (with its `trace` section), read in
+/// constant time; None when the trace has none (old recordings, ChampSim: scan it).
+#[pyfunction]
+#[pyo3(signature = (path, trace_format=None))]
+fn trace_stored_summary(path: &str, trace_format: Option<&str>) -> PyResult<Option<String>> {
+    stored_summary(path, trace_format)
+}
+
+fn stored_summary(path: &str, trace_format: Option<&str>) -> PyResult<Option<String>> {
+    let format = xlat::trace::TraceFormat::parse(trace_format.unwrap_or("auto")).map_err(err)?;
+    if matches!(format, Some(f) if f != xlat::trace::TraceFormat::Native) {
+        return Ok(None);
+    }
+    match xlat::trace::info::stored_summary(path).map_err(err)? {
+        Some(v) => Ok(Some(serde_json::to_string(&v).map_err(err)?)),
+        None => Ok(None),
+    }
+}
+
+/// Progress of a background task: work done and the total (0 = unknown), in `unit`s.
+#[derive(Default)]
+struct TaskProgress {
+    done: std::sync::atomic::AtomicU64,
+    total: std::sync::atomic::AtomicU64,
+    verify: xlat::trace::native::VerifyProgress,
+}
+
+fn scan_summary(
+    path: &str,
+    trace_format: Option<&str>,
+    progress: &TaskProgress,
+) -> Result<String, String> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let format = xlat::trace::TraceFormat::parse(trace_format.unwrap_or("auto"))?;
+    progress
+        .total
+        .store(xlat::trace::info::total_events(path).unwrap_or(0), Relaxed);
+    let mut src = xlat::trace::open(path, format).map_err(|e| e.to_string())?;
+    let mut scan = xlat::trace::info::Scan::new();
+    while !scan
+        .step(src.as_mut(), 1 << 20)
+        .map_err(|e| e.to_string())?
+    {
+        progress.done.store(scan.summary().events(), Relaxed);
+    }
+    progress.done.store(scan.summary().events(), Relaxed);
+    let mut v = scan.summary().to_json();
     if let Some(d) = src.describe() {
         v["trace"] = d;
     }
-    serde_json::to_string(&v).map_err(err)
+    v["summary_from"] = "scan".into();
+    serde_json::to_string(&v).map_err(|e| e.to_string())
+}
+
+/// A trace scan or verification running on its own threads: `wait(seconds)` until it returns
+/// True, reading `progress` meanwhile, then `result()` (JSON text, or XlatError).
+#[pyclass]
+struct TraceTask {
+    progress: std::sync::Arc<TaskProgress>,
+    handle: Option<std::thread::JoinHandle<Result<String, String>>>,
+    result: Option<Result<String, String>>,
+    unit: &'static str,
+}
+
+#[pymethods]
+impl TraceTask {
+    /// Summarize the trace by reading it whole (for traces without a stored summary).
+    #[staticmethod]
+    #[pyo3(signature = (path, trace_format=None))]
+    fn scan(path: String, trace_format: Option<String>) -> Self {
+        let progress = std::sync::Arc::new(TaskProgress::default());
+        let p = progress.clone();
+        let handle = std::thread::spawn(move || scan_summary(&path, trace_format.as_deref(), &p));
+        TraceTask {
+            progress,
+            handle: Some(handle),
+            result: None,
+            unit: "events",
+        }
+    }
+
+    /// Check every chunk of a native trace on `workers` threads besides the reading one
+    /// (`xlat trace info --verify`); the result is the verification report as JSON text.
+    #[staticmethod]
+    #[pyo3(signature = (path, workers=2))]
+    fn verify(path: String, workers: usize) -> Self {
+        let progress = std::sync::Arc::new(TaskProgress::default());
+        let p = progress.clone();
+        if let Ok(m) = std::fs::metadata(&path) {
+            progress
+                .total
+                .store(m.len(), std::sync::atomic::Ordering::Relaxed);
+        }
+        let handle = std::thread::spawn(move || {
+            let v =
+                xlat::trace::info::verify(&path, workers, &p.verify).map_err(|e| e.to_string())?;
+            serde_json::to_string(&v).map_err(|e| e.to_string())
+        });
+        TraceTask {
+            progress,
+            handle: Some(handle),
+            result: None,
+            unit: "bytes",
+        }
+    }
+
+    /// Wait up to `seconds` for the task; True when it has finished.
+    fn wait(&mut self, py: Python<'_>, seconds: f64) -> bool {
+        if self.result.is_some() {
+            return true;
+        }
+        let deadline =
+            std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds.max(0.0));
+        let handle = self.handle.as_ref().expect("a handle until finished");
+        py.allow_threads(|| {
+            while !handle.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        if handle.is_finished() {
+            let h = self.handle.take().expect("handle");
+            self.result = Some(
+                h.join()
+                    .unwrap_or_else(|_| Err("internal error: the task panicked".into())),
+            );
+            return true;
+        }
+        false
+    }
+
+    /// `(done, total, unit)`: events summarized (total from the end-of-trace record, 0 when
+    /// unknown) or bytes verified (total: the file's length).
+    #[getter]
+    fn progress(&self) -> (u64, u64, &'static str) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let done = if self.unit == "bytes" {
+            self.progress.verify.bytes.load(Relaxed)
+        } else {
+            self.progress.done.load(Relaxed)
+        };
+        (done, self.progress.total.load(Relaxed), self.unit)
+    }
+
+    /// The task's JSON result (after `wait` returned True); raises XlatError on failure.
+    fn result(&self) -> PyResult<String> {
+        match &self.result {
+            None => Err(err(
+                "the task has not finished (call wait until it returns True)",
+            )),
+            Some(Ok(s)) => Ok(s.clone()),
+            Some(Err(e)) => Err(err(e)),
+        }
+    }
 }
 
 /// Converts the xlat Valgrind tool's record stream (read from `input_path`, a pipe) into a
@@ -400,6 +554,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SIMD_PATH", xlat::simd::PATH)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_accesses, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_stored_summary, m)?)?;
+    m.add_class::<TraceTask>()?;
     m.add_class::<Simulation>()?;
     m.add_class::<Recorder>()?;
     Ok(())

@@ -1,12 +1,20 @@
 //! Summary of a trace (`xlat trace info`): counts, instructions, footprint, VMAs, read/write mix.
 //!
-//! Streams the source once; memory is proportional to the pages touched and the VMAs, not to the
-//! trace length.
+//! [`Summary`] is incremental: the native writer feeds it every event it writes and stores the
+//! result in the trace (docs/trace-format.md, "Summary block"), so `xlat trace info` reads it in
+//! constant time; [`summarize`] feeds it from a source (traces without a stored summary).
+//! Both give the same JSON object for the same events (tested).
+//!
+//! Per-event cost matters (the recorder's converter feeds every event): an access costs a few
+//! compares when it stays on the page of the previous one and inside the VMA last found; a new
+//! page sets a bit in a per-128-MiB bitmap (found through a one-entry memo); mapped bytes are
+//! recomputed only after events that change the VMAs. Memory is proportional to the address
+//! ranges touched and the VMAs, not to the trace length.
 
 use super::{AccessKind, Event, EventSource, SourceError};
 use crate::os::vma::VmaSet;
 use serde_json::{json, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Largest number of VMAs listed per process (the count is always exact).
 pub const MAX_LISTED_VMAS: usize = 64;
@@ -29,169 +37,719 @@ fn mapped_bytes(v: &VmaSet) -> u64 {
     v.iter().map(|a| a.end - a.start).sum()
 }
 
-/// Read `source` to its end and summarize it as a JSON object (see `docs/trace-format.md`).
-pub fn summarize(source: &mut dyn EventSource) -> Result<Value, SourceError> {
-    let mut buf = Vec::with_capacity(4096);
-    let (mut events, mut loads, mut stores, mut ifetches, mut instrs) =
-        (0u64, 0u64, 0u64, 0u64, 0u64);
-    let mut syscalls: HashMap<&'static str, u64> = HashMap::new();
-    let mut pages: HashSet<u64> = HashSet::new();
-    let mut written: HashSet<u64> = HashSet::new();
-    let mut outside = 0u64;
-    let mut procs: Vec<(u32, Proc)> = vec![(0, Proc::default())];
-    let mut cur = 0usize;
-    let mut threads: HashSet<u32> = HashSet::new();
-    loop {
-        buf.clear();
-        if source.fill(&mut buf, 4096)? == 0 {
-            break;
-        }
-        for ev in &buf {
-            events += 1;
-            let p = &mut procs[cur].1;
-            let sys = |name: &'static str, s: &mut HashMap<&'static str, u64>| {
-                *s.entry(name).or_default() += 1
-            };
-            match *ev {
-                Event::Access {
-                    kind,
-                    va,
-                    instrs: n,
-                    ..
-                } => {
-                    instrs += n as u64;
-                    let page = va.0 >> 12;
-                    pages.insert(page);
-                    match kind {
-                        AccessKind::Load => loads += 1,
-                        AccessKind::Store => {
-                            stores += 1;
-                            written.insert(page);
-                        }
-                        AccessKind::IFetch => ifetches += 1,
-                    }
-                    if p.vmas.find(va.0).is_none() {
-                        outside += 1;
-                    }
-                }
-                Event::Mmap {
-                    addr, len, prot, ..
-                } => {
-                    sys("mmap", &mut syscalls);
-                    if len > 0 {
-                        p.vmas
-                            .insert(addr.0 & !4095, round_up(addr.0.saturating_add(len)), prot);
-                    }
-                }
-                Event::Munmap { addr, len } => {
-                    sys("munmap", &mut syscalls);
-                    p.vmas
-                        .remove_range(addr.0 & !4095, round_up(addr.0.saturating_add(len)));
-                }
-                Event::Brk { new_brk } => {
-                    sys("brk", &mut syscalls);
-                    let start = round_up(*p.heap_start.get_or_insert(new_brk.0));
-                    let new_end = round_up(new_brk.0).max(start);
-                    let old_end = p.heap_end.max(start);
-                    if new_end > old_end {
-                        p.vmas.insert(old_end, new_end, 3);
-                    } else if new_end < old_end {
-                        p.vmas.remove_range(new_end, old_end);
-                    }
-                    p.heap_end = new_end;
-                }
-                Event::Mprotect { addr, len, prot } => {
-                    sys("mprotect", &mut syscalls);
-                    let end = round_up(addr.0.saturating_add(len));
-                    p.vmas.update_range(addr.0 & !4095, end, |v| v.prot = prot);
-                }
-                Event::Madvise { .. } => sys("madvise", &mut syscalls),
-                Event::Switch { pid } => {
-                    sys("switch", &mut syscalls);
-                    cur = match procs.iter().position(|(q, _)| *q == pid) {
-                        Some(i) => i,
-                        None => {
-                            procs.push((pid, Proc::default()));
-                            procs.len() - 1
-                        }
-                    };
-                }
-                Event::Thread { tid } => {
-                    threads.insert(tid);
-                }
-                Event::Exit { pid } => {
-                    sys("exit", &mut syscalls);
-                    if let Some((_, q)) = procs.iter_mut().find(|(q, _)| *q == pid) {
-                        q.at_exit = Some(std::mem::take(&mut q.vmas));
-                        q.heap_start = None;
-                        q.heap_end = 0;
-                    }
-                }
-            }
-            let p = &mut procs[cur].1;
-            p.peak_mapped = p.peak_mapped.max(mapped_bytes(&p.vmas));
+/// Pages per bitmap region (2^15 pages of 4 KiB = 128 MiB of address space, 4 KiB of bits).
+const REGION_SHIFT: u32 = 15;
+const REGION_WORDS: usize = 1 << (REGION_SHIFT - 6);
+
+/// Direct-mapped memo slots of region numbers (a 32 GiB span of address space hits it).
+const MEMO_SLOTS: usize = 256;
+
+/// A set of 4 KiB page numbers as bitmaps of 128 MiB regions, found through a direct-mapped
+/// memo of region numbers (a random access over a few GiB must not cost a hash lookup).
+struct PageSet {
+    index: HashMap<u64, usize>,
+    regions: Vec<Box<[u64; REGION_WORDS]>>,
+    memo_key: Box<[u64; MEMO_SLOTS]>,
+    memo_idx: Box<[u32; MEMO_SLOTS]>,
+}
+
+impl PageSet {
+    fn new() -> Self {
+        PageSet {
+            index: HashMap::new(),
+            regions: Vec::new(),
+            memo_key: Box::new([u64::MAX; MEMO_SLOTS]),
+            memo_idx: Box::new([0; MEMO_SLOTS]),
         }
     }
-    let refs = loads + stores + ifetches;
-    let share = |x: u64| {
-        if refs == 0 {
-            0.0
-        } else {
-            x as f64 / refs as f64
+
+    #[inline]
+    fn insert(&mut self, page: u64) {
+        let key = page >> REGION_SHIFT;
+        let slot = (key as usize) % MEMO_SLOTS;
+        if self.memo_key[slot] != key {
+            self.memo_idx[slot] = self.region(key) as u32;
+            self.memo_key[slot] = key;
         }
-    };
-    let processes: Vec<Value> = procs
-        .iter()
-        .filter(|(pid, p)| *pid != 0 || !p.vmas.is_empty() || p.at_exit.is_some())
-        .map(|(pid, p)| {
-            let v = p.at_exit.as_ref().unwrap_or(&p.vmas);
-            let list: Vec<Value> = v
-                .iter()
-                .take(MAX_LISTED_VMAS)
-                .map(|a| {
-                    json!({
-                        "start": format!("{:#x}", a.start),
-                        "end": format!("{:#x}", a.end),
-                        "bytes": a.end - a.start,
-                        "prot": format!(
-                            "{}{}{}",
-                            if a.prot & 1 != 0 { 'r' } else { '-' },
-                            if a.prot & 2 != 0 { 'w' } else { '-' },
-                            if a.prot & 4 != 0 { 'x' } else { '-' }
-                        ),
-                    })
-                })
-                .collect();
-            json!({
-                "pid": pid,
-                "exited": p.at_exit.is_some(),
-                "vma_count": v.len(),
-                "mapped_bytes": mapped_bytes(v),
-                "peak_mapped_bytes": p.peak_mapped,
-                "vmas": list,
-            })
+        let idx = self.memo_idx[slot] as usize;
+        let bit = (page & ((1 << REGION_SHIFT) - 1)) as usize;
+        self.regions[idx][bit >> 6] |= 1 << (bit & 63);
+    }
+
+    #[cold]
+    fn region(&mut self, key: u64) -> usize {
+        let regions = &mut self.regions;
+        *self.index.entry(key).or_insert_with(|| {
+            regions.push(Box::new([0; REGION_WORDS]));
+            regions.len() - 1
         })
-        .collect();
-    let mut sc: Vec<(&str, u64)> = syscalls.into_iter().collect();
-    sc.sort();
-    Ok(json!({
-        "events": events,
-        "refs": refs,
-        "loads": loads,
-        "stores": stores,
-        "ifetches": ifetches,
-        "instructions": instrs,
-        "load_share": share(loads),
-        "store_share": share(stores),
-        "footprint_pages": pages.len(),
-        "footprint_bytes": pages.len() as u64 * 4096,
-        "written_pages": written.len(),
-        "refs_outside_vmas": outside,
-        "threads": threads.len().max(1),
-        "syscalls": sc
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), Value::from(v)))
-            .collect::<serde_json::Map<String, Value>>(),
-        "processes": processes,
+    }
+
+    fn len(&self) -> u64 {
+        self.regions
+            .iter()
+            .flat_map(|r| r.iter())
+            .map(|w| w.count_ones() as u64)
+            .sum()
+    }
+}
+
+const PAGE_MEMO: usize = 8;
+const VMA_MEMO: usize = 4;
+
+/// The summary of the events seen so far; [`Summary::to_json`] gives the object `xlat trace
+/// info` prints.
+pub struct Summary {
+    events: u64,
+    loads: u64,
+    stores: u64,
+    ifetches: u64,
+    instrs: u64,
+    syscalls: BTreeMap<&'static str, u64>,
+    pages: PageSet,
+    written: PageSet,
+    /// Pages already in `pages` / `written`, direct-mapped by the page number's low bits (a
+    /// few interleaved streams each keep their slot; `u64::MAX`: empty).
+    seen_page: [u64; PAGE_MEMO],
+    seen_written: [u64; PAGE_MEMO],
+    /// VMAs of the current process recently found to contain an access (`[lo, hi)`, replaced
+    /// round-robin; all emptied by every event that is not an access, since any of them may
+    /// change the VMAs or the process).
+    vma_memo: [(u64, u64); VMA_MEMO],
+    vma_next: usize,
+    outside: u64,
+    procs: Vec<(u32, Proc)>,
+    cur: usize,
+    threads: HashSet<u32>,
+}
+
+impl Default for Summary {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Summary {
+    /// The summary of no events.
+    pub fn new() -> Self {
+        Summary {
+            events: 0,
+            loads: 0,
+            stores: 0,
+            ifetches: 0,
+            instrs: 0,
+            syscalls: BTreeMap::new(),
+            pages: PageSet::new(),
+            written: PageSet::new(),
+            seen_page: [u64::MAX; PAGE_MEMO],
+            seen_written: [u64::MAX; PAGE_MEMO],
+            vma_memo: [(0, 0); VMA_MEMO],
+            vma_next: 0,
+            outside: 0,
+            procs: vec![(0, Proc::default())],
+            cur: 0,
+            threads: HashSet::new(),
+        }
+    }
+
+    /// Events seen.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Account for the next event.
+    #[inline]
+    pub fn observe(&mut self, ev: &Event) {
+        self.events += 1;
+        if let Event::Access {
+            kind,
+            va,
+            instrs: n,
+            ..
+        } = *ev
+        {
+            self.instrs += n as u64;
+            let page = va.0 >> 12;
+            let slot = page as usize % PAGE_MEMO;
+            if self.seen_page[slot] != page {
+                self.pages.insert(page);
+                self.seen_page[slot] = page;
+            }
+            match kind {
+                AccessKind::Load => self.loads += 1,
+                AccessKind::Store => {
+                    self.stores += 1;
+                    if self.seen_written[slot] != page {
+                        self.written.insert(page);
+                        self.seen_written[slot] = page;
+                    }
+                }
+                AccessKind::IFetch => self.ifetches += 1,
+            }
+            let inside = self
+                .vma_memo
+                .iter()
+                .any(|&(lo, hi)| va.0.wrapping_sub(lo) < hi.wrapping_sub(lo));
+            if !inside {
+                self.find_vma(va.0);
+            }
+        } else {
+            self.system_event(ev);
+        }
+    }
+
+    /// An access outside the memoized VMA: look it up in the current process's VMAs.
+    #[inline(never)]
+    fn find_vma(&mut self, va: u64) {
+        match self.procs[self.cur].1.vmas.find(va) {
+            Some(v) => {
+                self.vma_memo[self.vma_next] = (v.start, v.end);
+                self.vma_next = (self.vma_next + 1) % VMA_MEMO;
+            }
+            None => self.outside += 1,
+        }
+    }
+
+    #[inline(never)]
+    fn system_event(&mut self, ev: &Event) {
+        self.vma_memo = [(0, 0); VMA_MEMO];
+        let syscalls = &mut self.syscalls;
+        let mut sys = |name: &'static str| *syscalls.entry(name).or_default() += 1;
+        let p = &mut self.procs[self.cur].1;
+        match *ev {
+            Event::Access { .. } => unreachable!("accesses are handled by observe"),
+            Event::Mmap {
+                addr, len, prot, ..
+            } => {
+                sys("mmap");
+                if len > 0 {
+                    p.vmas
+                        .insert(addr.0 & !4095, round_up(addr.0.saturating_add(len)), prot);
+                }
+            }
+            Event::Munmap { addr, len } => {
+                sys("munmap");
+                p.vmas
+                    .remove_range(addr.0 & !4095, round_up(addr.0.saturating_add(len)));
+            }
+            Event::Brk { new_brk } => {
+                sys("brk");
+                let start = round_up(*p.heap_start.get_or_insert(new_brk.0));
+                let new_end = round_up(new_brk.0).max(start);
+                let old_end = p.heap_end.max(start);
+                if new_end > old_end {
+                    p.vmas.insert(old_end, new_end, 3);
+                } else if new_end < old_end {
+                    p.vmas.remove_range(new_end, old_end);
+                }
+                p.heap_end = new_end;
+            }
+            Event::Mprotect { addr, len, prot } => {
+                sys("mprotect");
+                let end = round_up(addr.0.saturating_add(len));
+                p.vmas.update_range(addr.0 & !4095, end, |v| v.prot = prot);
+            }
+            Event::Madvise { .. } => sys("madvise"),
+            Event::Switch { pid } => {
+                sys("switch");
+                self.cur = match self.procs.iter().position(|(q, _)| *q == pid) {
+                    Some(i) => i,
+                    None => {
+                        self.procs.push((pid, Proc::default()));
+                        self.procs.len() - 1
+                    }
+                };
+            }
+            Event::Thread { tid } => {
+                self.threads.insert(tid);
+            }
+            Event::Exit { pid } => {
+                sys("exit");
+                if let Some((_, q)) = self.procs.iter_mut().find(|(q, _)| *q == pid) {
+                    q.at_exit = Some(std::mem::take(&mut q.vmas));
+                    q.heap_start = None;
+                    q.heap_end = 0;
+                }
+            }
+        }
+        // Mapped bytes change only here (accesses never change the VMAs).
+        let p = &mut self.procs[self.cur].1;
+        p.peak_mapped = p.peak_mapped.max(mapped_bytes(&p.vmas));
+    }
+
+    /// The summary as the JSON object `xlat trace info --json` prints (see
+    /// `docs/trace-format.md`).
+    pub fn to_json(&self) -> Value {
+        let refs = self.loads + self.stores + self.ifetches;
+        let share = |x: u64| {
+            if refs == 0 {
+                0.0
+            } else {
+                x as f64 / refs as f64
+            }
+        };
+        let processes: Vec<Value> = self
+            .procs
+            .iter()
+            .filter(|(pid, p)| *pid != 0 || !p.vmas.is_empty() || p.at_exit.is_some())
+            .map(|(pid, p)| {
+                let v = p.at_exit.as_ref().unwrap_or(&p.vmas);
+                let list: Vec<Value> = v
+                    .iter()
+                    .take(MAX_LISTED_VMAS)
+                    .map(|a| {
+                        json!({
+                            "start": format!("{:#x}", a.start),
+                            "end": format!("{:#x}", a.end),
+                            "bytes": a.end - a.start,
+                            "prot": format!(
+                                "{}{}{}",
+                                if a.prot & 1 != 0 { 'r' } else { '-' },
+                                if a.prot & 2 != 0 { 'w' } else { '-' },
+                                if a.prot & 4 != 0 { 'x' } else { '-' }
+                            ),
+                        })
+                    })
+                    .collect();
+                json!({
+                    "pid": pid,
+                    "exited": p.at_exit.is_some(),
+                    "vma_count": v.len(),
+                    "mapped_bytes": mapped_bytes(v),
+                    "peak_mapped_bytes": p.peak_mapped,
+                    "vmas": list,
+                })
+            })
+            .collect();
+        let footprint = self.pages.len();
+        json!({
+            "events": self.events,
+            "refs": refs,
+            "loads": self.loads,
+            "stores": self.stores,
+            "ifetches": self.ifetches,
+            "instructions": self.instrs,
+            "load_share": share(self.loads),
+            "store_share": share(self.stores),
+            "footprint_pages": footprint,
+            "footprint_bytes": footprint * 4096,
+            "written_pages": self.written.len(),
+            "refs_outside_vmas": self.outside,
+            "threads": self.threads.len().max(1),
+            "syscalls": self
+                .syscalls
+                .iter()
+                .map(|(k, v)| (k.to_string(), Value::from(*v)))
+                .collect::<serde_json::Map<String, Value>>(),
+            "processes": processes,
+        })
+    }
+}
+
+/// Read `source` to its end and summarize it as a JSON object (see `docs/trace-format.md`).
+pub fn summarize(source: &mut dyn EventSource) -> Result<Value, SourceError> {
+    let mut scan = Scan::new();
+    while !scan.step(source, u64::MAX)? {}
+    Ok(scan.summary().to_json())
+}
+
+/// A summary computed by reading a source, in steps (so that a caller can show progress).
+pub struct Scan {
+    summary: Summary,
+    buf: Vec<crate::trace::Event>,
+}
+
+impl Default for Scan {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Scan {
+    /// A scan at the start of a source.
+    pub fn new() -> Self {
+        Scan {
+            summary: Summary::new(),
+            buf: Vec::with_capacity(4096),
+        }
+    }
+
+    /// Read up to about `max_events` more events of `source`; `true` at its end.
+    pub fn step(
+        &mut self,
+        source: &mut dyn EventSource,
+        max_events: u64,
+    ) -> Result<bool, SourceError> {
+        let mut done = 0u64;
+        while done < max_events {
+            self.buf.clear();
+            let n = source.fill(&mut self.buf, 4096)?;
+            if n == 0 {
+                return Ok(true);
+            }
+            for ev in &self.buf {
+                self.summary.observe(ev);
+            }
+            done += n as u64;
+        }
+        Ok(false)
+    }
+
+    /// What has been read so far.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+}
+
+/// The `trace` section `xlat trace info` prints for a native trace read through its tail (no
+/// sha256: hashing reads the whole file; `--verify` computes it).
+fn native_describe(path: &str, tail: &super::native::Tail) -> Value {
+    json!({
+        "path": path,
+        "format": "native",
+        "version": tail.version,
+        "bytes": tail.bytes,
+        "vmas_inferred": false,
+        "meta": tail.meta,
+    })
+}
+
+/// The summary stored in the native trace at `path`, with its `trace` section and
+/// `"summary_from": "trailer"`, read in constant time; `Ok(None)` when the file is not a native
+/// trace or has no stored summary of the current version (then [`summarize`] the source). The
+/// chunks are not read: a damaged chunk is not noticed (see [`verify`]).
+pub fn stored_summary(path: &str) -> Result<Option<Value>, SourceError> {
+    let mut head = [0u8; 8];
+    let is_native = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok()
+        && &head == super::native::MAGIC;
+    if !is_native {
+        return Ok(None);
+    }
+    let tail = super::native::read_tail(path)?;
+    Ok(tail.summary.clone().map(|mut s| {
+        s["trace"] = native_describe(path, &tail);
+        s["summary_from"] = "trailer".into();
+        s
     }))
+}
+
+/// The number of events of the native trace at `path` as its end-of-trace record says (for a
+/// scan's progress), when it is a native trace with a readable end.
+pub fn total_events(path: &str) -> Option<u64> {
+    super::native::read_tail(path)
+        .ok()
+        .map(|t| t.totals.records)
+}
+
+struct Hashing<R> {
+    inner: R,
+    hash: sha2::Sha256,
+}
+
+impl<R: std::io::Read> std::io::Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use sha2::Digest;
+        let n = self.inner.read(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Check every byte of the native trace at `path` (`xlat trace info --verify`): header, every
+/// chunk (length fields, decompression, checksum, every record), the totals, the summary block
+/// (its checksum, and its counts against the chunks) and the end-of-trace record, on `workers`
+/// threads besides the caller's (which reads, and hashes the file for `sha256`). Returns a JSON
+/// object: `ok`, `version`, `bytes`, `chunks`, `events`, `refs`, `instructions`, `sha256`,
+/// `summary` (`checked`, `absent` or `older version`), `seconds`, `events_per_second`.
+pub fn verify(
+    path: &str,
+    workers: usize,
+    progress: &super::native::VerifyProgress,
+) -> Result<Value, SourceError> {
+    use sha2::Digest;
+    let started = std::time::Instant::now();
+    let err = |problem: String| SourceError {
+        source: path.to_string(),
+        offset: None,
+        problem,
+    };
+    let f = std::fs::File::open(path).map_err(|e| err(format!("cannot open: {e}")))?;
+    let len = f
+        .metadata()
+        .map_err(|e| err(format!("cannot open: {e}")))?
+        .len();
+    let input = std::io::BufReader::with_capacity(
+        1 << 20,
+        Hashing {
+            inner: f,
+            hash: sha2::Sha256::new(),
+        },
+    );
+    let reader = super::native::NativeReader::new(input, path, Some(len))?;
+    let (v, input) = reader.verify(workers, progress)?;
+    let sha: String = input
+        .into_inner()
+        .hash
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(json!({
+        "ok": true,
+        "version": v.version,
+        "bytes": v.bytes,
+        "chunks": v.totals.chunks,
+        "events": v.totals.records,
+        "refs": v.totals.accesses,
+        "instructions": v.totals.instructions,
+        "sha256": sha,
+        "summary": if v.summary.is_some() {
+            "checked"
+        } else if v.has_summary_block {
+            "older version"
+        } else {
+            "absent"
+        },
+        "seconds": seconds,
+        "events_per_second": v.totals.records as f64 / seconds.max(1e-9),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Vaddr;
+    use crate::trace::Event;
+    use proptest::prelude::*;
+
+    /// The summary as it was computed before the incremental one (mapped bytes summed after
+    /// every event, a hash set of pages, a VMA lookup per access): the reference.
+    fn naive(source: &mut dyn EventSource) -> Result<Value, SourceError> {
+        let mut buf = Vec::with_capacity(4096);
+        let (mut events, mut loads, mut stores, mut ifetches, mut instrs) =
+            (0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut syscalls: HashMap<&'static str, u64> = HashMap::new();
+        let mut pages: HashSet<u64> = HashSet::new();
+        let mut written: HashSet<u64> = HashSet::new();
+        let mut outside = 0u64;
+        let mut procs: Vec<(u32, Proc)> = vec![(0, Proc::default())];
+        let mut cur = 0usize;
+        let mut threads: HashSet<u32> = HashSet::new();
+        loop {
+            buf.clear();
+            if source.fill(&mut buf, 4096)? == 0 {
+                break;
+            }
+            for ev in &buf {
+                events += 1;
+                let p = &mut procs[cur].1;
+                let sys = |name: &'static str, s: &mut HashMap<&'static str, u64>| {
+                    *s.entry(name).or_default() += 1
+                };
+                match *ev {
+                    Event::Access {
+                        kind,
+                        va,
+                        instrs: n,
+                        ..
+                    } => {
+                        instrs += n as u64;
+                        let page = va.0 >> 12;
+                        pages.insert(page);
+                        match kind {
+                            AccessKind::Load => loads += 1,
+                            AccessKind::Store => {
+                                stores += 1;
+                                written.insert(page);
+                            }
+                            AccessKind::IFetch => ifetches += 1,
+                        }
+                        if p.vmas.find(va.0).is_none() {
+                            outside += 1;
+                        }
+                    }
+                    Event::Mmap {
+                        addr, len, prot, ..
+                    } => {
+                        sys("mmap", &mut syscalls);
+                        if len > 0 {
+                            p.vmas.insert(
+                                addr.0 & !4095,
+                                round_up(addr.0.saturating_add(len)),
+                                prot,
+                            );
+                        }
+                    }
+                    Event::Munmap { addr, len } => {
+                        sys("munmap", &mut syscalls);
+                        p.vmas
+                            .remove_range(addr.0 & !4095, round_up(addr.0.saturating_add(len)));
+                    }
+                    Event::Brk { new_brk } => {
+                        sys("brk", &mut syscalls);
+                        let start = round_up(*p.heap_start.get_or_insert(new_brk.0));
+                        let new_end = round_up(new_brk.0).max(start);
+                        let old_end = p.heap_end.max(start);
+                        if new_end > old_end {
+                            p.vmas.insert(old_end, new_end, 3);
+                        } else if new_end < old_end {
+                            p.vmas.remove_range(new_end, old_end);
+                        }
+                        p.heap_end = new_end;
+                    }
+                    Event::Mprotect { addr, len, prot } => {
+                        sys("mprotect", &mut syscalls);
+                        let end = round_up(addr.0.saturating_add(len));
+                        p.vmas.update_range(addr.0 & !4095, end, |v| v.prot = prot);
+                    }
+                    Event::Madvise { .. } => sys("madvise", &mut syscalls),
+                    Event::Switch { pid } => {
+                        sys("switch", &mut syscalls);
+                        cur = match procs.iter().position(|(q, _)| *q == pid) {
+                            Some(i) => i,
+                            None => {
+                                procs.push((pid, Proc::default()));
+                                procs.len() - 1
+                            }
+                        };
+                    }
+                    Event::Thread { tid } => {
+                        threads.insert(tid);
+                    }
+                    Event::Exit { pid } => {
+                        sys("exit", &mut syscalls);
+                        if let Some((_, q)) = procs.iter_mut().find(|(q, _)| *q == pid) {
+                            q.at_exit = Some(std::mem::take(&mut q.vmas));
+                            q.heap_start = None;
+                            q.heap_end = 0;
+                        }
+                    }
+                }
+                let p = &mut procs[cur].1;
+                p.peak_mapped = p.peak_mapped.max(mapped_bytes(&p.vmas));
+            }
+        }
+        let refs = loads + stores + ifetches;
+        let share = |x: u64| {
+            if refs == 0 {
+                0.0
+            } else {
+                x as f64 / refs as f64
+            }
+        };
+        let processes: Vec<Value> = procs
+            .iter()
+            .filter(|(pid, p)| *pid != 0 || !p.vmas.is_empty() || p.at_exit.is_some())
+            .map(|(pid, p)| {
+                let v = p.at_exit.as_ref().unwrap_or(&p.vmas);
+                let list: Vec<Value> = v
+                    .iter()
+                    .take(MAX_LISTED_VMAS)
+                    .map(|a| {
+                        json!({
+                            "start": format!("{:#x}", a.start),
+                            "end": format!("{:#x}", a.end),
+                            "bytes": a.end - a.start,
+                            "prot": format!(
+                                "{}{}{}",
+                                if a.prot & 1 != 0 { 'r' } else { '-' },
+                                if a.prot & 2 != 0 { 'w' } else { '-' },
+                                if a.prot & 4 != 0 { 'x' } else { '-' }
+                            ),
+                        })
+                    })
+                    .collect();
+                json!({
+                    "pid": pid,
+                    "exited": p.at_exit.is_some(),
+                    "vma_count": v.len(),
+                    "mapped_bytes": mapped_bytes(v),
+                    "peak_mapped_bytes": p.peak_mapped,
+                    "vmas": list,
+                })
+            })
+            .collect();
+        let mut sc: Vec<(&str, u64)> = syscalls.into_iter().collect();
+        sc.sort();
+        Ok(json!({
+            "events": events,
+            "refs": refs,
+            "loads": loads,
+            "stores": stores,
+            "ifetches": ifetches,
+            "instructions": instrs,
+            "load_share": share(loads),
+            "store_share": share(stores),
+            "footprint_pages": pages.len(),
+            "footprint_bytes": pages.len() as u64 * 4096,
+            "written_pages": written.len(),
+            "refs_outside_vmas": outside,
+            "threads": threads.len().max(1),
+            "syscalls": sc
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), Value::from(v)))
+                .collect::<serde_json::Map<String, Value>>(),
+            "processes": processes,
+        }))
+    }
+
+    struct Events(std::vec::IntoIter<Event>);
+    impl EventSource for Events {
+        fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError> {
+            let before = out.len();
+            out.extend(self.0.by_ref().take(max));
+            Ok(out.len() - before)
+        }
+        fn name(&self) -> String {
+            "events".into()
+        }
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        // Addresses in a few 128 MiB regions and pages, so that VMAs, pages and memos repeat.
+        let addr = (0u64..4, 0u64..64, 0u64..4096)
+            .prop_map(|(r, p, o)| (r << 27) + (r << 40) + (p << 12) + o);
+        prop_oneof![
+            8 => (0u8..3, addr.clone(), 0u32..5).prop_map(|(k, a, n)| Event::Access {
+                kind: [AccessKind::Load, AccessKind::Store, AccessKind::IFetch][k as usize],
+                va: Vaddr(a),
+                size: 8,
+                instrs: n,
+                dep: 0,
+            }),
+            1 => (addr.clone(), 1u64..(1 << 20), 0u32..8).prop_map(|(a, l, p)| Event::Mmap {
+                addr: Vaddr(a),
+                len: l,
+                prot: p,
+                flags: 0,
+            }),
+            1 => (addr.clone(), 1u64..(1 << 18)).prop_map(|(a, l)| Event::Munmap {
+                addr: Vaddr(a),
+                len: l,
+            }),
+            1 => addr.clone().prop_map(|a| Event::Brk { new_brk: Vaddr(a) }),
+            1 => (addr.clone(), 1u64..(1 << 16), 0u32..8).prop_map(|(a, l, p)| Event::Mprotect {
+                addr: Vaddr(a),
+                len: l,
+                prot: p,
+            }),
+            1 => (0u32..3).prop_map(|pid| Event::Switch { pid }),
+            1 => (0u32..3).prop_map(|tid| Event::Thread { tid }),
+            1 => (0u32..3).prop_map(|pid| Event::Exit { pid }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn the_incremental_summary_equals_the_reference_on_any_event_sequence(
+            events in proptest::collection::vec(event(), 0..400)
+        ) {
+            let want = naive(&mut Events(events.clone().into_iter())).unwrap();
+            let got = summarize(&mut Events(events.into_iter())).unwrap();
+            prop_assert_eq!(got, want);
+        }
+    }
 }

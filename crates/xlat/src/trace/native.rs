@@ -1,6 +1,6 @@
 //! The native trace format (`.xlat`): a versioned header, zstd-compressed chunks of
-//! delta-encoded records each with its record count and CRC-32, and an end-of-trace record with
-//! totals. The byte layout is specified in `docs/trace-format.md`; this module is its reference
+//! delta-encoded records each with its record count and CRC-32, an optional summary block (the
+//! `xlat trace info` summary, computed while writing) and an end-of-trace record with totals. The byte layout is specified in `docs/trace-format.md`; this module is its reference
 //! implementation.
 //!
 //! Contract: [`NativeWriter`] and [`NativeReader`] stream: each holds at most one chunk
@@ -17,10 +17,11 @@ use std::io::{self, Read, Write};
 
 /// First 8 bytes of every native trace.
 pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
-/// Format version this module writes. Version 2 chunk checksums cover the chunk's sequence
-/// number, so swapped or repeated chunks are detected where they are; version 1 files (the chunk
-/// checksum covers the payload only) are still read.
-pub const VERSION: u16 = 2;
+/// Format version this module writes. Version 3 adds the summary block and the end-of-trace
+/// record's pointer to it; version 2 chunk checksums cover the chunk's sequence number, so
+/// swapped or repeated chunks are detected where they are; version 1 files (the chunk checksum
+/// covers the payload only) and version 2 files are still read.
+pub const VERSION: u16 = 3;
 
 /// Oldest format version this module reads.
 pub const OLDEST_VERSION: u16 = 1;
@@ -44,10 +45,30 @@ pub const MAX_RAW_CHUNK: u32 = 4 << 20;
 /// Largest metadata block in bytes.
 pub const MAX_META: u32 = 1 << 20;
 
+/// Largest summary block payload (the JSON text) in bytes.
+pub const MAX_SUMMARY: u32 = 16 << 20;
+/// Version of the summary object stored in the summary block: a reader uses a stored summary
+/// only when its version is this one (a newer xlat computing more keys scans instead).
+pub const SUMMARY_VERSION: u64 = 1;
+
 const CHUNK_MAGIC: &[u8; 4] = b"CHNK";
 const END_MAGIC: &[u8; 4] = b"END!";
-const CHUNK_HEADER: usize = 20;
-const END_LEN: usize = 36;
+const SUMMARY_MAGIC: &[u8; 4] = b"SUMY";
+/// Bytes of a chunk header.
+pub const CHUNK_HEADER: usize = 20;
+/// Bytes of the end-of-trace record in versions 1 and 2 (no summary pointer).
+const END_LEN_V2: usize = 36;
+/// Bytes of the end-of-trace record in version 3.
+const END_LEN_V3: usize = 44;
+
+/// Length of the end-of-trace record of a format version.
+pub fn end_len(version: u16) -> usize {
+    if version >= 3 {
+        END_LEN_V3
+    } else {
+        END_LEN_V2
+    }
+}
 /// Flush a chunk once its payload reaches this size (leaves room for one more record).
 const FLUSH_RAW: usize = (MAX_RAW_CHUNK as usize) - 64;
 
@@ -88,6 +109,9 @@ pub struct NativeWriter<W: Write> {
     in_chunk: u32,
     prev_va: u64,
     totals: Totals,
+    /// Bytes written so far (where the next chunk or block starts).
+    pos: u64,
+    summary: Option<Box<super::info::Summary>>,
 }
 
 impl<W: Write> NativeWriter<W> {
@@ -125,6 +149,7 @@ impl<W: Write> NativeWriter<W> {
         let crc = crc32fast::hash(&h);
         h.extend_from_slice(&crc.to_le_bytes());
         out.write_all(&h)?;
+        let pos = h.len() as u64;
         let compressor = if zstd_level != 0 {
             Some(zstd::bulk::Compressor::new(zstd_level)?)
         } else {
@@ -138,12 +163,24 @@ impl<W: Write> NativeWriter<W> {
             in_chunk: 0,
             prev_va: 0,
             totals: Totals::default(),
+            pos,
+            summary: Some(Box::default()),
         })
+    }
+
+    /// Do not compute or store the summary block (the trace is then summarized by a scan, as
+    /// traces of versions 1 and 2 are).
+    pub fn without_summary(mut self) -> Self {
+        self.summary = None;
+        self
     }
 
     /// Append one event.
     #[inline]
     pub fn write(&mut self, ev: &Event) -> io::Result<()> {
+        if let Some(s) = self.summary.as_mut() {
+            s.observe(ev);
+        }
         let r = &mut self.raw;
         match *ev {
             Event::Access {
@@ -242,6 +279,7 @@ impl<W: Write> NativeWriter<W> {
         h[16..20].copy_from_slice(&crc.to_le_bytes());
         self.out.write_all(&h)?;
         self.out.write_all(stored)?;
+        self.pos += (CHUNK_HEADER + stored.len()) as u64;
         self.totals.chunks += 1;
         self.in_chunk = 0;
         self.prev_va = 0;
@@ -254,18 +292,39 @@ impl<W: Write> NativeWriter<W> {
         self.totals
     }
 
-    /// Flush the last chunk, write the end-of-trace record and return the output.
+    /// Flush the last chunk, write the summary block (unless [`NativeWriter::without_summary`])
+    /// and the end-of-trace record, and return the output.
     pub fn finish(mut self) -> io::Result<(W, Totals)> {
         self.flush_chunk()?;
         let t = self.totals;
-        let mut e = [0u8; END_LEN];
+        let mut summary_at = 0u64;
+        if let Some(s) = self.summary.take() {
+            let text = serde_json::to_vec(&serde_json::json!({
+                "version": SUMMARY_VERSION,
+                "summary": s.to_json(),
+            }))
+            .map_err(io::Error::other)?;
+            if text.len() <= MAX_SUMMARY as usize {
+                let mut b = Vec::with_capacity(text.len() + 12);
+                b.extend_from_slice(SUMMARY_MAGIC);
+                b.extend_from_slice(&(text.len() as u32).to_le_bytes());
+                b.extend_from_slice(&text);
+                let crc = crc32fast::hash(&b);
+                b.extend_from_slice(&crc.to_le_bytes());
+                self.out.write_all(&b)?;
+                summary_at = self.pos;
+                self.pos += b.len() as u64;
+            }
+        }
+        let mut e = [0u8; END_LEN_V3];
         e[0..4].copy_from_slice(END_MAGIC);
         e[4..12].copy_from_slice(&t.records.to_le_bytes());
         e[12..20].copy_from_slice(&t.accesses.to_le_bytes());
         e[20..28].copy_from_slice(&t.instructions.to_le_bytes());
         e[28..32].copy_from_slice(&t.chunks.to_le_bytes());
-        let crc = crc32fast::hash(&e[0..32]);
-        e[32..36].copy_from_slice(&crc.to_le_bytes());
+        e[32..40].copy_from_slice(&summary_at.to_le_bytes());
+        let crc = crc32fast::hash(&e[0..40]);
+        e[40..44].copy_from_slice(&crc.to_le_bytes());
         self.out.write_all(&e)?;
         self.out.flush()?;
         Ok((self.out, t))
@@ -305,6 +364,337 @@ pub fn rewrite_meta(path: &str, meta: &serde_json::Value) -> io::Result<()> {
     f.sync_all()
 }
 
+/// A chunk header's fields (after its magic), checked for plausibility.
+#[derive(Clone, Copy, Debug)]
+pub struct ChunkHeader {
+    /// Records in the chunk (1..=[`MAX_CHUNK_RECORDS`]).
+    pub records: u32,
+    /// Uncompressed payload length.
+    pub raw_len: u32,
+    /// Stored (possibly compressed) payload length.
+    pub stored_len: u32,
+    /// CRC-32 of the sequence number and the uncompressed payload (version >= 2).
+    pub crc: u32,
+}
+
+/// Check the 16 bytes of chunk `idx`'s header that follow its magic. An error gives the offset
+/// of the bad field from the chunk's start and the problem.
+pub fn parse_chunk_header(
+    h: &[u8; CHUNK_HEADER - 4],
+    idx: u32,
+    compressed: bool,
+) -> Result<ChunkHeader, (u64, String)> {
+    let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+    let (records, raw_len, stored_len, crc) = (word(0), word(4), word(8), word(12));
+    if records == 0 || records > MAX_CHUNK_RECORDS {
+        return Err((
+            4,
+            format!("chunk {idx}: record count {records} is outside 1..={MAX_CHUNK_RECORDS}"),
+        ));
+    }
+    if raw_len > MAX_RAW_CHUNK || (raw_len as u64) < 2 * records as u64 {
+        return Err((
+            8,
+            format!(
+                "chunk {idx}: payload length {raw_len} is impossible for {records} records (limit {MAX_RAW_CHUNK})"
+            ),
+        ));
+    }
+    let bound = if compressed {
+        zstd::zstd_safe::compress_bound(raw_len as usize) as u32
+    } else {
+        raw_len
+    };
+    if stored_len > bound || (!compressed && stored_len != raw_len) {
+        return Err((
+            12,
+            format!(
+                "chunk {idx}: stored length {stored_len} does not fit payload length {raw_len}"
+            ),
+        ));
+    }
+    Ok(ChunkHeader {
+        records,
+        raw_len,
+        stored_len,
+        crc,
+    })
+}
+
+/// Decompress (when `decompressor` is given) chunk `idx`'s stored payload into `raw` (cleared
+/// first) and check its length and checksum. An error gives the offset from the chunk's start
+/// of what is wrong (0: the payload itself, which starts at byte 20) and the problem.
+pub fn unpack_chunk(
+    version: u16,
+    idx: u32,
+    ch: &ChunkHeader,
+    stored: &[u8],
+    decompressor: Option<&mut zstd::bulk::Decompressor<'static>>,
+    raw: &mut Vec<u8>,
+) -> Result<(), (u64, String)> {
+    raw.clear();
+    if let Some(d) = decompressor {
+        raw.reserve(ch.raw_len as usize);
+        match d.decompress_to_buffer(stored, raw) {
+            Ok(n) if n == ch.raw_len as usize => {}
+            Ok(n) => {
+                return Err((
+                    0,
+                    format!(
+                        "chunk {idx}: payload decompresses to {n} bytes, header says {}",
+                        ch.raw_len
+                    ),
+                ))
+            }
+            Err(e) => {
+                return Err((
+                    0,
+                    format!("chunk {idx}: corrupted compressed payload ({e})"),
+                ))
+            }
+        }
+    } else {
+        raw.extend_from_slice(stored);
+    }
+    if chunk_crc(version, idx, raw) != ch.crc {
+        let why = if version >= 2 {
+            "the chunk is corrupted, or out of place (moved, swapped or repeated)"
+        } else {
+            "the chunk is corrupted"
+        };
+        return Err((16, format!("chunk {idx}: checksum mismatch: {why}")));
+    }
+    Ok(())
+}
+
+/// Check a whole summary block (magic, length, JSON, checksum); an error gives the offset from
+/// the block's start and the problem.
+fn check_summary_block(block: &[u8]) -> Result<(), (u64, String)> {
+    let n = block.len();
+    let crc = u32::from_le_bytes(block[n - 4..].try_into().expect("4 bytes"));
+    if crc32fast::hash(&block[..n - 4]) != crc {
+        return Err((
+            (n - 4) as u64,
+            "summary block checksum mismatch: the block is corrupted".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The fields of an end-of-trace record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndRecord {
+    /// The totals it carries.
+    pub totals: Totals,
+    /// Byte offset of the summary block (version 3; 0 = none).
+    pub summary_at: u64,
+}
+
+/// Check an end-of-trace record of `e.len()` bytes (36 for versions 1-2, 44 for version 3;
+/// its magic included).
+pub fn parse_end(e: &[u8]) -> Result<EndRecord, String> {
+    let n = e.len();
+    if &e[0..4] != END_MAGIC {
+        return Err(format!(
+            "expected the end-of-trace record (\"END!\"), found bytes {:02x?}",
+            &e[0..4]
+        ));
+    }
+    let q = |i: usize| u64::from_le_bytes(e[i..i + 8].try_into().expect("8 bytes"));
+    let crc = u32::from_le_bytes(e[n - 4..n].try_into().expect("4 bytes"));
+    if crc32fast::hash(&e[0..n - 4]) != crc {
+        return Err("end-of-trace record checksum mismatch: the record is corrupted".into());
+    }
+    Ok(EndRecord {
+        totals: Totals {
+            records: q(4),
+            accesses: q(12),
+            instructions: q(20),
+            chunks: u32::from_le_bytes(e[28..32].try_into().expect("4 bytes")),
+        },
+        summary_at: if n >= END_LEN_V3 { q(32) } else { 0 },
+    })
+}
+
+/// Decode the record at `buf[*pos..]` (a chunk's uncompressed payload), advancing `pos`;
+/// `prev_va` is the previous access's address in the chunk (0 at its start). `Err` names the
+/// problem.
+#[inline]
+pub fn decode_record(buf: &[u8], pos: &mut usize, prev_va: &mut u64) -> Result<Event, String> {
+    let p = pos;
+    let Some(&t) = buf.get(*p) else {
+        return Err("record runs past the end of its chunk".into());
+    };
+    *p += 1;
+    let mut v = || varint::get(buf, p).map_err(str::to_string);
+    let u32_of = |x: u64, what: &str| {
+        u32::try_from(x).map_err(|_| format!("{what} {x} does not fit 32 bits"))
+    };
+    let ev = match t {
+        tag::LOAD | tag::STORE | tag::IFETCH => {
+            let size = *buf.get(*p).ok_or("record runs past the end of its chunk")?;
+            *p += 1;
+            if size == 0 || size > 64 {
+                return Err(format!("access size {size} is outside 1..=64"));
+            }
+            let delta = varint::unzigzag(varint::get(buf, p)?);
+            let instrs = varint::get(buf, p)?;
+            let instrs = u32_of(instrs, "instruction count")?;
+            let va = prev_va.wrapping_add(delta as u64);
+            *prev_va = va;
+            Event::Access {
+                kind: match t {
+                    tag::LOAD => AccessKind::Load,
+                    tag::STORE => AccessKind::Store,
+                    _ => AccessKind::IFetch,
+                },
+                va: Vaddr(va),
+                size,
+                instrs,
+                dep: 0,
+            }
+        }
+        tag::MMAP => Event::Mmap {
+            addr: Vaddr(v()?),
+            len: v()?,
+            prot: u32_of(v()?, "prot")?,
+            flags: u32_of(v()?, "flags")?,
+        },
+        tag::MUNMAP => Event::Munmap {
+            addr: Vaddr(v()?),
+            len: v()?,
+        },
+        tag::BRK => Event::Brk {
+            new_brk: Vaddr(v()?),
+        },
+        tag::MPROTECT => Event::Mprotect {
+            addr: Vaddr(v()?),
+            len: v()?,
+            prot: u32_of(v()?, "prot")?,
+        },
+        tag::MADVISE => Event::Madvise {
+            addr: Vaddr(v()?),
+            len: v()?,
+            advice: u32_of(v()?, "advice")?,
+        },
+        tag::SWITCH => Event::Switch {
+            pid: u32_of(v()?, "pid")?,
+        },
+        tag::THREAD => Event::Thread {
+            tid: u32_of(v()?, "tid")?,
+        },
+        tag::EXIT => Event::Exit {
+            pid: u32_of(v()?, "pid")?,
+        },
+        other => return Err(format!("unknown record tag {other:#04x}")),
+    };
+    Ok(ev)
+}
+
+/// What the end of a native trace says, read in constant time (header, end-of-trace record,
+/// summary block) without reading the chunks: see [`read_tail`].
+#[derive(Clone, Debug)]
+pub struct Tail {
+    /// Format version.
+    pub version: u16,
+    /// The header's metadata.
+    pub meta: serde_json::Value,
+    /// File length in bytes.
+    pub bytes: u64,
+    /// The end-of-trace record's totals.
+    pub totals: Totals,
+    /// The stored summary (version 3 written with a summary, of [`SUMMARY_VERSION`]).
+    pub summary: Option<serde_json::Value>,
+}
+
+/// Read the header, the end-of-trace record and the summary block of the native trace at
+/// `path` in constant time. The chunks are not read, so a damaged chunk is not noticed (that
+/// takes a full read, e.g. `xlat trace info --verify`); a damaged or missing end of the file
+/// is an error naming the offset.
+pub fn read_tail(path: &str) -> Result<Tail, SourceError> {
+    use std::io::{Seek, SeekFrom};
+    let e = |offset: Option<u64>, problem: String| SourceError {
+        source: path.to_string(),
+        offset,
+        problem,
+    };
+    let mut f = std::fs::File::open(path).map_err(|x| e(None, format!("cannot open: {x}")))?;
+    let bytes = f
+        .metadata()
+        .map_err(|x| e(None, format!("cannot open: {x}")))?
+        .len();
+    let (version, meta, header_end) = {
+        let r = NativeReader::new(io::BufReader::new(&mut f), path, Some(bytes))?;
+        (r.version, r.meta.clone(), r.pos)
+    };
+    let n = end_len(version) as u64;
+    let io_err = |at: u64, x: io::Error| e(Some(at), format!("read error: {x}"));
+    if bytes < header_end + n {
+        return Err(e(
+            Some(bytes),
+            format!(
+                "truncated: the file is {bytes} bytes long, too short for the header ({header_end} bytes) and an end-of-trace record ({n} bytes)"
+            ),
+        ));
+    }
+    let at = bytes - n;
+    let mut rec = vec![0u8; n as usize];
+    f.seek(SeekFrom::Start(at)).map_err(|x| io_err(at, x))?;
+    f.read_exact(&mut rec).map_err(|x| io_err(at, x))?;
+    let end = parse_end(&rec).map_err(|problem| {
+        e(
+            Some(at),
+            format!(
+                "the last {n} bytes are not a valid end-of-trace record ({problem}): the file is truncated or its end is corrupted (xlat trace info --verify finds where)"
+            ),
+        )
+    })?;
+    let mut summary = None;
+    if end.summary_at != 0 {
+        let s = end.summary_at;
+        if s < header_end || s + 12 > at {
+            return Err(e(
+                Some(at + 32),
+                format!("the end-of-trace record points to a summary block at byte {s}, outside the file's chunks ({header_end}..{at})"),
+            ));
+        }
+        let mut block = vec![0u8; (at - s) as usize];
+        f.seek(SeekFrom::Start(s)).map_err(|x| io_err(s, x))?;
+        f.read_exact(&mut block).map_err(|x| io_err(s, x))?;
+        let len = u32::from_le_bytes(block[4..8].try_into().expect("4 bytes")) as u64;
+        if &block[0..4] != SUMMARY_MAGIC || len + 12 != at - s {
+            return Err(e(
+                Some(s),
+                format!("no summary block where the end-of-trace record says (byte {s})"),
+            ));
+        }
+        check_summary_block(&block).map_err(|(o, problem)| e(Some(s + o), problem))?;
+        let v: serde_json::Value = serde_json::from_slice(&block[8..block.len() - 4])
+            .map_err(|x| e(Some(s + 8), format!("summary block is not valid JSON: {x}")))?;
+        if v["version"] == SUMMARY_VERSION {
+            let sum = v["summary"].clone();
+            let t = end.totals;
+            if sum["events"] != t.records
+                || sum["refs"] != t.accesses
+                || sum["instructions"] != t.instructions
+            {
+                return Err(e(
+                    Some(s),
+                    format!("the summary block's counts (events {}, refs {}, instructions {}) disagree with the end-of-trace totals {t:?}", sum["events"], sum["refs"], sum["instructions"]),
+                ));
+            }
+            summary = Some(sum);
+        }
+    }
+    Ok(Tail {
+        version,
+        meta,
+        bytes,
+        totals: end.totals,
+        summary,
+    })
+}
+
 /// Streams events out of a native trace, checking it as it goes.
 pub struct NativeReader<R: Read> {
     input: R,
@@ -328,6 +718,8 @@ pub struct NativeReader<R: Read> {
     chunk_records: u32,
     prev_va: u64,
     seen: Totals,
+    /// Where the summary block started, once read.
+    summary_at: Option<u64>,
     ended: bool,
     failed: Option<SourceError>,
     describe: Option<serde_json::Value>,
@@ -355,6 +747,7 @@ impl<R: Read> NativeReader<R> {
             chunk_records: 0,
             prev_va: 0,
             seen: Totals::default(),
+            summary_at: None,
             ended: false,
             failed: None,
             describe: None,
@@ -371,6 +764,16 @@ impl<R: Read> NativeReader<R> {
     /// Set what [`EventSource::describe`] returns (the opener fills in path, format, sha256).
     pub fn set_describe(&mut self, v: serde_json::Value) {
         self.describe = Some(v);
+    }
+
+    /// Format version of the file.
+    pub fn version(&self) -> u16 {
+        self.version
+    }
+
+    /// Bytes read so far.
+    pub fn position(&self) -> u64 {
+        self.pos
     }
 
     /// Totals of what has been read so far; after the end of the trace, the checked totals.
@@ -477,7 +880,7 @@ impl<R: Read> NativeReader<R> {
         Ok(())
     }
 
-    /// Read the next chunk header and payload (or the end-of-trace record).
+    /// Read the next chunk header and payload (or the summary block and end-of-trace record).
     fn next_chunk(&mut self) -> Result<bool, SourceError> {
         let start = self.pos;
         let mut magic = [0u8; 4];
@@ -485,6 +888,22 @@ impl<R: Read> NativeReader<R> {
             &mut magic,
             "the next chunk or end-of-trace record (the trace has no end-of-trace record)",
         )?;
+        if &magic == SUMMARY_MAGIC && self.version >= 3 {
+            self.read_summary(start)?;
+            let at = self.pos;
+            self.read_exact_at(
+                &mut magic,
+                "the end-of-trace record after the summary block",
+            )?;
+            if &magic != END_MAGIC {
+                return Err(self.err(
+                    at,
+                    format!("expected the end-of-trace record (\"END!\") after the summary block, found bytes {magic:02x?}"),
+                ));
+            }
+            self.read_end(at)?;
+            return Ok(false);
+        }
         if &magic == END_MAGIC {
             self.read_end(start)?;
             return Ok(false);
@@ -493,94 +912,49 @@ impl<R: Read> NativeReader<R> {
             return Err(self.err(
                 start,
                 format!(
-                    "expected a chunk (\"CHNK\") or the end-of-trace record (\"END!\"), found bytes {magic:02x?}"
+                    "expected a chunk (\"CHNK\"){} or the end-of-trace record (\"END!\"), found bytes {magic:02x?}",
+                    if self.version >= 3 { ", the summary block (\"SUMY\")" } else { "" }
                 ),
             ));
         }
         let mut h = [0u8; CHUNK_HEADER - 4];
         self.read_exact_at(&mut h, "a chunk header")?;
-        let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-        let (records, raw_len, stored_len, crc) = (word(0), word(4), word(8), word(12));
         let idx = self.chunk_index;
-        if records == 0 || records > MAX_CHUNK_RECORDS {
-            return Err(self.err(
-                start + 4,
-                format!("chunk {idx}: record count {records} is outside 1..={MAX_CHUNK_RECORDS}"),
-            ));
-        }
-        if raw_len > MAX_RAW_CHUNK || (raw_len as u64) < 2 * records as u64 {
-            return Err(self.err(
-                start + 8,
-                format!(
-                    "chunk {idx}: payload length {raw_len} is impossible for {records} records (limit {MAX_RAW_CHUNK})"
-                ),
-            ));
-        }
         let compressed = self.flags & FLAG_ZSTD != 0;
-        let bound = if compressed {
-            zstd::zstd_safe::compress_bound(raw_len as usize) as u32
-        } else {
-            raw_len
-        };
-        if stored_len > bound || (!compressed && stored_len != raw_len) {
-            return Err(self.err(
-                start + 12,
-                format!(
-                    "chunk {idx}: stored length {stored_len} does not fit payload length {raw_len}"
-                ),
-            ));
-        }
+        let ch = parse_chunk_header(&h, idx, compressed)
+            .map_err(|(at, problem)| self.err(start + at, problem))?;
         let payload_at = self.pos;
         if let Some(len) = self.len {
-            if payload_at + stored_len as u64 > len {
+            if payload_at + ch.stored_len as u64 > len {
                 return Err(self.err(
                     len,
                     format!(
-                        "truncated: the file is {len} bytes long, inside the payload of chunk {idx} (which starts at byte {payload_at} and needs {stored_len} bytes)"
+                        "truncated: the file is {len} bytes long, inside the payload of chunk {idx} (which starts at byte {payload_at} and needs {} bytes)",
+                        ch.stored_len
                     ),
                 ));
             }
         }
         let mut stored = std::mem::take(&mut self.stored);
-        stored.resize(stored_len as usize, 0);
+        stored.resize(ch.stored_len as usize, 0);
         let r = self.read_exact_at(&mut stored, &format!("the payload of chunk {idx}"));
         self.stored = stored;
         r?;
         self.raw.clear();
-        if let Some(d) = self.decompressor.as_mut() {
-            self.raw.reserve(raw_len as usize);
-            let res = d.decompress_to_buffer(&self.stored[..], &mut self.raw);
-            match res {
-                Ok(n) if n == raw_len as usize => {}
-                Ok(n) => {
-                    return Err(self.err(
-                        payload_at,
-                        format!(
-                            "chunk {idx}: payload decompresses to {n} bytes, header says {raw_len}"
-                        ),
-                    ))
-                }
-                Err(e) => {
-                    return Err(self.err(
-                        payload_at,
-                        format!("chunk {idx}: corrupted compressed payload ({e})"),
-                    ))
-                }
-            }
-        } else {
-            self.raw.extend_from_slice(&self.stored);
-        }
-        if chunk_crc(self.version, idx, &self.raw) != crc {
-            let why = if self.version >= 2 {
-                "the chunk is corrupted, or out of place (moved, swapped or repeated)"
-            } else {
-                "the chunk is corrupted"
-            };
-            return Err(self.err(start + 16, format!("chunk {idx}: checksum mismatch: {why}")));
-        }
+        unpack_chunk(
+            self.version,
+            idx,
+            &ch,
+            &self.stored,
+            self.decompressor.as_mut(),
+            &mut self.raw,
+        )
+        .map_err(|(at, problem)| {
+            self.err(if at == 0 { payload_at } else { start + at }, problem)
+        })?;
         self.rpos = 0;
-        self.left = records;
-        self.chunk_records = records;
+        self.left = ch.records;
+        self.chunk_records = ch.records;
         self.chunk_start = start;
         self.prev_va = 0;
         self.chunk_index += 1;
@@ -588,30 +962,57 @@ impl<R: Read> NativeReader<R> {
         Ok(true)
     }
 
-    fn read_end(&mut self, start: u64) -> Result<(), SourceError> {
-        let mut e = [0u8; END_LEN];
-        e[0..4].copy_from_slice(END_MAGIC);
-        self.read_exact_at(&mut e[4..], "the end-of-trace record")?;
-        let q = |i: usize| u64::from_le_bytes(e[i..i + 8].try_into().expect("8 bytes"));
-        let crc = u32::from_le_bytes(e[32..36].try_into().expect("4 bytes"));
-        if crc32fast::hash(&e[0..32]) != crc {
+    /// Read and check the summary block starting at `start` (its magic already read).
+    fn read_summary(&mut self, start: u64) -> Result<(), SourceError> {
+        let mut l = [0u8; 4];
+        self.read_exact_at(&mut l, "the summary block's length")?;
+        let len = u32::from_le_bytes(l);
+        if len > MAX_SUMMARY {
             return Err(self.err(
-                start,
-                "end-of-trace record checksum mismatch: the record is corrupted",
+                start + 4,
+                format!("summary block length {len} exceeds the limit of {MAX_SUMMARY} bytes"),
             ));
         }
-        let want = Totals {
-            records: q(4),
-            accesses: q(12),
-            instructions: q(20),
-            chunks: u32::from_le_bytes(e[28..32].try_into().expect("4 bytes")),
-        };
-        if want != self.seen {
+        let mut block = std::mem::take(&mut self.stored);
+        block.clear();
+        block.extend_from_slice(SUMMARY_MAGIC);
+        block.extend_from_slice(&l);
+        block.resize(8 + len as usize + 4, 0);
+        let r = self.read_exact_at(&mut block[8..], "the summary block");
+        let checked = r.and_then(|()| {
+            check_summary_block(&block).map_err(|(at, problem)| self.err(start + at, problem))
+        });
+        self.stored = block;
+        checked?;
+        self.summary_at = Some(start);
+        Ok(())
+    }
+
+    fn read_end(&mut self, start: u64) -> Result<(), SourceError> {
+        let n = end_len(self.version);
+        let mut e = [0u8; END_LEN_V3];
+        e[0..4].copy_from_slice(END_MAGIC);
+        self.read_exact_at(&mut e[4..n], "the end-of-trace record")?;
+        let end = parse_end(&e[..n]).map_err(|problem| self.err(start, problem))?;
+        if end.totals != self.seen {
             return Err(self.err(
                 start,
                 format!(
-                    "end-of-trace totals {want:?} do not match the chunks read {:?}: chunks are missing or duplicated",
-                    self.seen
+                    "end-of-trace totals {:?} do not match the chunks read {:?}: chunks are missing or duplicated",
+                    end.totals, self.seen
+                ),
+            ));
+        }
+        if end.summary_at != self.summary_at.unwrap_or(0) {
+            return Err(self.err(
+                start + 32,
+                format!(
+                    "the end-of-trace record points to a summary block at byte {}, but {}",
+                    end.summary_at,
+                    match self.summary_at {
+                        Some(at) => format!("the summary block is at byte {at}"),
+                        None => "the trace has none".to_string(),
+                    }
                 ),
             ));
         }
@@ -633,76 +1034,11 @@ impl<R: Read> NativeReader<R> {
     /// Decode one record from the current chunk.
     #[inline]
     fn decode(&mut self) -> Result<Event, String> {
-        let buf = &self.raw[..];
-        let p = &mut self.rpos;
-        let Some(&t) = buf.get(*p) else {
-            return Err("record runs past the end of its chunk".into());
-        };
-        *p += 1;
-        let mut v = || varint::get(buf, p).map_err(str::to_string);
-        let u32_of = |x: u64, what: &str| {
-            u32::try_from(x).map_err(|_| format!("{what} {x} does not fit 32 bits"))
-        };
-        let ev = match t {
-            tag::LOAD | tag::STORE | tag::IFETCH => {
-                let size = *buf.get(*p).ok_or("record runs past the end of its chunk")?;
-                *p += 1;
-                if size == 0 || size > 64 {
-                    return Err(format!("access size {size} is outside 1..=64"));
-                }
-                let delta = varint::unzigzag(varint::get(buf, p)?);
-                let instrs = varint::get(buf, p)?;
-                let instrs = u32_of(instrs, "instruction count")?;
-                let va = self.prev_va.wrapping_add(delta as u64);
-                self.prev_va = va;
-                self.seen.accesses += 1;
-                self.seen.instructions += instrs as u64;
-                Event::Access {
-                    kind: match t {
-                        tag::LOAD => AccessKind::Load,
-                        tag::STORE => AccessKind::Store,
-                        _ => AccessKind::IFetch,
-                    },
-                    va: Vaddr(va),
-                    size,
-                    instrs,
-                    dep: 0,
-                }
-            }
-            tag::MMAP => Event::Mmap {
-                addr: Vaddr(v()?),
-                len: v()?,
-                prot: u32_of(v()?, "prot")?,
-                flags: u32_of(v()?, "flags")?,
-            },
-            tag::MUNMAP => Event::Munmap {
-                addr: Vaddr(v()?),
-                len: v()?,
-            },
-            tag::BRK => Event::Brk {
-                new_brk: Vaddr(v()?),
-            },
-            tag::MPROTECT => Event::Mprotect {
-                addr: Vaddr(v()?),
-                len: v()?,
-                prot: u32_of(v()?, "prot")?,
-            },
-            tag::MADVISE => Event::Madvise {
-                addr: Vaddr(v()?),
-                len: v()?,
-                advice: u32_of(v()?, "advice")?,
-            },
-            tag::SWITCH => Event::Switch {
-                pid: u32_of(v()?, "pid")?,
-            },
-            tag::THREAD => Event::Thread {
-                tid: u32_of(v()?, "tid")?,
-            },
-            tag::EXIT => Event::Exit {
-                pid: u32_of(v()?, "pid")?,
-            },
-            other => return Err(format!("unknown record tag {other:#04x}")),
-        };
+        let ev = decode_record(&self.raw, &mut self.rpos, &mut self.prev_va)?;
+        if let Event::Access { instrs, .. } = ev {
+            self.seen.accesses += 1;
+            self.seen.instructions += instrs as u64;
+        }
         Ok(ev)
     }
 
@@ -749,6 +1085,385 @@ impl<R: Read> NativeReader<R> {
             }
         }
         Ok(n)
+    }
+}
+
+/// Counts of one chunk's records, by kind (what `--verify` checks against the totals and the
+/// stored summary).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChunkCounts {
+    /// Records.
+    pub records: u64,
+    /// Loads, stores, instruction fetches.
+    pub loads: u64,
+    /// Stores.
+    pub stores: u64,
+    /// Instruction fetches.
+    pub ifetches: u64,
+    /// Sum of the access records' `instrs`.
+    pub instructions: u64,
+    /// mmap, munmap, brk, mprotect, madvise, switch, exit records (in that order).
+    pub syscalls: [u64; 7],
+}
+
+/// Names of [`ChunkCounts::syscalls`], as the summary's `syscalls` object has them.
+pub const SYSCALL_NAMES: [&str; 7] = [
+    "mmap", "munmap", "brk", "mprotect", "madvise", "switch", "exit",
+];
+
+impl ChunkCounts {
+    fn add(&mut self, o: &ChunkCounts) {
+        self.records += o.records;
+        self.loads += o.loads;
+        self.stores += o.stores;
+        self.ifetches += o.ifetches;
+        self.instructions += o.instructions;
+        for (a, b) in self.syscalls.iter_mut().zip(o.syscalls) {
+            *a += b;
+        }
+    }
+}
+
+/// Decode every record of a chunk's uncompressed payload and count them; the error names the
+/// record and payload byte (as the streaming reader's does).
+fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
+    let mut c = ChunkCounts {
+        records: records as u64,
+        ..Default::default()
+    };
+    let (mut pos, mut prev_va) = (0usize, 0u64);
+    for rec in 0..records {
+        let at = pos;
+        let ev = decode_record(raw, &mut pos, &mut prev_va)
+            .map_err(|p| format!("record {rec} at payload byte {at}: {p}"))?;
+        match ev {
+            Event::Access { kind, instrs, .. } => {
+                c.instructions += instrs as u64;
+                match kind {
+                    AccessKind::Load => c.loads += 1,
+                    AccessKind::Store => c.stores += 1,
+                    AccessKind::IFetch => c.ifetches += 1,
+                }
+            }
+            Event::Mmap { .. } => c.syscalls[0] += 1,
+            Event::Munmap { .. } => c.syscalls[1] += 1,
+            Event::Brk { .. } => c.syscalls[2] += 1,
+            Event::Mprotect { .. } => c.syscalls[3] += 1,
+            Event::Madvise { .. } => c.syscalls[4] += 1,
+            Event::Switch { .. } => c.syscalls[5] += 1,
+            Event::Exit { .. } => c.syscalls[6] += 1,
+            Event::Thread { .. } => {}
+        }
+    }
+    if pos != raw.len() {
+        return Err(format!(
+            "{} bytes left over after its {records} records",
+            raw.len() - pos
+        ));
+    }
+    Ok(c)
+}
+
+/// Progress of [`NativeReader::verify`], readable from another thread.
+#[derive(Debug, Default)]
+pub struct VerifyProgress {
+    /// Bytes of the file read.
+    pub bytes: std::sync::atomic::AtomicU64,
+    /// Records checked.
+    pub records: std::sync::atomic::AtomicU64,
+}
+
+/// What [`NativeReader::verify`] found in a sound trace.
+#[derive(Clone, Debug)]
+pub struct Verified {
+    /// Format version.
+    pub version: u16,
+    /// Totals (equal to the end-of-trace record's).
+    pub totals: Totals,
+    /// Records by kind, summed over the chunks.
+    pub counts: ChunkCounts,
+    /// The stored summary block's summary, when there is one of [`SUMMARY_VERSION`] (its
+    /// counts were checked against `counts`).
+    pub summary: Option<serde_json::Value>,
+    /// Whether the trace has a summary block at all.
+    pub has_summary_block: bool,
+    /// Bytes read (the file's length).
+    pub bytes: u64,
+}
+
+struct Job {
+    idx: u32,
+    start: u64,
+    header: ChunkHeader,
+    stored: Vec<u8>,
+}
+
+impl<R: Read> NativeReader<R> {
+    /// Check the whole trace: every chunk's header, decompression, checksum and records, the
+    /// totals, the summary block and the end-of-trace record. One thread (the caller's) reads
+    /// the chunks in order; `workers` threads decompress and check them, so this uses
+    /// `workers + 1` cores. The error reported is the one a sequential read would meet first
+    /// (the lowest chunk), naming the file, the offset and the problem. Memory is bounded by a
+    /// few chunks whatever the trace's length. Returns what was found and the input.
+    pub fn verify(
+        mut self,
+        workers: usize,
+        progress: &VerifyProgress,
+    ) -> Result<(Verified, R), SourceError> {
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        use std::sync::{mpsc, Arc, Mutex};
+        let workers = workers.max(1);
+        let compressed = self.flags & FLAG_ZSTD != 0;
+        let version = self.version;
+        let name = self.name.clone();
+        let abort = AtomicBool::new(false);
+        let (job_tx, job_rx) = mpsc::sync_channel::<Job>(2 * workers);
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        type Done = (u32, Result<ChunkCounts, SourceError>);
+        let (done_tx, done_rx) = mpsc::channel::<Done>();
+        let mut sum = ChunkCounts::default();
+        let mut first_err: Option<(u32, SourceError)> = None;
+        let note =
+            |d: Done, sum: &mut ChunkCounts, first: &mut Option<(u32, SourceError)>| match d.1 {
+                Ok(c) => sum.add(&c),
+                Err(e) => {
+                    if first.as_ref().is_none_or(|(i, _)| d.0 < *i) {
+                        *first = Some((d.0, e));
+                    }
+                }
+            };
+        let read_result: Result<Option<(EndRecord, u64, Option<serde_json::Value>)>, SourceError> =
+            std::thread::scope(|scope| {
+                for _ in 0..workers {
+                    let rx = Arc::clone(&job_rx);
+                    let tx = done_tx.clone();
+                    let (abort, name) = (&abort, name.clone());
+                    scope.spawn(move || {
+                        let mut d = compressed
+                            .then(|| zstd::bulk::Decompressor::new().ok())
+                            .flatten();
+                        let mut raw = Vec::with_capacity(MAX_RAW_CHUNK as usize);
+                        loop {
+                            let job = match rx.lock().expect("job queue").recv() {
+                                Ok(j) => j,
+                                Err(_) => return,
+                            };
+                            let e = |offset: u64, problem: String| SourceError {
+                                source: name.clone(),
+                                offset: Some(offset),
+                                problem,
+                            };
+                            let payload_at = job.start + CHUNK_HEADER as u64;
+                            let r = if compressed && d.is_none() {
+                                Err(e(0, "cannot start zstd".into()))
+                            } else {
+                                unpack_chunk(
+                                    version,
+                                    job.idx,
+                                    &job.header,
+                                    &job.stored,
+                                    d.as_mut(),
+                                    &mut raw,
+                                )
+                                .map_err(|(at, p)| {
+                                    e(if at == 0 { payload_at } else { job.start + at }, p)
+                                })
+                                .and_then(|()| {
+                                    count_chunk(&raw, job.header.records).map_err(|p| {
+                                        e(
+                                            job.start,
+                                            format!("chunk {} (starting here): {p}", job.idx),
+                                        )
+                                    })
+                                })
+                            };
+                            if r.is_err() {
+                                abort.store(true, Relaxed);
+                            } else {
+                                progress
+                                    .records
+                                    .fetch_add(job.header.records as u64, Relaxed);
+                            }
+                            if tx.send((job.idx, r)).is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
+                drop(done_tx);
+                let r = (|| {
+                    let mut summary = None;
+                    loop {
+                        while let Ok(d) = done_rx.try_recv() {
+                            note(d, &mut sum, &mut first_err);
+                        }
+                        progress.bytes.store(self.pos, Relaxed);
+                        if abort.load(Relaxed) {
+                            return Ok(None);
+                        }
+                        let start = self.pos;
+                        let mut magic = [0u8; 4];
+                        self.read_exact_at(
+                            &mut magic,
+                            "the next chunk or end-of-trace record (the trace has no end-of-trace record)",
+                        )?;
+                        let mut end_at = start;
+                        if &magic == SUMMARY_MAGIC && self.version >= 3 {
+                            self.read_summary(start)?;
+                            let n = self.stored.len();
+                            summary = Some(
+                                serde_json::from_slice::<serde_json::Value>(&self.stored[8..n - 4])
+                                    .map_err(|x| {
+                                        self.err(
+                                            start + 8,
+                                            format!("summary block is not valid JSON: {x}"),
+                                        )
+                                    })?,
+                            );
+                            end_at = self.pos;
+                            self.read_exact_at(
+                                &mut magic,
+                                "the end-of-trace record after the summary block",
+                            )?;
+                            if &magic != END_MAGIC {
+                                return Err(self.err(end_at, format!("expected the end-of-trace record (\"END!\") after the summary block, found bytes {magic:02x?}")));
+                            }
+                        }
+                        if &magic == END_MAGIC {
+                            let n = end_len(self.version);
+                            let mut e = [0u8; END_LEN_V3];
+                            e[0..4].copy_from_slice(END_MAGIC);
+                            self.read_exact_at(&mut e[4..n], "the end-of-trace record")?;
+                            let end = parse_end(&e[..n]).map_err(|p| self.err(end_at, p))?;
+                            let mut extra = [0u8; 1];
+                            loop {
+                                match self.input.read(&mut extra) {
+                                    Ok(0) => break,
+                                    Ok(_) => {
+                                        return Err(self.err(
+                                            self.pos,
+                                            "unexpected bytes after the end-of-trace record",
+                                        ))
+                                    }
+                                    Err(x) if x.kind() == io::ErrorKind::Interrupted => {}
+                                    Err(x) => {
+                                        return Err(self.err(self.pos, format!("read error: {x}")))
+                                    }
+                                }
+                            }
+                            progress.bytes.store(self.pos, Relaxed);
+                            return Ok(Some((end, end_at, summary)));
+                        }
+                        if &magic != CHUNK_MAGIC {
+                            return Err(self.err(start, format!("expected a chunk (\"CHNK\"){} or the end-of-trace record (\"END!\"), found bytes {magic:02x?}", if self.version >= 3 { ", the summary block (\"SUMY\")" } else { "" })));
+                        }
+                        let mut h = [0u8; CHUNK_HEADER - 4];
+                        self.read_exact_at(&mut h, "a chunk header")?;
+                        let idx = self.chunk_index;
+                        let ch = parse_chunk_header(&h, idx, compressed)
+                            .map_err(|(at, p)| self.err(start + at, p))?;
+                        let payload_at = self.pos;
+                        if let Some(len) = self.len {
+                            if payload_at + ch.stored_len as u64 > len {
+                                return Err(self.err(len, format!("truncated: the file is {len} bytes long, inside the payload of chunk {idx} (which starts at byte {payload_at} and needs {} bytes)", ch.stored_len)));
+                            }
+                        }
+                        let mut stored = vec![0u8; ch.stored_len as usize];
+                        self.read_exact_at(&mut stored, &format!("the payload of chunk {idx}"))?;
+                        self.chunk_index += 1;
+                        self.seen.chunks += 1;
+                        if job_tx
+                            .send(Job {
+                                idx,
+                                start,
+                                header: ch,
+                                stored,
+                            })
+                            .is_err()
+                        {
+                            return Ok(None);
+                        }
+                    }
+                })();
+                drop(job_tx);
+                r
+            });
+        // The workers are done (the scope joined them): collect what is left.
+        while let Ok(d) = done_rx.try_recv() {
+            note(d, &mut sum, &mut first_err);
+        }
+        // A damaged chunk comes before whatever the reader met afterwards.
+        if let Some((_, e)) = first_err {
+            return Err(e);
+        }
+        let Some((end, end_at, summary)) = read_result? else {
+            unreachable!("the reader stops early only when a worker reported an error");
+        };
+        let totals = Totals {
+            records: sum.records,
+            accesses: sum.loads + sum.stores + sum.ifetches,
+            instructions: sum.instructions,
+            chunks: self.seen.chunks,
+        };
+        self.seen = totals;
+        if end.totals != totals {
+            return Err(self.err(end_at, format!("end-of-trace totals {:?} do not match the chunks read {totals:?}: chunks are missing or duplicated", end.totals)));
+        }
+        if end.summary_at != self.summary_at.unwrap_or(0) {
+            return Err(self.err(
+                end_at + 32,
+                format!(
+                    "the end-of-trace record points to a summary block at byte {}, but {}",
+                    end.summary_at,
+                    match self.summary_at {
+                        Some(at) => format!("the summary block is at byte {at}"),
+                        None => "the trace has none".to_string(),
+                    }
+                ),
+            ));
+        }
+        let has_summary_block = summary.is_some();
+        let summary = summary
+            .filter(|v| v["version"] == SUMMARY_VERSION)
+            .map(|v| v["summary"].clone());
+        if let Some(s) = &summary {
+            let mut sys = serde_json::Map::new();
+            let mut names: Vec<(&str, u64)> = SYSCALL_NAMES
+                .iter()
+                .copied()
+                .zip(sum.syscalls)
+                .filter(|(_, n)| *n > 0)
+                .collect();
+            names.sort();
+            for (k, n) in names {
+                sys.insert(k.to_string(), n.into());
+            }
+            let want = serde_json::json!({
+                "events": sum.records, "refs": totals.accesses, "loads": sum.loads,
+                "stores": sum.stores, "ifetches": sum.ifetches, "instructions": sum.instructions,
+                "syscalls": sys,
+            });
+            for (k, v) in want.as_object().expect("object") {
+                if &s[k] != v {
+                    return Err(self.err(
+                        self.summary_at.unwrap_or(0),
+                        format!("the summary block says {k} = {}, the chunks hold {v}", s[k]),
+                    ));
+                }
+            }
+        }
+        let bytes = self.pos;
+        Ok((
+            Verified {
+                version,
+                totals,
+                counts: sum,
+                summary,
+                has_summary_block,
+                bytes,
+            },
+            self.input,
+        ))
     }
 }
 
