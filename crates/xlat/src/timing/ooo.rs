@@ -14,8 +14,9 @@
 //!   depends on (the event's `dep` distance) has completed. Non-memory instructions complete one
 //!   cycle after dispatch.
 //! - **Translation**: an L1 TLB hit costs nothing; an L2 TLB hit its latency; a miss the L2
-//!   lookup, then a walk of the design's latency on one of `core.page_walkers` walkers, waiting
-//!   for the earliest free one when all are busy. A reference to a page whose walk is still in
+//!   lookup, then a walk of the design's latency on one of `core.page_walkers` walkers, the one
+//!   that can start it earliest (in an idle gap before a walk granted earlier in program order
+//!   but requested later, or after its last walk). A reference to a page whose walk is still in
 //!   flight (it hit the TLB entry that walk will fill) waits for that walk (merging).
 //! - **Data**: after translation, the access with the latency the cache hierarchy returned.
 //!   A miss beyond L1D holds one MSHR at every level it passes (`core.l1d_mshrs`,
@@ -26,7 +27,7 @@
 //!   translation before retiring), then drains from the store buffer (the SQ entry) in order once
 //!   retired and once its line is owned (the RFO is issued when the store executes).
 //!
-//! Resources (walkers, MSHRs) are granted in program order to the earliest free unit, and the
+//! MSHRs are granted in program order to the earliest free unit (walkers, above, use gaps), and the
 //! functional state (TLBs, caches, page tables, DRAM row buffers) is updated in program order by
 //! the engine, exactly as under `simple`: the model changes no counter except `timing.*`.
 //!
