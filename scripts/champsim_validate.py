@@ -1,32 +1,47 @@
 #!/usr/bin/env python3
-"""Compare xlat's core models with ChampSim on five ChampSim traces (docs/timing.md).
+"""Validate xlat's core models against ChampSim on five ChampSim traces (docs/timing.md).
 
-    scripts/champsim_validate.py [--out DIR] [--records N] [--footprint BYTES]
+    scripts/champsim_validate.py [--champsim-src DIR] [--out DIR] [--records N]
+                                 [--footprint BYTES] [--patterns P,P,...] [--jobs N]
 
 Writes the traces with ``tools/champsim_trace_writer.py`` (gups, stream, pointer_chase, graph,
-hash), then for each trace runs xlat under ``simple`` and ``ooo`` in four configurations
-(default; small and large L2 TLB; page-walk caches off) and prints, per trace: IPC, the ratio
-IPC(large L2 TLB) / IPC(small L2 TLB), and IPC(page-walk caches on) / IPC(off).
+hash), each a *prologue* (one store to every page the pattern touches) followed by ``--records``
+instructions of the pattern. The prologue is the warm-up of both simulators and the pattern is
+measured, so that neither measures page faults (see docs/timing.md, "Validation against
+ChampSim", for why). Each trace runs in four machine configurations (default; a small and a
+large L2 TLB; page-walk caches off) under xlat ``simple``, xlat ``ooo`` and ChampSim, and the
+script prints, per trace: IPC, the ratio IPC(large L2 TLB) / IPC(small L2 TLB), the ratio
+IPC(page-walk caches on) / IPC(off), and the TLB, walk and cache counters of both simulators.
 
-ChampSim: set ``CHAMPSIM_DIR`` to a ChampSim checkout. If ``CHAMPSIM_DIR/bin/champsim_<cfg>``
-binaries are missing, the script configures and builds them there (``./config.sh`` with a
-configuration matched to xlat's defaults, then ``make``; ChampSim needs fmt, CLI11,
-nlohmann-json, bzip2, lzma and zlib, e.g. Debian's libfmt-dev libcli11-dev nlohmann-json3-dev
-libbz2-dev liblzma-dev zlib1g-dev). Without ``CHAMPSIM_DIR``, or when the build fails, the
-ChampSim columns say "not run" and the script says why: it never invents a figure.
+xlat: IPC of the measured part = (instructions(full) - instructions(prologue)) /
+(cycles(full) - cycles(prologue)), from a run of the whole trace and a run stopped after the
+prologue (``--refs``): xlat has no warm-up of its own here.
 
-This script has not been run against ChampSim: ChampSim could not be obtained where it was
-written (see docs/timing.md, "Validation against ChampSim"). The ChampSim configuration keys
-follow ChampSim's ``champsim_config.json`` (2023-2024 ``develop`` branch); check them against
-the checkout you use.
+ChampSim: ``--champsim-src DIR`` (or ``CHAMPSIM_DIR``) names a ChampSim source tree or git
+repository (https://github.com/ChampSim/ChampSim, tested at 2ff25011, May 2025). The script
+clones or copies it to ``OUT/champsim``, applies ``scripts/champsim/xlat-match.patch`` (ChampSim's
+page-table walker made to walk like x86 hardware and xlat's radix, and write-backs that miss
+not allocated, as in xlat's caches; see docs/timing.md), writes
+the four configurations (``champsim_config`` below), and builds them with ``make``; it rebuilds
+only when the source, the patch or the configurations change. ChampSim needs fmt, CLI11,
+nlohmann-json, bzip2, lzma and zlib: ChampSim's vcpkg, or Debian's libfmt-dev libcli11-dev
+nlohmann-json3-dev libbz2-dev liblzma-dev zlib1g-dev (then the script builds against the system
+libraries; Debian's CLI11 is header-only, so an empty ``libCLI11.a`` stands in for the library
+ChampSim's Makefile links). ChampSim runs with ``--warmup-instructions <prologue>
+--simulation-instructions <records>``.
+
+Without a ChampSim source, or when the build fails, the ChampSim columns say "not run" and the
+script says why on stderr: it never invents a figure. CI does not run this script.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +51,17 @@ sys.path.insert(0, str(ROOT / "tools"))
 import champsim_trace_writer  # noqa: E402
 
 PATTERNS = ["gups", "stream", "pointer_chase", "graph", "hash"]
+
+# Measured instructions per pattern (``--records`` overrides them all): sized so that each
+# ChampSim run simulates a few million cycles (ChampSim runs at roughly 0.1 M cycles/s here).
+RECORDS = {
+    "gups": 200_000,
+    "stream": 400_000,
+    "pointer_chase": 20_000,
+    "graph": 100_000,
+    "hash": 60_000,
+}
+PATCH = ROOT / "scripts" / "champsim" / "xlat-match.patch"
 
 # xlat overrides of each configuration (tlb.l2 has 12 ways; 96 = 1/16 and 12288 = 8x the
 # default 1536 entries).
@@ -48,143 +74,356 @@ CONFIGS = {
 
 
 def champsim_config(name: str) -> dict:
-    """A ChampSim configuration matched to xlat's defaults (configuration ``name``)."""
+    """A ChampSim configuration matched to xlat's default machine (configuration ``name``).
+
+    Keys follow ChampSim's ``champsim_config.json`` (``master``, 2025). Latencies are given as
+    ``hit_latency`` with ``fill_latency`` 0 so that they add up along a miss as xlat's do
+    (L1D 4, L2 +14, LLC +40); the LLC's fill latency of 40 stands for xlat's
+    ``mem.dram.controller_cycles``, which every DRAM read pays once. Parameters xlat does not
+    model (scheduler, register file, issue ports) are set so that they do not bind. What cannot
+    be matched is listed in docs/timing.md.
+    """
     stlb_sets = {"small_stlb": 8, "large_stlb": 1024}.get(name, 128)
-    pscl = {"pscl5_set": 1, "pscl5_way": 2, "pscl4_set": 1, "pscl4_way": 4}
-    pscl.update({"pscl3_set": 2, "pscl3_way": 4, "pscl2_set": 4, "pscl2_way": 8})
-    if name == "no_pwc":
-        pscl = {k: (1 if k.endswith("set") else 0) for k in pscl}
+    # xlat radix: PDE, PDPTE and PML4E caches of 32 entries, 4-way. ChampSim's pscl<N> caches
+    # the level-N entry (pscl2 = PDE); with the x86-walk patch a PSC of 0 ways is absent.
+    ways = 0 if name == "no_pwc" else 4
+    ptw: dict = {f"pscl{n}_{k}": v for n in (4, 3, 2) for k, v in (("set", 8), ("way", ways))}
+    ptw.update(pscl5_set=0, pscl5_way=0, lower_level="cpu0_L2C")  # mem.walk_entry = "l2"
+
+    def cache(sets: int, ways: int, hit: int, mshrs: int, fill: int = 0, **extra) -> dict:
+        return dict(
+            sets=sets,
+            ways=ways,
+            hit_latency=hit,
+            fill_latency=fill,
+            mshr_size=mshrs,
+            prefetcher="no",
+            **extra,
+        )
+
+    def tlb(sets: int, ways: int, hit: int, mshrs: int) -> dict:
+        return dict(sets=sets, ways=ways, hit_latency=hit, fill_latency=0, mshr_size=mshrs)
+
     return {
-        "executable_name": f"bin/champsim_{name}",
+        "executable_name": f"champsim_{name}",
         "block_size": 64,
         "page_size": 4096,
+        "heartbeat_frequency": 100_000_000,
         "num_cores": 1,
         "ooo_cpu": [
             {
-                "frequency": 2600,
-                "rob_size": 224,
-                "lq_size": 72,
-                "sq_size": 56,
+                "frequency": 2600,  # mem.dram.core_clock_mhz
+                "rob_size": 224,  # core.rob_entries
+                "lq_size": 72,  # core.lq_entries
+                "sq_size": 56,  # core.sq_entries
                 "fetch_width": 4,
                 "decode_width": 4,
-                "dispatch_width": 4,
+                "dispatch_width": 4,  # core.dispatch_width
+                "retire_width": 4,  # core.retire_width
+                # Not modeled by xlat, so set not to bind:
                 "execute_width": 8,
-                "lq_width": 2,
-                "sq_width": 1,
-                "retire_width": 4,
+                "lq_width": 4,
+                "sq_width": 4,
+                "scheduler_size": 224,
+                "register_file_size": 512,
+                "ifetch_buffer_size": 64,
+                "decode_buffer_size": 32,
+                "dispatch_buffer_size": 32,
                 "branch_predictor": "bimodal",
                 "btb": "basic_btb",
             }
         ],
-        "L1D": {"sets": 64, "ways": 8, "latency": 4, "mshr_size": 10, "prefetcher": "no"},
-        "L2C": {"sets": 1024, "ways": 16, "latency": 14, "mshr_size": 16, "prefetcher": "no"},
-        "LLC": {"sets": 2048, "ways": 16, "latency": 40, "mshr_size": 32, "prefetcher": "no"},
-        "DTLB": {"sets": 16, "ways": 4, "latency": 1},
-        "STLB": {"sets": stlb_sets, "ways": 12, "latency": 12},
-        "PTW": dict(pscl, mshr_size=2),
-        "physical_memory": {"frequency": 3200, "channels": 2, "ranks": 1, "banks": 16},
+        "L1I": cache(64, 8, 4, 8),
+        "L1D": cache(64, 8, 4, 10),  # mem.l1d 32 KiB 8-way 4 cycles; core.l1d_mshrs
+        "L2C": cache(1024, 16, 14, 16),  # mem.l2 1 MiB 16-way +14; core.l2_mshrs
+        "LLC": cache(2048, 16, 40, 32, fill=40, frequency=2600, replacement="srrip"),
+        "ITLB": tlb(16, 8, 1, 8),  # tlb.itlb 128 x 8
+        "DTLB": tlb(16, 4, 1, 16),  # tlb.l1_4k 64 x 4, latency 1 (hidden)
+        # tlb.l2 1536 x 12, 12 cycles. Its MSHRs bound the outstanding STLB misses, i.e. the
+        # concurrent walks: ChampSim's PTW never enforces its own mshr_size.
+        "STLB": tlb(stlb_sets, 12, 12, 2),  # core.page_walkers = 2
+        "PTW": ptw,
+        "physical_memory": {
+            "data_rate": 3200,  # mem.dram.dram_clock_mhz = 1600
+            "channels": 2,
+            "ranks": 1,
+            "bankgroups": 4,
+            "banks": 4,  # 16 banks per channel
+            "bank_columns": 1024,  # 8 KiB rows with channel_width 8
+            "channel_width": 8,
+            "tCAS": 22,
+            "tRCD": 22,
+            "tRP": 22,
+        },
+        "virtual_memory": {
+            "pte_page_size": 4096,
+            "num_levels": 4,  # radix.levels
+            "minor_fault_penalty": 0,  # xlat keeps OS time out of timing.cycles
+            "randomization": False,  # frames in first-touch order, as xlat's buddy allocator
+        },
     }
 
 
-def run_xlat(trace: Path, model: str, overrides: list[str]) -> dict:
-    cmd = ["xlat", "run", "--trace", str(trace), "--json", "--set", f"timing.model={model}"]
+# ---------------------------------------------------------------------------------------------
+# Building ChampSim
+
+
+def _run(cmd: list[str], cwd: Path, log: Path) -> None:
+    with open(log, "a") as f:
+        f.write(f"$ {' '.join(cmd)}  (in {cwd})\n")
+        f.flush()
+        subprocess.run(cmd, cwd=cwd, check=True, stdout=f, stderr=subprocess.STDOUT)
+
+
+def build_champsim(src: Path, out: Path, jobs: int) -> tuple[dict[str, Path], str]:
+    """Build one ChampSim binary per configuration from the source ``src`` in ``out/champsim``.
+
+    Returns (binaries by configuration, why-not message); the build log is
+    ``out/champsim-build.log``.
+    """
+    log = out / "champsim-build.log"
+    build = out / "champsim"
+    configs = [champsim_config(n) for n in CONFIGS]
+    cfg_text = json.dumps(configs, indent=2)
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        stamp = hashlib.sha256(
+            (head or str(src)).encode() + PATCH.read_bytes() + cfg_text.encode()
+        ).hexdigest()
+        bins = {n: build / "bin" / f"champsim_{n}" for n in CONFIGS}
+        stamp_file = build / ".xlat-build-stamp"
+        if (
+            stamp_file.exists()
+            and stamp_file.read_text() == stamp
+            and all(b.exists() for b in bins.values())
+        ):
+            return bins, ""
+        log.write_text("")
+        if build.exists():
+            shutil.rmtree(build)
+        if head:
+            _run(["git", "clone", "--quiet", str(src), str(build)], out, log)
+        else:
+            shutil.copytree(
+                src, build, ignore=shutil.ignore_patterns("bin", ".csconfig", ".git", "*.o")
+            )
+        _run(["patch", "-p1", "-i", str(PATCH)], build, log)
+        (build / "xlat_configs.json").write_text(cfg_text)
+        _run([str(Path(sys.executable).resolve()), "config.sh", "xlat_configs.json"], build, log)
+        make = ["make", f"-j{jobs}"]
+        if not (build / "vcpkg_installed").exists():
+            # System libraries: Debian's CLI11 is header-only; ChampSim's Makefile links
+            # -lCLI11 and adds -isystem <triplet>/include, so give it an empty stand-in.
+            deps = out / "champsim-deps"
+            (deps / "include").mkdir(parents=True, exist_ok=True)
+            (deps / "lib").mkdir(parents=True, exist_ok=True)
+            if not (deps / "lib" / "libCLI11.a").exists():
+                _run(["ar", "rcs", str(deps / "lib" / "libCLI11.a")], out, log)
+            make.append(f"TRIPLET_DIR={deps.resolve()}")
+        for n in CONFIGS:
+            _run(make + [f"bin/champsim_{n}"], build, log)
+        stamp_file.write_text(stamp)
+        return bins, ""
+    except (OSError, subprocess.CalledProcessError) as e:
+        return {}, f"ChampSim build from {src} failed ({e}); see {log}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+def run_xlat(trace: Path, model: str, overrides: list[str], refs: int) -> dict:
+    """xlat's record of ``trace`` (the first ``refs`` references)."""
+    cmd = ["xlat", "run", "--trace", str(trace), "--json", "--refs", str(refs)]
+    cmd += ["--set", f"timing.model={model}"]
     for o in overrides:
         cmd += ["--set", o]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
-def build_champsim(root: Path, out: Path) -> tuple[dict[str, Path], str]:
-    """Build one ChampSim binary per configuration; returns (binaries, why-not message)."""
-    bins: dict[str, Path] = {}
-    for name in CONFIGS:
-        exe = root / "bin" / f"champsim_{name}"
-        if not exe.exists():
-            cfg = out / f"champsim_{name}.json"
-            cfg.write_text(json.dumps(champsim_config(name), indent=2))
-            try:
-                subprocess.run(["./config.sh", str(cfg)], cwd=root, check=True)
-                subprocess.run(["make", f"-j{os.cpu_count() or 1}"], cwd=root, check=True)
-            except (OSError, subprocess.CalledProcessError) as e:
-                return {}, f"ChampSim build failed in {root}: {e}"
-        bins[name] = exe
-    return bins, ""
+XLAT_COUNTERS = {
+    "DTLB misses": lambda r: r["tlb"]["l1_misses"],
+    "STLB misses": lambda r: r["tlb"]["l2_misses"],
+    "walk PT reads": lambda r: r["walk"]["mem_accesses"] + r["walk"]["post_fault_mem_accesses"],
+    "L2 PT misses": lambda r: r["cache"]["l2"]["pt_misses"],
+    "LLC PT misses": lambda r: r["cache"]["llc"]["pt_misses"],
+    "L1D misses": lambda r: r["cache"]["l1d"]["misses"],
+    "L2 misses": lambda r: r["cache"]["l2"]["misses"],
+    "LLC misses": lambda r: r["cache"]["llc"]["misses"],
+}
 
 
-def run_champsim(exe: Path, trace: Path, records: int) -> float:
-    out = subprocess.run(
+def xlat_measured(trace: Path, model: str, overrides: list[str], prologue: int) -> dict:
+    """IPC and counters of the part of ``trace`` after its prologue (full run - prologue run)."""
+    full = run_xlat(trace, model, overrides, 1 << 40)
+    head = run_xlat(trace, model, overrides, prologue) if prologue else None
+
+    def diff(f):
+        return f(full) - (f(head) if head else 0)
+
+    instrs = diff(lambda r: r["instructions"])
+    cycles = diff(lambda r: r["timing"]["cycles"])
+    out = {"ipc": instrs / cycles, "instructions": instrs}
+    out.update({k: diff(f) for k, f in XLAT_COUNTERS.items()})
+    out["page faults"] = diff(lambda r: r["walk"]["fault_walks"])
+    return out
+
+
+def run_champsim(exe: Path, trace: Path, warmup: int, records: int, out: Path) -> dict:
+    """ChampSim's IPC and counters of the simulated part (after ``warmup`` instructions)."""
+    stats = out / f"{trace.stem}.{exe.name}.json"
+    saved = out / f"{trace.stem}.{exe.name}.txt"
+    # ChampSim's output is kept and reused while it is newer than the binary and the trace.
+    if saved.exists() and saved.stat().st_mtime > max(exe.stat().st_mtime, trace.stat().st_mtime):
+        return _champsim_figures(exe, saved.read_text())
+    text = subprocess.run(
         [
             str(exe),
             "--warmup-instructions",
-            "0",
+            str(warmup),
             "--simulation-instructions",
             str(records),
+            "--json",
+            str(stats),
             str(trace),
         ],
         check=True,
         capture_output=True,
         text=True,
     ).stdout
-    m = re.search(r"CPU 0 cumulative IPC: ([0-9.]+)", out)
+    saved.write_text(text)
+    return _champsim_figures(exe, text)
+
+
+def _champsim_figures(exe: Path, text: str) -> dict:
+    m = re.search(r"CPU 0 cumulative IPC: ([0-9.]+)", text)
     if not m:
         raise RuntimeError(f"{exe}: no 'CPU 0 cumulative IPC' in its output")
-    return float(m.group(1))
+
+    def count(cache: str, what: str) -> int:
+        m = re.search(
+            rf"cpu0_{cache} {what}\s+ACCESS:\s+(\d+)\s+HIT:\s+(\d+)\s+MISS:\s+(\d+)", text
+        )
+        return int(m.group(3)) if m else -1
+
+    def total(cache: str, name: str = "") -> int:
+        m = re.search(
+            rf"{name or 'cpu0_' + cache} TOTAL\s+ACCESS:\s+\d+\s+HIT:\s+\d+\s+MISS:\s+(\d+)", text
+        )
+        return int(m.group(1)) if m else -1
+
+    return {
+        "ipc": float(m.group(1)),
+        "DTLB misses": total("DTLB"),
+        "STLB misses": total("STLB"),
+        "walk PT reads": _translation_accesses(text),
+        "L2 PT misses": count("L2C", "TRANSLATION"),
+        "LLC PT misses": _llc_translation_misses(text),
+        "L1D misses": total("L1D"),
+        "L2 misses": total("L2C"),
+        "LLC misses": total("LLC", "LLC"),
+    }
+
+
+def _llc_translation_misses(text: str) -> int:
+    m = re.search(r"LLC TRANSLATION\s+ACCESS:\s+\d+\s+HIT:\s+\d+\s+MISS:\s+(\d+)", text)
+    return int(m.group(1)) if m else -1
+
+
+def _translation_accesses(text: str) -> int:
+    m = re.search(r"cpu0_L2C TRANSLATION\s+ACCESS:\s+(\d+)", text)
+    return int(m.group(1)) if m else -1
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--champsim-src", default=os.environ.get("CHAMPSIM_DIR", ""))
     p.add_argument("--out", default="out/champsim-validation")
-    p.add_argument("--records", type=int, default=2_000_000)
+    p.add_argument("--records", type=int, default=0, help="measured instructions (RECORDS)")
     p.add_argument("--footprint", type=int, default=256 << 20)
+    p.add_argument("--patterns", default=",".join(PATTERNS))
+    p.add_argument(
+        "--xlat-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra xlat setting for every xlat run (e.g. core.lq_entries=224)",
+    )
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="make -j for ChampSim")
     a = p.parse_args()
-    out = Path(a.out)
+    out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
 
     why_not = ""
     bins: dict[str, Path] = {}
-    cs = os.environ.get("CHAMPSIM_DIR")
-    if not cs:
-        why_not = "CHAMPSIM_DIR is not set (no ChampSim checkout to build)"
-    elif not (Path(cs) / "config.sh").exists():
-        why_not = f"CHAMPSIM_DIR={cs} is not a ChampSim checkout (no config.sh)"
+    src = Path(a.champsim_src) if a.champsim_src else None
+    if src is None:
+        why_not = "no ChampSim source given (--champsim-src or CHAMPSIM_DIR)"
+    elif not (src / "config.sh").exists() and not (src / "HEAD").exists():
+        why_not = f"{src} is not a ChampSim source tree or git repository (no config.sh)"
     else:
-        bins, why_not = build_champsim(Path(cs).resolve(), out.resolve())
+        bins, why_not = build_champsim(src.resolve(), out, a.jobs)
     if why_not:
         print(f"ChampSim: not run: {why_not}. Printing the xlat columns only.", file=sys.stderr)
 
     rows = []
-    for pat in PATTERNS:
+    for pat in a.patterns.split(","):
         trace = out / f"{pat}.champsim"
-        if not trace.exists():
+        meta = out / f"{pat}.champsim.prologue"
+        records = a.records or RECORDS[pat]
+        key = f"{records} {a.footprint}"
+        if not (trace.exists() and meta.exists() and meta.read_text().split()[1:] == key.split()):
             with open(trace, "wb") as f:
-                champsim_trace_writer.write_trace(f, pat, a.records, a.footprint, seed=1)
-        ipc: dict[tuple[str, str], float] = {}
+                prologue = champsim_trace_writer.write_trace(
+                    f, pat, records, a.footprint, seed=1, prologue=True
+                )
+            meta.write_text(f"{prologue} {key}")
+        prologue = int(meta.read_text().split()[0])
+        res: dict[tuple[str, str], dict] = {}
         for model in ("simple", "ooo"):
             for name, overrides in CONFIGS.items():
-                ipc[(model, name)] = run_xlat(trace, model, overrides)["timing"]["ipc"]
+                res[(model, name)] = xlat_measured(trace, model, a.xlat_set + overrides, prologue)
         for name, exe in bins.items():
-            ipc[("champsim", name)] = run_champsim(exe, trace, a.records)
-        rows.append((pat, ipc))
+            res[("champsim", name)] = run_champsim(exe, trace, prologue, records, out)
+        rows.append((pat, res))
+        print(f"{pat}: done", file=sys.stderr)
+    (out / "results.json").write_text(
+        json.dumps([[pat, {f"{m}/{c}": v for (m, c), v in res.items()}] for pat, res in rows])
+    )
 
-    def cell(ipc, model, what):
+    def cell(res, model, what):
         try:
-            if what == "ipc":
-                return f"{ipc[(model, 'default')]:.3f}"
-            if what == "stlb":
-                return f"{ipc[(model, 'large_stlb')] / ipc[(model, 'small_stlb')]:.3f}"
-            return f"{ipc[(model, 'default')] / ipc[(model, 'no_pwc')]:.3f}"
+            ipc = {c: res[(model, c)]["ipc"] for c in CONFIGS}
         except KeyError:
             return "not run"
+        if what == "ipc":
+            return f"{ipc['default']:.3f}"
+        if what == "stlb":
+            return f"{ipc['large_stlb'] / ipc['small_stlb']:.3f}"
+        return f"{ipc['default'] / ipc['no_pwc']:.3f}"
 
     print(
         "| trace | IPC simple | IPC ooo | IPC ChampSim | large/small STLB simple | ooo | "
         "ChampSim | PWC on/off simple | ooo | ChampSim |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for pat, ipc in rows:
+    for pat, res in rows:
         cells = [
-            cell(ipc, m, w) for w in ("ipc", "stlb", "pwc") for m in ("simple", "ooo", "champsim")
+            cell(res, m, w) for w in ("ipc", "stlb", "pwc") for m in ("simple", "ooo", "champsim")
         ]
+        print(f"| {pat} | " + " | ".join(cells) + " |")
+
+    print()
+    print("Counters of the measured part, default configuration (xlat | ChampSim):")
+    print()
+    print("| trace | " + " | ".join(XLAT_COUNTERS) + " |")
+    print("|---|" + "---|" * len(XLAT_COUNTERS))
+    for pat, res in rows:
+        x = res[("ooo", "default")]
+        c = res.get(("champsim", "default"), {})
+        cells = [f"{x[k]} \\| {c.get(k, 'not run')}" for k in XLAT_COUNTERS]
         print(f"| {pat} | " + " | ".join(cells) + " |")
     return 0
 

@@ -2,7 +2,7 @@
 """Write small ChampSim-format traces of five access patterns, with register dependences.
 
 The traces feed both ChampSim and xlat (``xlat run --trace FILE.champsim``), so the two can be
-compared on the same instruction stream (see ``scripts/champsim_validate.sh`` and
+compared on the same instruction stream (see ``scripts/champsim_validate.py`` and
 ``docs/timing.md``, "Validation against ChampSim").
 
 Each record is ChampSim's 64-byte ``input_instr``: ip, is_branch, branch_taken, 2 destination
@@ -10,7 +10,11 @@ and 4 source register numbers, 2 destination and 4 source memory addresses. Depe
 expressed the way a compiled loop would: a load writes a register, and a later instruction whose
 address is computed from that register lists it as a source. Register numbers avoid ChampSim's
 special registers (6 stack pointer, 25 flags, 26 instruction pointer), and no record is a
-branch (the loops' branches would be perfectly predictable and only add records).
+branch (the loops' branches would be perfectly predictable and only add records). The
+instruction pointers repeat with each iteration of the pattern's loop body (``LOOP_BODY``
+records), as a compiled loop's do: ChampSim fetches every instruction through its ITLB and L1I,
+and an ever-growing code footprint would make it miss there on every 16th instruction, which
+xlat (which does not fetch the instructions of a ChampSim trace) would not see.
 
 Patterns (``--pattern``):
 
@@ -33,7 +37,7 @@ Examples
 >>> import io
 >>> buf = io.BytesIO()
 >>> write_trace(buf, "pointer_chase", records=8, footprint=1 << 20, seed=1)
-8
+0
 >>> len(buf.getvalue())
 512
 """
@@ -135,6 +139,9 @@ def _hash(footprint: int, rng: random.Random) -> Iterator[Rec]:
         yield [4], [3], [], [slab + key * 64]  # r4 = r3->item
 
 
+LOOP_BODY = {"gups": 5, "stream": 5, "pointer_chase": 2, "graph": 4 + 3 * 8, "hash": 5}
+"""Records per iteration of each pattern's loop (the period of its instruction pointers)."""
+
 PATTERNS = {
     "gups": _gups,
     "stream": _stream,
@@ -144,7 +151,26 @@ PATTERNS = {
 }
 
 
-def write_trace(out: BinaryIO, pattern: str, records: int, footprint: int, seed: int) -> int:
+def touched_pages(pattern: str, records: int, footprint: int, seed: int) -> list[int]:
+    """The 4 KiB pages the first ``records`` records of ``pattern`` touch, in address order.
+
+    Examples
+    --------
+    >>> touched_pages("stream", records=10, footprint=1 << 20, seed=1) == [
+    ...     _array(i) >> 12 for i in range(3)]
+    True
+    """
+    gen = PATTERNS[pattern](footprint, random.Random(seed))
+    pages: set[int] = set()
+    for _ in range(records):
+        _, _, stores, loads = next(gen)
+        pages.update(a >> 12 for a in stores + loads)
+    return sorted(pages)
+
+
+def write_trace(
+    out: BinaryIO, pattern: str, records: int, footprint: int, seed: int, prologue: bool = False
+) -> int:
     """Write ``records`` ChampSim records of ``pattern`` to ``out``.
 
     Parameters
@@ -159,34 +185,51 @@ def write_trace(out: BinaryIO, pattern: str, records: int, footprint: int, seed:
         Bytes of the pattern's data structures.
     seed : int
         Seed of the random choices.
+    prologue : bool
+        Precede the pattern with one store to every page it touches, in address order (an
+        initialization loop), so that a simulation can warm up over it: with the prologue as
+        warm-up, the measured part takes no page faults and starts with warm page tables.
 
     Returns
     -------
     int
-        Records written.
+        Records written before the pattern (the prologue's length; 0 without one). The
+        pattern's ``records`` follow.
 
     Examples
     --------
     >>> import io
     >>> write_trace(io.BytesIO(), "gups", records=10, footprint=1 << 20, seed=1)
-    10
+    0
+    >>> buf = io.BytesIO()
+    >>> write_trace(buf, "gups", records=10, footprint=1 << 20, seed=1, prologue=True)
+    2
+    >>> len(buf.getvalue()) // RECORD.size
+    12
     """
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern {pattern!r}; patterns: {', '.join(PATTERNS)}")
     if records < 1 or footprint < 4096:
         raise ValueError("records must be >= 1 and footprint >= 4096 bytes")
+    first = 0
+    if prologue:
+        # r8 holds the page address; no record depends on these stores. The instruction pointers
+        # sit apart from the pattern's loop.
+        for page in touched_pages(pattern, records, footprint, seed):
+            out.write(RECORD.pack(IP0 - 64, 0, 0, 0, 0, 8, 0, 0, 0, page << 12, 0, 0, 0, 0, 0))
+            first += 1
     rng = random.Random(seed)
     gen = PATTERNS[pattern](footprint, rng)
-    ip = IP0
-    for _ in range(records):
+    period = LOOP_BODY[pattern]
+    for n in range(records):
+        ip = IP0 + 4 * (n % period)
         dst, src, stores, loads = next(gen)
         dst_r = (dst + [0, 0])[:2]
         src_r = (src + [0, 0, 0, 0])[:4]
         st = (stores + [0, 0])[:2]
         ld = (loads + [0, 0, 0, 0])[:4]
         out.write(RECORD.pack(ip, 0, 0, *dst_r, *src_r, *st, *ld))
-        ip += 4
-    return records
+    return first
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -197,15 +240,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--records", type=int, default=2_000_000, help="instructions (2M)")
     p.add_argument("--footprint", type=int, default=256 << 20, help="bytes (256 MiB)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--prologue",
+        action="store_true",
+        help="precede the pattern with one store to each page it touches (a warm-up part)",
+    )
     a = p.parse_args(argv)
     try:
         opener = lzma.open if a.out.endswith(".xz") else open
         with opener(a.out, "wb") as f:
-            n = write_trace(f, a.pattern, a.records, a.footprint, a.seed)
+            first = write_trace(f, a.pattern, a.records, a.footprint, a.seed, a.prologue)
     except (OSError, ValueError) as e:
         print(f"champsim_trace_writer: {a.out}: {e}", file=sys.stderr)
         return 1
-    print(f"{a.out}: {n} records ({a.pattern}, footprint {a.footprint} bytes)")
+    head = f"{first} prologue records, then " if a.prologue else ""
+    print(f"{a.out}: {head}{a.records} records ({a.pattern}, footprint {a.footprint} bytes)")
     return 0
 
 
