@@ -12,6 +12,7 @@
 //! (which drives `xlat designs`, the conformance suite and the golden runs), and the stats key.
 
 pub mod ecpt;
+pub mod et;
 pub mod fpt;
 pub mod ideal;
 pub mod lvm;
@@ -105,6 +106,15 @@ pub trait Design: Sized + Send {
     /// the entry against the OS model, and the MMU drops the entry when any page of the span is
     /// invalidated.
     fn coalesced(&self, _asid: Asid, _m: Mapping, _req: CoalesceRequest) -> Option<CoalescedSpan> {
+        None
+    }
+    /// Contiguous-group invalidation hook, asked by the engine after every `unmap`: the
+    /// contiguous group (as a span of its 16 base pages, as mapped just before the unmap) that
+    /// this unmap broke, if any, so that the TLB entries of **every** member are invalidated,
+    /// as Arm requires when one entry of a contiguous range changes (Elastic Translations:
+    /// clear the bit on all 16 and invalidate them). `None` (the default): only the unmapped
+    /// page is invalidated. Takes the record (a second call returns `None`).
+    fn take_broken_group(&mut self) -> Option<CoalescedSpan> {
         None
     }
     /// Range-translation hook, asked after a TLB-miss walk of `vpn` when the MMU has a range
@@ -357,4 +367,5 @@ designs! {
     mehpt: Mehpt(MehptConfig) "ME-HPT: ECPT with L2P-mapped chunked ways, changing chunk sizes, in-place and per-way resizing";
     fpt: Fpt(FptConfig) "flattened page tables: radix with PML4+PDPT and PD+PT folded into 2 MiB tables when 2 MiB blocks are free";
     lvm: Lvm(LvmConfig) "LVM: per-process learned index of fixed-point linear models over gapped page tables, LVM walk cache";
+    et: Et(EtConfig) "Elastic Translations: Arm radix with transparent contiguous-bit management (64 KiB / 32 MiB) and CoalaPaging fault-time placement";
 }

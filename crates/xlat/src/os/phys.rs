@@ -320,6 +320,26 @@ impl PhysMem {
         Some(pfn)
     }
 
+    /// Take the smallest free block of at least `2^group_order` frames, keep the aligned
+    /// `2^order` frames at `offset` inside its first `2^group_order` frames for `use_`, and
+    /// return the rest of that group block to the tail of the free lists, where later
+    /// allocations take it last ([`crate::os::buddy::Buddy::alloc_soft`]; Elastic
+    /// Translations' CoalaPaging soft reservation). `None`, changing nothing, when no such block
+    /// is free (no compaction is tried).
+    pub fn alloc_soft(
+        &mut self,
+        group_order: u8,
+        offset: u64,
+        order: u8,
+        use_: FrameUse,
+    ) -> Option<Pfn> {
+        let pfn = self.buddy.alloc_soft(group_order, offset, order)?;
+        self.mark(pfn, order, Self::kind_for(use_));
+        self.account(use_ as usize, (BASE_PAGE_BYTES << order) as i64);
+        self.work.zero_cycles += self.zero_cycles_per_frame << order;
+        Some(Pfn(pfn))
+    }
+
     /// Re-count `bytes` already allocated as `from` as `to` (a reserved frame becoming mapped
     /// data, say); no frame changes hands.
     pub fn transfer(&mut self, bytes: u64, from: FrameUse, to: FrameUse) {

@@ -190,6 +190,32 @@ impl RadixTable {
 
     /// Install `m`, creating intermediate nodes as needed.
     pub fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+        let node = self.ensure_path(phys, asid, m)?;
+        let leaf = leaf_level(m.size);
+        let slot = &mut self.entries[Self::slot(node, m.vpn, leaf)];
+        if *slot & PRESENT != 0 {
+            return Err(OsError(format!(
+                "radix: mapping {m:?} over a present entry (OS model bug)"
+            )));
+        }
+        *slot = (m.pfn.0 << 12) | PRESENT | LEAF | if m.writable { WRITABLE } else { 0 };
+        self.used[node as usize] += 1;
+        if leaf <= 1 {
+            self.mark_contiguous(node, m.vpn, leaf);
+        }
+        Ok(())
+    }
+
+    /// The node that will hold the leaf entry of `m` (whose frame need not be chosen yet),
+    /// creating the intermediate nodes on the way as needed, as Linux's fault path allocates
+    /// the page-table pages before the data page. A leaf node created here holds no entry
+    /// until `m` is mapped.
+    pub fn ensure_path(
+        &mut self,
+        phys: &mut PhysMem,
+        asid: Asid,
+        m: Mapping,
+    ) -> Result<NodeId, OsError> {
         if self.roots.len() <= asid as usize {
             self.roots.resize(asid as usize + 1, NO_NODE);
         }
@@ -214,18 +240,7 @@ impl RadixTable {
                 }
             }
         }
-        let slot = &mut self.entries[Self::slot(node, m.vpn, leaf)];
-        if *slot & PRESENT != 0 {
-            return Err(OsError(format!(
-                "radix: mapping {m:?} over a present entry (OS model bug)"
-            )));
-        }
-        *slot = (m.pfn.0 << 12) | PRESENT | LEAF | if m.writable { WRITABLE } else { 0 };
-        self.used[node as usize] += 1;
-        if leaf <= 1 {
-            self.mark_contiguous(node, m.vpn, leaf);
-        }
-        Ok(())
+        Ok(node)
     }
 
     /// The OS side of the contiguous hint, as Linux's arm64 `contpte` code folds a range: when
