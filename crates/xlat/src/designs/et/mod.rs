@@ -141,6 +141,8 @@ struct Counters {
     fallback_misaligned_group: u64,
     groups_formed: [u64; 2],
     groups_broken: [u64; 2],
+    /// Pages mapped now, by x86 size index (4 KiB, 2 MiB, 1 GiB).
+    mapped_pages: [u64; 3],
     group_invalidations: u64,
 }
 
@@ -292,6 +294,9 @@ impl Design for Et {
 
     fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
         self.radix.map(phys, asid, m)?;
+        if let Some(i) = m.size.x86_index() {
+            self.c.mapped_pages[i] += 1;
+        }
         if let Some((kind, _)) = group_kind(m.size) {
             // A mark on the entry just written means this write completed the group.
             if self.is_marked(asid, m) {
@@ -311,6 +316,9 @@ impl Design for Et {
             })
         });
         self.broken = group;
+        if let Some(i) = m.size.x86_index() {
+            self.c.mapped_pages[i] -= 1;
+        }
         self.radix.unmap(phys, asid, m);
     }
 
@@ -381,6 +389,16 @@ impl Design for Et {
             s.put_u64(&format!("groups_broken_{sfx}"), c.groups_broken[k]);
         }
         s.put_u64("group_invalidations", c.group_invalidations);
+        // What the TLB sees at the end of the run: bytes mapped by each translation size (a
+        // marked group is one 64 KiB or 32 MiB translation; the rest are single entries).
+        let live = |k: usize| c.groups_formed[k] - c.groups_broken[k];
+        let bytes = |i: usize| c.mapped_pages[i] * PageSize::X86[i].bytes();
+        let dist = s.section("mapped_bytes_by_translation");
+        dist.put_u64("4k", bytes(0) - live(0) * (16 << 12));
+        dist.put_u64("64k", live(0) * (16 << 12));
+        dist.put_u64("2m", bytes(1) - live(1) * (16 << 21));
+        dist.put_u64("32m", live(1) * (16 << 21));
+        dist.put_u64("1g", bytes(2));
         s.put_u64("invalidation_cycles", self.os_cycles());
     }
 }

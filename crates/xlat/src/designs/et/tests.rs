@@ -80,6 +80,15 @@ impl Rig {
         self.et.stats(&mut out);
         out["et"][key].as_u64().unwrap()
     }
+
+    /// `et.mapped_bytes_by_translation` as (4k, 64k, 2m, 32m).
+    fn by_translation(&self) -> (u64, u64, u64, u64) {
+        let mut out = Stats::new();
+        self.et.stats(&mut out);
+        let d = &out["et"]["mapped_bytes_by_translation"];
+        let g = |k: &str| d[k].as_u64().unwrap();
+        (g("4k"), g("64k"), g("2m"), g("32m"))
+    }
 }
 
 const KIB64: u64 = 64 << 10;
@@ -106,6 +115,7 @@ fn the_first_fault_in_an_empty_64k_group_lands_at_its_virtual_offset_and_15_more
     assert_eq!(r.stat("placed_new_group_4k"), 1);
     assert_eq!(r.stat("placed_by_sibling_4k"), 15);
     assert_eq!(r.stat("groups_formed_64k"), 1);
+    assert_eq!(r.by_translation(), (0, KIB64, 0, 0));
     let mut os_stats = Stats::new();
     r.os.stats(&mut os_stats);
     assert_eq!(os_stats["os"]["placed_by_design"], 16);
@@ -140,6 +150,7 @@ fn the_first_2m_fault_in_an_empty_32m_group_lands_at_its_offset_and_15_more_comp
     assert_eq!(r.stat("placed_new_group_2m"), 1);
     assert_eq!(r.stat("placed_by_sibling_2m"), 15);
     assert_eq!(r.stat("groups_formed_32m"), 1);
+    assert_eq!(r.by_translation(), (0, 0, 0, MIB32));
     let span = r.et.marked_group(0, first).unwrap();
     assert_eq!((span.vpn.0, span.pfn.0), (group >> 12, block));
     assert_eq!(span.size().bytes(), MIB32);
@@ -157,6 +168,7 @@ fn a_2m_split_re_forms_32_groups_of_64k() {
     r.os.split(0, huge, PageSize::Size4K, &mut ch).unwrap();
     r.apply(ch);
     assert_eq!(r.stat("groups_formed_64k"), 32);
+    assert_eq!(r.by_translation(), (0, MIB2, 0, 0));
     for j in 0..512 {
         let m = r.os.translate(0, Vpn(huge.vpn.0 + j)).unwrap();
         assert_eq!(m.pfn.0, huge.pfn.0 + j);
@@ -416,4 +428,127 @@ fn the_n1_l1_holds_a_32m_span_as_its_2m_page_and_the_l2_holds_the_span() {
     let w = et.walk(0, Vpn(0x100), &mut mem).mapping.unwrap();
     mmu.fill_walked(&et, 0, Vpn(0x100), w, false);
     assert!(mmu.lookup_data_l1(0, Vpn(0x10f)).is_some());
+}
+
+fn run_et(extra: &[(&str, &str)]) -> serde_json::Value {
+    let mut set: Vec<(String, String)> = [
+        ("sim.design", "et"),
+        ("sim.refs", "60000"),
+        ("workload.name", "gups"),
+        ("workload.footprint", "96MiB"),
+        ("os.phys_mem_bytes", "8GiB"),
+        ("tlb.l1_organization", "any_size"),
+        ("tlb.coalescing", "contiguous_bit"),
+        ("tlb.l1_max_span_bytes", "65536"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    set.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let cfg = Config::resolve(None, &set).unwrap();
+    crate::engine::run_workload(&cfg).unwrap_or_else(|e| panic!("{extra:?}: {e}"))
+}
+
+#[test]
+fn et_passes_the_oracle_with_4k_only_and_thp_unfragmented_and_at_fmfi_half_and_99_percent() {
+    for thp in ["never", "always"] {
+        for (mode, fmfi) in [
+            ("pin", "0"),
+            ("alternating", "0.5"),
+            ("alternating", "0.99"),
+            ("fill", "0.5"),
+            ("fill", "0.99"),
+        ] {
+            let r = run_et(&[
+                ("os.thp", thp),
+                ("os.fragmenter.mode", mode),
+                ("os.fmfi_target", fmfi),
+            ]);
+            let what = format!("thp {thp}, {mode} {fmfi}");
+            assert_eq!(r["oracle"]["mismatches"], 0, "{what}");
+            assert!(r["oracle"]["checked"].as_u64().unwrap() >= 60000, "{what}");
+            let et = &r["et"];
+            let placed = et["placed_by_sibling_4k"].as_u64().unwrap()
+                + et["placed_new_group_4k"].as_u64().unwrap()
+                + et["placed_by_sibling_2m"].as_u64().unwrap()
+                + et["placed_new_group_2m"].as_u64().unwrap();
+            assert_eq!(
+                r["os"]["placed_by_design"].as_u64().unwrap(),
+                placed,
+                "{what}"
+            );
+            if fmfi == "0" {
+                // Unfragmented: every group of the footprint forms (64 KiB groups with 4 KiB
+                // pages; 32 MiB groups of THPs where whole 32 MiB ranges are mapped).
+                if thp == "never" {
+                    assert!(
+                        et["groups_formed_64k"].as_u64().unwrap() >= 96 * 16 - 16,
+                        "{what}"
+                    );
+                    assert!(
+                        r["tlb"]["l2_coalesced_hits"].as_u64().unwrap() > 0,
+                        "{what}"
+                    );
+                } else {
+                    assert!(et["groups_formed_32m"].as_u64().unwrap() >= 2, "{what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn breaking_a_group_in_a_run_invalidates_all_16_tlb_entries() {
+    use crate::trace::Event;
+    let base = 0x4000_0000u64;
+    let mut events = vec![Event::Mmap {
+        addr: Vaddr(base),
+        len: KIB64,
+        prot: RW,
+        flags: 0x22,
+    }];
+    for j in 0..16 {
+        events.push(Event::Access {
+            kind: AccessKind::Store,
+            va: Vaddr(base + j * BASE_PAGE_BYTES),
+            size: 8,
+            instrs: 1,
+            dep: 0,
+        });
+    }
+    events.push(Event::Mprotect {
+        addr: Vaddr(base),
+        len: BASE_PAGE_BYTES,
+        prot: prot::READ,
+    });
+    let cfg = Config::resolve(
+        None,
+        &[
+            ("sim.design".to_string(), "et".to_string()),
+            ("os.thp".to_string(), "never".to_string()),
+            ("tlb.coalescing".to_string(), "contiguous_bit".to_string()),
+        ],
+    )
+    .unwrap();
+    struct Events(std::vec::IntoIter<Event>);
+    impl crate::trace::EventSource for Events {
+        fn fill(
+            &mut self,
+            out: &mut Vec<Event>,
+            max: usize,
+        ) -> Result<usize, crate::trace::SourceError> {
+            let before = out.len();
+            out.extend(self.0.by_ref().take(max));
+            Ok(out.len() - before)
+        }
+        fn name(&self) -> String {
+            "events".into()
+        }
+    }
+    let r = crate::engine::run(&cfg, Box::new(Events(events.into_iter()))).unwrap();
+    assert_eq!(r["et"]["groups_formed_64k"], 1);
+    assert_eq!(r["et"]["groups_broken_64k"], 1);
+    // One for the re-protected page, 15 for the rest of its group.
+    assert_eq!(r["tlb"]["invalidations"], 16);
+    assert_eq!(r["et"]["invalidation_cycles"], 15 * 500);
 }
