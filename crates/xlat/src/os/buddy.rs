@@ -139,7 +139,7 @@ impl Buddy {
     /// Returns the kept block's first frame, or `None` (nothing changed) when no block of
     /// `group_order` or more is free.
     pub fn alloc_soft(&mut self, group_order: u8, offset: u64, order: u8) -> Option<u64> {
-        debug_assert!(order <= group_order && offset % (1 << order) == 0);
+        debug_assert!(order <= group_order && offset.is_multiple_of(1 << order));
         debug_assert!(offset < 1 << group_order);
         let block = self.alloc(group_order)?;
         let target = block + offset;

@@ -284,7 +284,7 @@ fn group_valid(live: &[Mapping], vpn: u64, size: PageSize) -> bool {
         })
         .collect();
     members.len() == 16
-        && members[0].pfn.0 % (16 * step) == 0
+        && members[0].pfn.0.is_multiple_of(16 * step)
         && members.iter().enumerate().all(|(j, m)| {
             m.pfn.0 == members[0].pfn.0 + j as u64 * step && m.writable == members[0].writable
         })
