@@ -4,7 +4,7 @@ Every run is the built-in workload through the Python front on the ``neoverse-n1
 (Ampere Altra, the paper's machine), scaled down to finish in seconds (see ``SCALE``):
 
     xlat run --cpu neoverse-n1 --design et|radix --workload W --footprint F --refs R \\
-        --set os.phys_mem_bytes=16GiB --set os.thp=... [--set tlb.coalescing=none] --json
+        --set os.phys_mem_bytes=40GiB --set os.thp=... [--set tlb.coalescing=none] --json
 
 Configurations (one row per workload):
 
@@ -41,7 +41,7 @@ WORKLOADS = [
     ("32 MiB helps", "kv", "8GiB"),
 ]
 SCALE = {"refs": "2M"}
-BASE = {"os.phys_mem_bytes": "16GiB"}
+BASE = {"os.phys_mem_bytes": "40GiB"}
 
 
 def _run(design: str, workload: str, footprint: str, **sets) -> dict:
@@ -67,12 +67,8 @@ def configs(kind: str) -> dict[str, tuple[str, dict]]:
         "et": ("et", {"os.thp": et_thp, "et.pwc_latency_cycles": 3}),
     }
     for fmfi in ("0.5", "0.99"):
-        # 75 % of memory left free, so that the 8 GiB footprints fit beside the filler.
-        frag = {
-            "os.fragmenter.mode": "alternating",
-            "os.fmfi_target": fmfi,
-            "os.fragmenter.free_share": 0.75,
-        }
+        # The fragmenter leaves 25 % of the 40 GiB free (10 GiB): the 8 GiB footprints fit.
+        frag = {"os.fragmenter.mode": "alternating", "os.fmfi_target": fmfi}
         out[f"thp@{fmfi}"] = ("radix", dict(off, **{"os.thp": "always"}, **frag))
         out[f"et@{fmfi}"] = ("et", dict(frag, **{"os.thp": et_thp, "et.pwc_latency_cycles": 3}))
     return out
