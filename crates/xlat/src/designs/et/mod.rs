@@ -53,6 +53,9 @@
 //!   group.
 //! - The allocator's orders already reach 1 GiB (18), so "raising the maximum order to 14" is
 //!   not needed for order-13 blocks.
+//! - The buddy allocator deletes free-list entries lazily: a stale entry for a block that a
+//!   soft reservation later returns at the same order is valid again and can be taken before
+//!   the tail, so a soft reservation is usually, not always, taken last.
 //! - Leshy-hinted placement (offline mode) and CoalaKhugepaged are not implemented here.
 //! - The N1 L1 DTLB, which holds 64 KiB but not 32 MiB entries, is the machine's
 //!   `tlb.l1_max_span_bytes` (set to 64 KiB by the `neoverse-n1` preset): a 32 MiB entry is held
