@@ -202,6 +202,26 @@ impl<D: Design> Sim<D> {
     }
 }
 
+/// Invalidate the TLB entries of every member of the contiguous `group` but the page at
+/// `except` (whose own invalidation the unmap did): Arm's rule when one entry of a contiguous
+/// range changes ([`Design::take_broken_group`]). `also` sees each member (other cores).
+pub(crate) fn invalidate_group_members(
+    mmu: &mut Mmu,
+    mem: &MemSystem,
+    asid: Asid,
+    group: crate::mmu::CoalescedSpan,
+    except: Vpn,
+    mut also: impl FnMut(Mapping),
+) {
+    for i in 0..group.pages() {
+        let member = group.base_of(Vpn(group.vpn.0 + i * group.base.base_pages()));
+        if member.vpn != except {
+            crate::virt::invalidate_guest_page(mmu, mem, asid, member);
+            also(member);
+        }
+    }
+}
+
 /// The design's placement hook, as the OS model asks it at a fault.
 struct DesignPlacer<'a, D: Design>(&'a mut D);
 
@@ -239,6 +259,22 @@ impl<D: Design> Sim<D> {
                         crate::virt::invalidate_guest_page(&mut self.mmu, &self.mem, asid, m);
                         if let Some(machine) = self.machine.as_deref_mut() {
                             machine.shootdown(asid, m);
+                        }
+                        // A broken contiguous group: its other members' entries go too.
+                        if let Some(group) = self.design.take_broken_group() {
+                            let machine = &mut self.machine;
+                            invalidate_group_members(
+                                &mut self.mmu,
+                                &self.mem,
+                                asid,
+                                group,
+                                m.vpn,
+                                |member| {
+                                    if let Some(machine) = machine.as_deref_mut() {
+                                        machine.shootdown(asid, member);
+                                    }
+                                },
+                            );
                         }
                     }
                 }

@@ -12,6 +12,7 @@
 //! (which drives `xlat designs`, the conformance suite and the golden runs), and the stats key.
 
 pub mod ecpt;
+pub mod et;
 pub mod fpt;
 pub mod ideal;
 pub mod lvm;
@@ -109,6 +110,15 @@ pub trait Design: Sized + Send {
     /// the entry against the OS model, and the MMU drops the entry when any page of the span is
     /// invalidated.
     fn coalesced(&self, _asid: Asid, _m: Mapping, _req: CoalesceRequest) -> Option<CoalescedSpan> {
+        None
+    }
+    /// Contiguous-group invalidation hook, asked by the engine after every `unmap`: the
+    /// contiguous group (as a span of its 16 base pages, as mapped just before the unmap) that
+    /// this unmap broke, if any, so that the TLB entries of **every** member are invalidated,
+    /// as Arm requires when one entry of a contiguous range changes (Elastic Translations:
+    /// clear the bit on all 16 and invalidate them). `None` (the default): only the unmapped
+    /// page is invalidated. Takes the record (a second call returns `None`).
+    fn take_broken_group(&mut self) -> Option<CoalescedSpan> {
         None
     }
     /// Range-translation hook, asked after a TLB-miss walk of `vpn` when the MMU has a range
@@ -394,4 +404,5 @@ designs! {
     rmm: Rmm(RmmConfig) "Redundant Memory Mappings: radix plus a range table of contiguous mappings, walked in the background to fill a range TLB";
     pom_tlb: PomTlb(PomTlbConfig) "POM-TLB: a 64K-entry 16-way SRRIP L3 TLB in memory (lines through the data caches) probed after the L2 TLB miss, then the radix walk";
     utopia: Utopia(UtopiaConfig) "Utopia: set-associative RestSegs (TAR/SF, RestSeg walk with TAR/SF caches, page-fault-based placement) beside a radix-translated FlexSeg";
+    et: Et(EtConfig) "Elastic Translations: Arm radix with transparent contiguous-bit management (64 KiB / 32 MiB) and CoalaPaging fault-time placement";
 }

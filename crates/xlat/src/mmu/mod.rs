@@ -181,6 +181,10 @@ pub struct TlbConfig {
     pub coalescing: Coalescing,
     /// Most 4 KiB translations one CoLT entry holds (a power of two, 2..=64).
     pub colt_max_pages: u32,
+    /// Largest coalesced span the L1 DTLB holds as one entry, in bytes (0: any). A larger span
+    /// is held in the L1 as its base page that was accessed (Neoverse N1's L1 DTLB holds
+    /// 64 KiB but not 32 MiB entries and splits a 32 MiB one); the L2 still holds the span.
+    pub l1_max_span_bytes: u64,
     /// Instruction TLB (used only by instruction fetches).
     pub itlb: TlbLevelConfig,
 }
@@ -206,6 +210,7 @@ impl Default for TlbConfig {
             range: level(0, 0, 12),
             coalescing: Coalescing::None,
             colt_max_pages: 8,
+            l1_max_span_bytes: 0,
             itlb: level(128, 8, 1),
         }
     }
@@ -241,6 +246,15 @@ impl TlbConfig {
             return Err(format!(
                 "tlb.colt_max_pages: must be a power of two from 2 to 64, got {}",
                 self.colt_max_pages
+            ));
+        }
+        if self.l1_max_span_bytes != 0
+            && (!self.l1_max_span_bytes.is_power_of_two() || self.l1_max_span_bytes < 8192)
+        {
+            return Err(format!(
+                "tlb.l1_max_span_bytes: must be 0 (any span) or a power of two of at least \
+                 8 KiB, got {}",
+                self.l1_max_span_bytes
             ));
         }
         Ok(())
@@ -288,6 +302,8 @@ pub struct Mmu {
     coalesce: Option<CoalesceRequest>,
     /// Whether the statistics of the extended organizations are written.
     extended: bool,
+    /// Largest span the L1 holds as one entry (`tlb.l1_max_span_bytes`; `u64::MAX`: any).
+    l1_max_span_bytes: u64,
     /// L1 hit latency in cycles (the cost every translation pays, not counted as overhead).
     pub l1_latency_cycles: u32,
     /// Latency of the L2 stage in cycles: the L2 TLB's, or the slowest of the structures
@@ -339,6 +355,10 @@ impl Mmu {
                 }),
             },
             extended: cfg.extended(),
+            l1_max_span_bytes: match cfg.l1_max_span_bytes {
+                0 => u64::MAX,
+                n => n,
+            },
             l1_latency_cycles: if beside {
                 cfg.l1_any.latency_cycles.max(cfg.l1_4k.latency_cycles)
             } else if any {
@@ -536,7 +556,7 @@ impl Mmu {
     }
 
     /// Install `e` in the L1 DTLB for an access to `vpn`. The any-size L1 takes pages and spans
-    /// alike. The split L1 has one TLB per x86 page size and no entry format for a span: it
+    /// alike (a span above `tlb.l1_max_span_bytes` as its base page holding `vpn`). The split L1 has one TLB per x86 page size and no entry format for a span: it
     /// takes the base page of the span holding `vpn` (a page of another size, none).
     #[inline]
     fn fill_l1_entry(&mut self, asid: Asid, e: TlbEntry, vpn: Vpn) {
@@ -546,7 +566,10 @@ impl Mmu {
                     self.l1[0].fill(asid, m)
                 }
                 TlbEntry::Page(m) => any.fill(asid, m),
-                TlbEntry::Span(s) => any.fill_span(asid, &s),
+                TlbEntry::Span(s) if s.size().bytes() <= self.l1_max_span_bytes => {
+                    any.fill_span(asid, &s)
+                }
+                TlbEntry::Span(s) => any.fill(asid, s.base_of(vpn)),
             }
             return;
         }

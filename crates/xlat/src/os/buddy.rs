@@ -12,6 +12,8 @@
 //! valid only while `head` still says the block is free at that order). That is 1 byte of
 //! metadata per 4 KiB frame (16 MiB for 64 GiB) and O(1) amortized operations.
 
+use std::collections::VecDeque;
+
 /// Highest order (2^18 frames = 1 GiB).
 pub const MAX_ORDER: u8 = 18;
 /// Number of orders.
@@ -22,7 +24,9 @@ const NOT_FREE: u8 = u8::MAX;
 #[derive(Clone, Debug)]
 pub struct Buddy {
     head: Vec<u8>,
-    stacks: Vec<Vec<u32>>,
+    /// Per-order candidate block starts: `alloc` pops the back (the head of Linux's free
+    /// lists); [`Buddy::alloc_soft`] puts the rest of its block at the front (the tail).
+    stacks: Vec<VecDeque<u32>>,
     free_blocks: [u64; ORDERS],
     free_pages: u64,
     total_pages: u64,
@@ -38,7 +42,7 @@ impl Buddy {
         );
         let mut b = Buddy {
             head: vec![NOT_FREE; total_pages as usize],
-            stacks: vec![Vec::new(); ORDERS],
+            stacks: vec![VecDeque::new(); ORDERS],
             free_blocks: [0; ORDERS],
             free_pages: 0,
             total_pages,
@@ -69,7 +73,7 @@ impl Buddy {
         );
         Buddy {
             head: vec![NOT_FREE; total_pages as usize],
-            stacks: vec![Vec::new(); ORDERS],
+            stacks: vec![VecDeque::new(); ORDERS],
             free_blocks: [0; ORDERS],
             free_pages: 0,
             total_pages,
@@ -114,9 +118,45 @@ impl Buddy {
     #[inline]
     fn insert(&mut self, pfn: u64, order: u8) {
         self.head[pfn as usize] = order;
-        self.stacks[order as usize].push(pfn as u32);
+        self.stacks[order as usize].push_back(pfn as u32);
         self.free_blocks[order as usize] += 1;
         self.free_pages += 1 << order;
+    }
+
+    /// Like `insert`, but at the tail of the order's free list: taken after every other block
+    /// of that order.
+    fn insert_tail(&mut self, pfn: u64, order: u8) {
+        self.head[pfn as usize] = order;
+        self.stacks[order as usize].push_front(pfn as u32);
+        self.free_blocks[order as usize] += 1;
+        self.free_pages += 1 << order;
+    }
+
+    /// Allocate a block of `2^group_order` frames (the smallest free block of at least that
+    /// order, split as `alloc` splits), keep only the aligned `2^order` frames at `offset` in
+    /// it, and return the rest of the group block to the **tail** of the free lists, where
+    /// later allocations take it last (a soft reservation: Elastic Translations' CoalaPaging).
+    /// Returns the kept block's first frame, or `None` (nothing changed) when no block of
+    /// `group_order` or more is free.
+    pub fn alloc_soft(&mut self, group_order: u8, offset: u64, order: u8) -> Option<u64> {
+        debug_assert!(order <= group_order && offset.is_multiple_of(1 << order));
+        debug_assert!(offset < 1 << group_order);
+        let block = self.alloc(group_order)?;
+        let target = block + offset;
+        let mut at = block;
+        for k in (order..group_order).rev() {
+            // Keep the half with the target, give the other back at the tail; its buddy (the
+            // kept half) is allocated, so it does not coalesce.
+            let upper = at + (1 << k);
+            if target >= upper {
+                self.insert_tail(at, k);
+                at = upper;
+            } else {
+                self.insert_tail(upper, k);
+            }
+        }
+        debug_assert_eq!(at, target);
+        Some(target)
     }
 
     /// Remove a free block that `head` says is free at `order` (its stack entry goes stale).
@@ -129,7 +169,7 @@ impl Buddy {
     }
 
     fn pop(&mut self, order: u8) -> Option<u64> {
-        while let Some(pfn) = self.stacks[order as usize].pop() {
+        while let Some(pfn) = self.stacks[order as usize].pop_back() {
             if self.head[pfn as usize] == order {
                 self.remove(pfn as u64, order);
                 return Some(pfn as u64);
@@ -287,6 +327,34 @@ mod tests {
         b.free(144, 4);
         b.free(130, 0);
         assert_eq!(b.free_blocks()[10], 1, "everything coalesces back");
+    }
+
+    #[test]
+    fn a_soft_allocation_keeps_one_frame_and_leaves_the_rest_of_its_block_for_last() {
+        let mut b = Buddy::new(1 << 10);
+        // Order-0 free blocks elsewhere: every other frame of the upper half, and one free
+        // order-4 block at 0..16.
+        let all: Vec<u64> = (0..1 << 10).map(|_| b.alloc(0).unwrap()).collect();
+        for f in all.iter().filter(|f| **f >= 512 && *f % 2 == 0) {
+            b.free(*f, 0);
+        }
+        // Freed as one block: frame-by-frame frees would leave lazily deleted order-0 entries
+        // that come back to life when a piece of the group is freed at order 0 again, and are
+        // popped before the tail (a known approximation: the tail is usually, not always, last).
+        b.free(0, 4);
+        let kept = b.alloc_soft(4, 5, 0).unwrap();
+        assert_eq!(kept, 5, "block 0..16, offset 5");
+        assert_eq!(b.free_pages(), 256 + 15);
+        // The group's other 15 frames are taken after every other block of their order.
+        for _ in 0..256 {
+            let f = b.alloc(0).unwrap();
+            assert!(f >= 512, "soft-reserved frame {f} taken before the others");
+        }
+        assert_eq!(b.alloc(0), Some(4), "then the group's order-0 piece");
+        // Nothing free of the group order: nothing changes.
+        let mut c = Buddy::new(8);
+        assert_eq!(c.alloc_soft(4, 0, 0), None);
+        assert_eq!(c.free_pages(), 8);
     }
 
     #[test]

@@ -101,13 +101,18 @@ pub enum FragmenterMode {
     /// unmovable kernel pageblocks and scattered unmovable pages in other pageblocks, then free
     /// page-cache pages until `free_share` of memory is free at the target FMFI.
     Fill,
+    /// The Elastic Translations authors' fragmenter: fill memory with movable pages, then free
+    /// 512 KiB chunks at alternating positions while the FMFI is below target and 32 MiB chunks
+    /// (at alternating positions from the top of memory) once it is at or above it, until
+    /// `free_share` of memory is free. "99 %" is the literal FMFI 0.99.
+    Alternating,
 }
 
 /// `[os.fragmenter]`: the fragmenter's mix.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct FragmenterConfig {
-    /// `pin` (default, runs when `os.fmfi_target` > 0) or `fill` (always runs).
+    /// `pin` (default, runs when `os.fmfi_target` > 0), `fill` or `alternating` (always run).
     pub mode: FragmenterMode,
     /// Fill: share of memory left free.
     pub free_share: f64,
@@ -615,6 +620,41 @@ mod tests {
             .fragment_fill(0.7, 9, &too_much, 1)
             .unwrap_err();
         assert!(err.0.contains("cannot fill memory"), "{err}");
+    }
+
+    #[test]
+    fn the_alternating_fragmenter_frees_512k_chunks_below_target_and_32m_chunks_above_it() {
+        let cfg = FragmenterConfig {
+            mode: FragmenterMode::Alternating,
+            ..FragmenterConfig::default()
+        };
+        for target in [0.5, 0.99] {
+            let mut p = PhysMem::new(8 << 30);
+            let reached = p.fragment_alternating(target, 9, &cfg).unwrap();
+            assert!((reached - target).abs() <= 0.02, "{target} -> {reached}");
+            let free = p.free_bytes() as f64 / p.total_bytes() as f64;
+            assert!((free - cfg.free_share).abs() < 0.001, "{free}");
+            assert_eq!(p.filler_bytes() + p.free_bytes(), p.total_bytes());
+            // Free memory is 512 KiB blocks (their neighbours held) and 32 MiB-sized runs only
+            // (plus the one chunk cut short at the free share).
+            let blocks = p.free_blocks();
+            let small_bytes = blocks[7] << 19;
+            let large_bytes: u64 = (9..crate::os::buddy::ORDERS)
+                .map(|k| blocks[k] << (k + 12))
+                .sum();
+            let rest: u64 = (0..7).chain(8..9).map(|k| blocks[k] << (k + 12)).sum();
+            assert!(rest <= 32 << 20, "{blocks:?}");
+            assert!(small_bytes > 0 && large_bytes > 0, "{blocks:?}");
+            let usable = large_bytes as f64 / p.free_bytes() as f64;
+            assert!((1.0 - usable - reached).abs() < 0.02);
+            let mut q = PhysMem::new(8 << 30);
+            q.fragment_alternating(target, 9, &cfg).unwrap();
+            assert_eq!(p.free_blocks(), q.free_blocks(), "deterministic");
+        }
+        let err = PhysMem::new(256 << 20)
+            .fragment_alternating(0.99, 9, &cfg)
+            .unwrap_err();
+        assert!(err.0.contains("cannot fragment memory"), "{err}");
     }
 
     #[test]

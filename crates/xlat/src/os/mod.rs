@@ -324,7 +324,7 @@ impl Os {
                 phys.fragment(cfg.fmfi_target, cfg.fmfi_order, seed)?;
             }
             FragmenterMode::Pin => {}
-            FragmenterMode::Fill if !cfg.buddyinfo.is_empty() => {
+            FragmenterMode::Fill | FragmenterMode::Alternating if !cfg.buddyinfo.is_empty() => {
                 return Err(OsError(
                     "os.fragmenter.mode = \"fill\" cannot be combined with os.buddyinfo (the \
                      snapshot already fixes the free memory)"
@@ -333,6 +333,9 @@ impl Os {
             }
             FragmenterMode::Fill => {
                 phys.fragment_fill(cfg.fmfi_target, cfg.fmfi_order, &cfg.fragmenter, seed)?;
+            }
+            FragmenterMode::Alternating => {
+                phys.fragment_alternating(cfg.fmfi_target, cfg.fmfi_order, &cfg.fragmenter)?;
             }
         }
         Ok(Os {

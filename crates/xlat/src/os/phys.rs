@@ -320,6 +320,26 @@ impl PhysMem {
         Some(pfn)
     }
 
+    /// Take the smallest free block of at least `2^group_order` frames, keep the aligned
+    /// `2^order` frames at `offset` inside its first `2^group_order` frames for `use_`, and
+    /// return the rest of that group block to the tail of the free lists, where later
+    /// allocations take it last ([`crate::os::buddy::Buddy::alloc_soft`]; Elastic
+    /// Translations' CoalaPaging soft reservation). `None`, changing nothing, when no such block
+    /// is free (no compaction is tried).
+    pub fn alloc_soft(
+        &mut self,
+        group_order: u8,
+        offset: u64,
+        order: u8,
+        use_: FrameUse,
+    ) -> Option<Pfn> {
+        let pfn = self.buddy.alloc_soft(group_order, offset, order)?;
+        self.mark(pfn, order, Self::kind_for(use_));
+        self.account(use_ as usize, (BASE_PAGE_BYTES << order) as i64);
+        self.work.zero_cycles += self.zero_cycles_per_frame << order;
+        Some(Pfn(pfn))
+    }
+
     /// Re-count `bytes` already allocated as `from` as `to` (a reserved frame becoming mapped
     /// data, say); no frame changes hands.
     pub fn transfer(&mut self, bytes: u64, from: FrameUse, to: FrameUse) {
@@ -612,6 +632,73 @@ impl PhysMem {
                 "cannot fill memory to {:.0} % free at FMFI {target:.2} (order {order}): reached \
                  {:.1} % free at FMFI {reached:.3} (lower os.fragmenter.free_share or \
                  kernel_share)",
+                cfg.free_share * 100.0,
+                self.buddy.free_pages() as f64 * 100.0 / total.max(1) as f64
+            )));
+        }
+        self.peak[FILLER] = self.in_use[FILLER];
+        Ok(reached)
+    }
+
+    /// The Elastic Translations authors' fragmenter (`os.fragmenter.mode = "alternating"`):
+    /// all memory becomes movable filler; then, until `free_share` of memory is free, while
+    /// FMFI(`order`) is below `target` the next 512 KiB chunk at alternating positions from the
+    /// bottom of memory (chunks 0, 2, 4, ...) is freed, and once it is at or above the target
+    /// the next 32 MiB chunk at alternating positions from the top (the last, the third from
+    /// last, ...). Deterministic (no random choice). Ends within 0.02 of the target and at the
+    /// free share, else a clear error. The kernel and polluted shares of `fill` do not apply.
+    pub fn fragment_alternating(
+        &mut self,
+        target: f64,
+        order: u8,
+        cfg: &FragmenterConfig,
+    ) -> Result<f64, OsError> {
+        let total = self.buddy.total_pages();
+        debug_assert_eq!(
+            self.buddy.free_pages(),
+            total,
+            "the fragmenter expects free memory"
+        );
+        self.buddy = Buddy::new_full(total);
+        self.frames.fill(frame_byte(kind::FILLER, 0));
+        self.recount_pageblocks(0, total);
+        self.account(FILLER, (total * BASE_PAGE_BYTES) as i64);
+        let small = (512 << 10) / BASE_PAGE_BYTES;
+        let large = (32 << 20) / BASE_PAGE_BYTES;
+        let want_free = (cfg.free_share * total as f64).round() as u64;
+        // Chunks not yet freed, as cursors: the small ones from the bottom, the large ones from
+        // the top (a chunk already wholly free is skipped).
+        let mut next_small = 0u64;
+        let mut next_large = (total / large).checked_sub(1);
+        while self.buddy.free_pages() < want_free {
+            let (start, len) = if self.fmfi(order) < target && next_small * small + small <= total {
+                next_small += 2;
+                ((next_small - 2) * small, small)
+            } else if let Some(j) = next_large {
+                next_large = j.checked_sub(2);
+                (j * large, large)
+            } else if next_small * small + small <= total {
+                // No 32 MiB chunk left: only small ones can still free memory.
+                next_small += 2;
+                ((next_small - 2) * small, small)
+            } else {
+                break;
+            };
+            for f in start..start + len {
+                if self.buddy.free_pages() >= want_free {
+                    break;
+                }
+                if kind_of(self.frames[f as usize]) == kind::FILLER {
+                    self.free_filler(f);
+                }
+            }
+        }
+        let reached = self.fmfi(order);
+        if self.buddy.free_pages() < want_free || (reached - target).abs() > 0.02 {
+            return Err(OsError(format!(
+                "cannot fragment memory to {:.0} % free at FMFI {target:.2} (order {order}) with \
+                 512 KiB / 32 MiB chunks: reached {:.1} % free at FMFI {reached:.3} (change \
+                 os.fragmenter.free_share or os.phys_mem_bytes)",
                 cfg.free_share * 100.0,
                 self.buddy.free_pages() as f64 * 100.0 / total.max(1) as f64
             )));

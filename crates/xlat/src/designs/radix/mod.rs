@@ -181,6 +181,21 @@ impl Radix {
         self.alias_accesses
     }
 
+    /// Create the table nodes a later `map` of a page of `size` at `vpn` needs (Linux's fault
+    /// path allocates page-table pages before the data page; Elastic Translations' placement
+    /// hook does this first so that the table pages do not take its reserved frames).
+    pub(crate) fn prepare_path(
+        &mut self,
+        phys: &mut PhysMem,
+        asid: Asid,
+        vpn: Vpn,
+        size: PageSize,
+    ) -> Result<(), OsError> {
+        self.table
+            .ensure_path(phys, asid, Mapping::writable(vpn.0, 0, size))
+            .map(|_| ())
+    }
+
     /// A walk of `vpn`; `after_fault` says it is the engine's repeat after a page fault, whose
     /// PWC probes are counted apart from TLB-miss walks (the PWCs are used and filled alike).
     #[inline]

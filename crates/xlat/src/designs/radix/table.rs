@@ -305,6 +305,37 @@ impl RadixTable {
 
     /// Install `m`, creating intermediate nodes as needed.
     pub fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+        let node = self.ensure_path(phys, asid, m)?;
+        let (leaf, span_log2) = Self::leaf_span(m.size);
+        self.leaf_updates += 1;
+        if span_log2 != 0 {
+            return self.map_tailored(node, m, leaf, span_log2);
+        }
+        self.leaf_writes += 1;
+        let slot = &mut self.entries[Self::slot(node, m.vpn, leaf)];
+        if *slot & PRESENT != 0 {
+            return Err(OsError(format!(
+                "radix: mapping {m:?} over a present entry (OS model bug)"
+            )));
+        }
+        *slot = (m.pfn.0 << 12) | PRESENT | LEAF | if m.writable { WRITABLE } else { 0 };
+        self.used[node as usize] += 1;
+        if leaf <= 1 {
+            self.mark_contiguous(node, m.vpn, leaf);
+        }
+        Ok(())
+    }
+
+    /// The node that will hold the leaf entry of `m` (whose frame need not be chosen yet),
+    /// creating the intermediate nodes on the way as needed, as Linux's fault path allocates
+    /// the page-table pages before the data page. A leaf node created here holds no entry
+    /// until `m` is mapped.
+    pub fn ensure_path(
+        &mut self,
+        phys: &mut PhysMem,
+        asid: Asid,
+        m: Mapping,
+    ) -> Result<NodeId, OsError> {
         if self.roots.len() <= asid as usize {
             self.roots.resize(asid as usize + 1, NO_NODE);
         }
@@ -334,23 +365,7 @@ impl RadixTable {
                 }
             }
         }
-        self.leaf_updates += 1;
-        if span_log2 != 0 {
-            return self.map_tailored(node, m, leaf, span_log2);
-        }
-        self.leaf_writes += 1;
-        let slot = &mut self.entries[Self::slot(node, m.vpn, leaf)];
-        if *slot & PRESENT != 0 {
-            return Err(OsError(format!(
-                "radix: mapping {m:?} over a present entry (OS model bug)"
-            )));
-        }
-        *slot = (m.pfn.0 << 12) | PRESENT | LEAF | if m.writable { WRITABLE } else { 0 };
-        self.used[node as usize] += 1;
-        if leaf <= 1 {
-            self.mark_contiguous(node, m.vpn, leaf);
-        }
-        Ok(())
+        Ok(node)
     }
 
     /// Write the `2^span_log2` entries of tailored page `m` in node `id` at `level`: the true PTE
