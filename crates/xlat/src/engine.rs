@@ -3270,5 +3270,6 @@ mod tests {
         "cache.l1d.pt_line_share_avg",
         "cache.l2.pt_line_share_avg",
         "cache.llc.pt_line_share_avg",
+        "utopia.rsw_speedup_over_flex_walk",
     ];
 }

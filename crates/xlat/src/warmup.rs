@@ -67,10 +67,12 @@ pub const STATE_KEYS: &[&str] = &[
     "window_refs_configured",
     "mismatches",
     "pt_line_share",
+    // Utopia: the share of a RestSeg's slots occupied at the end.
+    "occupancy",
 ];
 
 /// Sections all of whose values are states.
-const STATE_SECTIONS: &[&str] = &["mapped_bytes_by_size", "page_table"];
+const STATE_SECTIONS: &[&str] = &["mapped_bytes_by_size", "page_table", "resident_reuse"];
 
 /// Fractions whose denominator the record does not hold (the name rules would pick a wrong
 /// one): kept as at the end of the run and listed in `warmup.whole_run_keys`.
@@ -83,6 +85,8 @@ const NOT_RECOMPUTED: &[&str] = &[
     // Means over the upsizes that were measured, which the record does not count.
     "moved_fraction_per_upsize",
     "moved_fraction_per_in_place_upsize",
+    // Utopia: a ratio of two mean walk latencies.
+    "rsw_speedup_over_flex_walk",
 ];
 
 /// Fractions whose numerator and denominator the name rules of [`fraction`] do not find:
@@ -97,6 +101,9 @@ const FRACTIONS: &[(&str, &str, &str)] = &[
     ),
     ("reinsertions_per_insert", "reinsertions", "placements"),
     ("no_reinsertion_share", "no_reinsertion", "placements"),
+    ("pte_writes_per_update", "pte_writes", "pte_updates"),
+    ("avg_probe_cycles", "probe_cycles", "lookups"),
+    ("walks_avoided_share", "rsw_hits", "walks"),
 ];
 
 /// Whether `key` (the last component of its path) names a state or an identifier rather than
@@ -429,10 +436,12 @@ fn fraction(
         value(s, key).unwrap_or(0.0),
         value(s, den_key).unwrap_or(0.0),
     );
+    // Nothing measured: the record's own value for an empty denominator (a radix PWC level no
+    // walk reached reports a miss rate of 1, not 0) stays as the end of the run has it.
     Some(if den > 0.0 {
         ((fe * de - fs * ds) / den).max(0.0)
     } else {
-        0.0
+        fe
     })
 }
 

@@ -313,7 +313,7 @@ impl Design for PomTlb {
         s.put_f64("hit_rate", ratio(self.hits, self.lookups));
         s.put_u64("post_fault_lookups", self.post_fault_lookups);
         s.put_u64("probe_cycles", self.probe_cycles);
-        s.put_f64("probe_avg_cycles", ratio(self.probe_cycles, self.lookups));
+        s.put_f64("avg_probe_cycles", ratio(self.probe_cycles, self.lookups));
         s.put_u64("probe_mem_accesses", self.probe_mem_accesses);
         s.put_u64("table_bytes", self.mem.footprint().bytes);
         if let Some(r) = radix.remove("radix") {
