@@ -69,8 +69,7 @@
 
 use crate::addr::{Asid, Mapping, PageSize, Pfn, Vpn};
 use crate::designs::radix::{Radix, RadixConfig, CONTIG_ENTRIES};
-use crate::designs::{Design, PtFootprint, WalkResult};
-use crate::mem::MemSystem;
+use crate::designs::Design;
 use crate::mmu::{CoalesceRequest, CoalescedSpan};
 use crate::os::{FrameUse, OsError, PhysMem, PlaceRequest};
 use crate::stats::{Stats, StatsExt};
@@ -233,6 +232,7 @@ impl Et {
 
 impl Design for Et {
     type Config = EtConfig;
+    crate::designs::radix::forward_to_inner_radix!();
 
     fn new(cfg: &EtConfig, phys: &mut PhysMem) -> Result<Self, OsError> {
         Ok(Et {
@@ -241,10 +241,6 @@ impl Design for Et {
             c: Counters::default(),
             broken: None,
         })
-    }
-
-    fn va_bits(&self) -> Option<u32> {
-        self.radix.va_bits()
     }
 
     fn place(&mut self, phys: &mut PhysMem, req: &PlaceRequest) -> Option<Pfn> {
@@ -329,46 +325,8 @@ impl Design for Et {
         self.broken.take()
     }
 
-    fn coalesced(&self, asid: Asid, m: Mapping, req: CoalesceRequest) -> Option<CoalescedSpan> {
-        self.radix.coalesced(asid, m, req)
-    }
-
-    #[inline]
-    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
-        self.radix.walk(asid, vpn, mem)
-    }
-
-    fn walk_after_fault(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
-        self.radix.walk_after_fault(asid, vpn, mem)
-    }
-
-    #[inline]
-    fn prefetch(&self, asid: Asid, vpn: Vpn, mem: &MemSystem) {
-        self.radix.prefetch(asid, vpn, mem)
-    }
-
-    fn footprint(&self) -> PtFootprint {
-        self.radix.footprint()
-    }
-
     fn os_cycles(&self) -> u64 {
         self.c.group_invalidations * self.cfg.invalidation_cycles
-    }
-
-    fn set_cores(&mut self, n: usize) {
-        self.radix.set_cores(n)
-    }
-
-    fn select_core(&mut self, core: usize) {
-        self.radix.select_core(core)
-    }
-
-    fn flush_mmu_caches(&mut self) {
-        self.radix.flush_mmu_caches()
-    }
-
-    fn mmu_cache_misses(&self) -> u64 {
-        self.radix.mmu_cache_misses()
     }
 
     fn stats(&self, out: &mut Stats) {

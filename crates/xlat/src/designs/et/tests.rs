@@ -1,6 +1,7 @@
 use super::*;
 use crate::addr::{Vaddr, BASE_PAGE_BYTES};
 use crate::config::Config;
+use crate::mem::MemSystem;
 use crate::mmu::{Coalescing, L1Organization, Mmu, TlbConfig, TlbOutcome};
 use crate::os::{MapChange, Os, OsConfig, Placer};
 use crate::trace::{prot, AccessKind};

@@ -432,6 +432,77 @@ impl Radix {
     }
 }
 
+/// Inside `impl Design for X` of a design built around a field `radix: Radix` whose walks are
+/// radix's own (tps, rmm, et): the `Design` methods it forwards to that field unchanged —
+/// address width, contiguous marks, walks, prefetch, page-table footprint and the per-core
+/// MMU caches. A design that changes any of these writes all of them itself instead.
+macro_rules! forward_to_inner_radix {
+    () => {
+        fn va_bits(&self) -> Option<u32> {
+            self.radix.va_bits()
+        }
+
+        fn coalesced(
+            &self,
+            asid: $crate::addr::Asid,
+            m: $crate::addr::Mapping,
+            req: $crate::mmu::CoalesceRequest,
+        ) -> Option<$crate::mmu::CoalescedSpan> {
+            self.radix.coalesced(asid, m, req)
+        }
+
+        #[inline]
+        fn walk(
+            &mut self,
+            asid: $crate::addr::Asid,
+            vpn: $crate::addr::Vpn,
+            mem: &mut $crate::mem::MemSystem,
+        ) -> $crate::designs::WalkResult {
+            self.radix.walk(asid, vpn, mem)
+        }
+
+        fn walk_after_fault(
+            &mut self,
+            asid: $crate::addr::Asid,
+            vpn: $crate::addr::Vpn,
+            mem: &mut $crate::mem::MemSystem,
+        ) -> $crate::designs::WalkResult {
+            self.radix.walk_after_fault(asid, vpn, mem)
+        }
+
+        #[inline]
+        fn prefetch(
+            &self,
+            asid: $crate::addr::Asid,
+            vpn: $crate::addr::Vpn,
+            mem: &$crate::mem::MemSystem,
+        ) {
+            self.radix.prefetch(asid, vpn, mem)
+        }
+
+        fn footprint(&self) -> $crate::designs::PtFootprint {
+            self.radix.footprint()
+        }
+
+        fn set_cores(&mut self, n: usize) {
+            self.radix.set_cores(n)
+        }
+
+        fn select_core(&mut self, core: usize) {
+            self.radix.select_core(core)
+        }
+
+        fn flush_mmu_caches(&mut self) {
+            self.radix.flush_mmu_caches()
+        }
+
+        fn mmu_cache_misses(&self) -> u64 {
+            self.radix.mmu_cache_misses()
+        }
+    };
+}
+pub(crate) use forward_to_inner_radix;
+
 #[cfg(test)]
 mod tests {
     use super::*;

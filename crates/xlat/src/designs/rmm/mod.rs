@@ -43,9 +43,8 @@
 
 use crate::addr::{Asid, Mapping, Pfn, Vpn};
 use crate::designs::radix::{Radix, RadixConfig};
-use crate::designs::{Design, PtFootprint, WalkResult};
-use crate::mem::MemSystem;
-use crate::mmu::{CoalesceRequest, CoalescedSpan, VaRange};
+use crate::designs::Design;
+use crate::mmu::VaRange;
 use crate::os::{OsError, PhysMem};
 use crate::stats::{Stats, StatsExt};
 use serde::{Deserialize, Serialize};
@@ -230,6 +229,7 @@ impl Rmm {
 
 impl Design for Rmm {
     type Config = RmmConfig;
+    crate::designs::radix::forward_to_inner_radix!();
 
     fn new(cfg: &RmmConfig, phys: &mut PhysMem) -> Result<Self, OsError> {
         Ok(Rmm {
@@ -240,14 +240,6 @@ impl Design for Rmm {
             range_hits: Cell::new(0),
             range_refs: Cell::new(0),
         })
-    }
-
-    fn va_bits(&self) -> Option<u32> {
-        self.radix.va_bits()
-    }
-
-    fn coalesced(&self, asid: Asid, m: Mapping, req: CoalesceRequest) -> Option<CoalescedSpan> {
-        self.radix.coalesced(asid, m, req)
     }
 
     fn range(&self, asid: Asid, vpn: Vpn) -> Option<VaRange> {
@@ -270,40 +262,6 @@ impl Design for Rmm {
     fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
         self.ranges.unmap(asid, m);
         self.radix.unmap(phys, asid, m)
-    }
-
-    #[inline]
-    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
-        self.radix.walk(asid, vpn, mem)
-    }
-
-    fn walk_after_fault(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
-        self.radix.walk_after_fault(asid, vpn, mem)
-    }
-
-    #[inline]
-    fn prefetch(&self, asid: Asid, vpn: Vpn, mem: &MemSystem) {
-        self.radix.prefetch(asid, vpn, mem)
-    }
-
-    fn footprint(&self) -> PtFootprint {
-        self.radix.footprint()
-    }
-
-    fn set_cores(&mut self, n: usize) {
-        self.radix.set_cores(n)
-    }
-
-    fn select_core(&mut self, core: usize) {
-        self.radix.select_core(core)
-    }
-
-    fn flush_mmu_caches(&mut self) {
-        self.radix.flush_mmu_caches()
-    }
-
-    fn mmu_cache_misses(&self) -> u64 {
-        self.radix.mmu_cache_misses()
     }
 
     fn stats(&self, out: &mut Stats) {

@@ -49,11 +49,9 @@
 //! Guvenilir and Patt, "Tailored Page Sizes", ISCA 2020: §III-A1 (PTE encoding, alias PTEs),
 //! §III-A2 (TPS TLB), §III-B (reservations, promotion threshold, fragmentation), Table I.
 
-use crate::addr::{Asid, Mapping, PageSizeSet, Vpn};
+use crate::addr::{Asid, Mapping, PageSizeSet};
 use crate::designs::radix::{Radix, RadixConfig, RadixTable, TailoredPtes};
-use crate::designs::{Design, PtFootprint, WalkResult};
-use crate::mem::MemSystem;
-use crate::mmu::{CoalesceRequest, CoalescedSpan};
+use crate::designs::Design;
 use crate::os::{OsError, PhysMem};
 use crate::stats::{ratio, Stats, StatsExt};
 use serde::{Deserialize, Serialize};
@@ -91,6 +89,7 @@ pub struct Tps {
 
 impl Design for Tps {
     type Config = TpsConfig;
+    crate::designs::radix::forward_to_inner_radix!();
 
     fn new(cfg: &TpsConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
         let table = RadixTable::with_tailored(cfg.radix.levels, cfg.ptes);
@@ -103,54 +102,12 @@ impl Design for Tps {
         PageSizeSet::ALL
     }
 
-    fn va_bits(&self) -> Option<u32> {
-        self.radix.va_bits()
-    }
-
-    fn coalesced(&self, asid: Asid, m: Mapping, req: CoalesceRequest) -> Option<CoalescedSpan> {
-        self.radix.coalesced(asid, m, req)
-    }
-
     fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
         self.radix.map(phys, asid, m)
     }
 
     fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
         self.radix.unmap(phys, asid, m)
-    }
-
-    #[inline]
-    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
-        self.radix.walk(asid, vpn, mem)
-    }
-
-    fn walk_after_fault(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
-        self.radix.walk_after_fault(asid, vpn, mem)
-    }
-
-    #[inline]
-    fn prefetch(&self, asid: Asid, vpn: Vpn, mem: &MemSystem) {
-        self.radix.prefetch(asid, vpn, mem)
-    }
-
-    fn footprint(&self) -> PtFootprint {
-        self.radix.footprint()
-    }
-
-    fn set_cores(&mut self, n: usize) {
-        self.radix.set_cores(n)
-    }
-
-    fn select_core(&mut self, core: usize) {
-        self.radix.select_core(core)
-    }
-
-    fn flush_mmu_caches(&mut self) {
-        self.radix.flush_mmu_caches()
-    }
-
-    fn mmu_cache_misses(&self) -> u64 {
-        self.radix.mmu_cache_misses()
     }
 
     fn stats(&self, out: &mut Stats) {

@@ -2,7 +2,7 @@
 //! together (the conservative split, promotion to 1 GiB).
 
 use super::*;
-use crate::addr::{PageSize, Pfn, Vaddr};
+use crate::addr::{PageSize, Pfn, Vaddr, Vpn};
 use crate::mem::{MemConfig, MemSystem};
 use crate::os::policy::PolicyKind;
 use crate::os::{MapChange, Os, OsConfig};
