@@ -14,9 +14,8 @@
 //!   depends on (the event's `dep` distance) has completed. Non-memory instructions complete one
 //!   cycle after dispatch.
 //! - **Translation**: an L1 TLB hit costs nothing; an L2 TLB hit its latency; a miss the L2
-//!   lookup, then a walk of the design's latency on one of `core.page_walkers` walkers, the one
-//!   that can start it earliest (in an idle gap before a walk granted earlier in program order
-//!   but requested later, or after its last walk). A reference to a page whose walk is still in
+//!   lookup, then a walk of the design's latency on one of `core.page_walkers` walkers, waiting
+//!   for the earliest free one when all are busy. A reference to a page whose walk is still in
 //!   flight (it hit the TLB entry that walk will fill) waits for that walk (merging).
 //! - **Data**: after translation, the access with the latency the cache hierarchy returned.
 //!   A miss beyond L1D holds one MSHR at every level it passes (`core.l1d_mshrs`,
@@ -27,7 +26,7 @@
 //!   translation before retiring), then drains from the store buffer (the SQ entry) in order once
 //!   retired and once its line is owned (the RFO is issued when the store executes).
 //!
-//! MSHRs are granted in program order to the earliest free unit (walkers, above, use gaps), and the
+//! Resources (walkers, MSHRs) are granted in program order to the earliest free unit, and the
 //! functional state (TLBs, caches, page tables, DRAM row buffers) is updated in program order by
 //! the engine, exactly as under `simple`: the model changes no counter except `timing.*`.
 //!
@@ -252,58 +251,6 @@ impl Units {
     }
 }
 
-/// The page walkers: each walker's reserved busy intervals, so that a walk requested early can
-/// use a walker in the idle time before a walk that was granted to it earlier in program order
-/// but requested later (a walk whose address waited for a load). Granting strictly in program
-/// order to the earliest-free unit (as [`Units`] does for MSHRs) would queue such a walk behind
-/// the later one although the walker stood idle, which serialized independent walks on traces
-/// that mix dependent and independent references (ChampSim's hash trace: walks queued for
-/// 2 263 cycles on average while 1.04 walkers were busy).
-#[derive(Clone, Debug)]
-struct Walkers {
-    /// Per walker: busy intervals (start, end), sorted and disjoint.
-    busy: Vec<Vec<(f64, f64)>>,
-}
-
-impl Walkers {
-    fn new(n: u32) -> Self {
-        Walkers {
-            busy: (0..n).map(|_| Vec::with_capacity(64)).collect(),
-        }
-    }
-
-    /// Grant a walk of `cycles` requested at `request` to the walker that can start it
-    /// earliest (in an idle gap or after its last interval; ties to the lowest walker) and
-    /// return its start. No request, this one included, comes before `horizon` (the dispatch
-    /// time of the previous reference: dispatch never goes back and a reference issues after
-    /// it dispatches), so intervals ending by then are dropped.
-    #[inline]
-    fn grant(&mut self, request: f64, cycles: f64, horizon: f64) -> f64 {
-        let mut best = (f64::INFINITY, 0usize, 0usize);
-        for (u, iv) in self.busy.iter_mut().enumerate() {
-            let stale = iv.iter().take_while(|&&(_, end)| end <= horizon).count();
-            if stale > 0 {
-                iv.drain(..stale);
-            }
-            let mut start = request;
-            let mut at = iv.len();
-            for (k, &(a, b)) in iv.iter().enumerate() {
-                if start + cycles <= a {
-                    at = k;
-                    break;
-                }
-                start = fmax(start, b);
-            }
-            if start < best.0 {
-                best = (start, u, at);
-            }
-        }
-        let (start, u, at) = best;
-        self.busy[u].insert(at, (start, start + cycles));
-        start
-    }
-}
-
 /// Operations in flight keyed by page or line, for merging: a direct-mapped table of the
 /// latest completion per key slot. A collision forgets the older key, which then merges no
 /// more (a lost overlap, never a wrong wait); with [`IN_FLIGHT_SLOTS`] slots against tens of
@@ -400,7 +347,7 @@ pub struct OooCore {
     sq: Ring<f64>,
     lq_len: u64,
     sq_len: u64,
-    walkers: Walkers,
+    walkers: Units,
     /// MSHR pools of L1D, L2, LLC; `None` for a level whose pool can never bind (below).
     mshrs: [Option<Units>; 3],
     walks: InFlight,
@@ -439,7 +386,7 @@ impl OooCore {
             sq: Ring::new(cfg.sq_entries as usize),
             lq_len: cfg.lq_entries as u64,
             sq_len: cfg.sq_entries as u64,
-            walkers: Walkers::new(cfg.page_walkers),
+            walkers: Units::new(cfg.page_walkers),
             // A miss holds an MSHR at every level it passes for the same interval, so at any
             // time a level has no more misses outstanding than the level above it: a pool at
             // least as large as one above it can never be full, and is left out (exactly: the
@@ -557,10 +504,9 @@ impl OooCore {
         // Translation.
         let xlat_done = if r.walk_cycles > 0 {
             let request = issue + (r.xlat_cycles - r.walk_cycles) as f64;
-            let start = self
-                .walkers
-                .grant(request, r.walk_cycles as f64, self.last_dispatch);
+            let start = fmax(request, self.walkers.earliest());
             let done = start + r.walk_cycles as f64;
+            self.walkers.take_until(done);
             self.c.walker_queue_cycles += start - request;
             self.c.walk_busy_cycles += r.walk_cycles as f64;
             self.c.walks += 1;
@@ -819,30 +765,6 @@ mod tests {
         assert_eq!(c.c.walker_queue_cycles, 100.0 - 0.25);
         // Two walkers: both walks overlap; the second started a dispatch slot later.
         assert_eq!(run(&two, &refs).cycles(), 0.25 + 9.0 + 100.0 + 4.0);
-    }
-
-    #[test]
-    fn an_early_walk_uses_the_walker_idle_before_a_later_requested_walk_granted_first() {
-        let one = CoreConfig {
-            page_walkers: 1,
-            ..CoreConfig::default()
-        };
-        // Reference 1's address waits for reference 0's DRAM miss, so its walk is requested at
-        // about 200; reference 2 is independent and requests its walk at 0.5 + 9. With the
-        // walker idle until 200, reference 2's 100-cycle walk fits before reference 1's.
-        let refs = [
-            miss(0),
-            walked(CoreRef { dep: 1, ..hit(1) }, 100),
-            walked(hit(2), 100),
-        ];
-        let c = run(&one, &refs);
-        assert_eq!(c.c.walker_queue_cycles, 0.0);
-        assert_eq!(c.done.get(2), 0.5 + 9.0 + 100.0 + 4.0);
-        // A walk that does not fit in the gap still waits for the walker.
-        let long = [refs[0], refs[1], walked(hit(2), 300)];
-        let c = run(&one, &long);
-        let first_walk_done = DRAM as f64 + 9.0 + 100.0;
-        assert_eq!(c.done.get(2), first_walk_done + 300.0 + 4.0);
     }
 
     #[test]
