@@ -1574,24 +1574,11 @@ impl Os {
         to: Pfn,
         changes: &mut Vec<MapChange>,
     ) -> Result<Mapping, OsError> {
-        let p = &mut self.procs[asid as usize];
-        if p.pages.get(m.vpn) != Some(m) {
-            return Err(OsError(format!(
-                "migrate: {m:?} is not mapped in ASID {asid}"
-            )));
-        }
-        p.pages.remove(m);
-        changes.push(MapChange::Unmap(asid, m));
-        // A migrated page leaves its reservation (docs/os-model.md).
-        self.break_reservations(asid, m.vpn, m.size.base_pages());
-        self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
+        let nm = self.relocate("migrate", asid, m, to, changes)?;
         self.moved_frames.push((m.pfn, m.size.order()));
         self.c.migrations += 1;
         self.c.bytes_copied += m.size.bytes();
         self.c.migration_cycles += m.size.base_pages() * self.cfg.migration.copy_cycles_per_4k;
-        self.count_shootdowns(1);
-        let nm = Mapping { pfn: to, ..m };
-        self.install(asid, nm, changes);
         Ok(nm)
     }
 
@@ -1607,10 +1594,24 @@ impl Os {
         to: Pfn,
         changes: &mut Vec<MapChange>,
     ) -> Result<Mapping, OsError> {
+        self.relocate("move_fresh_page", asid, m, to, changes)
+    }
+
+    /// What every move of a mapped page does: unmap it (leaving its reservation, as
+    /// docs/os-model.md says), free its frames, shoot it down, map it at `to`. `what` names
+    /// the caller in the error for a page that is not mapped.
+    fn relocate(
+        &mut self,
+        what: &str,
+        asid: Asid,
+        m: Mapping,
+        to: Pfn,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<Mapping, OsError> {
         let p = &mut self.procs[asid as usize];
         if p.pages.get(m.vpn) != Some(m) {
             return Err(OsError(format!(
-                "move_fresh_page: {m:?} is not mapped in ASID {asid}"
+                "{what}: {m:?} is not mapped in ASID {asid}"
             )));
         }
         p.pages.remove(m);
