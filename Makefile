@@ -80,7 +80,7 @@ test-rust:
 	done
 
 test-python: build browser
-	$(PY) -m pytest -q tests python/xlat docs/sweeps.md --doctest-modules --doctest-glob='sweeps.md'
+	$(PY) -m pytest -q tests python/xlat docs/sweeps.md docs/notebook.md --doctest-modules --doctest-glob='sweeps.md' --doctest-glob='notebook.md'
 
 # Debian's chromium for the report's browser test, installed only if missing and apt is usable
 # (otherwise that one test is skipped with the reason).

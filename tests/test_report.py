@@ -347,3 +347,87 @@ def test_docs_report_md_shows_every_figure_the_report_draws(store_report):
     docs = (Path(__file__).resolve().parents[1] / "docs" / "report.md").read_text()
     for name in FIGURES:
         assert f"## `{name}`" in docs and f"report/{name}.png" in docs, name
+
+
+# -- xlat.plot: the report's figures as objects (one implementation, two entry points) --------
+
+
+def test_xlat_plot_draws_the_same_figures_with_the_same_numbers_as_the_report(store_report):
+    import xlat.plot
+
+    db, out, _ = store_report
+    report_numbers = json.loads((out / "figures.json").read_text())["figures"]
+    figs = xlat.plot.figures(api.results(db))
+    assert sorted(figs) == sorted(report_numbers)
+    for name, fig in figs.items():
+        assert fig._xlat_numbers == report_numbers[name], name
+        assert xlat.plot.caption(fig) == report_numbers[name]["caption"]
+        assert math.isclose(fig.get_figwidth(), 3.33), name
+
+
+def test_xlat_plot_leaves_matplotlibs_global_style_and_backend_alone(store_report):
+    import matplotlib
+    import xlat.plot
+
+    db, _, _ = store_report
+    matplotlib.rcParams["font.size"] = 13.0
+    matplotlib.rcParams["pdf.fonttype"] = 3
+    backend = matplotlib.get_backend()
+    try:
+        fig = xlat.plot.speedup(api.results(db))
+        assert matplotlib.rcParams["font.size"] == 13.0
+        assert matplotlib.rcParams["pdf.fonttype"] == 3
+        assert matplotlib.get_backend() == backend
+        # ...while the figure itself was drawn in the report's style (7 pt tick labels).
+        assert fig.axes[0].get_xticklabels()[0].get_fontsize() == 7.0
+    finally:
+        matplotlib.rcdefaults()
+
+
+def test_xlat_plot_names_draw_only_those_figures_and_unknown_names_are_refused(store_report):
+    import xlat.plot
+
+    db, _, _ = store_report
+    df = api.results(db)
+    assert sorted(xlat.plot.figures(df, names=["thp_speedup", "tlb_mpki"])) == [
+        "thp_speedup",
+        "tlb_mpki",
+    ]
+    with pytest.raises(ValueError, match="unknown figure nope.*speedup"):
+        xlat.plot.figures(df, names=["nope"])
+    radix_only = df[df["design"] == "ideal"]
+    with pytest.raises(ValueError, match="no 'pwc_hit_rate' figure"):
+        xlat.plot.figure("pwc_hit_rate", radix_only)
+
+
+def test_results_output_writes_every_stored_column_to_parquet_csv_and_json(store_report, tmp_path):
+    import duckdb
+
+    db, _, _ = store_report
+    stored = api.results(db)
+    pq = tmp_path / "runs.parquet"
+    proc = xlat("results", "--db", str(db), "--output", str(pq))
+    assert f"{len(stored)} rows" in proc.stderr
+    con = duckdb.connect()
+    back = con.execute(f"SELECT * FROM '{pq}'").df()
+    assert len(back) == len(stored) and set(back.columns) == set(stored.columns)
+    assert back["walk.count"].sum() == stored["walk.count"].sum()
+    assert str(back["walk.count"].dtype).startswith(("int", "uint", "Int", "UInt"))
+    csv_path = tmp_path / "speedups.csv"
+    xlat("results", "--db", str(db), "--speedup-over", "radix", "-o", str(csv_path))
+    rows = list(csv.DictReader(csv_path.open()))
+    assert {r["workload"] for r in rows} >= {"gups", "stream", "geomean"}
+    js = tmp_path / "out.dat"
+    xlat("results", "--db", str(db), "--format", "json", "-o", str(js))
+    assert len(json.loads(js.read_text())) == len(stored)
+
+
+def test_results_parquet_without_an_output_file_or_an_unknown_suffix_exits_2(
+    store_report, tmp_path
+):
+    db, _, _ = store_report
+    proc = xlat("results", "--db", str(db), "--format", "parquet", check=False)
+    assert proc.returncode == 2 and "--output PATH" in proc.stderr
+    proc = xlat("results", "--db", str(db), "-o", str(tmp_path / "x.xlsx"), check=False)
+    assert proc.returncode == 2 and "x.xlsx: cannot tell the format" in proc.stderr
+    assert not (tmp_path / "x.xlsx").exists()

@@ -20,7 +20,7 @@ from xlat._isa import load_core
 _core = load_core()  # the portable or the x86-64-v3 build of the core (see xlat._isa)
 
 from xlat._core import XlatError  # noqa: E402
-from xlat.query import results  # noqa: E402
+from xlat.query import export, results  # noqa: E402
 from xlat.records import flatten, get_path, speedups  # noqa: E402
 from xlat.run import compare, cpus, designs, run, version, workloads  # noqa: E402
 from xlat.sweeps import sweep  # noqa: E402
@@ -30,6 +30,7 @@ __all__ = [
     "compare",
     "cpus",
     "designs",
+    "export",
     "flatten",
     "get_path",
     "results",

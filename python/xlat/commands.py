@@ -4,6 +4,7 @@ Forms (see docs/sweeps.md)::
 
     xlat sweep SPEC.toml [--workers N] [--db PATH] [--address ray://HOST:PORT] [--dry-run]
     xlat results [--db PATH] [--where KEY=VALUE ...] [--speedup-over DESIGN] [--format csv]
+                 [--output runs.parquet]
     xlat report [SOURCE] [--out DIR] [--baseline DESIGN] [--where KEY=VALUE ...]
                 [--figure-width column|page|INCHES] [--latex]
 """
@@ -24,6 +25,7 @@ from xlat.query import (
     format_frame,
     results,
     varying_params,
+    write_frame,
 )
 from xlat.store import DEFAULT_DB, StoreError
 from xlat.sweeps import SpecError, SweepError, expand, load_spec, run_sweep
@@ -88,7 +90,18 @@ def add_parsers(sub) -> None:
     p.add_argument("--pivot", metavar="COLUMN", help="column whose values become table columns")
     p.add_argument("--value", metavar="COLUMN", help="figure to aggregate in a --by/--pivot table")
     p.add_argument("--agg", default="mean", choices=AGGS, help="aggregation (default mean)")
-    p.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    p.add_argument(
+        "--format",
+        choices=["table", "csv", "json", "parquet"],
+        help="table (default on screen), csv or json; parquet needs --output",
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="PATH",
+        help="write the result to PATH (.parquet, .csv or .json, or as --format says) instead of "
+        "printing it; plain queries write every column unless --columns names some",
+    )
     p.add_argument("--spec", help="only the runs of this sweep spec (TOML)")
 
     p = sub.add_parser("report", help="HTML page + PNG/PDF figures from the store or compare JSON")
@@ -209,6 +222,15 @@ def cmd_results(args: argparse.Namespace) -> int:
         spec=args.spec,
         metric=args.metric,
     )
+    if args.output is not None:
+        fmt = None if args.format in (None, "table") else args.format
+        if args.format == "table":
+            raise QueryError("--output writes parquet, csv or json, not an aligned table")
+        n = write_frame(out, args.output, fmt)
+        print(f"{args.output}: {n} rows", file=sys.stderr)
+        return 0
+    if args.format == "parquet":
+        raise QueryError("--format parquet writes a file: give it with --output PATH")
     if args.speedup_over is None and args.value is None and args.columns is None:
         if not out.empty:
             keys = ["workload", *varying_params(out), "seed"]
@@ -219,7 +241,7 @@ def cmd_results(args: argparse.Namespace) -> int:
                 c[len("config.") :] if c.startswith("config.") else c for c in out.columns
             ]
     try:
-        print(format_frame(out, args.format).rstrip("\n"))
+        print(format_frame(out, args.format or "table").rstrip("\n"))
         sys.stdout.flush()
     except BrokenPipeError:  # `xlat results | head`: the reader is gone, which is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

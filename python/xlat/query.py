@@ -489,4 +489,96 @@ def format_frame(obj, fmt: str = "table") -> str:
     return df.to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
-__all__ = ["QueryError", "StoreError", "load_rows", "results", "format_frame"]
+#: File formats ``export`` and ``xlat results --output`` write, by suffix.
+FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json"}
+
+
+def write_frame(df, path: str | Path, fmt: str | None = None) -> int:
+    """Write a query result to ``path`` as Parquet, CSV or JSON (``fmt``, else from the
+    suffix); returns the number of rows. The file appears whole or not at all (written beside
+    it, then renamed). Parquet is written by DuckDB, so no pyarrow is needed; its columns keep
+    their types (integers stay integers) and dotted names.
+
+    Examples
+    --------
+    >>> import os, tempfile, duckdb, pandas as pd
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+    >>> write_frame(pd.DataFrame({"design": ["radix"], "walk.count": [7]}), path)
+    1
+    >>> duckdb.sql(f"SELECT * FROM '{path}'").fetchall()
+    [('radix', 7)]
+    >>> write_frame(pd.DataFrame({"a": [1]}), os.path.join(tempfile.mkdtemp(), "t.xlsx"))
+    Traceback (most recent call last):
+    ...
+    xlat.query.QueryError: ...t.xlsx: cannot tell the format from the suffix ...
+    """
+    import os
+
+    import pandas as pd
+
+    path = Path(path)
+    fmt = fmt or FILE_FORMATS.get(path.suffix.lower())
+    if fmt not in ("parquet", "csv", "json"):
+        raise QueryError(
+            f"{path}: cannot tell the format from the suffix (.parquet, .csv or .json, or "
+            "give the format)"
+            if fmt is None
+            else f"{path}: unknown format '{fmt}' (parquet, csv or json)"
+        )
+    df = df.to_frame() if isinstance(df, pd.Series) else df
+    if not isinstance(df.index, pd.RangeIndex):
+        df = df.reset_index()
+    df.columns = [str(c) for c in df.columns]
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if fmt == "parquet":
+            import duckdb
+
+            con = duckdb.connect()
+            try:
+                con.register("frame", df)
+                con.execute(f"COPY frame TO '{tmp.as_posix()}' (FORMAT parquet)")
+            finally:
+                con.close()
+        else:
+            tmp.write_text(format_frame(df, fmt))
+        os.replace(tmp, path)
+    except OSError as e:
+        raise QueryError(f"{path}: cannot write: {e.strerror or e}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return len(df)
+
+
+def export(
+    db: str | Path,
+    path: str | Path,
+    where: Mapping[str, Any] | Iterable[str] | None = None,
+    status: str | None = "ok",
+    fmt: str | None = None,
+) -> int:
+    """Write the stored runs (one row per run, every column of :func:`results`) to a Parquet,
+    CSV or JSON file; returns the number of runs written. ``where``/``status`` filter as in
+    :func:`results`.
+
+    Examples
+    --------
+    >>> import tempfile, os, xlat
+    >>> db = os.path.join(tempfile.mkdtemp(), "r.duckdb")
+    >>> _ = xlat.sweep({"designs": ["radix"], "workloads": ["gups"], "footprint": "16MiB",
+    ...                 "refs": "20k"}, db, workers=1)
+    >>> xlat.export(db, os.path.join(os.path.dirname(db), "runs.parquet"))
+    1
+    """
+    return write_frame(load_rows(db, where, status), path, fmt)
+
+
+__all__ = [
+    "QueryError",
+    "StoreError",
+    "export",
+    "format_frame",
+    "load_rows",
+    "results",
+    "write_frame",
+]

@@ -430,62 +430,79 @@ def speedup_table(data: _Data):
     return pd.DataFrame(rows)
 
 
+#: matplotlib style of every figure (8 pt text at a 3.33 in column; TrueType fonts in PDFs).
+STYLE = {
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "legend.fontsize": 7,
+    "figure.titlesize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "axes.grid.axis": "y",
+    "grid.color": "#DDDDDD",
+    "grid.linewidth": 0.5,
+    "axes.linewidth": 0.6,
+    "xtick.major.width": 0.6,
+    "ytick.major.width": 0.6,
+    "axes.axisbelow": True,
+    "axes.formatter.useoffset": False,
+    "hatch.linewidth": 0.5,
+    "savefig.bbox": None,  # the figure is exactly the asked width
+    "pdf.fonttype": 42,  # TrueType, not Type 3 (ACM/IEEE checkers reject Type 3)
+    "ps.fonttype": 42,
+}
+
+
 class _Figures:
     """Draws the figures at one width and records the numbers each one shows."""
 
-    def __init__(self, data: _Data, out: Path, width: float, provenance: str) -> None:
+    def __init__(
+        self,
+        data: _Data,
+        out: Path | None,
+        width: float,
+        provenance: str,
+        only: set[str] | None = None,
+    ) -> None:
+        """``out`` None: keep the figures as objects (``self.objects``, for :mod:`xlat.plot`)
+        instead of writing files, and leave matplotlib's backend and global style alone (the
+        caller draws inside ``rc_context(STYLE)``); ``only``: draw just the figures named."""
         import matplotlib
 
-        matplotlib.use("Agg")
+        if out is not None:
+            matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
         self.plt = plt
         self.data = data
         self.out = out
+        self.only = only
         self.width = width
         self.provenance = provenance
         self.figs: list[tuple[Path, str]] = []
+        self.objects: dict[str, Any] = {}
         self.numbers: dict[str, Any] = {}
         narrow = width < 5
         self.row_h = 1.25 if narrow else 1.45
-        plt.rcParams.update(
-            {
-                "font.size": 8,
-                "axes.titlesize": 8,
-                "axes.labelsize": 8,
-                "xtick.labelsize": 7,
-                "ytick.labelsize": 7,
-                "legend.fontsize": 7,
-                "figure.titlesize": 8,
-                "axes.spines.top": False,
-                "axes.spines.right": False,
-                "axes.grid": True,
-                "axes.grid.axis": "y",
-                "grid.color": "#DDDDDD",
-                "grid.linewidth": 0.5,
-                "axes.linewidth": 0.6,
-                "xtick.major.width": 0.6,
-                "ytick.major.width": 0.6,
-                "axes.axisbelow": True,
-                "axes.formatter.useoffset": False,
-                "hatch.linewidth": 0.5,
-                "savefig.bbox": None,  # the figure is exactly the asked width
-                "pdf.fonttype": 42,  # TrueType, not Type 3 (ACM/IEEE checkers reject Type 3)
-                "ps.fonttype": 42,
-            }
-        )
+        if out is not None:
+            plt.rcParams.update(STYLE)
+
+    def wants(self, *names: str) -> bool:
+        """Whether any of the figures ``names`` is to be drawn."""
+        return self.only is None or any(n in self.only for n in names)
 
     # -- helpers ---------------------------------------------------------------------------
 
     def _save(self, fig, name: str, caption: str, panels: list[dict], ylabel: str) -> None:
-        png = self.out / f"{name}.png"
-        fig.savefig(png, dpi=200)
-        fig.savefig(
-            self.out / f"{name}.pdf",
-            metadata={"Title": f"xlat {name}", "Subject": caption, "Keywords": self.provenance},
-        )
+        # Closed in every case: a closed figure still draws, saves and shows as a notebook
+        # cell's value, and pyplot neither shows it a second time nor keeps it alive.
         self.plt.close(fig)
-        self.figs.append((png, caption))
+        if not self.wants(name):
+            return
         self.numbers[name] = {
             "caption": caption,
             "ylabel": ylabel,
@@ -498,6 +515,16 @@ class _Figures:
                 for p in panels
             ],
         }
+        if self.out is None:
+            self.objects[name] = fig
+            return
+        png = self.out / f"{name}.png"
+        fig.savefig(png, dpi=200)
+        fig.savefig(
+            self.out / f"{name}.pdf",
+            metadata={"Title": f"xlat {name}", "Subject": caption, "Keywords": self.provenance},
+        )
+        self.figs.append((png, caption))
 
     def _legend(self, fig, handles, names, title: str | None = None) -> None:
         longest = max((len(n) for n in names), default=1)
@@ -539,6 +566,8 @@ class _Figures:
         labels, ``series`` values). Groups that do not fit the width wrap into more rows; more
         than four panels that each fit half the width go two per row (a figure stays shorter
         than a page)."""
+        if not self.wants(name):
+            return
         plt = self.plt
         n = 1 if stacked else max(len(series), 1)
 
@@ -689,6 +718,8 @@ class _Figures:
         log: bool = False,
     ) -> None:
         """One panel per setting: workloads on x, a bar per design (``log``: a log y axis)."""
+        if not self.wants(name):
+            return
         data = self.data
         designs = designs or data.designs
         panels = []
@@ -724,6 +755,8 @@ class _Figures:
         """Stacked bars per design, by the level that served each page-walk reference:
         references per kilo-instruction, or (``cycles``) the latency those references add up
         to per walk."""
+        if not self.wants("walk_cycles_by_level" if cycles else "walk_served_by"):
+            return
         data = self.data
         walkers = data.walkers()
         panels_spec = [(w, s) for s in data.settings for w in data.workloads]
@@ -803,7 +836,7 @@ class _Figures:
         and setting, a line per design over log2 latency buckets."""
         data = self.data
         cols = [c for c in data.df.columns if c.startswith("walk.latency_hist.")]
-        if not cols:
+        if not cols or not self.wants("walk_latency_distribution"):
             return
         lows = sorted(int(c.rsplit(".", 1)[1]) for c in cols)
         walkers = data.walkers()
@@ -1122,6 +1155,8 @@ class _Figures:
                 "walk cycles per\nkilo-instruction",
             ),
         ):
+            if not self.wants(name):
+                continue
             wl = data.workloads + (["geomean"] if agg == "geomean" else [])
             specs = [(w, r) for r in rest for w in wl]
             fig, axes = self.facets(len(specs))
@@ -1174,8 +1209,12 @@ class _Figures:
             self._save(fig, name, caption, panels, ylabel.replace("\n", " "))
 
 
-def _draw(data: _Data, out: Path, width: float, provenance: str) -> _Figures:
-    f = _Figures(data, out, width, provenance)
+def _draw(
+    data: _Data, out: Path | None, width: float, provenance: str, only: set[str] | None = None
+) -> _Figures:
+    """Draw every figure the runs support (``only``: just those named) into ``out``, or, with
+    ``out`` None, keep them as matplotlib figures in the result's ``objects``."""
+    f = _Figures(data, out, width, provenance, only)
     df, base = data.df, data.baseline
     f.per_setting_bars(
         "speedup",
@@ -1470,6 +1509,33 @@ def run_size_text(df) -> str:
     return "; ".join(parts)
 
 
+def runs_frame(data, baseline: str | None = None):
+    """The successful runs of ``data`` (a frame of stored runs as :func:`xlat.results` returns
+    it, or result records as :func:`xlat.compare` returns them) as a frame, and the baseline:
+    ``baseline``, else ``radix`` when present, else the first records' design. Raises
+    ``ValueError`` when no run succeeded or the baseline has no run."""
+    import pandas as pd
+
+    if isinstance(data, pd.DataFrame):
+        df = data
+    else:
+        data = [data] if isinstance(data, dict) else list(data)
+        df = frame_from_records(data)
+        baseline = baseline or (data[0]["design"] if data else None)
+    if "status" in df.columns:
+        df = df[df["status"] == "ok"]
+    if df.empty:
+        raise ValueError("no successful runs to report")
+    df = df.reset_index(drop=True)
+    designs = design_order(df["design"].unique())
+    baseline = baseline or ("radix" if "radix" in designs else designs[0])
+    if baseline not in designs:
+        raise ValueError(
+            f"baseline design '{baseline}' has no run here (designs: {', '.join(designs)})"
+        )
+    return df, baseline
+
+
 def write_report(
     data,
     out_dir: str | Path,
@@ -1500,23 +1566,8 @@ def write_report(
     import pandas as pd
 
     inches = figure_width(width)
-    if isinstance(data, pd.DataFrame):
-        df = data
-    else:
-        data = list(data)
-        df = frame_from_records(data)
-        baseline = baseline or (data[0]["design"] if data else None)
-    if "status" in df.columns:
-        df = df[df["status"] == "ok"]
-    if df.empty:
-        raise ValueError("no successful runs to report")
-    df = df.reset_index(drop=True)
+    df, baseline = runs_frame(data, baseline)
     designs = design_order(df["design"].unique())
-    baseline = baseline or ("radix" if "radix" in designs else designs[0])
-    if baseline not in designs:
-        raise ValueError(
-            f"baseline design '{baseline}' has no run here (designs: {', '.join(designs)})"
-        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     records = [json.loads(x) for x in df["record_json"]]
