@@ -98,6 +98,12 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="override any configuration key, e.g. --set os.thp=always (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print the result record(s) as JSON")
+    p.add_argument(
+        "--stats-format",
+        choices=["table", "json", "txt"],
+        help="table (default: the summary), json (the whole record, as --json) or txt (every "
+        "figure as a gem5-style 'key value # unit' line, one block per run)",
+    )
     p.add_argument("--progress", action="store_true", help="show a progress bar on stderr")
     trace_cli.add_trace_arguments(p)
 
@@ -194,15 +200,33 @@ def _validate(args: argparse.Namespace, design_names: list[str]) -> None:
             raise UsageError(str(e)) from None
 
 
+def _stats_format(args: argparse.Namespace) -> str:
+    """The output format of run/compare: --stats-format, else json with --json, else table."""
+    if args.json and args.stats_format not in (None, "json"):
+        raise UsageError(f"--json and --stats-format {args.stats_format} disagree; give one")
+    return args.stats_format or ("json" if args.json else "table")
+
+
 def _progress(args: argparse.Namespace) -> bool:
-    return args.progress or (not args.json and sys.stderr.isatty())
+    return args.progress or (_stats_format(args) == "table" and sys.stderr.isatty())
+
+
+def _print_stats_text(recs: list[dict]) -> None:
+    from xlat.units import stats_text
+
+    for rec in recs:
+        print(f"# xlat {rec.get('version', '')}: {rec['design']} on {rec['workload']}")
+        print(stats_text(rec))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     _validate(args, [args.design])
+    fmt = _stats_format(args)
     rec = run(design=args.design, progress=_progress(args), **_kwargs(args))
-    if args.json:
+    if fmt == "json":
         print(json.dumps(rec))
+    elif fmt == "txt":
+        _print_stats_text([rec])
     else:
         print(format_table(table_rows([rec])))
         if "cores" in rec:
@@ -226,9 +250,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.baseline and args.baseline not in names:
         raise UsageError(f"--baseline {args.baseline} is not among the compared designs {names}")
     _validate(args, names)
+    fmt = _stats_format(args)
     recs = compare(names, progress=_progress(args), **_kwargs(args))
-    if args.json:
+    if fmt == "json":
         print(json.dumps(recs))
+    elif fmt == "txt":
+        _print_stats_text(recs)
     else:
         print(format_table(table_rows(recs, args.baseline, args.metric)))
     if args.report:
