@@ -97,6 +97,22 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs_designs_run_sweep_and_repor
     _run([xlat, "sweep", str(spec), "--db", "r.duckdb", "--workers", "2"], work, env)
     _run([xlat, "report", "r.duckdb", "--out", "rep"], work, env)
     assert (work / "rep" / "report.html").exists() and (work / "rep" / "speedup.pdf").exists()
+    # The notebook API and the exports work from the installed package too.
+    _run([xlat, "results", "--db", "r.duckdb", "--output", "runs.parquet"], work, env)
+    code = (
+        "import duckdb, xlat, xlat.plot\n"
+        "n = duckdb.sql(\"SELECT count(*) FROM 'runs.parquet'\").fetchone()[0]\n"
+        "fig = xlat.plot.speedup(xlat.results('r.duckdb'))\n"
+        "fig.savefig('speedup.png')\n"
+        "print(n, len(fig.axes))\n"
+    )
+    assert _run([str(py), "-c", code], work, env).stdout.split() == ["2", "1"]
+    txt = _run(
+        [xlat, "run", "--design", "ideal", "--workload", "gups", *SMALL, "--stats-format", "txt"],
+        work,
+        env,
+    ).stdout
+    assert "walk.count" in txt and "# ?" not in txt
 
 
 def _record(isa: str) -> list[dict]:
