@@ -101,7 +101,7 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs_designs_run_sweep_and_repor
     _run([xlat, "results", "--db", "r.duckdb", "--output", "runs.parquet"], work, env)
     code = (
         "import duckdb, xlat, xlat.plot\n"
-        "n = duckdb.sql(\"SELECT count(*) FROM 'runs.parquet'\").fetchone()[0]\n"
+        "n = duckdb.sql(\"SELECT count(*) FROM 'runs.parquet'\").fetchall()[0][0]\n"
         "fig = xlat.plot.speedup(xlat.results('r.duckdb'))\n"
         "fig.savefig('speedup.png')\n"
         "print(n, len(fig.axes))\n"
