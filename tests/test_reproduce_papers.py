@@ -1,0 +1,32 @@
+"""`xlat reproduce PAPER --quick` for every paper besides mehpt (tests/test_reproduce.py runs
+that one): each finishes in CI time and no direction its claims file marks `quick` flips."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import xlat
+from xlat import reproduce
+
+OTHERS = [p for p in reproduce.papers() if p != "mehpt"]
+
+
+@pytest.mark.parametrize("paper", OTHERS)
+def test_reproduce_quick_of_each_paper_keeps_its_checked_directions(paper, tmp_path):
+    proc = xlat(
+        "reproduce", paper, "--quick", "--db", str(tmp_path / "r.duckdb"),
+        "--out", str(tmp_path), "-q", check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    checked = [c for c in reproduce.load_paper(paper)["claim"] if c.get("quick")]
+    assert checked, f"{paper}: no claim is checked by --quick"
+    report = (tmp_path / f"reproduce-{paper}-quick.md").read_text()
+    for c in checked:
+        row = next(line for line in report.splitlines() if line.startswith(f"| {c['text']} |"))
+        assert row.rstrip().endswith("| yes |"), row
+
+
+def test_the_lvm_paper_has_its_claims_and_quick_variant():
+    paper = reproduce.load_paper("lvm")
+    ids = {c["id"] for c in paper["claim"]}
+    assert {"lvm_over_radix", "walk_cycles", "walk_traffic", "ecpt_traffic"} <= ids
+    assert all("quick" in e for e in paper["experiment"])
