@@ -17,7 +17,10 @@ A paper is two files in the repository:
     (time of ``baseline`` / time of ``design``, time by ``metric`` ``cycles`` or ``total``) or
     ``ratio`` (``figure`` of ``design`` / of ``baseline``), ``experiment``, ``set`` (the values
     of swept keys that select the runs) and optionally ``baseline_set`` (other values for the
-    baseline's runs), ``quick`` (checked by ``--quick``).
+    baseline's runs), ``baseline_experiment`` (the baseline's runs come from that experiment:
+    for a design whose machine or OS policy differs from its baseline's), ``mean`` =
+    ``"arithmetic"`` (average the per-workload ratios arithmetically, as papers average "misses
+    eliminated"; a ratio may be 0; default geometric), ``quick`` (checked by ``--quick``).
 
 A design issue adds its paper by adding these two files: the command finds them by name.
 Every experiment is a sweep stored in the result store (``--db``), so a second run resumes:
@@ -50,7 +53,7 @@ CLAIMS_DIR = ROOT / "data" / "claims"
 EXPERIMENT_META = ("name", "figure", "description", "quick")
 CLAIM_KEYS = {
     "id", "text", "ref", "paper", "kind", "metric", "figure", "design", "baseline",
-    "experiment", "set", "baseline_set", "quick",
+    "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick",
 }  # fmt: skip
 
 
@@ -95,10 +98,15 @@ def load_paper(name: str) -> dict[str, Any]:
         unknown = set(c) - CLAIM_KEYS
         if unknown:
             raise ReproduceError(f"{path}: claim {c.get('id')}: unknown keys {sorted(unknown)}")
-        if c.get("experiment") not in names:
+        for key in ("experiment", "baseline_experiment"):
+            if key in c or key == "experiment":
+                if c.get(key) not in names:
+                    raise ReproduceError(
+                        f"{path}: claim {c.get('id')}: {key} '{c.get(key)}' is not one of {names}"
+                    )
+        if c.get("mean", "geometric") not in ("geometric", "arithmetic"):
             raise ReproduceError(
-                f"{path}: claim {c.get('id')}: experiment '{c.get('experiment')}' is not one "
-                f"of {names}"
+                f"{path}: claim {c.get('id')}: mean must be geometric or arithmetic"
             )
         if c.get("kind") not in ("speedup", "ratio"):
             raise ReproduceError(f"{path}: claim {c.get('id')}: kind must be speedup or ratio")
@@ -148,12 +156,15 @@ def _geomean(values) -> float:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
 
 
-def claim_value(df, claim: dict[str, Any]) -> float:
-    """Ours for ``claim`` from the runs of its experiment (frame ``df``): the geometric mean over
-    the grid points (workload, footprint, seed) of the per-point ratio; NaN without runs."""
+def claim_value(df, claim: dict[str, Any], baseline_df=None) -> float:
+    """Ours for ``claim`` from the runs of its experiment (frame ``df``; the baseline's from
+    ``baseline_df``, the runs of its ``baseline_experiment``, when the two sides need machines
+    that one grid cannot give both): the geometric mean over the grid points (workload,
+    footprint, seed) of the per-point ratio; NaN without runs."""
     values = claim.get("set", {})
     d = _select(df, claim["design"], values)
-    b = _select(df, claim["baseline"], claim.get("baseline_set", values))
+    b = _select(df if baseline_df is None else baseline_df, claim["baseline"],
+                claim.get("baseline_set", values))  # fmt: skip
     keys = [k for k in ("workload", "config.workload.footprint", "seed") if k in df.columns]
     d = d.set_index(keys)
     b = b.set_index(keys)
@@ -167,6 +178,9 @@ def claim_value(df, claim: dict[str, Any]) -> float:
     else:
         fig = claim["figure"]
         ratios = d[fig].astype(float) / b[fig].astype(float)
+    if claim.get("mean") == "arithmetic":  # e.g. "misses eliminated": a ratio can be 0
+        finite = [float(r) for r in ratios if math.isfinite(float(r))]
+        return sum(finite) / len(finite) if finite else float("nan")
     return _geomean(ratios.tolist())
 
 
@@ -215,7 +229,7 @@ def reproduce(
         frames[exp["name"]] = frame_of(db, summary["runs"])
     rows = []
     for c in paper["claim"]:
-        ours = claim_value(frames[c["experiment"]], c)
+        ours = claim_value(frames[c["experiment"]], c, frames.get(c.get("baseline_experiment")))
         rows.append(
             {
                 "id": c["id"],

@@ -46,7 +46,11 @@ RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(^|_)cycles(_|$)"), "cycles"),
     (re.compile(r"(^|_)bytes(_|$)"), "bytes"),
     (re.compile(r"mpki$"), "per 1000 instructions"),
-    (re.compile(r"(_rate|_share|_share_avg|^share|_fraction|fraction_per_.*)$"), "fraction (0-1)"),
+    (
+        re.compile(r"(_rate|_share|_share_avg|^share|_fraction|fraction_per_.*|occupancy)$"),
+        "fraction (0-1)",
+    ),
+    (re.compile(r"(^|_)speedup(_|$)"), "ratio"),
     (re.compile(r"(_per_|^avg_)"), "count per event"),
     (re.compile(r"^ipc$"), "instructions per cycle"),
 ]
@@ -149,12 +153,17 @@ def stats_text(record: Mapping[str, Any], config: bool = False) -> str:
 
 
 #: Runs whose records together hold every figure a run can produce (each design, the ooo core,
-#: THP, nested translation, two processes on two cores); small, so the index builds in seconds.
+#: THP, nested translation, two processes on two cores, warm-up, coalescing, range and any-size
+#: TLBs, reservations); small, so the index builds in seconds.
 INDEX_RUNS: list[dict[str, Any]] = [
     {"set": {"timing.model": "ooo"}},
     {"set": {"os.thp": "always"}},
     {"set": {"virt.enabled": True}},
     {"workload": "gups,stream", "set": {"sim.cores": 2}},
+    {"set": {"sim.warmup_refs": 2000}},
+    {"set": {"tlb.coalescing": "colt", "tlb.l1_organization": "split_any_size"}},
+    {"set": {"tlb.range.entries": 32, "tlb.l1_organization": "any_size"}},
+    {"set": {"os.policy": "reservation", "tlb.l2_organization": "split_1g"}},
 ]
 
 #: Where the index of keys lives in docs/results.md (generated between these lines).
@@ -216,8 +225,8 @@ def _token_regex(token: str) -> re.Pattern[str] | None:
     ``{a,b}`` for a or b, ``(x)`` for an optional x, ``...`` and a leading ``_`` for any prefix."""
     if not re.fullmatch(r"[A-Za-z0-9_.<>{},()*]+|\.\.\.[A-Za-z0-9_.]+", token):
         return None
-    if not re.sub(r"<[^>]*>|\*", "", token.split(".")[-1]):
-        return None  # `walk.*`, `<name>`: a section or a placeholder, not a definition
+    if "." not in token and not re.sub(r"<[^>]*>|\*", "", token):
+        return None  # `<name>`, `*`: a placeholder, not a definition
     out, i = "", 0
     if token.startswith("..."):
         out, i = r"[A-Za-z0-9_.]*", 3
@@ -266,7 +275,10 @@ def documented(pattern: str, docs: Mapping[str, str]) -> str | None:
         chunks = re.split(r"\n## ", text) if page == "results.md" else [text]
         for chunk in chunks:
             own = page in pages or (page == "results.md" and f"{head}." in chunk)
-            for token in re.findall(r"`([^`\s]+)`", chunk):
+            for token in re.findall(r"`([^`\n]+(?:\n[^`\n]+)?)`", chunk):
+                token = re.sub(r",\s+", ",", token)  # `restsegs.<i>.{page_size, ways}`
+                if token == f"{head}.*":
+                    continue  # `walk.*` names the section (a heading), it defines no key
                 rx = _token_regex(token)
                 if rx is None:
                     continue
@@ -284,8 +296,9 @@ def index_markdown(index: Mapping[str, tuple[str | None, Any]], docs: Mapping[st
         "",
         "## Index of every key, with its unit",
         "",
-        "Generated from the records of every design and of the ooo core, THP, nested and "
-        "two-core runs (`xlat.units.INDEX_RUNS`); `<N>` is a number (core, histogram bucket), "
+        "Generated from the records of every design and of the runs of "
+        "`xlat.units.INDEX_RUNS` (ooo core, THP, nested, two cores, warm-up, TLB "
+        "organizations, reservations); `<N>` is a number (core, histogram bucket), "
         "`[i]` a list element (`key::i` in `--stats-format txt`). Units follow the naming "
         "rules in `python/xlat/units.py`; the definition is in the section or page named.",
         "",
