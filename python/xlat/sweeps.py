@@ -683,8 +683,14 @@ def run_sweep(
     inflight: dict[Any, tuple[Run, float]] = {}
     queue = iter(todo)
     exhausted = False
+    # Ctrl-C sets a flag that the loop checks between waits instead of raising wherever the
+    # signal lands: inside a DuckDB commit, DuckDB turns the interrupt into its own exception and
+    # the sweep would go on (seen under load). The waits time out so the flag is seen soon.
+    interrupted = _SigintFlag()
     try:
         while inflight or not exhausted:
+            if interrupted.is_set():
+                raise KeyboardInterrupt
             while not exhausted and len(inflight) < window:
                 run = next(queue, None)
                 if run is None:
@@ -693,7 +699,9 @@ def run_sweep(
                 inflight[task.remote(run.kwargs())] = (run, time.monotonic())
             if not inflight:
                 break
-            ready, _ = ray.wait(list(inflight), num_returns=1)
+            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.5)
+            if not ready:
+                continue
             more, _ = ray.wait(
                 [r for r in inflight if r not in ready],
                 num_returns=len(inflight) - len(ready),
@@ -724,9 +732,38 @@ def run_sweep(
     except KeyboardInterrupt:
         summary["interrupted"] = True
     finally:
+        interrupted.restore()
         bar.close()
         ray.shutdown()
+    summary["interrupted"] = summary["interrupted"] or interrupted.is_set()
     return summary
+
+
+class _SigintFlag:
+    """While alive, SIGINT sets a flag instead of raising (main thread only; elsewhere the
+    default behaviour stays). ``restore()`` puts the previous handler back."""
+
+    def __init__(self) -> None:
+        import signal
+        import threading
+
+        self._set = False
+        self._previous = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _on_sigint(self, signum, frame) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def restore(self) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
 
 
 def sweep(
