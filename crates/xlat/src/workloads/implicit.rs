@@ -349,7 +349,7 @@ impl ImplicitGraph {
                 self.coarse[(v >> self.coarse_shift) as usize] = edge;
                 coarse_start = edge;
             }
-            if v % FINE == 0 {
+            if v.is_multiple_of(FINE) {
                 self.fine[(v / FINE) as usize] = (edge - coarse_start) as u32;
             }
             edge += self.degree(v);
@@ -361,7 +361,7 @@ impl ImplicitGraph {
             coarse_start = edge;
         }
         self.coarse[last as usize + 1] = edge;
-        if self.n % FINE == 0 {
+        if self.n.is_multiple_of(FINE) {
             self.fine[(self.n / FINE) as usize] = (edge - coarse_start) as u32;
         }
         self.edges = edge.max(1);
@@ -390,8 +390,8 @@ impl ImplicitGraph {
         if v >= self.n {
             return self.edges;
         }
-        let mut e = self.coarse[(v >> self.coarse_shift) as usize]
-            + self.fine[(v / FINE) as usize] as u64;
+        let mut e =
+            self.coarse[(v >> self.coarse_shift) as usize] + self.fine[(v / FINE) as usize] as u64;
         for u in v / FINE * FINE..v {
             e += self.degree(u);
         }
@@ -454,7 +454,10 @@ mod tests {
         let far = (0..1000u64)
             .filter(|&x| a.forward(x).abs_diff(a.forward(x + 1)) > 4096)
             .count();
-        assert!(far > 950, "only {far} of 1000 consecutive pairs land > 4096 apart");
+        assert!(
+            far > 950,
+            "only {far} of 1000 consecutive pairs land > 4096 apart"
+        );
     }
 
     #[test]
@@ -463,7 +466,10 @@ mod tests {
         let mut g = ImplicitGraph::new(n, degree, 5).unwrap();
         g.build();
         let mean = g.edges() as f64 / n as f64;
-        assert!((mean / degree as f64 - 1.0).abs() < 0.01, "mean degree {mean}");
+        assert!(
+            (mean / degree as f64 - 1.0).abs() < 0.01,
+            "mean degree {mean}"
+        );
         // first_edge is the prefix sum of degrees at every vertex.
         let mut e = 0;
         for v in 0..n {
@@ -497,7 +503,10 @@ mod tests {
         assert!(max_out > 5000, "biggest out-degree {max_out}");
         assert!(indeg[hub] > 5000, "the out-hub's in-degree {}", indeg[hub]);
         let zero = outdeg.iter().filter(|d| **d == 0).count();
-        assert!(zero > (n / 10) as usize, "RMAT leaves many vertices isolated: {zero}");
+        assert!(
+            zero > (n / 10) as usize,
+            "RMAT leaves many vertices isolated: {zero}"
+        );
     }
 
     #[test]

@@ -9,11 +9,20 @@
 //! |---|---|---|
 //! | `gups` | HPCC RandomAccess on a table of u64 | load + store of a random entry (5 instr) |
 //! | `stream` | STREAM triad `a[i] = b[i] + s*c[i]` over three arrays | 2 loads + 1 store (6 instr) |
-//! | `pointer_chase` | one random cycle over 64-byte nodes (Sattolo) | 1 dependent load (3 instr) |
-//! | `bfs` | top-down BFS on an RMAT graph in CSR, new source when done | loads of frontier, offsets, neighbours, parent; stores of parent and next frontier |
+//! | `pointer_chase` | one random cycle over 64-byte nodes (a seeded bijection's order) | 1 dependent load (3 instr) |
+//! | `bfs` | top-down BFS on an implicit RMAT graph in CSR, new source when done | loads of frontier, offsets, neighbours, parent; stores of parent and next frontier (queue, or bitmap once the queue is full) |
 //! | `pagerank` | pull-style PageRank iterations on the same graph | loads of offsets, neighbours, contributions; stores of ranks |
 //! | `kv` | hash table (linear probing) with zipfian gets/sets over items in 1 MiB slabs | bucket loads, item load or store |
 //! | `xsbench` | XSBench-like macroscopic cross-section lookups | binary search of the unionized grid, index-grid and nuclide-grid loads |
+//! | `dc` | GraphBIG degree centrality on the same graph | offsets loads, out-degree store; per edge neighbour load, in-degree load + store |
+//! | `sysbench` | SysBench memory, random int writes over one buffer | 1 store |
+//! | `dlrm` | DLRM SparseLengthsSum over 8 tables of 256-byte rows | index load, 4 dependent line loads; pooled-row stores |
+//! | `btree` | lookups in a bulk-loaded B+tree of 256-byte nodes | per level 4 binary-search loads + child-pointer load |
+//! | `hashjoin` | no-partitioning hash join: build R, probe with S | tuple load, bucket loads, tuple store (build) |
+//!
+//! Sources of truth, data layouts and approximations: docs/workloads.md. No generator holds
+//! per-element host state ([`implicit`]): footprints of 64-128 GiB run in bounded host memory,
+//! and `Program::host_bytes` is checked against [`HOST_BYTES_LIMIT`] before a run.
 //!
 //! Every workload starts by allocating its arrays and writing one word per 4 KiB page of each
 //! (its initialization loop's first touch, compressed: building or loading the data would
@@ -495,7 +504,11 @@ pub fn create(cfg: &WorkloadConfig, refs: u64, seed: u64) -> Result<Box<dyn Even
 /// machine: their first touches would run it out of memory partway through the run. `processes`
 /// share `phys_mem_bytes` of memory and `swap_bytes` of swap. (Fitting is necessary, not
 /// sufficient: page tables and a fragmenter's pinned memory need room too.)
-pub fn check_fits(cfg: &WorkloadConfig, phys_mem_bytes: u64, swap_bytes: u64) -> Result<(), String> {
+pub fn check_fits(
+    cfg: &WorkloadConfig,
+    phys_mem_bytes: u64,
+    swap_bytes: u64,
+) -> Result<(), String> {
     let processes = cfg.names().len() as u64;
     let total = cfg.footprint.saturating_mul(processes);
     if total > phys_mem_bytes.saturating_add(swap_bytes) {

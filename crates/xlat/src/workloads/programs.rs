@@ -1,8 +1,8 @@
 //! The programs behind the built-in workloads (see the table in the module doc of `workloads`).
 
 use super::heap::AddressSpace;
-use super::{load, load_after, store, store_after, touch_pages, Burst, Program, WorkloadConfig};
 use super::implicit::{mix, Bijection, Bitmap, ImplicitGraph};
+use super::{load, load_after, store, store_after, touch_pages, Burst, Program, WorkloadConfig};
 use crate::rng::Rng;
 use crate::trace::{AccessKind, Event};
 
@@ -190,7 +190,11 @@ pub(crate) fn graph_vertices(cfg: &WorkloadConfig, per_vertex_eighths: u64) -> u
 }
 
 /// The graph of a graph workload, its index allocated (computed at setup).
-fn graph(cfg: &WorkloadConfig, per_vertex_eighths: u64, seed: u64) -> Result<ImplicitGraph, String> {
+fn graph(
+    cfg: &WorkloadConfig,
+    per_vertex_eighths: u64,
+    seed: u64,
+) -> Result<ImplicitGraph, String> {
     let n = graph_vertices(cfg, per_vertex_eighths);
     ImplicitGraph::new(n, cfg.degree, seed).map_err(|e| {
         format!(
@@ -285,7 +289,13 @@ impl Bfs {
     fn visit(&mut self, u: u64, dep: u16, q: &mut Vec<Event>) {
         let offsets_at = q.len();
         load_after(q, self.a.offsets + u * 8, 8, 2, dep);
-        load_after(q, self.a.offsets + (u + 1) * 8, 8, 1, if dep > 0 { dep + 1 } else { 0 });
+        load_after(
+            q,
+            self.a.offsets + (u + 1) * 8,
+            8,
+            1,
+            if dep > 0 { dep + 1 } else { 0 },
+        );
         let lo = self.g.first_edge(u);
         self.edges(u, lo, lo + self.g.degree(u), Some(offsets_at), q);
     }
@@ -415,7 +425,11 @@ impl Program for Bfs {
         self.g.host_bytes()
             + self.visited.host_bytes()
             + self.overflow.iter().map(Bitmap::host_bytes).sum::<u64>()
-            + self.queue.iter().map(|v| v.capacity() as u64 * 4).sum::<u64>()
+            + self
+                .queue
+                .iter()
+                .map(|v| v.capacity() as u64 * 4)
+                .sum::<u64>()
             + std::mem::size_of::<Self>() as u64
     }
 }
@@ -802,7 +816,10 @@ impl Program for XsBench {
         }
     }
     fn host_bytes(&self) -> u64 {
-        self.materials.iter().map(|m| m.capacity() as u64 * 8).sum::<u64>()
+        self.materials
+            .iter()
+            .map(|m| m.capacity() as u64 * 8)
+            .sum::<u64>()
             + std::mem::size_of::<Self>() as u64
     }
 }
@@ -955,7 +972,9 @@ pub(crate) struct DlrmSls {
 
 impl DlrmSls {
     pub fn new(cfg: &WorkloadConfig, seed: u64) -> DlrmSls {
-        let rows = ((cfg.footprint.saturating_sub(DLRM_INDEX_BYTES + DLRM_TABLES * DLRM_ROW_BYTES))
+        let rows = ((cfg
+            .footprint
+            .saturating_sub(DLRM_INDEX_BYTES + DLRM_TABLES * DLRM_ROW_BYTES))
             / (DLRM_TABLES * DLRM_ROW_BYTES))
             .max(1);
         DlrmSls {
