@@ -546,7 +546,15 @@ fn a_hashjoin_build_pass_puts_exactly_two_tuples_in_every_bucket() {
     let build = &main[..3 * tuples as usize];
     let stores = build
         .iter()
-        .filter(|e| matches!(e, Event::Access { kind: AccessKind::Store, .. }))
+        .filter(|e| {
+            matches!(
+                e,
+                Event::Access {
+                    kind: AccessKind::Store,
+                    ..
+                }
+            )
+        })
         .count() as u64;
     assert_eq!(stores, tuples, "one store per R tuple");
     // Each store follows the load of its bucket's header: count tuples per bucket by those.
