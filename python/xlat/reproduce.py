@@ -79,7 +79,7 @@ def load_paper(name: str) -> dict[str, Any]:
     --------
     >>> p = load_paper("mehpt")
     >>> [e["name"] for e in p["experiment"]], p["claim"][0]["id"]
-    (['main', 'footprint'], 'contiguous')
+    (['main', 'footprint', 'scale'], 'contiguous')
     """
     path = CLAIMS_DIR / f"{name}.toml"
     if not path.is_file():

@@ -450,6 +450,8 @@ fn build_simulation(
             .collect::<PyResult<Vec<_>>>()?,
         (Some(_), Some(_)) => return Err(err("give trace or traces, not both")),
         (None, None) => {
+            xlat::workloads::check_fits(&cfg.workload, cfg.os.phys_mem_bytes, cfg.os.swap.bytes)
+                .map_err(err)?;
             xlat::workloads::create_all(&cfg.workload, cfg.sim.simulated_refs(), cfg.sim.seed)
                 .map_err(err)?
         }

@@ -2114,6 +2114,8 @@ pub fn run(cfg: &Config, source: Box<dyn EventSource>) -> Result<Value, SimError
 /// Run the built-in workload(s) named in `cfg.workload` (a comma-separated list runs one
 /// process per workload, see [`Simulation::with_sources`]).
 pub fn run_workload(cfg: &Config) -> Result<Value, SimError> {
+    crate::workloads::check_fits(&cfg.workload, cfg.os.phys_mem_bytes, cfg.os.swap.bytes)
+        .map_err(SimError::Config)?;
     let sources =
         crate::workloads::create_all(&cfg.workload, cfg.sim.simulated_refs(), cfg.sim.seed)
             .map_err(SimError::Config)?;

@@ -9,11 +9,20 @@
 //! |---|---|---|
 //! | `gups` | HPCC RandomAccess on a table of u64 | load + store of a random entry (5 instr) |
 //! | `stream` | STREAM triad `a[i] = b[i] + s*c[i]` over three arrays | 2 loads + 1 store (6 instr) |
-//! | `pointer_chase` | one random cycle over 64-byte nodes (Sattolo) | 1 dependent load (3 instr) |
-//! | `bfs` | top-down BFS on an RMAT graph in CSR, new source when done | loads of frontier, offsets, neighbours, parent; stores of parent and next frontier |
+//! | `pointer_chase` | one random cycle over 64-byte nodes (a seeded bijection's order) | 1 dependent load (3 instr) |
+//! | `bfs` | top-down BFS on an implicit RMAT graph in CSR, new source when done | loads of frontier, offsets, neighbours, parent; stores of parent and next frontier (queue, or bitmap once the queue is full) |
 //! | `pagerank` | pull-style PageRank iterations on the same graph | loads of offsets, neighbours, contributions; stores of ranks |
 //! | `kv` | hash table (linear probing) with zipfian gets/sets over items in 1 MiB slabs | bucket loads, item load or store |
 //! | `xsbench` | XSBench-like macroscopic cross-section lookups | binary search of the unionized grid, index-grid and nuclide-grid loads |
+//! | `dc` | GraphBIG degree centrality on the same graph | offsets loads, out-degree store; per edge neighbour load, in-degree load + store |
+//! | `sysbench` | SysBench memory, random int writes over one buffer | 1 store |
+//! | `dlrm` | DLRM SparseLengthsSum over 8 tables of 256-byte rows | index load, 4 dependent line loads; pooled-row stores |
+//! | `btree` | lookups in a bulk-loaded B+tree of 256-byte nodes | per level 4 binary-search loads + child-pointer load |
+//! | `hashjoin` | no-partitioning hash join: build R, probe with S | tuple load, bucket loads, tuple store (build) |
+//!
+//! Sources of truth, data layouts and approximations: docs/workloads.md. No generator holds
+//! per-element host state ([`implicit`]): footprints of 64-128 GiB run in bounded host memory,
+//! and `Program::host_bytes` is checked against [`HOST_BYTES_LIMIT`] before a run.
 //!
 //! Every workload starts by allocating its arrays and writing one word per 4 KiB page of each
 //! (its initialization loop's first touch, compressed: building or loading the data would
@@ -29,6 +38,7 @@
 //! grids (so the index grid is implied) and 68 nuclides in 12 materials as XSBench's "small".
 
 pub mod heap;
+pub mod implicit;
 mod programs;
 
 use crate::trace::{AccessKind, Event, EventSource, SourceError};
@@ -147,6 +157,23 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "key-value store: hash table with zipfian gets and sets",
     ),
     ("xsbench", "XSBench-like Monte Carlo cross-section lookups"),
+    (
+        "dc",
+        "GraphBIG degree centrality: in- and out-degrees of an RMAT graph in CSR",
+    ),
+    (
+        "sysbench",
+        "SysBench memory test, random int writes over one buffer",
+    ),
+    (
+        "dlrm",
+        "DLRM SparseLengthsSum: pooled lookups of 256-byte rows in 8 embedding tables",
+    ),
+    ("btree", "point lookups in a bulk-loaded in-memory B+tree"),
+    (
+        "hashjoin",
+        "no-partitioning hash join (build R, probe with S) of two relations",
+    ),
 ];
 
 /// One simulated program: `setup` allocates and initializes, `step` performs one operation.
@@ -157,7 +184,15 @@ pub const WORKLOADS: &[(&str, &str)] = &[
 pub(crate) trait Program: Send {
     fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst);
     fn step(&mut self, mem: &mut AddressSpace, q: &mut Vec<Event>);
+    /// Host bytes the program holds: every container it will ever fill is allocated by its
+    /// constructor (sized by the footprint, never by the run's length), so this is exact from
+    /// construction on and [`create`] can refuse a run before it starts.
+    fn host_bytes(&self) -> u64;
 }
+
+/// Most host memory a generator may hold (its state, not the simulator's): a run whose
+/// generator would need more is refused up front.
+pub const HOST_BYTES_LIMIT: u64 = 2 << 30;
 
 /// What a program's setup produces: events in program order, with its first-touch runs kept
 /// as ranges and expanded only as the engine fetches them. (A 1 GiB footprint is 262,144 first
@@ -423,10 +458,22 @@ pub fn create(cfg: &WorkloadConfig, refs: u64, seed: u64) -> Result<Box<dyn Even
     cfg.validate()?;
     let mem = AddressSpace::new(cfg.madvise_hugepage);
     macro_rules! driver {
-        ($name:literal, $p:expr) => {
+        ($name:literal, $p:expr) => {{
+            let program = $p;
+            let host = program.host_bytes();
+            if host > HOST_BYTES_LIMIT {
+                return Err(format!(
+                    "workload '{}' at workload.footprint = {} would hold {} of host memory, more \
+                     than the generators' limit of {}; lower workload.footprint",
+                    $name,
+                    crate::addr::format_bytes(cfg.footprint),
+                    crate::addr::format_bytes(host),
+                    crate::addr::format_bytes(HOST_BYTES_LIMIT)
+                ));
+            }
             Box::new(Driver {
                 name: $name,
-                program: $p,
+                program,
                 mem,
                 setup: None,
                 setup_done: false,
@@ -434,18 +481,53 @@ pub fn create(cfg: &WorkloadConfig, refs: u64, seed: u64) -> Result<Box<dyn Even
                 pos: 0,
                 refs_left: refs,
             })
-        };
+        }};
     }
     Ok(match cfg.name.as_str() {
         "gups" => driver!("gups", programs::Gups::new(cfg, seed)),
         "stream" => driver!("stream", programs::Stream::new(cfg)),
         "pointer_chase" => driver!("pointer_chase", programs::PointerChase::new(cfg, seed)),
-        "bfs" => driver!("bfs", programs::Bfs::new(cfg, seed)),
-        "pagerank" => driver!("pagerank", programs::PageRank::new(cfg, seed)),
+        "bfs" => driver!("bfs", programs::Bfs::new(cfg, seed)?),
+        "pagerank" => driver!("pagerank", programs::PageRank::new(cfg, seed)?),
         "kv" => driver!("kv", programs::Kv::new(cfg, seed)),
         "xsbench" => driver!("xsbench", programs::XsBench::new(cfg, seed)),
+        "dc" => driver!("dc", programs::DegreeCentrality::new(cfg, seed)?),
+        "sysbench" => driver!("sysbench", programs::SysbenchMemory::new(cfg, seed)),
+        "dlrm" => driver!("dlrm", programs::DlrmSls::new(cfg, seed)),
+        "btree" => driver!("btree", programs::BTree::new(cfg, seed)),
+        "hashjoin" => driver!("hashjoin", programs::HashJoin::new(cfg, seed)),
         other => return Err(format!("unknown workload '{other}'")),
     })
+}
+
+/// Refuse, before anything runs, built-in workloads whose footprints cannot fit the simulated
+/// machine: their first touches would run it out of memory partway through the run. `processes`
+/// share `phys_mem_bytes` of memory and `swap_bytes` of swap. (Fitting is necessary, not
+/// sufficient: page tables and a fragmenter's pinned memory need room too.)
+pub fn check_fits(
+    cfg: &WorkloadConfig,
+    phys_mem_bytes: u64,
+    swap_bytes: u64,
+) -> Result<(), String> {
+    let processes = cfg.names().len() as u64;
+    let total = cfg.footprint.saturating_mul(processes);
+    if total > phys_mem_bytes.saturating_add(swap_bytes) {
+        return Err(format!(
+            "workload.footprint = {}{} does not fit the simulated machine's memory: \
+             os.phys_mem_bytes = {} and os.swap.bytes = {}; raise os.phys_mem_bytes (the \
+             host needs no such memory: the model stores only what is mapped) or lower the \
+             footprint",
+            crate::addr::format_bytes(cfg.footprint),
+            if processes > 1 {
+                format!(" x {processes} processes")
+            } else {
+                String::new()
+            },
+            crate::addr::format_bytes(phys_mem_bytes),
+            crate::addr::format_bytes(swap_bytes)
+        ));
+    }
+    Ok(())
 }
 
 /// One generator per workload of `cfg.name` (a comma-separated list gives several: a

@@ -1,6 +1,7 @@
 //! The programs behind the built-in workloads (see the table in the module doc of `workloads`).
 
 use super::heap::AddressSpace;
+use super::implicit::{mix, Bijection, Bitmap, ImplicitGraph};
 use super::{load, load_after, store, store_after, touch_pages, Burst, Program, WorkloadConfig};
 use crate::rng::Rng;
 use crate::trace::{AccessKind, Event};
@@ -42,6 +43,9 @@ impl Program for Gups {
         let va = self.table + self.rng.below(self.bytes / 8) * 8;
         load(q, va, 8, 3);
         store(q, va, 8, 2);
+    }
+    fn host_bytes(&self) -> u64 {
+        std::mem::size_of::<Self>() as u64
     }
 }
 
@@ -94,38 +98,36 @@ impl Program for Stream {
             self.i = 0;
         }
     }
+    fn host_bytes(&self) -> u64 {
+        std::mem::size_of::<Self>() as u64
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // pointer_chase
 
-/// Dependent loads along a single random cycle (Sattolo's algorithm) of 64-byte nodes.
+/// Dependent loads along a single random cycle of 64-byte nodes: the nodes in the order
+/// `order(0), order(1), ..., order(n-1), order(0), ...` for a seeded bijection `order` (what
+/// Sattolo's algorithm builds as a `next` array, here computed instead of stored: the host
+/// holds no per-node state, so 64 GiB of nodes cost nothing).
 pub(crate) struct PointerChase {
-    next: Vec<u32>,
+    nodes: u64,
+    order: Bijection,
     base: u64,
-    cur: u32,
+    /// Position along the cycle.
+    i: u64,
     /// Whether a chase load was issued (the next one depends on it).
     chained: bool,
 }
 
 impl PointerChase {
     pub fn new(cfg: &WorkloadConfig, seed: u64) -> PointerChase {
-        let n = (cfg.footprint / 64).clamp(2, u32::MAX as u64) as usize;
-        let mut rng = Rng::new(seed, 2);
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        // Sattolo: a uniformly random permutation with exactly one cycle.
-        for i in (1..n).rev() {
-            let j = rng.below(i as u64) as usize;
-            order.swap(i, j);
-        }
-        let mut next = vec![0u32; n];
-        for i in 0..n {
-            next[order[i] as usize] = order[(i + 1) % n];
-        }
+        let nodes = (cfg.footprint / 64).max(2);
         PointerChase {
-            next,
+            nodes,
+            order: Bijection::new(nodes, crate::rng::Rng::new(seed, 2).next_u64()),
             base: 0,
-            cur: 0,
+            i: 0,
             chained: false,
         }
     }
@@ -133,141 +135,44 @@ impl PointerChase {
 
 impl Program for PointerChase {
     fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
-        let bytes = self.next.len() as u64 * 64;
+        let bytes = self.nodes * 64;
         self.base = mem.alloc(bytes);
         touch_pages(q, self.base, bytes);
     }
     #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
         // Each node's address is the value the previous load read.
-        load_after(
-            q,
-            self.base + self.cur as u64 * 64,
-            8,
-            3,
-            self.chained as u16,
-        );
+        let node = self.order.forward(self.i);
+        load_after(q, self.base + node * 64, 8, 3, self.chained as u16);
         self.chained = true;
-        self.cur = self.next[self.cur as usize];
+        self.i += 1;
+        if self.i == self.nodes {
+            self.i = 0;
+        }
+    }
+    fn host_bytes(&self) -> u64 {
+        std::mem::size_of::<Self>() as u64
     }
 }
 
 // ---------------------------------------------------------------------------------------------
 // graphs
 
-/// An undirected RMAT graph in CSR form (both directions stored), vertex ids permuted.
-pub(crate) struct Csr {
-    pub offsets: Vec<u64>,
-    pub neighbours: Vec<u32>,
-}
+/// Edges a graph kernel handles per step at most (a hub's adjacency list, millions of edges at
+/// 64 GiB, is spread over several steps so that one step's events stay small).
+const EDGE_CHUNK: u64 = 256;
 
-/// Graph500 RMAT quadrant probabilities.
-const RMAT: (f64, f64, f64) = (0.57, 0.19, 0.19);
-
-impl Csr {
-    /// `n` vertices, `n * degree / 2` undirected edges (self-loops dropped; both directions
-    /// stored). Construction is cache-friendly (the host's memory latency, not arithmetic, bounds
-    /// it): edges are first bucketed by source range, then each bucket's vertex range is counted
-    /// and filled while it fits in cache.
-    pub fn rmat(n: u64, degree: u32, seed: u64) -> Csr {
-        let scale = 64 - (n.max(2) - 1).leading_zeros();
-        let mask = (1u64 << scale) - 1;
-        let edges = n * degree as u64 / 2;
-        // Vertex relabelling (Graph500 permutes ids to destroy locality): a seeded bijection on
-        // [0, 2^scale), cycle-walked into [0, n).
-        let mut prng = Rng::new(seed, 3);
-        let (m1, m2) = (prng.next_u64() | 1, prng.next_u64() | 1);
-        let half = scale.div_ceil(2);
-        let permute = |x: u64| -> u32 {
-            let mut y = x;
-            loop {
-                y = y.wrapping_mul(m1) & mask;
-                y ^= y >> half;
-                y = y.wrapping_mul(m2) & mask;
-                if y < n {
-                    return y as u32;
-                }
-            }
-        };
-        // Quadrant thresholds in 16-bit fixed point: one 64-bit draw decides four levels.
-        let t0 = (RMAT.0 * 65536.0) as u64;
-        let t1 = ((RMAT.0 + RMAT.1) * 65536.0) as u64;
-        let t2 = ((RMAT.0 + RMAT.1 + RMAT.2) * 65536.0) as u64;
-        let mut rng = Rng::new(seed, 4);
-        let bucket_shift = scale.saturating_sub(8);
-        let mut buckets: Vec<Vec<(u32, u32)>> = vec![Vec::new(); (n >> bucket_shift) as usize + 1];
-        for _ in 0..edges {
-            let (mut u, mut v) = (0u64, 0u64);
-            let mut bits = 0u64;
-            for level in 0..scale {
-                if level % 4 == 0 {
-                    bits = rng.next_u64();
-                }
-                let r = bits & 0xffff;
-                bits >>= 16;
-                // Quadrants a=(0,0), b=(0,1), c=(1,0), d=(1,1), branch-free.
-                let bu = (r >= t1) as u64;
-                let bv = ((r >= t0) & (r < t1)) as u64 | (r >= t2) as u64;
-                u = (u << 1) | bu;
-                v = (v << 1) | bv;
-            }
-            let (u, v) = (permute(u % n), permute(v % n));
-            if u != v {
-                buckets[(u as u64 >> bucket_shift) as usize].push((u, v));
-                buckets[(v as u64 >> bucket_shift) as usize].push((v, u));
-            }
-        }
-        let total: usize = buckets.iter().map(Vec::len).sum();
-        let mut offsets = vec![0u64; n as usize + 1];
-        let mut neighbours = vec![0u32; total];
-        let mut base = 0u64;
-        for (b, list) in buckets.iter_mut().enumerate() {
-            let lo = (b as u64) << bucket_shift;
-            let hi = ((b as u64 + 1) << bucket_shift).min(n);
-            if lo >= hi {
-                continue;
-            }
-            let mut count = vec![0u64; (hi - lo) as usize];
-            for (u, _) in list.iter() {
-                count[(*u as u64 - lo) as usize] += 1;
-            }
-            let mut next = base;
-            for (i, c) in count.iter_mut().enumerate() {
-                offsets[lo as usize + i] = next;
-                let start = next;
-                next += *c;
-                *c = start;
-            }
-            for (u, v) in list.iter() {
-                let slot = &mut count[(*u as u64 - lo) as usize];
-                neighbours[*slot as usize] = *v;
-                *slot += 1;
-            }
-            base = next;
-            *list = Vec::new();
-        }
-        offsets[n as usize] = base;
-        Csr {
-            offsets,
-            neighbours,
-        }
-    }
-
-    pub fn vertices(&self) -> u64 {
-        self.offsets.len() as u64 - 1
-    }
-}
-
-/// Simulated addresses of the CSR arrays.
+/// Simulated addresses of the CSR arrays: `offsets` (u64 per vertex, plus one) and
+/// `neighbours` (u32 vertex id per edge), as GraphBIG's and GAP's CSR.
 #[derive(Clone, Copy, Default)]
 struct CsrAddrs {
     offsets: u64,
     neighbours: u64,
 }
 
-fn alloc_csr(g: &Csr, mem: &mut AddressSpace, q: &mut Burst) -> CsrAddrs {
-    let ob = g.offsets.len() as u64 * 8;
-    let nb = (g.neighbours.len() as u64 * 4).max(4);
+fn alloc_csr(g: &ImplicitGraph, mem: &mut AddressSpace, q: &mut Burst) -> CsrAddrs {
+    let ob = (g.vertices() + 1) * 8;
+    let nb = (g.edges() * 4).max(4);
     let a = CsrAddrs {
         offsets: mem.alloc(ob),
         neighbours: mem.alloc(nb),
@@ -278,139 +183,316 @@ fn alloc_csr(g: &Csr, mem: &mut AddressSpace, q: &mut Burst) -> CsrAddrs {
 }
 
 /// Vertices for a graph of about `footprint` bytes: offsets (8 B) + neighbours (4 B x degree)
-/// + `per_vertex` bytes of algorithm arrays.
-fn graph_vertices(cfg: &WorkloadConfig, per_vertex: u64) -> u64 {
-    (cfg.footprint / (8 + 4 * cfg.degree as u64 + per_vertex)).max(16)
+/// + `per_vertex_eighths` / 8 bytes of algorithm arrays per vertex.
+pub(crate) fn graph_vertices(cfg: &WorkloadConfig, per_vertex_eighths: u64) -> u64 {
+    (cfg.footprint as u128 * 8 / (8 * (8 + 4 * cfg.degree as u128) + per_vertex_eighths as u128))
+        .max(16) as u64
 }
 
-/// Top-down BFS: parent array, current and next frontier queues.
+/// The graph of a graph workload, its index allocated (computed at setup).
+fn graph(
+    cfg: &WorkloadConfig,
+    per_vertex_eighths: u64,
+    seed: u64,
+) -> Result<ImplicitGraph, String> {
+    let n = graph_vertices(cfg, per_vertex_eighths);
+    ImplicitGraph::new(n, cfg.degree, seed).map_err(|e| {
+        format!(
+            "workload '{}' at workload.footprint = {}: {e}",
+            cfg.name,
+            crate::addr::format_bytes(cfg.footprint)
+        )
+    })
+}
+
+/// Top-down BFS with a bounded frontier queue: each level's newly visited vertices are appended
+/// to the next queue while it has room (`n / 64` entries) and set in the next level's frontier
+/// bitmap beyond that; a level processes its queue in discovery order, then scans its bitmap in
+/// id order (clearing it), as Ligra's edgeMap switches between a sparse and a dense frontier.
+/// A vertex is visited when its parent entry is set (GraphBIG's and Graph500's `parent` array);
+/// when a search ends, a new one starts from a random vertex with edges after resetting `parent`.
 pub(crate) struct Bfs {
-    g: Csr,
+    g: ImplicitGraph,
     a: CsrAddrs,
     parent_addr: u64,
     queue_addr: [u64; 2],
-    parent: Vec<u32>,
-    frontier: Vec<u32>,
-    next: Vec<u32>,
-    /// Position in the current frontier.
-    fi: usize,
+    bitmap_addr: [u64; 2],
+    /// Host mirror of "parent is set".
+    visited: Bitmap,
+    /// Current and next frontier queues.
+    queue: [Vec<u32>; 2],
+    queue_cap: usize,
+    /// Current and next frontier overflow bitmaps, and whether each has any vertex.
+    overflow: [Bitmap; 2],
+    overflowed: [bool; 2],
+    /// Position in the current queue.
+    qi: usize,
+    /// Next word of the current overflow bitmap to scan, and the unprocessed bits of the last.
+    word: u64,
+    word_bits: u64,
+    /// Vertex whose edges are being handled: next edge and end.
+    edges_left: Option<(u64, u64, u64)>,
+    /// Next `parent` byte the reset between searches clears (`None`: no reset under way).
+    resetting: Option<u64>,
     rng: Rng,
 }
 
-const NO_PARENT: u32 = u32::MAX;
+/// Per-vertex bytes of BFS's own arrays, in eighths: parent (4 B), two queues of n/64 u32
+/// entries (1/8 B), two bitmaps (1/4 B).
+const BFS_EIGHTHS: u64 = 32 + 1 + 2;
 
 impl Bfs {
-    pub fn new(cfg: &WorkloadConfig, seed: u64) -> Bfs {
-        let g = Csr::rmat(graph_vertices(cfg, 12), cfg.degree, seed);
-        let n = g.vertices() as usize;
-        Bfs {
-            g,
+    pub fn new(cfg: &WorkloadConfig, seed: u64) -> Result<Bfs, String> {
+        let g = graph(cfg, BFS_EIGHTHS, seed)?;
+        let n = g.vertices();
+        let queue_cap = (n / 64).max(16) as usize;
+        Ok(Bfs {
             a: CsrAddrs::default(),
             parent_addr: 0,
             queue_addr: [0; 2],
-            parent: vec![NO_PARENT; n],
-            frontier: Vec::new(),
-            next: Vec::new(),
-            fi: 0,
+            bitmap_addr: [0; 2],
+            visited: Bitmap::new(n),
+            queue: [Vec::with_capacity(queue_cap), Vec::with_capacity(queue_cap)],
+            queue_cap,
+            overflow: [Bitmap::new(n), Bitmap::new(n)],
+            overflowed: [false; 2],
+            qi: 0,
+            word: 0,
+            word_bits: 0,
+            edges_left: None,
+            resetting: None,
             rng: Rng::new(seed, 5),
-        }
+            g,
+        })
     }
 
-    fn start(&mut self, q: &mut Vec<Event>) {
-        // A new search: reset parents (memset, one store per line) and pick a source.
-        let n = self.parent.len() as u64;
-        self.parent.fill(NO_PARENT);
-        let mut a = self.parent_addr;
-        while a < self.parent_addr + n * 4 {
-            store(q, a, 64, 1);
-            a += 64;
+    /// Pick a source with edges (Graph500 skips isolated roots), mark it, queue it.
+    fn start_search(&mut self, q: &mut Vec<Event>) {
+        let n = self.g.vertices();
+        let mut src = self.rng.below(n);
+        for _ in 0..64 {
+            if self.g.degree(src) > 0 {
+                break;
+            }
+            src = self.rng.below(n);
         }
-        let src = self.rng.below(n) as u32;
-        self.parent[src as usize] = src;
-        store(q, self.parent_addr + src as u64 * 4, 4, 2);
-        self.frontier.clear();
-        self.frontier.push(src);
+        self.visited.insert(src);
+        store(q, self.parent_addr + src * 4, 4, 2);
+        self.queue[0].clear();
+        self.queue[0].push(src as u32);
         store(q, self.queue_addr[0], 4, 2);
-        self.fi = 0;
+        self.qi = 0;
+    }
+
+    /// Load `u`'s CSR offsets (their address depends on the access `dep` back) and start on its
+    /// edges.
+    fn visit(&mut self, u: u64, dep: u16, q: &mut Vec<Event>) {
+        let offsets_at = q.len();
+        load_after(q, self.a.offsets + u * 8, 8, 2, dep);
+        load_after(
+            q,
+            self.a.offsets + (u + 1) * 8,
+            8,
+            1,
+            if dep > 0 { dep + 1 } else { 0 },
+        );
+        let lo = self.g.first_edge(u);
+        self.edges(u, lo, lo + self.g.degree(u), Some(offsets_at), q);
+    }
+
+    /// Edges `e..hi` of `u` (at most `EDGE_CHUNK` of them; the rest wait for the next step):
+    /// each neighbour's parent check, and for a new one its parent store and frontier entry.
+    fn edges(&mut self, u: u64, e: u64, hi: u64, offsets_at: Option<usize>, q: &mut Vec<Event>) {
+        let end = hi.min(e + EDGE_CHUNK);
+        for e in e..end {
+            let v = self.g.target(e);
+            let dep = offsets_at.map_or(0, |at| back_to(q, at));
+            let neighbour_at = q.len();
+            load_after(q, self.a.neighbours + e * 4, 4, 2, dep);
+            load_after(q, self.parent_addr + v * 4, 4, 3, 1);
+            if self.visited.insert(v) {
+                store_after(q, self.parent_addr + v * 4, 4, 1, 2);
+                if self.queue[1].len() < self.queue_cap {
+                    store(q, self.queue_addr[1] + self.queue[1].len() as u64 * 4, 4, 2);
+                    self.queue[1].push(v as u32);
+                } else {
+                    let word = self.bitmap_addr[1] + v / 64 * 8;
+                    load_after(q, word, 8, 2, back_to(q, neighbour_at));
+                    store_after(q, word, 8, 1, 1);
+                    self.overflow[1].insert(v);
+                    self.overflowed[1] = true;
+                }
+            }
+        }
+        self.edges_left = (end < hi).then_some((u, end, hi));
     }
 }
 
 impl Program for Bfs {
     fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
-        let n = self.parent.len() as u64;
+        self.g.build();
+        let n = self.g.vertices();
         self.a = alloc_csr(&self.g, mem, q);
         self.parent_addr = mem.alloc(n * 4);
-        self.queue_addr = [mem.alloc(n * 4), mem.alloc(n * 4)];
-        for base in [self.parent_addr, self.queue_addr[0], self.queue_addr[1]] {
-            touch_pages(q, base, n * 4);
+        let qb = self.queue_cap as u64 * 4;
+        self.queue_addr = [mem.alloc(qb), mem.alloc(qb)];
+        let bb = self.visited.words() * 8;
+        self.bitmap_addr = [mem.alloc(bb), mem.alloc(bb)];
+        // The first touch initializes parent[] (to "none") and the frontier arrays.
+        touch_pages(q, self.parent_addr, n * 4);
+        for (base, bytes) in [
+            (self.queue_addr[0], qb),
+            (self.queue_addr[1], qb),
+            (self.bitmap_addr[0], bb),
+            (self.bitmap_addr[1], bb),
+        ] {
+            touch_pages(q, base, bytes);
         }
-        self.start(&mut q.events);
+        self.start_search(&mut q.events);
     }
 
-    /// One frontier vertex: its adjacency list and the parent checks of its neighbours.
+    /// One frontier vertex (or the next chunk of a long adjacency list, one word of the
+    /// frontier bitmap, or a slice of the reset between searches).
     #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
-        if self.fi == self.frontier.len() {
-            if self.next.is_empty() {
-                self.start(q);
+        if let Some((u, e, hi)) = self.edges_left {
+            self.edges(u, e, hi, None, q);
+            return;
+        }
+        if let Some(at) = self.resetting {
+            // memset(parent, 0xff): one 64-byte store per line, 4096 lines per step.
+            let end = (self.parent_addr + self.g.vertices() * 4).min(at + 4096 * 64);
+            let mut a = at;
+            while a < end {
+                store(q, a, 64, 1);
+                a += 64;
+            }
+            if end == self.parent_addr + self.g.vertices() * 4 {
+                self.resetting = None;
+                self.start_search(q);
+            } else {
+                self.resetting = Some(end);
+            }
+            return;
+        }
+        loop {
+            if self.qi < self.queue[0].len() {
+                let u = self.queue[0][self.qi] as u64;
+                load(q, self.queue_addr[0] + self.qi as u64 * 4, 4, 2);
+                self.qi += 1;
+                self.visit(u, 1, q);
                 return;
             }
-            std::mem::swap(&mut self.frontier, &mut self.next);
-            self.queue_addr.swap(0, 1);
-            self.next.clear();
-            self.fi = 0;
-        }
-        let u = self.frontier[self.fi] as u64;
-        // Dependences: the offsets on the vertex read from the frontier, the neighbour list on
-        // the offsets, each parent check and update on the neighbour id.
-        load(q, self.queue_addr[0] + self.fi as u64 * 4, 4, 2);
-        self.fi += 1;
-        let offsets_at = q.len();
-        load_after(q, self.a.offsets + u * 8, 8, 2, 1);
-        load_after(q, self.a.offsets + (u + 1) * 8, 8, 1, 2);
-        let (lo, hi) = (self.g.offsets[u as usize], self.g.offsets[u as usize + 1]);
-        for e in lo..hi {
-            let v = self.g.neighbours[e as usize];
-            load_after(q, self.a.neighbours + e * 4, 4, 2, back_to(q, offsets_at));
-            load_after(q, self.parent_addr + v as u64 * 4, 4, 3, 1);
-            if self.parent[v as usize] == NO_PARENT {
-                self.parent[v as usize] = u as u32;
-                store_after(q, self.parent_addr + v as u64 * 4, 4, 1, 2);
-                store(q, self.queue_addr[1] + self.next.len() as u64 * 4, 4, 2);
-                self.next.push(v);
+            if self.overflowed[0] {
+                if self.word_bits != 0 {
+                    let u = (self.word - 1) * 64 + self.word_bits.trailing_zeros() as u64;
+                    self.word_bits &= self.word_bits - 1;
+                    self.visit(u, 0, q);
+                    return;
+                }
+                if self.word < self.overflow[0].words() {
+                    // Read the next frontier word and clear it for the level after next.
+                    let w = self.word;
+                    load(q, self.bitmap_addr[0] + w * 8, 8, 2);
+                    store(q, self.bitmap_addr[0] + w * 8, 8, 1);
+                    self.word_bits = self.overflow[0].word(w);
+                    self.overflow[0].clear_word(w);
+                    self.word += 1;
+                    return;
+                }
+                self.overflowed[0] = false;
             }
+            // The level is over.
+            if self.queue[1].is_empty() && !self.overflowed[1] {
+                self.visited.clear();
+                self.resetting = Some(self.parent_addr);
+                self.step(_mem, q);
+                return;
+            }
+            self.queue.swap(0, 1);
+            self.queue[1].clear();
+            self.overflow.swap(0, 1);
+            self.overflowed.swap(0, 1);
+            self.queue_addr.swap(0, 1);
+            self.bitmap_addr.swap(0, 1);
+            self.qi = 0;
+            self.word = 0;
+            self.word_bits = 0;
         }
+    }
+
+    fn host_bytes(&self) -> u64 {
+        self.g.host_bytes()
+            + self.visited.host_bytes()
+            + self.overflow.iter().map(Bitmap::host_bytes).sum::<u64>()
+            + self
+                .queue
+                .iter()
+                .map(|v| v.capacity() as u64 * 4)
+                .sum::<u64>()
+            + std::mem::size_of::<Self>() as u64
     }
 }
 
 /// Pull-style PageRank: `next[v] = (1-d)/n + d * sum(contrib[u] for u in in(v))`, then
-/// `contrib[v] = next[v] / degree(v)`.
+/// `contrib[v] = next[v] / degree(v)` (GAP's `pr`, GraphBIG's pagerank in pull form); the CSR
+/// lists are read as in-neighbours.
 pub(crate) struct PageRank {
-    g: Csr,
+    g: ImplicitGraph,
     a: CsrAddrs,
     contrib_addr: u64,
     next_addr: u64,
     v: u64,
     /// false: gather phase over all vertices; true: contribution update phase.
     updating: bool,
+    /// Gather of `v` under way: next edge and end.
+    edges_left: Option<(u64, u64)>,
 }
 
 impl PageRank {
-    pub fn new(cfg: &WorkloadConfig, seed: u64) -> PageRank {
-        let g = Csr::rmat(graph_vertices(cfg, 8), cfg.degree, seed);
-        PageRank {
-            g,
+    pub fn new(cfg: &WorkloadConfig, seed: u64) -> Result<PageRank, String> {
+        Ok(PageRank {
+            g: graph(cfg, 64, seed)?,
             a: CsrAddrs::default(),
             contrib_addr: 0,
             next_addr: 0,
             v: 0,
             updating: false,
+            edges_left: None,
+        })
+    }
+
+    /// Sum the contributions of edges `e..hi` of `v` (at most `EDGE_CHUNK`); store `next[v]`
+    /// and move on when they are all summed.
+    fn gather(&mut self, e: u64, hi: u64, offsets_at: Option<usize>, q: &mut Vec<Event>) {
+        let end = hi.min(e + EDGE_CHUNK);
+        for e in e..end {
+            let u = self.g.target(e);
+            let dep = offsets_at.map_or(0, |at| back_to(q, at));
+            load_after(q, self.a.neighbours + e * 4, 4, 2, dep);
+            load_after(q, self.contrib_addr + u * 4, 4, 2, 1);
+        }
+        if end < hi {
+            self.edges_left = Some((end, hi));
+            return;
+        }
+        self.edges_left = None;
+        store(q, self.next_addr + self.v * 4, 4, 4);
+        self.advance();
+    }
+
+    fn advance(&mut self) {
+        self.v += 1;
+        if self.v == self.g.vertices() {
+            self.v = 0;
+            self.updating = !self.updating;
         }
     }
 }
 
 impl Program for PageRank {
     fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
+        self.g.build();
         let n = self.g.vertices();
         self.a = alloc_csr(&self.g, mem, q);
         self.contrib_addr = mem.alloc(n * 4);
@@ -419,33 +501,33 @@ impl Program for PageRank {
         touch_pages(q, self.next_addr, n * 4);
     }
 
-    /// One vertex of the current phase.
+    /// One vertex of the current phase (or the next chunk of a long in-neighbour list).
     #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
+        if let Some((e, hi)) = self.edges_left {
+            self.gather(e, hi, None, q);
+            return;
+        }
         let v = self.v;
         if self.updating {
             load(q, self.next_addr + v * 4, 4, 2);
             load(q, self.a.offsets + v * 8, 8, 1);
             load(q, self.a.offsets + (v + 1) * 8, 8, 1);
             store(q, self.contrib_addr + v * 4, 4, 4);
+            self.advance();
         } else {
             // Dependences: the neighbour list on the offsets, each contribution on the
             // neighbour id.
             let offsets_at = q.len();
             load(q, self.a.offsets + v * 8, 8, 2);
             load(q, self.a.offsets + (v + 1) * 8, 8, 1);
-            for e in self.g.offsets[v as usize]..self.g.offsets[v as usize + 1] {
-                let u = self.g.neighbours[e as usize] as u64;
-                load_after(q, self.a.neighbours + e * 4, 4, 2, back_to(q, offsets_at));
-                load_after(q, self.contrib_addr + u * 4, 4, 2, 1);
-            }
-            store(q, self.next_addr + v * 4, 4, 4);
+            let lo = self.g.first_edge(v);
+            self.gather(lo, lo + self.g.degree(v), Some(offsets_at), q);
         }
-        self.v += 1;
-        if self.v == self.g.vertices() {
-            self.v = 0;
-            self.updating = !self.updating;
-        }
+    }
+
+    fn host_bytes(&self) -> u64 {
+        self.g.host_bytes() + std::mem::size_of::<Self>() as u64
     }
 }
 
@@ -505,14 +587,24 @@ impl Zipf {
 }
 
 /// Items of 64 bytes in 1 MiB slabs; an open-addressing (linear probing) index of 16-byte
-/// buckets at load factor 0.5; popularity is zipfian over a random permutation of the keys.
+/// buckets at load factor 0.5; popularity is zipfian over a seeded permutation of the keys.
+///
+/// The index is not stored: a key's home bucket is its hash, and its displacement (the probes
+/// past home before its bucket) is drawn, by a hash of the key, from the displacement
+/// distribution of a real linear-probing table at load factor 0.5 (2^16 keys inserted with the
+/// same hash function at construction and measured). What this approximates: which keys
+/// collide (two keys may claim the same bucket); the probed addresses per lookup and their
+/// distribution are those of the real table.
 pub(crate) struct Kv {
     items: u64,
     slab_addrs: Vec<u64>,
     table_addr: u64,
-    /// Host copy of the index: key + 1 per bucket (0 = empty).
-    table: Vec<u32>,
-    popular: Vec<u32>,
+    buckets: u64,
+    /// Popularity rank -> key.
+    popular: Bijection,
+    /// Cumulative counts of displacements 0, 1, 2, ... among `DISPLACEMENT_SAMPLE` keys.
+    displacement_cdf: Vec<u32>,
+    displacement_key: u64,
     zipf: Zipf,
     get_ratio: f64,
     rng: Rng,
@@ -521,46 +613,71 @@ pub(crate) struct Kv {
 const ITEM_BYTES: u64 = 64;
 const SLAB_BYTES: u64 = 1 << 20;
 const BUCKET_BYTES: u64 = 16;
+/// Keys of the linear-probing table whose displacements are measured.
+const DISPLACEMENT_SAMPLE: u64 = 1 << 16;
 
-fn bucket_of(key: u32, buckets: u64) -> u64 {
-    let h = (key as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+fn bucket_of(key: u64, buckets: u64) -> u64 {
+    let h = (key + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     ((h >> 32) * buckets) >> 32
+}
+
+/// Cumulative displacement counts of `keys` keys inserted in order into a linear-probing table
+/// of `2 * keys` buckets.
+fn linear_probing_displacements(keys: u64) -> Vec<u32> {
+    let buckets = keys * 2;
+    let mut table = vec![false; buckets as usize];
+    let mut hist: Vec<u32> = Vec::new();
+    for key in 0..keys {
+        let home = bucket_of(key, buckets);
+        let mut b = home;
+        while table[b as usize] {
+            b = (b + 1) % buckets;
+        }
+        table[b as usize] = true;
+        let d = ((b + buckets - home) % buckets) as usize;
+        if hist.len() <= d {
+            hist.resize(d + 1, 0);
+        }
+        hist[d] += 1;
+    }
+    let mut sum = 0;
+    hist.iter()
+        .map(|c| {
+            sum += c;
+            sum
+        })
+        .collect()
 }
 
 impl Kv {
     pub fn new(cfg: &WorkloadConfig, seed: u64) -> Kv {
         // Per item: 64 B of item + 2 buckets of 16 B.
         let items = (cfg.footprint / (ITEM_BYTES + 2 * BUCKET_BYTES)).clamp(2, u32::MAX as u64 / 2);
-        let buckets = items * 2;
-        let mut table = vec![0u32; buckets as usize];
-        for key in 0..items as u32 {
-            let mut b = bucket_of(key, buckets);
-            while table[b as usize] != 0 {
-                b = (b + 1) % buckets;
-            }
-            table[b as usize] = key + 1;
-        }
         let mut rng = Rng::new(seed, 6);
-        let mut popular: Vec<u32> = (0..items as u32).collect();
-        for i in (1..popular.len()).rev() {
-            popular.swap(i, rng.below(i as u64 + 1) as usize);
-        }
         Kv {
             items,
-            slab_addrs: Vec::new(),
+            slab_addrs: Vec::with_capacity(items.div_ceil(SLAB_BYTES / ITEM_BYTES) as usize),
             table_addr: 0,
-            table,
-            popular,
+            buckets: items * 2,
+            popular: Bijection::new(items, rng.next_u64()),
+            displacement_cdf: linear_probing_displacements(DISPLACEMENT_SAMPLE),
+            displacement_key: rng.next_u64(),
             zipf: Zipf::new(items, cfg.zipf_theta),
             get_ratio: cfg.get_ratio,
             rng,
         }
     }
+
+    /// Probes past its home bucket before `key`'s bucket.
+    fn displacement(&self, key: u64) -> u64 {
+        let r = (mix(self.displacement_key, key) % DISPLACEMENT_SAMPLE) as u32;
+        self.displacement_cdf.partition_point(|&c| c <= r) as u64
+    }
 }
 
 impl Program for Kv {
     fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
-        let tb = self.table.len() as u64 * BUCKET_BYTES;
+        let tb = self.buckets * BUCKET_BYTES;
         self.table_addr = mem.alloc(tb);
         touch_pages(q, self.table_addr, tb);
         let per_slab = SLAB_BYTES / ITEM_BYTES;
@@ -573,22 +690,20 @@ impl Program for Kv {
 
     #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
-        let key = self.popular[self.zipf.sample(&mut self.rng) as usize];
+        let key = self.popular.forward(self.zipf.sample(&mut self.rng));
         let is_get = self.rng.unit() < self.get_ratio;
-        let buckets = self.table.len() as u64;
-        let mut b = bucket_of(key, buckets);
+        let mut b = bucket_of(key, self.buckets);
         let mut instrs = 30; // hashing and request handling before the first probe
-        loop {
+        for _ in 0..=self.displacement(key) {
             load(q, self.table_addr + b * BUCKET_BYTES, 16, instrs);
             instrs = 4;
-            if self.table[b as usize] == key + 1 {
-                break;
+            b += 1;
+            if b == self.buckets {
+                b = 0;
             }
-            b = (b + 1) % buckets;
         }
         let per_slab = SLAB_BYTES / ITEM_BYTES;
-        let item = self.slab_addrs[(key as u64 / per_slab) as usize]
-            + (key as u64 % per_slab) * ITEM_BYTES;
+        let item = self.slab_addrs[(key / per_slab) as usize] + (key % per_slab) * ITEM_BYTES;
         // The matching bucket holds the item's pointer: the item access depends on it. The
         // probes do not (their addresses follow from the key; the branch predictor guesses).
         if is_get {
@@ -596,6 +711,12 @@ impl Program for Kv {
         } else {
             store_after(q, item, 64, 12, 1);
         }
+    }
+
+    fn host_bytes(&self) -> u64 {
+        self.slab_addrs.capacity() as u64 * 8
+            + self.displacement_cdf.capacity() as u64 * 4
+            + std::mem::size_of::<Self>() as u64
     }
 }
 
@@ -693,5 +814,393 @@ impl Program for XsBench {
             load_after(q, p, 48, 8, 1);
             load_after(q, p + POINT_BYTES, 48, 20, 2);
         }
+    }
+    fn host_bytes(&self) -> u64 {
+        self.materials
+            .iter()
+            .map(|m| m.capacity() as u64 * 8)
+            .sum::<u64>()
+            + std::mem::size_of::<Self>() as u64
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// dc (GraphBIG degree centrality)
+
+/// GraphBIG's degree centrality (`bench_degreeCentr`): for every vertex, its out-degree is
+/// stored and every out-neighbour's in-degree is incremented; repeated. The graph is the same
+/// implicit RMAT graph in CSR as bfs and pagerank (GraphBIG's openG lists are CSR here).
+pub(crate) struct DegreeCentrality {
+    g: ImplicitGraph,
+    a: CsrAddrs,
+    indeg_addr: u64,
+    outdeg_addr: u64,
+    v: u64,
+    edges_left: Option<(u64, u64)>,
+}
+
+impl DegreeCentrality {
+    pub fn new(cfg: &WorkloadConfig, seed: u64) -> Result<DegreeCentrality, String> {
+        Ok(DegreeCentrality {
+            g: graph(cfg, 64, seed)?,
+            a: CsrAddrs::default(),
+            indeg_addr: 0,
+            outdeg_addr: 0,
+            v: 0,
+            edges_left: None,
+        })
+    }
+
+    fn edges(&mut self, e: u64, hi: u64, offsets_at: Option<usize>, q: &mut Vec<Event>) {
+        let end = hi.min(e + EDGE_CHUNK);
+        for e in e..end {
+            let u = self.g.target(e);
+            let dep = offsets_at.map_or(0, |at| back_to(q, at));
+            load_after(q, self.a.neighbours + e * 4, 4, 2, dep);
+            load_after(q, self.indeg_addr + u * 4, 4, 2, 1);
+            store_after(q, self.indeg_addr + u * 4, 4, 1, 2);
+        }
+        if end < hi {
+            self.edges_left = Some((end, hi));
+            return;
+        }
+        self.edges_left = None;
+        self.v += 1;
+        if self.v == self.g.vertices() {
+            self.v = 0;
+        }
+    }
+}
+
+impl Program for DegreeCentrality {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
+        self.g.build();
+        let n = self.g.vertices();
+        self.a = alloc_csr(&self.g, mem, q);
+        self.indeg_addr = mem.alloc(n * 4);
+        self.outdeg_addr = mem.alloc(n * 4);
+        touch_pages(q, self.indeg_addr, n * 4);
+        touch_pages(q, self.outdeg_addr, n * 4);
+    }
+
+    #[inline]
+    fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
+        if let Some((e, hi)) = self.edges_left {
+            self.edges(e, hi, None, q);
+            return;
+        }
+        let v = self.v;
+        let offsets_at = q.len();
+        load(q, self.a.offsets + v * 8, 8, 2);
+        load(q, self.a.offsets + (v + 1) * 8, 8, 1);
+        store(q, self.outdeg_addr + v * 4, 4, 2);
+        let lo = self.g.first_edge(v);
+        self.edges(lo, lo + self.g.degree(v), Some(offsets_at), q);
+    }
+
+    fn host_bytes(&self) -> u64 {
+        self.g.host_bytes() + std::mem::size_of::<Self>() as u64
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// sysbench
+
+/// SysBench's memory test in random-access write mode (`sysbench memory
+/// --memory-block-size=<footprint> --memory-access-mode=rnd --memory-oper=write`, global
+/// scope: `src/tests/memory/sb_memory.c`, `memory_execute_event`): one buffer, every operation
+/// an `int` store at a uniformly random index of it (`sb_rand_uniform_double() * (block / 4)`).
+pub(crate) struct SysbenchMemory {
+    bytes: u64,
+    buffer: u64,
+    rng: Rng,
+}
+
+impl SysbenchMemory {
+    pub fn new(cfg: &WorkloadConfig, seed: u64) -> SysbenchMemory {
+        SysbenchMemory {
+            bytes: cfg.footprint / 4 * 4,
+            buffer: 0,
+            rng: Rng::new(seed, 8),
+        }
+    }
+}
+
+impl Program for SysbenchMemory {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
+        self.buffer = mem.alloc(self.bytes);
+        touch_pages(q, self.buffer, self.bytes);
+    }
+    #[inline]
+    fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
+        // The loop, the uniform double and the index arithmetic: about 12 instructions.
+        store(q, self.buffer + self.rng.below(self.bytes / 4) * 4, 4, 12);
+    }
+    fn host_bytes(&self) -> u64 {
+        std::mem::size_of::<Self>() as u64
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// dlrm
+
+/// Embedding tables of DLRM's sparse features.
+const DLRM_TABLES: u64 = 8;
+/// Bytes of one embedding row: 64 fp32 (DLRM's `--arch-sparse-feature-size=64`).
+const DLRM_ROW_BYTES: u64 = 256;
+/// Lookups per (sample, table) (DLRM's `--num-indices-per-lookup`, pooling factor).
+const DLRM_POOLING: u64 = 32;
+/// Bytes of the index buffer the lookups read (indices of about 16 K lookups, u64 each).
+const DLRM_INDEX_BYTES: u64 = 128 << 10;
+
+/// DLRM's SparseLengthsSum (the embedding-bag operator of the sparse features, Caffe2
+/// `SparseLengthsSum` / PyTorch `EmbeddingBag(mode="sum")` as DLRM runs it): for each sample
+/// and table, `DLRM_POOLING` row indices are read from the index buffer, each row (256 B, four
+/// lines) is loaded and summed, and the pooled row is stored to the output. Indices are uniform
+/// over a table's rows (DLRM's synthetic random data generator).
+pub(crate) struct DlrmSls {
+    rows: u64,
+    tables: [u64; DLRM_TABLES as usize],
+    indices: u64,
+    output: u64,
+    /// Next index slot, table, and lookup within the current bag.
+    slot: u64,
+    table: u64,
+    lookup: u64,
+    rng: Rng,
+}
+
+impl DlrmSls {
+    pub fn new(cfg: &WorkloadConfig, seed: u64) -> DlrmSls {
+        let rows = ((cfg
+            .footprint
+            .saturating_sub(DLRM_INDEX_BYTES + DLRM_TABLES * DLRM_ROW_BYTES))
+            / (DLRM_TABLES * DLRM_ROW_BYTES))
+            .max(1);
+        DlrmSls {
+            rows,
+            tables: [0; DLRM_TABLES as usize],
+            indices: 0,
+            output: 0,
+            slot: 0,
+            table: 0,
+            lookup: 0,
+            rng: Rng::new(seed, 9),
+        }
+    }
+}
+
+impl Program for DlrmSls {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
+        for t in self.tables.iter_mut() {
+            *t = mem.alloc(self.rows * DLRM_ROW_BYTES);
+            touch_pages(q, *t, self.rows * DLRM_ROW_BYTES);
+        }
+        self.indices = mem.alloc(DLRM_INDEX_BYTES);
+        touch_pages(q, self.indices, DLRM_INDEX_BYTES);
+        self.output = mem.alloc(DLRM_TABLES * DLRM_ROW_BYTES);
+        touch_pages(q, self.output, DLRM_TABLES * DLRM_ROW_BYTES);
+    }
+
+    /// One lookup: its index, then its row's four lines (which depend on it); the bag's sum is
+    /// stored after its last lookup.
+    #[inline]
+    fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
+        load(q, self.indices + self.slot * 8, 8, 3);
+        self.slot = (self.slot + 1) % (DLRM_INDEX_BYTES / 8);
+        let row = self.tables[self.table as usize] + self.rng.below(self.rows) * DLRM_ROW_BYTES;
+        for line in 0..DLRM_ROW_BYTES / 64 {
+            // 16 fp32 adds per line (vectorized: 2 AVX adds and the loop).
+            load_after(q, row + line * 64, 64, 4, line as u16 + 1);
+        }
+        self.lookup += 1;
+        if self.lookup == DLRM_POOLING {
+            self.lookup = 0;
+            let out = self.output + self.table * DLRM_ROW_BYTES;
+            for line in 0..DLRM_ROW_BYTES / 64 {
+                store(q, out + line * 64, 64, 2);
+            }
+            self.table = (self.table + 1) % DLRM_TABLES;
+        }
+    }
+
+    fn host_bytes(&self) -> u64 {
+        std::mem::size_of::<Self>() as u64
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// btree
+
+/// Keys (and child pointers) per B+tree node: 16 x 8 B keys + 16 x 8 B pointers = 256 B, as
+/// in a cache-conscious in-memory B+tree (the STX B+tree's 256-byte nodes for u64 keys).
+const BTREE_FANOUT: u64 = 16;
+const BTREE_NODE_BYTES: u64 = 256;
+
+/// Point lookups of uniformly random keys in a bulk-loaded in-memory B+tree of u64 keys and
+/// values: each level is one array of 256-byte nodes in key order (a bulk load into an arena),
+/// the root first; a lookup binary-searches each node's 16 keys (4 dependent loads) and follows
+/// the child pointer, down to the leaf, where it binary-searches the keys and loads the value.
+pub(crate) struct BTree {
+    keys: u64,
+    /// Nodes per level, root first.
+    level_nodes: Vec<u64>,
+    level_addrs: Vec<u64>,
+    rng: Rng,
+}
+
+impl BTree {
+    pub fn new(cfg: &WorkloadConfig, seed: u64) -> BTree {
+        // Leaves hold 16 keys and 16 values; inner levels add about 1/15 of the leaves.
+        let leaves = (cfg.footprint * 15 / 16 / BTREE_NODE_BYTES).max(1);
+        let mut level_nodes = vec![leaves];
+        while *level_nodes.last().expect("a level") > 1 {
+            let above = level_nodes.last().expect("a level").div_ceil(BTREE_FANOUT);
+            level_nodes.push(above);
+        }
+        level_nodes.reverse();
+        BTree {
+            keys: leaves * BTREE_FANOUT,
+            level_addrs: Vec::with_capacity(level_nodes.len()),
+            level_nodes,
+            rng: Rng::new(seed, 10),
+        }
+    }
+}
+
+impl Program for BTree {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
+        for &nodes in &self.level_nodes {
+            let a = mem.alloc(nodes * BTREE_NODE_BYTES);
+            touch_pages(q, a, nodes * BTREE_NODE_BYTES);
+            self.level_addrs.push(a);
+        }
+    }
+
+    /// One lookup, root to leaf.
+    #[inline]
+    fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
+        let key = self.rng.below(self.keys);
+        let levels = self.level_nodes.len() as u32;
+        let mut instrs = 20;
+        let mut after_pointer = false;
+        for (depth, &addr) in self.level_addrs.iter().enumerate() {
+            // Key `key` is in leaf key / 16; at depth d the node on its path is
+            // key / 16^(levels - d), and the slot below it (key / 16^(levels - d - 1)) % 16.
+            let below = (levels - depth as u32 - 1) as u64;
+            let node = key / BTREE_FANOUT.pow(below as u32 + 1);
+            let slot = key / BTREE_FANOUT.pow(below as u32) % BTREE_FANOUT;
+            let base = addr + node * BTREE_NODE_BYTES;
+            // Binary search of the node's 16 keys for `slot`: 4 probes, each dependent on the
+            // previous comparison; the first on the pointer that led here.
+            let (mut lo, mut hi) = (0u64, BTREE_FANOUT);
+            let mut dep = after_pointer as u16;
+            while hi - lo > 1 {
+                let mid = (lo + hi) / 2;
+                load_after(q, base + mid * 8, 8, instrs, dep);
+                instrs = 5;
+                dep = 1;
+                if mid <= slot {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            // The child pointer (inner) or the value (leaf) in the node's second half.
+            load_after(q, base + 128 + slot * 8, 8, 3, 1);
+            after_pointer = true;
+        }
+    }
+
+    fn host_bytes(&self) -> u64 {
+        (self.level_nodes.capacity() + self.level_addrs.capacity()) as u64 * 8
+            + std::mem::size_of::<Self>() as u64
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// hashjoin
+
+/// Bytes of a tuple (8 B key, 8 B payload) and of a hash-table bucket (NPO's: latch and count,
+/// two tuples, overflow pointer).
+const JOIN_TUPLE_BYTES: u64 = 16;
+const JOIN_BUCKET_BYTES: u64 = 48;
+
+/// The no-partitioning hash join (NPO) of Balkesen et al., "Main-memory hash joins on
+/// multi-core CPUs" (ICDE 2013; their `npo` code): build a hash table of relation R (scan R,
+/// insert each tuple into bucket `key & mask`), then probe it with relation S (scan S, load the
+/// bucket of each tuple's key and compare its two tuples), then start over. R's keys are dense
+/// (a permutation of 1..|R|), S's are foreign keys drawn uniformly from R's, |S| = |R|, and the
+/// table has |R|/2 buckets of two tuples: no bucket overflows, as in their dense-key workloads.
+pub(crate) struct HashJoin {
+    tuples: u64,
+    buckets: u64,
+    r: u64,
+    s: u64,
+    table: u64,
+    r_keys: Bijection,
+    i: u64,
+    probing: bool,
+    rng: Rng,
+}
+
+impl HashJoin {
+    pub fn new(cfg: &WorkloadConfig, seed: u64) -> HashJoin {
+        // Per R tuple: itself, one S tuple, half a bucket.
+        let tuples = (cfg.footprint / (2 * JOIN_TUPLE_BYTES + JOIN_BUCKET_BYTES / 2)).max(2) & !1;
+        let mut rng = Rng::new(seed, 11);
+        HashJoin {
+            tuples,
+            buckets: tuples / 2,
+            r: 0,
+            s: 0,
+            table: 0,
+            r_keys: Bijection::new(tuples, rng.next_u64()),
+            i: 0,
+            probing: false,
+            rng,
+        }
+    }
+}
+
+impl Program for HashJoin {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
+        let rb = self.tuples * JOIN_TUPLE_BYTES;
+        let tb = self.buckets * JOIN_BUCKET_BYTES;
+        self.r = mem.alloc(rb);
+        self.s = mem.alloc(rb);
+        self.table = mem.alloc(tb);
+        for (a, b) in [(self.r, rb), (self.s, rb), (self.table, tb)] {
+            touch_pages(q, a, b);
+        }
+    }
+
+    /// One tuple of the current phase.
+    #[inline]
+    fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
+        let i = self.i;
+        if !self.probing {
+            // Build: bucket = key % buckets (NPO's HASH(key) = key & mask, here modulo since
+            // the bucket count follows the footprint); read its count, write the tuple.
+            load(q, self.r + i * JOIN_TUPLE_BYTES, 16, 3);
+            let bucket = self.table + self.r_keys.forward(i) % self.buckets * JOIN_BUCKET_BYTES;
+            load_after(q, bucket, 8, 4, 1);
+            store_after(q, bucket + 8 + i % 2 * JOIN_TUPLE_BYTES, 16, 4, 2);
+        } else {
+            load(q, self.s + i * JOIN_TUPLE_BYTES, 16, 3);
+            let key = self.rng.below(self.tuples);
+            let bucket = self.table + key % self.buckets * JOIN_BUCKET_BYTES;
+            load_after(q, bucket, 8, 4, 1);
+            load_after(q, bucket + 8, 32, 8, 2);
+        }
+        self.i += 1;
+        if self.i == self.tuples {
+            self.i = 0;
+            self.probing = !self.probing;
+        }
+    }
+
+    fn host_bytes(&self) -> u64 {
+        std::mem::size_of::<Self>() as u64
     }
 }
