@@ -303,6 +303,9 @@ struct Slots {
     busy: Vec<Vec<(f64, f64)>>,
 }
 
+/// Stale intervals a [`Slots`] unit keeps before dropping them in one move.
+const STALE_BATCH: usize = 16;
+
 impl Slots {
     fn new(n: u32, capacity: usize) -> Self {
         Slots {
@@ -318,16 +321,24 @@ impl Slots {
     fn fit(&mut self, request: f64, len: f64, horizon: f64) -> (f64, usize) {
         let mut best = (f64::INFINITY, 0usize);
         for (u, iv) in self.busy.iter_mut().enumerate() {
-            let stale = iv.iter().take_while(|&&(_, end)| end <= horizon).count();
-            if stale > 0 {
+            // Intervals are disjoint and sorted, so their ends are sorted too: binary searches
+            // find the stale ones (dropped in batches, to amortize the move) and the first one
+            // that can delay this request.
+            let stale = iv.partition_point(|&(_, end)| end <= horizon);
+            if stale >= STALE_BATCH {
                 iv.drain(..stale);
             }
             let mut start = request;
-            for &(a, b) in iv.iter() {
+            let first = iv.partition_point(|&(_, end)| end <= request);
+            for &(a, b) in &iv[first..] {
                 if start + len <= a {
                     break;
                 }
                 start = fmax(start, b);
+            }
+            if start <= request {
+                // No unit can start earlier, and the lower ones could not start this early.
+                return (start, u);
             }
             if start < best.0 {
                 best = (start, u);
@@ -476,7 +487,7 @@ impl OooCore {
         let grant = cfg.resource_grant;
         // Busy intervals a unit holds at once: at most the operations of the references in
         // flight, so one ROB's worth is allocated up front.
-        let slots = cfg.rob_entries as usize + 1;
+        let slots = cfg.rob_entries as usize + 1 + STALE_BATCH;
         OooCore {
             inv_dispatch,
             inv_retire,
@@ -526,26 +537,30 @@ impl OooCore {
     fn grant_mshrs_in_gaps(&mut self, levels: usize, request: f64, len: f64) -> f64 {
         let horizon = self.last_dispatch;
         let mut start = request;
+        let mut units = [0usize; 3];
+        let mut pools = 0;
         loop {
             let mut moved = false;
-            for pool in self.mshrs[..levels].iter_mut().flatten() {
-                if let Pool::Gaps(slots) = pool {
-                    let (s, _) = slots.fit(start, len, horizon);
+            for (k, pool) in self.mshrs[..levels].iter_mut().enumerate() {
+                if let Some(Pool::Gaps(slots)) = pool {
+                    let (s, unit) = slots.fit(start, len, horizon);
+                    units[k] = unit;
+                    pools += 1;
                     if s > start {
                         start = s;
                         moved = true;
                     }
                 }
             }
-            if !moved {
+            // One pool: its fit is the answer. Several: a pass in which none moved the start
+            // found a unit idle at `start` in every pool.
+            if !moved || pools == 1 {
                 break;
             }
         }
-        for pool in self.mshrs[..levels].iter_mut().flatten() {
-            if let Pool::Gaps(slots) = pool {
-                let (s, unit) = slots.fit(start, len, horizon);
-                debug_assert_eq!(s, start);
-                slots.take(unit, start, len);
+        for (k, pool) in self.mshrs[..levels].iter_mut().enumerate() {
+            if let Some(Pool::Gaps(slots)) = pool {
+                slots.take(units[k], start, len);
             }
         }
         start
