@@ -49,18 +49,21 @@ fn main() {
         "design", "workload", "refs", "seconds", "Mrefs/s"
     );
     for workload in workloads {
-        // The first design runs once more with the oracle off, to measure what the oracle costs.
+        // The first design runs once more with the oracle off, to measure what the oracle costs,
+        // and once more under the out-of-order timing model (`timing.model = "ooo"`).
         let variants = designs
             .iter()
-            .map(|d| (*d, true))
-            .chain(designs.first().map(|d| (*d, false)));
-        for (design, oracle) in variants {
-            let label = if oracle {
-                design.to_string()
-            } else {
-                format!("{design} (oracle off)")
+            .map(|d| (*d, true, "simple"))
+            .chain(designs.first().map(|d| (*d, false, "simple")))
+            .chain(designs.first().map(|d| (*d, true, "ooo")));
+        for (design, oracle, model) in variants {
+            let label = match (oracle, model) {
+                (true, "simple") => design.to_string(),
+                (false, _) => format!("{design} (oracle off)"),
+                _ => format!("{design} ({model})"),
             };
             let overrides = vec![
+                ("timing.model".to_string(), model.to_string()),
                 ("sim.oracle".to_string(), oracle.to_string()),
                 ("sim.design".to_string(), design.to_string()),
                 ("sim.refs".to_string(), refs.to_string()),

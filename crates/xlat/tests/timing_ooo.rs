@@ -59,6 +59,21 @@ fn every_non_timing_counter_is_identical_under_simple_and_ooo_for_every_design_a
 }
 
 #[test]
+fn granting_walkers_and_mshrs_in_idle_gaps_changes_only_timing_figures() {
+    for workload in ["bfs", "kv", "stream"] {
+        let program_order = config("radix", workload, "ooo", 30_000);
+        let mut idle_gaps = program_order.clone();
+        idle_gaps.core.resource_grant = xlat::timing::ooo::ResourceGrant::IdleGaps;
+        let a = xlat::run_workload(&program_order).unwrap();
+        let b = xlat::run_workload(&idle_gaps).unwrap();
+        assert_eq!(functional(a.clone()), functional(b.clone()), "{workload}");
+        for k in ["data_stall_cycles", "os_cycles"] {
+            assert_eq!(a["timing"][k], b["timing"][k], "{workload}: {k}");
+        }
+    }
+}
+
+#[test]
 fn an_ooo_run_is_identical_however_it_is_chunked() {
     let cfg = config("radix", "bfs", "ooo", 20_000);
     let whole = xlat::run_workload(&cfg).unwrap();

@@ -102,6 +102,24 @@ pub struct DramConfig {
     pub core_clock_mhz: u32,
     /// Fixed controller + interconnect latency in core cycles added to every DRAM access.
     pub controller_cycles: u32,
+    /// How a line's address picks its channel, bank and row (see [`DramMapping`]).
+    pub address_mapping: DramMapping,
+}
+
+/// `mem.dram.address_mapping`: which address bits pick the channel, the bank and the row.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DramMapping {
+    /// The consecutive lines of a row first, then channel, then bank (XORed with the low row
+    /// bits), then row: a sequential stream stays in one open row for `row_bytes`.
+    #[default]
+    RowContiguous,
+    /// Channel, then bank, then the row's columns, then row, from the line address up, with no
+    /// XOR: consecutive lines go to different channels and banks, so streams over several
+    /// arrays meet in every bank and conflict in its row buffer. ChampSim's mapping (its
+    /// `DRAM_ADDRESS_MAPPING`: offset, channel, bank group, bank, column, rank, row), for the
+    /// ChampSim validation (docs/timing.md).
+    LineInterleaved,
 }
 
 impl Default for DramConfig {
@@ -116,6 +134,7 @@ impl Default for DramConfig {
             dram_clock_mhz: 1600,
             core_clock_mhz: 2600,
             controller_cycles: 40,
+            address_mapping: DramMapping::RowContiguous,
         }
     }
 }
