@@ -101,6 +101,7 @@
 //! inserts), §4.4 (page sizes), §4.5 (fixed point), §4.6.2 (walker, LWC), §5.1 (parameters),
 //! §5.2 (OS operations), §7.3 (figures), Table 1.
 
+pub mod gaps;
 mod index;
 pub mod model;
 
