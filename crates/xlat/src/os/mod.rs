@@ -29,7 +29,8 @@
 //! `os.phys_mem_bytes` (64 GiB), `os.thp` (`never` | `madvise` | `always`), `os.fmfi_target`
 //! (0 = unfragmented), `os.fmfi_order` (9), `os.buddyinfo` (path; "" = none), `os.policy`
 //! (`thp`), `os.mthp.*`, `os.reservation.*`, `os.khugepaged.*`, `os.migration.*`, `os.swap.*`
-//! (see [`policy`] and [`swap`]), `os.fragmenter.*` and `os.compaction.*` (see [`compaction`]).
+//! (see [`policy`] and [`swap`]), `os.fragmenter.*` and `os.compaction.*` (see [`compaction`]),
+//! `os.aslr` (false; Linux x86-64 layout randomization of every process, see [`aslr`]).
 //!
 //! ## Deviations and limits
 //! mprotect(PROT_NONE) drops the range's translations and frames (re-touching faults in fresh
