@@ -21,7 +21,7 @@ import argparse
 import json
 import sys
 
-from xlat import _core, commands, snapshot, trace_cli
+from xlat import _core, analyze, commands, snapshot, trace_cli
 from xlat.report import core_table, figure_width, format_table, table_rows, write_report
 from xlat.run import (
     compare,
@@ -152,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = csub.add_parser("keys", help="list every configuration key")
     trace_cli.add_parser(sub)
     snapshot.add_parser(sub)
+    analyze.add_parser(sub)
     commands.add_parsers(sub)
     return parser
 
@@ -407,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
             return trace_cli.main(args)
         if args.command == "snapshot":
             return snapshot.main(args)
+        if args.command == "analyze":
+            return analyze.main(args)
         if args.command in commands.COMMANDS:
             return commands.COMMANDS[args.command](args)
         if args.preset is not None:

@@ -433,6 +433,30 @@ fn trace_accesses(
     .map_err(|e: xlat::trace::SourceError| err(e))
 }
 
+/// The pages touched by a trace, or by the configured workload (first process, its
+/// `sim.refs` references), as runs `(first 4 KiB VPN, pages)` sorted by VPN: the input of
+/// `xlat analyze gaps` (LVM §3.1).
+#[pyfunction]
+#[pyo3(signature = (overrides, trace=None, trace_format=None))]
+fn touched_page_runs(
+    py: Python<'_>,
+    overrides: Vec<(String, String)>,
+    trace: Option<&str>,
+    trace_format: Option<&str>,
+) -> PyResult<Vec<(u64, u64)>> {
+    let cfg = resolve(None, "", overrides, &[])?;
+    let (mut src, max_refs) = match trace {
+        Some(path) => (open_trace(path, trace_format)?, u64::MAX),
+        None => {
+            let mut all = xlat::workloads::create_all(&cfg.workload, cfg.sim.refs, cfg.sim.seed)
+                .map_err(err)?;
+            (all.remove(0), cfg.sim.refs)
+        }
+    };
+    py.allow_threads(|| xlat::designs::lvm::gaps::touched_runs(src.as_mut(), max_refs))
+        .map_err(err)
+}
+
 /// The sources (a trace, several traces, or the configured workloads, one process each) and
 /// the simulation over them, with the number of processes.
 fn build_simulation(
@@ -556,6 +580,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SIMD_PATH", xlat::simd::PATH)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_accesses, m)?)?;
+    m.add_function(wrap_pyfunction!(touched_page_runs, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stored_summary, m)?)?;
     m.add_class::<TraceTask>()?;
     m.add_class::<Simulation>()?;

@@ -166,6 +166,9 @@ impl<D: Design> Sim<D> {
     ) -> Result<Sim<D>, OsError> {
         os.set_page_sizes(design.page_sizes())?;
         os.set_va_bits(design.va_bits().unwrap_or(cfg.machine_va_bits()));
+        if let Some(aslr) = os.aslr() {
+            design.set_aslr(aslr);
+        }
         let asid = os.process(0);
         let mmu = Mmu::new(&cfg.tlb);
         design.set_l2_tlb_latency(mmu.l2_latency_cycles);
@@ -882,8 +885,15 @@ impl<D: Design> Sim<D> {
                 }
             }
             while self.pos < self.buf.len() && self.c.refs < target {
-                let ev = self.buf[self.pos];
+                let mut ev = self.buf[self.pos];
                 self.pos += 1;
+                if self.os.aslr_on() {
+                    // os.aslr: the event's addresses in the process's randomized layout.
+                    ev = self
+                        .os
+                        .aslr_place(self.asid, ev)
+                        .map_err(|e| self.os_err(e))?;
+                }
                 match ev {
                     Event::Access {
                         kind,

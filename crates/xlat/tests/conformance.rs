@@ -4,10 +4,12 @@
 //! The suite iterates `designs::REGISTRY`, so a new design is covered the moment it is registered.
 
 use proptest::prelude::*;
+use xlat::addr::Vaddr;
 use xlat::addr::{Asid, Mapping, PageSize, Pfn, Vpn};
 use xlat::config::Config;
 use xlat::designs::{build_and_visit, Design, DesignVisitor, REGISTRY};
 use xlat::mem::MemSystem;
+use xlat::os::aslr::{Aslr, EXEC_ZONE, MMAP_ZONE_LO};
 use xlat::os::PhysMem;
 
 /// One step of a conformance sequence.
@@ -63,6 +65,26 @@ struct Conformance {
     /// Cores (`Design::set_cores`) when above 1: op `i` walks on core `i % cores`, so an MMU-cache
     /// entry one core kept after a table change would be caught on that core.
     cores: usize,
+    /// `os.aslr`: the design is told the layouts and every page lives in a randomized zone
+    /// (the executable or mmap zone, chosen per op) at its placed address.
+    aslr: Option<Aslr>,
+}
+
+/// Where `vpn` (a VPN of the plain sequence) lives with ASLR: in the executable zone for even
+/// `zone`, the mmap zone for odd, moved by the layout of `asid`, aligned for `size` there.
+fn aslr_vpn(aslr: Option<Aslr>, asid: Asid, zone: u64, vpn: Vpn, size: PageSize) -> Vpn {
+    let Some(a) = aslr else { return vpn };
+    let base = if zone.is_multiple_of(2) {
+        EXEC_ZONE.0
+    } else {
+        MMAP_ZONE_LO
+    };
+    let canonical = Vaddr(base + (vpn.0 << 12));
+    a.layout(asid)
+        .place(canonical)
+        .unwrap()
+        .vpn()
+        .align_down(size)
 }
 
 fn reference_lookup(live: &[(Asid, Mapping)], asid: Asid, vpn: Vpn) -> Option<Mapping> {
@@ -82,6 +104,9 @@ impl DesignVisitor for Conformance {
         if self.cores > 1 {
             d.set_cores(self.cores);
         }
+        if let Some(a) = self.aslr {
+            d.set_aslr(a);
+        }
         for (i, op) in self.ops.into_iter().enumerate() {
             if self.cores > 1 {
                 d.select_core(i % self.cores);
@@ -91,7 +116,7 @@ impl DesignVisitor for Conformance {
                     if !d.page_sizes().contains(size) {
                         continue; // the OS model maps only the sizes a design declares
                     }
-                    let vpn = slot_vpn(size, slot);
+                    let vpn = aslr_vpn(self.aslr, asid, slot / 8, slot_vpn(size, slot), size);
                     let m = Mapping {
                         vpn,
                         pfn: Pfn(next_pfn.next_multiple_of(size.base_pages())),
@@ -132,7 +157,8 @@ impl DesignVisitor for Conformance {
                     }
                 }
                 Op::WalkAny { asid, vpn } => {
-                    let vpn = Vpn(vpn + 0x10_0000);
+                    let vpn =
+                        aslr_vpn(self.aslr, asid, vpn, Vpn(vpn + 0x10_0000), PageSize::Size4K);
                     let want = reference_lookup(&live, asid, vpn);
                     let got = d.walk(asid, vpn, &mut mem).mapping;
                     if got != want {
@@ -170,7 +196,7 @@ proptest! {
         let cfg = Config::default();
         for info in REGISTRY {
             let mut phys = PhysMem::new(64 << 30);
-            let outcome = build_and_visit(info.name, &cfg.designs, &mut phys, Conformance { ops: ops.clone(), cores: 1 })
+            let outcome = build_and_visit(info.name, &cfg.designs, &mut phys, Conformance { ops: ops.clone(), cores: 1, aslr: None })
                 .map_err(|e| TestCaseError::fail(format!("{}: cannot build: {e}", info.name)))?;
             prop_assert!(outcome.is_ok(), "design {}: {}", info.name, outcome.unwrap_err());
         }
@@ -187,9 +213,30 @@ proptest! {
         let cfg = Config::default();
         for info in REGISTRY {
             let mut phys = PhysMem::new(64 << 30);
-            let outcome = build_and_visit(info.name, &cfg.designs, &mut phys, Conformance { ops: ops.clone(), cores: 4 })
+            let outcome = build_and_visit(info.name, &cfg.designs, &mut phys, Conformance { ops: ops.clone(), cores: 4, aslr: None })
                 .map_err(|e| TestCaseError::fail(format!("{}: cannot build: {e}", info.name)))?;
             prop_assert!(outcome.is_ok(), "design {} on 4 cores: {}", info.name, outcome.unwrap_err());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// `os.aslr`: pages at randomized addresses in the executable and mmap zones, the design
+    /// told the layouts (LVM removes the bases); every design still agrees with the reference.
+    #[test]
+    fn every_registered_design_agrees_with_a_reference_map_under_aslr(
+        ops in prop::collection::vec(op_strategy(), 1..300),
+        seed in any::<u64>(),
+    ) {
+        let cfg = Config::default();
+        for info in REGISTRY {
+            let mut phys = PhysMem::new(64 << 30);
+            let c = Conformance { ops: ops.clone(), cores: 1, aslr: Some(Aslr { seed }) };
+            let outcome = build_and_visit(info.name, &cfg.designs, &mut phys, c)
+                .map_err(|e| TestCaseError::fail(format!("{}: cannot build: {e}", info.name)))?;
+            prop_assert!(outcome.is_ok(), "design {} with aslr: {}", info.name, outcome.unwrap_err());
         }
     }
 }

@@ -86,6 +86,10 @@ pub trait Design: Sized + Send {
     fn va_bits(&self) -> Option<u32> {
         None
     }
+    /// Told once, before the first event, when the OS randomizes layouts (`os.aslr`): the
+    /// base of each process's zones (`aslr.layout(asid)`), which a design that keys its tables
+    /// by virtual address may remove (LVM, §4.5). The default ignores it.
+    fn set_aslr(&mut self, _aslr: crate::os::aslr::Aslr) {}
     /// Placement hook, asked at every page fault before the OS model allocates the frames of
     /// the new page (`req.size` pages of `req.vpn`, as the OS policy chose them). A design that
     /// decides where pages live (Utopia's set-associative segments) or how frames line up

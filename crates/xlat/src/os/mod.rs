@@ -29,7 +29,8 @@
 //! `os.phys_mem_bytes` (64 GiB), `os.thp` (`never` | `madvise` | `always`), `os.fmfi_target`
 //! (0 = unfragmented), `os.fmfi_order` (9), `os.buddyinfo` (path; "" = none), `os.policy`
 //! (`thp`), `os.mthp.*`, `os.reservation.*`, `os.khugepaged.*`, `os.migration.*`, `os.swap.*`
-//! (see [`policy`] and [`swap`]), `os.fragmenter.*` and `os.compaction.*` (see [`compaction`]).
+//! (see [`policy`] and [`swap`]), `os.fragmenter.*` and `os.compaction.*` (see [`compaction`]),
+//! `os.aslr` (false; Linux x86-64 layout randomization of every process, see [`aslr`]).
 //!
 //! ## Deviations and limits
 //! mprotect(PROT_NONE) drops the range's translations and frames (re-touching faults in fresh
@@ -53,6 +54,7 @@
 //! TPS §III-B; Gorman & Whitcroft,
 //! "The what, the why and the where to of anti-fragmentation" (FMFI); ME-HPT §III.
 
+pub mod aslr;
 pub mod buddy;
 pub mod compaction;
 pub mod pagemap;
@@ -126,6 +128,9 @@ pub struct OsConfig {
     pub fragmenter: FragmenterConfig,
     /// Allocation and compaction costs (`os.compaction.*`).
     pub compaction: CompactionConfig,
+    /// Address-space layout randomization: move each process's executable/heap, mmap area and
+    /// stack as Linux x86-64 does (see [`aslr`]); off = the trace's addresses as given.
+    pub aslr: bool,
 }
 
 impl Default for OsConfig {
@@ -145,6 +150,7 @@ impl Default for OsConfig {
             swap: SwapConfig::default(),
             fragmenter: FragmenterConfig::default(),
             compaction: CompactionConfig::default(),
+            aslr: false,
         }
     }
 }
@@ -296,6 +302,9 @@ pub struct Os {
     swap_on: bool,
     /// Virtual-address bits of the paging mode (48 or 57; see [`Os::set_va_bits`]).
     va_bits: u32,
+    /// `os.aslr`: the seed of the layouts, and each process's layout by ASID.
+    aslr: Option<aslr::Aslr>,
+    aslr_layouts: Vec<aslr::AslrLayout>,
 }
 
 /// `len` rounded up to whole pages; `None` when that wraps (a length near 2^64).
@@ -353,6 +362,8 @@ impl Os {
             swap: Swap::default(),
             swap_on: cfg.swap.bytes > 0,
             va_bits: 48,
+            aslr: cfg.aslr.then_some(aslr::Aslr { seed }),
+            aslr_layouts: Vec::new(),
         })
     }
 
@@ -369,7 +380,73 @@ impl Os {
             heap_end: 0,
             reservations: Reservations::default(),
         });
-        (self.procs.len() - 1) as Asid
+        let asid = (self.procs.len() - 1) as Asid;
+        if let Some(a) = self.aslr {
+            self.aslr_layouts.push(a.layout(asid));
+        }
+        asid
+    }
+
+    /// The layout randomization (`os.aslr`), when on: the design learns the bases from it.
+    pub fn aslr(&self) -> Option<aslr::Aslr> {
+        self.aslr
+    }
+
+    /// Whether `os.aslr` is on (then every event goes through [`Os::aslr_place`]).
+    #[inline(always)]
+    pub fn aslr_on(&self) -> bool {
+        self.aslr.is_some()
+    }
+
+    /// Event `ev` of process `asid` with its addresses moved to the process's randomized
+    /// layout (`os.aslr`); an error names an address in no zone or a range leaving its zone.
+    pub fn aslr_place(
+        &self,
+        asid: Asid,
+        ev: crate::trace::Event,
+    ) -> Result<crate::trace::Event, OsError> {
+        use crate::trace::Event;
+        let Some(l) = self.aslr_layouts.get(asid as usize) else {
+            return Ok(ev);
+        };
+        let r = match ev {
+            Event::Access {
+                kind,
+                va,
+                size,
+                instrs,
+                dep,
+            } => l.place(va).map(|va| Event::Access {
+                kind,
+                va,
+                size,
+                instrs,
+                dep,
+            }),
+            Event::Mmap {
+                addr,
+                len,
+                prot,
+                flags,
+            } => l.place_range(addr, len).map(|addr| Event::Mmap {
+                addr,
+                len,
+                prot,
+                flags,
+            }),
+            Event::Munmap { addr, len } => l
+                .place_range(addr, len)
+                .map(|addr| Event::Munmap { addr, len }),
+            Event::Brk { new_brk } => l.place(new_brk).map(|new_brk| Event::Brk { new_brk }),
+            Event::Mprotect { addr, len, prot } => l
+                .place_range(addr, len)
+                .map(|addr| Event::Mprotect { addr, len, prot }),
+            Event::Madvise { addr, len, advice } => l
+                .place_range(addr, len)
+                .map(|addr| Event::Madvise { addr, len, advice }),
+            other => Ok(other),
+        };
+        r.map_err(OsError)
     }
 
     /// Processes created so far (their ASIDs are `0..process_count()`).

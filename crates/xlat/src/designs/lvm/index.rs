@@ -133,6 +133,8 @@ pub struct Events {
     pub bound_violations: u64,
     /// Indexes released because their last entry was freed.
     pub releases: u64,
+    /// Kernel mappings a process mapped that the shared kernel index already held.
+    pub kernel_shared_maps: u64,
 }
 
 /// Where a search for `vpn` starts: the leaf and its predicted line.
@@ -303,11 +305,16 @@ impl Index {
     /// rounded down to each huge page size the leaf holds, step by step in turn (step `i` reads
     /// line `home + search_offset(i)` of each centre), each line read once; every entry found
     /// is checked for containing `vpn` (its 2 size bits give its extent).
+    ///
+    /// `vpn` is a key: the page number with its ASLR base removed; `shift` (pages) is what was
+    /// removed, so that rounding down to a huge size happens in the placed address space, where
+    /// huge pages are aligned (0 without base removal).
     #[inline]
     pub fn search(
         &self,
         leaf: usize,
         vpn: Vpn,
+        shift: i64,
         mut on_line: impl FnMut(Paddr),
     ) -> Option<(Mapping, u64)> {
         let l = &self.leaves[leaf];
@@ -327,7 +334,9 @@ impl Index {
                 continue;
             }
             let size = PageSize::X86[i];
-            let c = (self.predicted_slot(leaf, vpn.align_down(size)) / SLOTS_PER_LINE) as i64;
+            let placed = Vpn(vpn.0.wrapping_add(shift as u64));
+            let rounded = Vpn(placed.align_down(size).0.wrapping_sub(shift as u64));
+            let c = (self.predicted_slot(leaf, rounded) / SLOTS_PER_LINE) as i64;
             if !centres[..n].contains(&c) {
                 centres[n] = c;
                 n += 1;
@@ -371,10 +380,17 @@ impl Index {
 
     /// Software lookup (no timing).
     pub fn lookup(&self, vpn: Vpn) -> Option<Mapping> {
+        self.lookup_keyed(vpn, 0)
+    }
+
+    /// Software lookup of a key from which `shift` pages were removed (see [`Index::search`]);
+    /// the mapping is returned keyed.
+    pub fn lookup_keyed(&self, key: Vpn, shift: i64) -> Option<Mapping> {
         if !self.is_built() {
             return None;
         }
-        self.search(self.leaf_of(vpn), vpn, |_| {}).map(|(m, _)| m)
+        self.search(self.leaf_of(key), key, shift, |_| {})
+            .map(|(m, _)| m)
     }
 
     /// The leaves the pages of `m` route to, in order (a huge page straddling a child boundary
@@ -680,14 +696,15 @@ impl Index {
             .min(cfg.max_gpt_order)
     }
 
-    /// Clear `m`'s entries (the slots stay reserved, the index is unchanged: §5.2).
-    pub fn remove(&mut self, m: Mapping) {
+    /// Clear `m`'s entries (the slots stay reserved, the index is unchanged: §5.2); `m` is keyed
+    /// as in [`Index::search`], `shift` the base removed from it.
+    pub fn remove(&mut self, m: Mapping, shift: i64) {
         if !self.is_built() {
             return;
         }
         let mut removed = false;
         for leaf in self.leaves_for(&m) {
-            if let Some((found, slot)) = self.search(leaf, m.vpn, |_| {}) {
+            if let Some((found, slot)) = self.search(leaf, m.vpn, shift, |_| {}) {
                 if found.vpn == m.vpn {
                     let l = &mut self.leaves[leaf];
                     l.gpt.keys[slot as usize] = FREED;

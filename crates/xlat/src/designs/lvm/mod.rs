@@ -62,7 +62,7 @@
 //! `error_bound` (3 extra lines); `ga_scale` (1.3); `min_insert_distance_bytes` (64 MiB);
 //! `max_children` (4096 per node); `max_gpt_order` (18: at most a 1 GiB block per GPT; 6 caps
 //! GPT contiguity at 256 KiB as in §7.3); `lwc_entries` (16), `lwc_latency_cycles` (2);
-//! `insert_cycles` (50), `train_cycles_per_key` (40).
+//! `insert_cycles` (50), `train_cycles_per_key` (40); `remove_aslr_bases` (true).
 //!
 //! ## Deviations from the paper
 //! - Internal nodes of a wide key range would need slopes below 2^-20: an internal node's input
@@ -77,8 +77,17 @@
 //!   line (a collision inside the line costs no extra access in either scheme). Insertion
 //!   searches the same order, which is what keeps the lookup bounded.
 //! - A huge page that straddles a child boundary is entered in every leaf its range routes to.
-//! - No kernel index (the OS model has no kernel mappings) and no ASLR base removal (the OS
-//!   model places mmap/heap at fixed bases; an `os.aslr` option does not exist yet).
+//! - The kernel index (§4.5) holds every mapping in the kernel half of the address space
+//!   (VA bit 63 set), keyed by its page number minus 0xffff_8000_0000_0000 (4-level kernel
+//!   addresses only); it is shared by every process (one structure, one LWC tag), a process
+//!   mapping a kernel page the index already holds trains nothing, and unmapping a kernel page
+//!   unmaps it for all. The OS model maps no kernel memory, so the kernel index is exercised
+//!   through the `Design` interface (unit tests), not by simulated runs.
+//! - ASLR (§4.5): with `os.aslr` the OS tells the design each process's zone shifts (the base
+//!   registers); the walker finds a page's zone by the placed address and subtracts its shift,
+//!   so the index is trained on the unrandomized layout (`remove_aslr_bases`, default true;
+//!   false keys the index by the randomized page numbers). Rounding down to a huge size is done
+//!   in the placed space, where huge pages are aligned. The zones are those of `os::aslr`.
 //! - The tag of a GPT entry is not charged any space (entries are counted at 8 B, as the
 //!   paper's memory figures do). An out-of-bounds insert below the range is handled by the
 //!   same path as within bounds (the model cannot be shifted without retraining).
@@ -92,6 +101,7 @@
 //! inserts), §4.4 (page sizes), §4.5 (fixed point), §4.6.2 (walker, LWC), §5.1 (parameters),
 //! §5.2 (OS operations), §7.3 (figures), Table 1.
 
+pub mod gaps;
 mod index;
 pub mod model;
 
@@ -136,6 +146,9 @@ pub struct LvmConfig {
     pub insert_cycles: u64,
     /// OS cycles per key of every leaf fit made by training.
     pub train_cycles_per_key: u64,
+    /// With `os.aslr`: key the index by the page number minus its zone's ASLR shift (the bases
+    /// the OS exposes to the hardware, §4.5); false keys it by the randomized page number.
+    pub remove_aslr_bases: bool,
 }
 
 impl Default for LvmConfig {
@@ -154,6 +167,7 @@ impl Default for LvmConfig {
             lwc_latency_cycles: 2,
             insert_cycles: 50,
             train_cycles_per_key: 40,
+            remove_aslr_bases: true,
         }
     }
 }
@@ -218,10 +232,26 @@ struct WalkCounters {
     gpt_reads: u64,
 }
 
+/// Page numbers at or above this are kernel addresses (virtual-address bit 63 set): they are
+/// translated by the one kernel index all processes share.
+pub const KERNEL_VPN: u64 = 1 << (63 - crate::addr::BASE_PAGE_SHIFT);
+/// The base the kernel index removes from kernel page numbers (the lowest kernel address of
+/// 4-level paging, 0xffff_8000_0000_0000): keys stay below 2^35 pages, as user keys do, so
+/// that `slope * key` stays within the models' 44 integer bits.
+pub const KERNEL_SHIFT: i64 = (0xffff_8000_0000_0000u64 >> crate::addr::BASE_PAGE_SHIFT) as i64;
+/// The LWC tag's address-space field of the kernel index's nodes (above every ASID).
+const KERNEL_TAG: u64 = 1 << 16;
+
 /// Learned Virtual Memory.
 pub struct Lvm {
     cfg: LvmConfig,
     indexes: Vec<Index>,
+    /// The kernel address space's index, shared by every process (§4.5).
+    kernel: Index,
+    /// With `os.aslr` and `remove_aslr_bases`: the layout of each process whose bases the
+    /// walker removes (empty otherwise: every shift is 0).
+    aslr: Option<crate::os::aslr::Aslr>,
+    layouts: Vec<crate::os::aslr::AslrLayout>,
     mem: PtMemory,
     /// One LWC per core (`sim.cores`); the running core's through `Deref`.
     lwc: PerCore<AssocCache>,
@@ -231,18 +261,85 @@ pub struct Lvm {
 }
 
 #[inline]
-fn lwc_key(asid: Asid, level: u32, offset: u32) -> u64 {
-    ((asid as u64) << 40) | ((level as u64) << 32) | offset as u64
+fn lwc_key(space: u64, level: u32, offset: u32) -> u64 {
+    (space << 40) | ((level as u64) << 32) | offset as u64
+}
+
+/// `m` with `shift` pages removed from its page number (its key).
+fn keyed(m: Mapping, shift: i64) -> Mapping {
+    Mapping {
+        vpn: Vpn(m.vpn.0.wrapping_sub(shift as u64)),
+        ..m
+    }
 }
 
 impl Lvm {
+    fn all_indexes(&self) -> impl Iterator<Item = &Index> {
+        self.indexes.iter().chain(std::iter::once(&self.kernel))
+    }
+
     fn index_bytes(&self) -> u64 {
-        self.indexes.iter().map(|i| i.index_bytes()).sum()
+        self.all_indexes().map(|i| i.index_bytes()).sum()
     }
 
     /// The index of `asid` (for tests and analysis).
     pub fn index(&self, asid: Asid) -> Option<&Index> {
         self.indexes.get(asid as usize)
+    }
+
+    /// The kernel index every process shares.
+    pub fn kernel_index(&self) -> &Index {
+        &self.kernel
+    }
+
+    /// The ASLR shift (pages) the walker removes from `vpn` of `asid`: 0 without `os.aslr`.
+    #[inline]
+    fn key_shift(&self, asid: Asid, vpn: Vpn) -> i64 {
+        match self.layouts.get(asid as usize) {
+            Some(l) => l.shift_of_placed(vpn),
+            None => 0,
+        }
+    }
+
+    fn flush_lwc_space(&mut self, space: u64) {
+        let tag = space << 40;
+        for c in self.lwc.all_mut() {
+            c.remove_if(|k| k >> 40 << 40 == tag);
+        }
+    }
+
+    /// Enter a kernel mapping in the shared index: a mapping already there (another process
+    /// mapped it) is not entered again.
+    fn map_kernel(&mut self, phys: &mut PhysMem, m: Mapping) -> Result<(), OsError> {
+        if m.vpn.0 < KERNEL_SHIFT as u64 {
+            return Err(OsError(format!(
+                "lvm: page {} is not a 4-level kernel address (below 0xffff_8000_0000_0000)",
+                m.vpn
+            )));
+        }
+        let key = keyed(m, KERNEL_SHIFT);
+        match self.kernel.lookup_keyed(key.vpn, KERNEL_SHIFT) {
+            Some(old) if old == key => {
+                self.ev.kernel_shared_maps += 1;
+                return Ok(());
+            }
+            Some(old) => {
+                return Err(OsError(format!(
+                    "lvm: kernel page {} mapped as {:?} in the shared kernel index, now as \
+                     {m:?}: kernel mappings must be the same in every address space",
+                    m.vpn,
+                    keyed(old, -KERNEL_SHIFT)
+                )))
+            }
+            None => {}
+        }
+        if self
+            .kernel
+            .insert(&self.cfg, phys, &mut self.mem, key, &mut self.ev)?
+        {
+            self.flush_lwc_space(KERNEL_TAG);
+        }
+        Ok(())
     }
 
     /// OS cycles of the training and insert work so far.
@@ -262,6 +359,9 @@ impl Design for Lvm {
         Ok(Lvm {
             cfg: cfg.clone(),
             indexes: Vec::new(),
+            kernel: Index::default(),
+            aslr: None,
+            layouts: Vec::new(),
             mem: PtMemory::default(),
             lwc: PerCore::new(AssocCache::new(
                 cfg.lwc_entries as usize,
@@ -273,35 +373,62 @@ impl Design for Lvm {
         })
     }
 
+    fn set_aslr(&mut self, aslr: crate::os::aslr::Aslr) {
+        if self.cfg.remove_aslr_bases {
+            self.aslr = Some(aslr);
+        }
+    }
+
     fn map(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) -> Result<(), OsError> {
+        if m.vpn.0 >= KERNEL_VPN {
+            self.map_kernel(phys, m)?;
+            self.index_peak_bytes = self.index_peak_bytes.max(self.index_bytes());
+            return Ok(());
+        }
         if self.indexes.len() <= asid as usize {
             self.indexes.resize_with(asid as usize + 1, Index::default);
         }
-        let changed =
-            self.indexes[asid as usize].insert(&self.cfg, phys, &mut self.mem, m, &mut self.ev)?;
+        if let Some(a) = self.aslr {
+            while self.layouts.len() <= asid as usize {
+                let next = self.layouts.len() as Asid;
+                self.layouts.push(a.layout(next));
+            }
+        }
+        let key = keyed(m, self.key_shift(asid, m.vpn));
+        let changed = self.indexes[asid as usize].insert(
+            &self.cfg,
+            phys,
+            &mut self.mem,
+            key,
+            &mut self.ev,
+        )?;
         if changed {
             // Retrained or rebuilt models must not be served stale from any core's LWC.
-            let tag = (asid as u64) << 40;
-            for c in self.lwc.all_mut() {
-                c.remove_if(|k| k >> 40 << 40 == tag);
-            }
+            self.flush_lwc_space(asid as u64);
         }
         self.index_peak_bytes = self.index_peak_bytes.max(self.index_bytes());
         Ok(())
     }
 
     fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
-        if let Some(ix) = self.indexes.get_mut(asid as usize) {
-            ix.remove(m);
+        let (space, shift) = if m.vpn.0 >= KERNEL_VPN {
+            (KERNEL_TAG, KERNEL_SHIFT)
+        } else {
+            (asid as u64, self.key_shift(asid, m.vpn))
+        };
+        let ix = if space == KERNEL_TAG {
+            Some(&mut self.kernel)
+        } else {
+            self.indexes.get_mut(asid as usize)
+        };
+        if let Some(ix) = ix {
+            ix.remove(keyed(m, shift), shift);
             if ix.is_built() && ix.live == 0 {
                 // Nothing left to translate: reclaim the whole structure (the next map builds
                 // it anew), and drop its nodes from the LWC.
                 ix.release(phys, &mut self.mem);
                 self.ev.releases += 1;
-                let tag = (asid as u64) << 40;
-                for c in self.lwc.all_mut() {
-                    c.remove_if(|k| k >> 40 << 40 == tag);
-                }
+                self.flush_lwc_space(space);
             }
         }
     }
@@ -309,7 +436,18 @@ impl Design for Lvm {
     #[inline]
     fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
         self.c.walks += 1;
-        let Some(ix) = self.indexes.get(asid as usize).filter(|i| i.is_built()) else {
+        let (ix, space, shift) = if vpn.0 >= KERNEL_VPN {
+            (Some(&self.kernel), KERNEL_TAG, KERNEL_SHIFT)
+        } else {
+            (
+                self.indexes.get(asid as usize),
+                asid as u64,
+                self.key_shift(asid, vpn),
+            )
+        };
+        let placed = vpn;
+        let vpn = Vpn(vpn.0.wrapping_sub(shift as u64));
+        let Some(ix) = ix.filter(|i| i.is_built()) else {
             return WalkResult {
                 mapping: None,
                 latency_cycles: 0,
@@ -322,7 +460,7 @@ impl Design for Lvm {
         for &(level, offset) in &probe.path[..probe.depth] {
             latency += self.cfg.lwc_latency_cycles;
             self.c.lwc_lookups += 1;
-            let key = lwc_key(asid, level, offset);
+            let key = lwc_key(space, level, offset);
             if self.lwc.get(key).is_some() {
                 self.c.lwc_hits += 1;
             } else {
@@ -333,13 +471,16 @@ impl Design for Lvm {
             }
         }
         let mut lines = 0;
-        let found = ix.search(probe.leaf, vpn, |pa| {
+        let found = ix.search(probe.leaf, vpn, shift, |pa| {
             latency += mem.pt_access(pa).latency_cycles;
             lines += 1;
         });
         accesses += lines;
         self.c.gpt_reads += lines as u64;
         if let Some((m, _slot)) = found {
+            // Back to the placed address space (the key had the ASLR shift removed).
+            let m = keyed(m, -shift);
+            debug_assert!(m.contains(placed));
             self.c.found += 1;
             // A collision: the entry was not in the first GPT line the search read.
             if lines > 1 {
@@ -388,18 +529,20 @@ impl Design for Lvm {
 
     fn stats(&self, out: &mut Stats) {
         let s = out.section("lvm");
-        let live: u64 = self.indexes.iter().map(|i| i.live).sum();
+        let live: u64 = self.all_indexes().map(|i| i.live).sum();
         s.put_u64("index_bytes", self.index_bytes());
         s.put_u64("index_peak_bytes", self.index_peak_bytes);
         s.put_u64(
             "depth",
-            self.indexes.iter().map(|i| i.depth()).max().unwrap_or(0) as u64,
+            self.all_indexes().map(|i| i.depth()).max().unwrap_or(0) as u64,
         );
-        s.put_u64("nodes", self.indexes.iter().map(|i| i.nodes()).sum());
+        s.put_u64("nodes", self.all_indexes().map(|i| i.nodes()).sum());
         s.put_u64(
             "leaves",
-            self.indexes.iter().map(|i| i.leaves.len() as u64).sum(),
+            self.all_indexes().map(|i| i.leaves.len() as u64).sum(),
         );
+        s.put_u64("kernel_index_bytes", self.kernel.index_bytes());
+        s.put_u64("kernel_entries", self.kernel.live);
         s.put_u64("walks", self.c.walks);
         s.put_u64("collisions", self.c.collisions);
         s.put_f64("collision_rate", ratio(self.c.collisions, self.c.found));
@@ -418,8 +561,7 @@ impl Design for Lvm {
         s.put_u64("gpt_reads", self.c.gpt_reads);
         s.put_u64(
             "max_search_lines",
-            self.indexes
-                .iter()
+            self.all_indexes()
                 .flat_map(|i| i.leaves.iter().map(|l| l.search_lines as u64))
                 .max()
                 .unwrap_or(0),
@@ -434,6 +576,7 @@ impl Design for Lvm {
         s.put_u64("gpt_reallocs", ev.gpt_reallocs);
         s.put_u64("bound_violations", ev.bound_violations);
         s.put_u64("releases", ev.releases);
+        s.put_u64("kernel_shared_maps", ev.kernel_shared_maps);
         s.put_u64("keys_trained", ev.keys_trained);
         let per_key = self.cfg.train_cycles_per_key;
         s.put_u64("retrain_cycles", ev.retrain_keys * per_key);
@@ -444,15 +587,13 @@ impl Design for Lvm {
         s.put_u64("rebuild_cycles", ev.rebuild_keys * per_key);
         s.put_u64("os_cycles", self.mgmt_cycles());
         let gpt_bytes: u64 = self
-            .indexes
-            .iter()
+            .all_indexes()
             .flat_map(|i| i.leaves.iter())
             .filter(|l| l.gpt.base.is_some())
             .map(|l| crate::addr::BASE_PAGE_BYTES << l.gpt.order)
             .sum();
         let gpt_slot_bytes: u64 = self
-            .indexes
-            .iter()
+            .all_indexes()
             .flat_map(|i| i.leaves.iter())
             .map(|l| l.gpt.cap * crate::addr::PTE_BYTES)
             .sum();

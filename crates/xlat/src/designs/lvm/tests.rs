@@ -65,7 +65,7 @@ fn the_lwc_hit_path_costs_2_cycles_per_level_before_the_entry_read() {
     let entry = d
         .index(0)
         .unwrap()
-        .search(0, Vpn(BASE), |_| {})
+        .search(0, Vpn(BASE), 0, |_| {})
         .map(|(_, slot)| slot)
         .unwrap();
     let pa = d.index(0).unwrap().leaves[0].gpt.slot_addr(entry);
@@ -297,4 +297,358 @@ fn a_region_growing_downwards_retrains_about_log2_of_its_growth_times() {
             Some(m4k(BASE + v))
         );
     }
+}
+
+/// A small canonical address space: a heap in the executable zone, mmap chunks top-down from
+/// the workloads' mmap base, stack pages below `TASK_SIZE`; (canonical VPN, PFN) pairs.
+fn canonical_space() -> Vec<(u64, u64)> {
+    use crate::os::aslr::TASK_SIZE;
+    let mut out = Vec::new();
+    let mut pfn = 1 << 20;
+    let mut push = |vpn: u64| {
+        out.push((vpn, pfn));
+        pfn += 1;
+    };
+    for v in 0..3000 {
+        push(BASE + v);
+    }
+    let mmap_top = 0x7fff_f7a0_0000u64 >> 12;
+    for chunk in 0..6u64 {
+        let lo = mmap_top - (chunk + 1) * 512;
+        for v in (0..512).rev() {
+            push(lo + v);
+        }
+    }
+    for v in 1..40 {
+        push((TASK_SIZE >> 12) - v);
+    }
+    out
+}
+
+/// The structure of an index, comparable across runs: every level's models and shapes, and
+/// every leaf's model, table size and live keys.
+fn shape(ix: &Index) -> String {
+    let leaves: Vec<_> = ix
+        .leaves
+        .iter()
+        .map(|l| (l.model, l.gpt.cap, l.search_lines, l.live))
+        .collect();
+    let keys: Vec<u64> = ix.live_mappings().iter().map(|m| m.vpn.0).collect();
+    format!("{:?} {:?} {:?}", ix.levels, leaves, keys)
+}
+
+fn build_placed(cfg: LvmConfig, aslr: Option<crate::os::aslr::Aslr>) -> (Lvm, Vec<Mapping>) {
+    let (mut d, mut phys, _) = setup(cfg);
+    let layout = aslr.map(|a| a.layout(0));
+    if let Some(a) = aslr {
+        d.set_aslr(a);
+    }
+    let mut placed = Vec::new();
+    for (vpn, pfn) in canonical_space() {
+        let v = match layout {
+            Some(l) => l.place(crate::addr::Vaddr(vpn << 12)).unwrap().vpn().0,
+            None => vpn,
+        };
+        let m = Mapping::writable(v, pfn, PageSize::Size4K);
+        d.map(&mut phys, 0, m).unwrap();
+        placed.push(m);
+    }
+    (d, placed)
+}
+
+#[test]
+fn an_index_trained_on_an_aslr_layout_equals_the_unrandomized_one_up_to_the_base_shift() {
+    let aslr = crate::os::aslr::Aslr { seed: 99 };
+    let (mut plain, canon) = build_placed(LvmConfig::default(), None);
+    let (mut rand, placed) = build_placed(LvmConfig::default(), Some(aslr));
+    // The layout really moved the zones (by different shifts).
+    assert_ne!(canon[0].vpn, placed[0].vpn);
+    assert_ne!(
+        placed[0].vpn.0 as i64 - canon[0].vpn.0 as i64,
+        placed[4000].vpn.0 as i64 - canon[4000].vpn.0 as i64
+    );
+    assert_eq!(
+        shape(plain.index(0).unwrap()),
+        shape(rand.index(0).unwrap())
+    );
+    assert!(
+        plain.index(0).unwrap().nodes() > 1,
+        "several zones give several leaves"
+    );
+    // Walks of the placed pages find the placed mappings, with the same references.
+    let mut mem_a = MemSystem::new(&MemConfig::default());
+    let mut mem_b = MemSystem::new(&MemConfig::default());
+    for (c, p) in canon.iter().zip(&placed).step_by(13) {
+        let a = plain.walk(0, c.vpn, &mut mem_a);
+        let b = rand.walk(0, p.vpn, &mut mem_b);
+        assert_eq!(a.mapping, Some(*c));
+        assert_eq!(b.mapping, Some(*p));
+        assert_eq!(a.mem_accesses, b.mem_accesses);
+    }
+}
+
+#[test]
+fn without_base_removal_the_aslr_layout_changes_the_index() {
+    let aslr = crate::os::aslr::Aslr { seed: 99 };
+    let (plain, _) = build_placed(LvmConfig::default(), None);
+    let cfg = LvmConfig {
+        remove_aslr_bases: false,
+        ..LvmConfig::default()
+    };
+    let (mut rand, placed) = build_placed(cfg, Some(aslr));
+    assert_ne!(
+        shape(plain.index(0).unwrap()),
+        shape(rand.index(0).unwrap())
+    );
+    // Still correct, keyed by the randomized page numbers.
+    let mut mem = MemSystem::new(&MemConfig::default());
+    for p in placed.iter().step_by(17) {
+        assert_eq!(rand.walk(0, p.vpn, &mut mem).mapping, Some(*p));
+    }
+}
+
+#[test]
+fn a_2m_page_at_a_randomized_address_answers_every_4k_vpn_inside_it() {
+    // The shift is not a multiple of 2 MiB, so the key of a huge page is unaligned: rounding
+    // down must happen in the placed space.
+    let aslr = crate::os::aslr::Aslr { seed: 5 };
+    let l = aslr.layout(0);
+    let (mut d, mut phys, mut mem) = setup(LvmConfig::default());
+    d.set_aslr(aslr);
+    let base = l.place(crate::addr::Vaddr(0x7fff_0000_0000)).unwrap().vpn();
+    assert_ne!(
+        l.shift_of_placed(base) % 512,
+        0,
+        "test needs a shift that is not 2 MiB aligned"
+    );
+    let huge: Vec<Mapping> = (0..3)
+        .map(|i| {
+            let v = Vpn(base.0 + i * 1024).align_down(PageSize::Size2M);
+            Mapping::writable(v.0, (1 << 20) + i * 512, PageSize::Size2M)
+        })
+        .collect();
+    for m in &huge {
+        d.map(&mut phys, 0, *m).unwrap();
+    }
+    for v in 0..512 {
+        d.map(&mut phys, 0, m4k(huge[2].vpn.0 + 2048 + v)).unwrap();
+    }
+    for m in &huge {
+        for off in 0..512 {
+            let w = d.walk(0, Vpn(m.vpn.0 + off), &mut mem);
+            assert_eq!(w.mapping, Some(*m), "offset {off}");
+        }
+    }
+}
+
+/// A kernel page (direct-map addresses, 0xffff_8880_0000_0000 and up).
+fn kernel_page(i: u64) -> Mapping {
+    Mapping::writable(
+        (0xffff_8880_0000_0000u64 >> 12) + i,
+        0x100 + i,
+        PageSize::Size4K,
+    )
+}
+
+#[test]
+fn the_kernel_index_is_shared_by_every_process() {
+    let (mut d, mut phys, mut mem) = setup(LvmConfig::default());
+    for i in 0..200 {
+        d.map(&mut phys, 1, kernel_page(i)).unwrap();
+    }
+    let builds = stat(&d, "initial_builds");
+    let trained = stat(&d, "keys_trained");
+    // A second process maps the same kernel pages: nothing is trained again.
+    for i in 0..200 {
+        d.map(&mut phys, 2, kernel_page(i)).unwrap();
+    }
+    assert_eq!(stat(&d, "initial_builds"), builds);
+    assert_eq!(stat(&d, "keys_trained"), trained);
+    assert_eq!(stat(&d, "kernel_shared_maps"), 200);
+    assert_eq!(stat(&d, "kernel_entries"), 200);
+    assert_eq!(stat(&d, "kernel_index_bytes"), 16);
+    assert!(
+        d.index(1).is_none_or(|i| !i.is_built()),
+        "no per-process kernel entries"
+    );
+    // A process that never mapped them translates them, through the kernel models cached in
+    // the LWC by another process's walk.
+    let cold = d.walk(1, kernel_page(7).vpn, &mut mem);
+    assert_eq!(cold.mapping, Some(kernel_page(7)));
+    let w = d.walk(3, kernel_page(7).vpn, &mut mem);
+    assert_eq!(w.mapping, Some(kernel_page(7)));
+    assert_eq!(
+        w.mem_accesses, 1,
+        "the kernel root model hits the LWC across processes"
+    );
+    // A process's own pages stay in its own index.
+    d.map(&mut phys, 3, m4k(BASE)).unwrap();
+    assert_eq!(d.walk(1, Vpn(BASE), &mut mem).mapping, None);
+    assert_eq!(d.walk(3, Vpn(BASE), &mut mem).mapping, Some(m4k(BASE)));
+    // Unmapping a kernel page unmaps it for everyone.
+    d.unmap(&mut phys, 2, kernel_page(7));
+    assert_eq!(d.walk(1, kernel_page(7).vpn, &mut mem).mapping, None);
+}
+
+#[test]
+fn a_kernel_page_mapped_differently_by_another_process_is_refused() {
+    let (mut d, mut phys, _) = setup(LvmConfig::default());
+    d.map(&mut phys, 1, kernel_page(0)).unwrap();
+    let mut other = kernel_page(0);
+    other.pfn = Pfn(0x9999);
+    let e = d.map(&mut phys, 2, other).unwrap_err();
+    assert!(e.0.contains("shared kernel index"), "{e}");
+}
+
+fn run_lvm(workload: &str, extra: &[(&str, &str)]) -> serde_json::Value {
+    let mut set: Vec<(String, String)> = [
+        ("sim.design", "lvm"),
+        ("sim.refs", "60000"),
+        ("workload.name", workload),
+        ("workload.footprint", "32MiB"),
+        ("os.phys_mem_bytes", "1GiB"),
+    ]
+    .iter()
+    .chain(extra)
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    set.push(("sim.oracle".into(), "true".into()));
+    let cfg = crate::config::Config::resolve(None, &set).unwrap();
+    crate::engine::run_workload(&cfg).unwrap()
+}
+
+#[test]
+fn with_os_aslr_the_engine_runs_pass_the_oracle_and_lvm_trains_the_same_index() {
+    // The OS moves every zone; LVM removes the bases, so its index figures are those of the
+    // unrandomized run (the oracle checks every translation against the randomized OS model).
+    for workload in ["kv", "gups", "bfs"] {
+        let plain = run_lvm(workload, &[]);
+        let aslr = run_lvm(workload, &[("os.aslr", "true")]);
+        assert_eq!(aslr["oracle"]["mismatches"], 0, "{workload}");
+        for key in [
+            "nodes",
+            "leaves",
+            "index_bytes",
+            "retrains",
+            "rebuilds",
+            "collisions",
+            "gpt_reads",
+        ] {
+            assert_eq!(plain["lvm"][key], aslr["lvm"][key], "{workload}: lvm.{key}");
+        }
+        let thp = run_lvm(workload, &[("os.aslr", "true"), ("os.thp", "always")]);
+        assert_eq!(thp["oracle"]["mismatches"], 0, "{workload} THP");
+    }
+}
+
+/// Events from a list.
+struct Events(std::vec::IntoIter<crate::trace::Event>);
+
+impl crate::trace::EventSource for Events {
+    fn fill(
+        &mut self,
+        out: &mut Vec<crate::trace::Event>,
+        max: usize,
+    ) -> Result<usize, crate::trace::SourceError> {
+        let before = out.len();
+        out.extend(self.0.by_ref().take(max));
+        Ok(out.len() - before)
+    }
+    fn name(&self) -> String {
+        "events".into()
+    }
+}
+
+/// A process with the three zones Linux randomizes: a 4 MiB brk heap, an 8 MiB mmap region
+/// below the workloads' mmap base and a 1 MiB stack below `TASK_SIZE`, every page stored to.
+fn three_zone_events() -> Vec<crate::trace::Event> {
+    use crate::addr::Vaddr;
+    use crate::trace::{prot, AccessKind, Event};
+    let heap = 0x5555_5600_0000u64;
+    let mmap = 0x7fff_f7a0_0000u64 - (8 << 20);
+    let stack = crate::os::aslr::TASK_SIZE - (1 << 20);
+    let rw = prot::READ | prot::WRITE;
+    let mut ev = vec![
+        Event::Brk {
+            new_brk: Vaddr(heap),
+        },
+        Event::Brk {
+            new_brk: Vaddr(heap + (4 << 20)),
+        },
+        Event::Mmap {
+            addr: Vaddr(mmap),
+            len: 8 << 20,
+            prot: rw,
+            flags: 0x22,
+        },
+        Event::Mmap {
+            addr: Vaddr(stack),
+            len: 1 << 20,
+            prot: rw,
+            flags: 0x22,
+        },
+    ];
+    let store = |va: u64| Event::Access {
+        kind: AccessKind::Store,
+        va: Vaddr(va),
+        size: 8,
+        instrs: 1,
+        dep: 0,
+    };
+    for p in 0..2048u64 {
+        ev.push(store(mmap + p * 4096));
+        if p < 1024 {
+            ev.push(store(heap + p * 4096));
+        }
+        if p < 256 {
+            ev.push(store(stack + (255 - p) * 4096));
+        }
+    }
+    ev
+}
+
+fn run_events(extra: &[(&str, &str)]) -> serde_json::Value {
+    let set: Vec<(String, String)> = [
+        ("sim.design", "lvm"),
+        ("os.phys_mem_bytes", "1GiB"),
+        ("sim.oracle", "true"),
+    ]
+    .iter()
+    .chain(extra)
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let cfg = crate::config::Config::resolve(None, &set).unwrap();
+    let source = Box::new(Events(three_zone_events().into_iter()));
+    crate::engine::run(&cfg, source).unwrap()
+}
+
+#[test]
+fn with_os_aslr_base_removal_keeps_the_index_of_a_three_zone_process() {
+    let plain = run_events(&[]);
+    let aslr = run_events(&[("os.aslr", "true")]);
+    let raw = run_events(&[("os.aslr", "true"), ("lvm.remove_aslr_bases", "false")]);
+    assert!(
+        plain["lvm"]["nodes"].as_u64().unwrap() > 1,
+        "{}",
+        plain["lvm"]
+    );
+    let keys = [
+        "nodes",
+        "leaves",
+        "index_bytes",
+        "keys_trained",
+        "retrains",
+        "rebuilds",
+        "gpt_reads",
+    ];
+    for key in keys {
+        assert_eq!(plain["lvm"][key], aslr["lvm"][key], "lvm.{key}");
+    }
+    // Without base removal the zones lie terabytes apart: another index.
+    assert!(
+        keys.iter().any(|k| plain["lvm"][k] != raw["lvm"][k]),
+        "{} vs {}",
+        plain["lvm"],
+        raw["lvm"]
+    );
 }

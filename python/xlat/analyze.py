@@ -1,0 +1,159 @@
+"""``xlat analyze gaps``: virtual-address-space regularity (LVM, MICRO 2025, §3.1).
+
+The *gap coverage* is the share of consecutive mapped virtual pages (4 KiB VPNs, sorted) whose
+gap is 1: 1.0 means every mapped page follows the previous one, so one linear function describes
+the address space. The command prints it with the distribution of the gaps, for a built-in
+workload (the pages its first ``--refs`` references touch), a trace (every page it touches) or a
+snapshot (its present pages, ``xlat snapshot``)::
+
+    xlat analyze gaps --workload kv --footprint 4GiB --refs 10M
+    xlat analyze gaps --trace tests/data/sort.xlat
+    xlat analyze gaps --snapshot snap.json [--json]
+
+Under demand paging with 4 KiB pages the touched pages are the mapped pages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from xlat import _core
+
+PAGE = 4096
+
+
+def _label(pages: int) -> str:
+    b = pages * PAGE
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift:
+            return f"{b >> shift}{unit}"
+    return f"{b}B"
+
+
+def gap_analysis(runs: list[tuple[int, int]]) -> dict:
+    """Gap coverage and gap distribution of runs ``(first VPN, pages)`` of mapped 4 KiB pages.
+
+    Parameters
+    ----------
+    runs
+        Runs of consecutive mapped VPNs, sorted by VPN and disjoint (adjacent runs allowed).
+
+    Returns
+    -------
+    dict
+        ``pages``, ``pairs`` (consecutive mapped pairs: pages - 1), ``gap1_pairs``,
+        ``gap_coverage`` (gap1_pairs / pairs; 1.0 for fewer than two pages), ``gaps`` (pairs
+        with a gap above 1) and ``gap_histogram``: count of gaps by power-of-two size of the
+        hole between the pages (``"4KiB"`` = one unmapped page, ...), and ``largest_gap_pages``.
+
+    Examples
+    --------
+    >>> g = gap_analysis([(10, 3), (14, 2), (100, 1)])
+    >>> g["pages"], g["pairs"], g["gap1_pairs"], round(g["gap_coverage"], 3)
+    (6, 5, 3, 0.6)
+    >>> g["gap_histogram"]
+    {'4KiB': 1, '256KiB': 1}
+    """
+    pages = sum(n for _, n in runs)
+    gap1 = sum(n - 1 for _, n in runs)
+    holes = []
+    for (a, n), (b, _) in zip(runs, runs[1:]):
+        if b < a + n:
+            raise ValueError(f"runs overlap or are unsorted at VPN {b:#x}")
+        if b == a + n:
+            gap1 += 1
+        else:
+            holes.append(b - (a + n))
+    hist: dict[str, int] = {}
+    for h in sorted(holes):
+        key = _label(1 << (h.bit_length() - 1))
+        hist[key] = hist.get(key, 0) + 1
+    pairs = max(pages - 1, 0)
+    return {
+        "pages": pages,
+        "pairs": pairs,
+        "gap1_pairs": gap1,
+        "gap_coverage": gap1 / pairs if pairs else 1.0,
+        "gaps": len(holes),
+        "largest_gap_pages": max(holes, default=0),
+        "gap_histogram": hist,
+    }
+
+
+def snapshot_runs(snap: dict) -> list[tuple[int, int]]:
+    """Runs ``(first VPN, pages)`` of a snapshot's present pages (its VMAs' ``runs``).
+
+    Examples
+    --------
+    >>> snapshot_runs({"vmas": [{"runs": [[8192, 7, 2, 0]]}, {"runs": [[4096, 0, 1, 0]]}]})
+    [(1, 1), (2, 2)]
+    """
+    runs = [(r[0] // PAGE, r[2]) for v in snap.get("vmas", []) for r in v.get("runs", [])]
+    if not runs and snap.get("vmas"):
+        raise ValueError("the snapshot has no present-page runs (record it as root)")
+    return sorted(runs)
+
+
+def format_gaps(source: str, g: dict) -> str:
+    """Readable summary of :func:`gap_analysis`."""
+    lines = [
+        f"source        {source}",
+        f"mapped pages  {g['pages']} ({_label(g['pages'])})",
+        f"gap coverage  {g['gap_coverage']:.6f}  ({g['gap1_pairs']} of {g['pairs']} consecutive "
+        "mapped pairs have gap 1)",
+        f"gaps > 1      {g['gaps']}, largest {_label(g['largest_gap_pages'])} unmapped",
+    ]
+    for k, n in g["gap_histogram"].items():
+        lines.append(f"  hole >= {k:<8} {n}")
+    return "\n".join(lines)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``xlat analyze``."""
+    p = sub.add_parser("analyze", help="address-space analyses (gaps: LVM's gap coverage)")
+    asub = p.add_subparsers(dest="analyze_command", required=True)
+    g = asub.add_parser(
+        "gaps",
+        help="gap coverage of the mapped pages of a workload, a trace or a snapshot",
+        description=__doc__.split("\n\n")[1],
+    )
+    src = g.add_mutually_exclusive_group(required=True)
+    src.add_argument("--workload", help="built-in workload (xlat workloads)")
+    src.add_argument("--trace", help="trace file")
+    src.add_argument("--snapshot", help="snapshot file (xlat snapshot -o)")
+    g.add_argument("--footprint", help="workload footprint (workload.footprint), e.g. 4GiB")
+    g.add_argument("--refs", help="references of the workload to read (sim.refs), e.g. 10M")
+    g.add_argument("--seed", help="sim.seed")
+    g.add_argument("--format", dest="trace_format", help="trace format (default: auto)")
+    g.add_argument("--json", action="store_true", help="print the analysis as JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``xlat analyze gaps``."""
+    if args.snapshot:
+        try:
+            snap = json.loads(Path(args.snapshot).read_text())
+            runs = snapshot_runs(snap)
+        except (OSError, ValueError) as e:
+            print(f"xlat: error: {args.snapshot}: {e}", file=sys.stderr)
+            return 2
+        source = args.snapshot
+    else:
+        overrides = []
+        if args.workload:
+            overrides.append(("workload.name", args.workload))
+        for key, value in (
+            ("workload.footprint", args.footprint),
+            ("sim.refs", args.refs),
+            ("sim.seed", args.seed),
+        ):
+            if value is not None:
+                overrides.append((key, value))
+        runs = _core.touched_page_runs(overrides, args.trace, args.trace_format)
+        source = args.trace or f"workload {args.workload}"
+    g = gap_analysis(runs)
+    print(json.dumps(g, indent=2) if args.json else format_gaps(source, g))
+    return 0
