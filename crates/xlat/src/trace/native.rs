@@ -1286,8 +1286,21 @@ fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
         records: records as u64,
         ..Default::default()
     };
+    let mut kinds = [0u64; 3];
     let (mut pos, mut prev_va) = (0usize, 0u64);
     for rec in 0..records {
+        // Accesses (nearly every record) are checked inline; anything else, or an access that
+        // fails a check, goes through `decode_record`, which gives the error its message.
+        if let Some(&t) = raw.get(pos) {
+            if t <= tag::IFETCH {
+                if let Some(next) = quick_access(raw, pos) {
+                    kinds[t as usize] += 1;
+                    c.instructions += next.1;
+                    pos = next.0;
+                    continue;
+                }
+            }
+        }
         let at = pos;
         let ev = decode_record(raw, &mut pos, &mut prev_va)
             .map_err(|p| format!("record {rec} at payload byte {at}: {p}"))?;
@@ -1295,9 +1308,9 @@ fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
             Event::Access { kind, instrs, .. } => {
                 c.instructions += instrs as u64;
                 match kind {
-                    AccessKind::Load => c.loads += 1,
-                    AccessKind::Store => c.stores += 1,
-                    AccessKind::IFetch => c.ifetches += 1,
+                    AccessKind::Load => kinds[0] += 1,
+                    AccessKind::Store => kinds[1] += 1,
+                    AccessKind::IFetch => kinds[2] += 1,
                 }
             }
             Event::Mmap { .. } => c.syscalls[0] += 1,
@@ -1310,6 +1323,7 @@ fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
             Event::Thread { .. } => {}
         }
     }
+    [c.loads, c.stores, c.ifetches] = kinds;
     if pos != raw.len() {
         return Err(format!(
             "{} bytes left over after its {records} records",
@@ -1317,6 +1331,38 @@ fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
         ));
     }
     Ok(c)
+}
+
+/// The access record at `raw[pos..]` (its tag already read) when it passes every check
+/// `decode_record` makes: the position after it and its instruction count. `None` when any
+/// check fails (`decode_record` then names the problem).
+#[inline(always)]
+fn quick_access(raw: &[u8], pos: usize) -> Option<(usize, u64)> {
+    let size = *raw.get(pos + 1)?;
+    if size == 0 || size > 64 {
+        return None;
+    }
+    let (_, p) = quick_varint(raw, pos + 2)?;
+    let (instrs, p) = quick_varint(raw, p)?;
+    (instrs <= u32::MAX as u64).then_some((p, instrs))
+}
+
+/// A LEB128 integer at `buf[pos..]` as `varint::get` accepts it (at most 10 bytes, the tenth
+/// 0 or 1), and the position after it.
+#[inline(always)]
+fn quick_varint(buf: &[u8], pos: usize) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let b = *buf.get(pos + i)?;
+        if i == 9 && b > 1 {
+            return None;
+        }
+        v |= ((b & 0x7f) as u64) << (7 * i);
+        if b < 0x80 {
+            return Some((v, pos + i + 1));
+        }
+    }
+    None
 }
 
 /// Progress of [`NativeReader::verify`], readable from another thread.
@@ -1723,9 +1769,14 @@ mod tests {
     /// Many chunks of accesses with every size of delta and instruction count, and system
     /// calls between them.
     fn many_chunks() -> Vec<Event> {
+        accesses_and_calls(300_000)
+    }
+
+    /// `n` accesses with system calls every 50,000 (see [`many_chunks`]).
+    fn accesses_and_calls(n: u64) -> Vec<Event> {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut out = Vec::new();
-        for i in 0..300_000u64 {
+        for i in 0..n {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
@@ -1798,6 +1849,82 @@ mod tests {
             .and_then(|()| w.finish().map(|_| ()));
         let e = r.expect_err("the output is too small");
         assert!(e.to_string().contains("disk full"), "{e}");
+    }
+
+    /// `count_chunk` as it was before its inline access checks: every record through
+    /// `decode_record` (the reference for the fast path).
+    fn count_chunk_reference(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
+        let mut c = ChunkCounts {
+            records: records as u64,
+            ..Default::default()
+        };
+        let (mut pos, mut prev_va) = (0usize, 0u64);
+        for rec in 0..records {
+            let at = pos;
+            let ev = decode_record(raw, &mut pos, &mut prev_va)
+                .map_err(|p| format!("record {rec} at payload byte {at}: {p}"))?;
+            match ev {
+                Event::Access { kind, instrs, .. } => {
+                    c.instructions += instrs as u64;
+                    match kind {
+                        AccessKind::Load => c.loads += 1,
+                        AccessKind::Store => c.stores += 1,
+                        AccessKind::IFetch => c.ifetches += 1,
+                    }
+                }
+                Event::Thread { .. } => {}
+                other => {
+                    let i = [
+                        "mmap", "munmap", "brk", "mprotect", "madvise", "switch", "exit",
+                    ]
+                    .iter()
+                    .position(|n| format!("{other:?}").to_lowercase().starts_with(n))
+                    .expect("a system event");
+                    c.syscalls[i] += 1;
+                }
+            }
+        }
+        if pos != raw.len() {
+            return Err(format!(
+                "{} bytes left over after its {records} records",
+                raw.len() - pos
+            ));
+        }
+        Ok(c)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn counting_a_chunk_gives_the_reference_counts_or_the_reference_error(
+            events in proptest::collection::vec(0usize..10, 1..60),
+            flips in proptest::collection::vec((0usize..4000, proptest::prop_oneof![
+                proptest::strategy::Just(0u8), proptest::strategy::Just(1), proptest::strategy::Just(64),
+                proptest::strategy::Just(65), proptest::strategy::Just(0x7f), proptest::strategy::Just(0x80),
+                proptest::strategy::Just(0xff), proptest::strategy::Just(0x23), 0u8..=255
+            ]), 0..3),
+            extra in 0u32..3,
+        ) {
+            // A chunk payload from real records (drawn from `many_chunks` and `sample`), then
+            // a few bytes overwritten and the record count perhaps off.
+            let pool: Vec<Event> = sample().into_iter().chain(accesses_and_calls(40)).collect();
+            let chosen: Vec<Event> = events.iter().map(|&i| pool[(i * 7) % pool.len()]).collect();
+            let mut w = NativeWriter::new(Vec::new(), &serde_json::json!({}), 0).unwrap();
+            for e in &chosen {
+                w.write(e).unwrap();
+            }
+            let mut raw = std::mem::take(&mut w.raw);
+            for (at, b) in flips {
+                if !raw.is_empty() {
+                    let n = raw.len();
+                    raw[at % n] = b;
+                }
+            }
+            let records = chosen.len() as u32 + extra;
+            proptest::prop_assert_eq!(
+                count_chunk(&raw, records),
+                count_chunk_reference(&raw, records)
+            );
+        }
     }
 
     #[test]
