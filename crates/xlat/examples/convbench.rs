@@ -9,10 +9,10 @@
 //! the native writer at ZSTD_LEVEL, default 1, into a temporary file) in several stages, timed by
 //! the CPU time of the converting thread (`/proc/thread-self/schedstat`) so that other jobs on
 //! a shared machine disturb the figures less than wall time would:
-//! `decode` (the decoder alone), `summary` (decoder + the trace summary), `write-nosum` (decoder
-//! + writer without the summary), `write` (decoder + writer + summary, on one thread),
-//! `write-bg` (the recorder's path: as `write`, chunks compressed and written on a second
-//! thread; both the converting thread's CPU and the process's, both threads, are printed).
+//! `decode` (the decoder alone), `summary` (the decoder and the trace summary), `write-nosum`
+//! (the decoder and the writer without the summary), `write` (decoder, writer and summary on
+//! one thread), `write-bg` (the recorder's path: as `write`, chunks compressed and written on a
+//! second thread; the converting thread's CPU and the process's, both threads, are printed).
 //! The stages are interleaved round by round; the medians are printed last.
 use std::io::Read;
 use xlat::trace::native::NativeWriter;
