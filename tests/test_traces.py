@@ -124,6 +124,32 @@ def test_the_tool_is_found_or_its_absence_is_explained():
 
 
 @need_valgrind
+def test_recording_without_the_tool_or_its_source_says_how_to_build_it(tmp_path, monkeypatch):
+    # As in an installed wheel: no built tool, no tools/ directory to build it from.
+    monkeypatch.setenv("XLAT_VGTOOL_LIB", str(tmp_path / "nolib"))
+    monkeypatch.setattr(record, "TOOL_DIR", tmp_path / "no-source")
+    with pytest.raises(record.RecordError) as e:
+        record.record(["true"], str(tmp_path / "t.xlat"), tool="xlat")
+    msg = str(e.value)
+    assert "not in this installation" in msg and "make vgtool" in msg
+    assert "XLAT_VGTOOL_LIB" in msg and "build.sh" in msg
+    assert not (tmp_path / "t.xlat").exists()
+
+
+@need_valgrind
+def test_a_failed_tool_build_gives_its_reason_and_the_build_command(tmp_path, monkeypatch):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "build.sh").write_text("echo 'valgrind.pc not found: no tool libraries' >&2; exit 1\n")
+    monkeypatch.setenv("XLAT_VGTOOL_LIB", str(tmp_path / "nolib"))
+    monkeypatch.setattr(record, "TOOL_DIR", src)
+    with pytest.raises(record.RecordError) as e:
+        record.record(["true"], str(tmp_path / "t.xlat"), tool="xlat")
+    msg = str(e.value)
+    assert "valgrind.pc not found" in msg and "make vgtool" in msg
+
+
+@need_valgrind
 def test_ifetch_recording_gives_one_fetch_per_instruction(tmp_path):
     exe = tmp_path / "loop10"
     subprocess.run(["gcc", "-O1", "-o", str(exe), str(DATA / "src" / "loop10.c")], check=True)

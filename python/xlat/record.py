@@ -49,15 +49,28 @@ def tool_lib_dir() -> Path | None:
     return lib if (lib / "xlat-amd64-linux").is_file() else None
 
 
+#: How to build the tool by hand, said whenever it is missing.
+BUILD_HINT = (
+    "build it from an xlat source tree with `make vgtool` (or `bash tools/xlat-vgtool/build.sh`; "
+    "needs Debian's valgrind package, which has the tool libraries, gcc and pkg-config), then "
+    "run from that tree or set XLAT_VGTOOL_LIB=<tree>/tools/xlat-vgtool/build/lib"
+)
+
+
 def build_tool() -> Path:
-    """Build the tool (``tools/xlat-vgtool/build.sh``); RecordError with the reason on failure."""
+    """Build the tool (``tools/xlat-vgtool/build.sh``); RecordError with the reason and how to
+    build it by hand on failure (e.g. an installed wheel has no tool source to build)."""
     script = TOOL_DIR / "build.sh"
+    if not script.is_file():
+        raise RecordError(
+            f"the xlat valgrind tool is not built and its source is not in this installation "
+            f"({TOOL_DIR} does not exist); {BUILD_HINT}"
+        )
     proc = subprocess.run(["bash", str(script)], capture_output=True, text=True)
     lib = tool_lib_dir()
     if proc.returncode != 0 or lib is None:
-        raise RecordError(
-            f"cannot build the xlat valgrind tool: {proc.stderr.strip() or proc.stdout.strip()}"
-        )
+        reason = proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
+        raise RecordError(f"cannot build the xlat valgrind tool ({script}): {reason}; {BUILD_HINT}")
     return lib
 
 

@@ -287,6 +287,9 @@ impl Recorder {
             zstd_level,
             512,
         )
+        // Compression on a second thread: the converting thread then keeps up with valgrind
+        // (docs/performance.md, "Recording").
+        .and_then(NativeWriter::compress_in_background)
         .map_err(|e| err(format!("{out_path}: {e}")))?;
         let input =
             std::fs::File::open(input_path).map_err(|e| err(format!("{input_path}: {e}")))?;

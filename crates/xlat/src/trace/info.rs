@@ -5,11 +5,11 @@
 //! constant time; [`summarize`] feeds it from a source (traces without a stored summary).
 //! Both give the same JSON object for the same events (tested).
 //!
-//! Per-event cost matters (the recorder's converter feeds every event): an access costs a few
-//! compares when it stays on the page of the previous one and inside the VMA last found; a new
-//! page sets a bit in a per-128-MiB bitmap (found through a one-entry memo); mapped bytes are
-//! recomputed only after events that change the VMAs. Memory is proportional to the address
-//! ranges touched and the VMAs, not to the trace length.
+//! Per-event cost matters (the recorder's converter feeds every event): an access sets bits of
+//! its page in a per-128-MiB bitmap (found through a direct-mapped memo of regions) without a
+//! data-dependent branch, and looks up the VMAs only for a page not yet found inside one since
+//! the last event that may change them; mapped bytes are recomputed only after such events.
+//! Memory is proportional to the address ranges touched and the VMAs, not to the trace length.
 
 use super::{AccessKind, Event, EventSource, SourceError};
 use crate::os::vma::VmaSet;
@@ -37,34 +37,46 @@ fn mapped_bytes(v: &VmaSet) -> u64 {
     v.iter().map(|a| a.end - a.start).sum()
 }
 
-/// Pages per bitmap region (2^15 pages of 4 KiB = 128 MiB of address space, 4 KiB of bits).
+/// Pages per bitmap region (2^15 pages of 4 KiB = 128 MiB of address space).
 const REGION_SHIFT: u32 = 15;
 const REGION_WORDS: usize = 1 << (REGION_SHIFT - 6);
 
 /// Direct-mapped memo slots of region numbers (a 32 GiB span of address space hits it).
 const MEMO_SLOTS: usize = 256;
 
-/// A set of 4 KiB page numbers as bitmaps of 128 MiB regions, found through a direct-mapped
-/// memo of region numbers (a random access over a few GiB must not cost a hash lookup).
-struct PageSet {
+/// The three bits kept per page, as three words of 64 pages side by side (one access touches
+/// one 24-byte group): touched, written, and "known to be inside a VMA of the current process".
+const SEEN: usize = 0;
+const WRITTEN: usize = 1;
+const INSIDE: usize = 2;
+type Region = Box<[[u64; 3]; REGION_WORDS]>;
+
+/// Per-page bits over the address space, as bitmaps of 128 MiB regions found through a
+/// direct-mapped memo of region numbers (a random access over a few GiB must not cost a hash
+/// lookup, and an access must not cost a data-dependent branch).
+struct PageBits {
     index: HashMap<u64, usize>,
-    regions: Vec<Box<[u64; REGION_WORDS]>>,
+    regions: Vec<Region>,
     memo_key: Box<[u64; MEMO_SLOTS]>,
     memo_idx: Box<[u32; MEMO_SLOTS]>,
+    /// Whether any `INSIDE` bit may be set (clearing them all is skipped otherwise).
+    any_inside: bool,
 }
 
-impl PageSet {
+impl PageBits {
     fn new() -> Self {
-        PageSet {
+        PageBits {
             index: HashMap::new(),
             regions: Vec::new(),
             memo_key: Box::new([u64::MAX; MEMO_SLOTS]),
             memo_idx: Box::new([0; MEMO_SLOTS]),
+            any_inside: false,
         }
     }
 
-    #[inline]
-    fn insert(&mut self, page: u64) {
+    /// The bit group holding `page`, and the page's bit in it.
+    #[inline(always)]
+    fn group(&mut self, page: u64) -> (&mut [u64; 3], u64) {
         let key = page >> REGION_SHIFT;
         let slot = (key as usize) % MEMO_SLOTS;
         if self.memo_key[slot] != key {
@@ -73,54 +85,67 @@ impl PageSet {
         }
         let idx = self.memo_idx[slot] as usize;
         let bit = (page & ((1 << REGION_SHIFT) - 1)) as usize;
-        self.regions[idx][bit >> 6] |= 1 << (bit & 63);
+        (&mut self.regions[idx][bit >> 6], 1 << (bit & 63))
     }
 
     #[cold]
+    #[inline(never)]
     fn region(&mut self, key: u64) -> usize {
         let regions = &mut self.regions;
         *self.index.entry(key).or_insert_with(|| {
-            regions.push(Box::new([0; REGION_WORDS]));
+            regions.push(Box::new([[0; 3]; REGION_WORDS]));
             regions.len() - 1
         })
     }
 
-    fn len(&self) -> u64 {
+    /// Forget every `INSIDE` bit (the VMAs or the current process changed).
+    fn clear_inside(&mut self) {
+        if std::mem::take(&mut self.any_inside) {
+            for r in &mut self.regions {
+                for g in r.iter_mut() {
+                    g[INSIDE] = 0;
+                }
+            }
+        }
+    }
+
+    /// Pages with bit `which` set.
+    fn count(&self, which: usize) -> u64 {
         self.regions
             .iter()
             .flat_map(|r| r.iter())
-            .map(|w| w.count_ones() as u64)
+            .map(|g| g[which].count_ones() as u64)
             .sum()
     }
 }
 
-const PAGE_MEMO: usize = 8;
-const VMA_MEMO: usize = 4;
-
 /// The summary of the events seen so far; [`Summary::to_json`] gives the object `xlat trace
 /// info` prints.
+///
+/// Per access: the counts, and three bits of the access's page set without a data-dependent
+/// branch (touched; written when a store); the VMA lookup runs only for a page not yet found
+/// inside a VMA since the last event that may change the VMAs or the process (VMAs are whole
+/// pages, so a page found inside stays inside until then).
 pub struct Summary {
     events: u64,
-    loads: u64,
-    stores: u64,
-    ifetches: u64,
+    /// Loads, stores, instruction fetches (indexed by [`kind_index`]).
+    kinds: [u64; 3],
     instrs: u64,
     syscalls: BTreeMap<&'static str, u64>,
-    pages: PageSet,
-    written: PageSet,
-    /// Pages already in `pages` / `written`, direct-mapped by the page number's low bits (a
-    /// few interleaved streams each keep their slot; `u64::MAX`: empty).
-    seen_page: [u64; PAGE_MEMO],
-    seen_written: [u64; PAGE_MEMO],
-    /// VMAs of the current process recently found to contain an access (`[lo, hi)`, replaced
-    /// round-robin; all emptied by every event that is not an access, since any of them may
-    /// change the VMAs or the process).
-    vma_memo: [(u64, u64); VMA_MEMO],
-    vma_next: usize,
+    pages: PageBits,
     outside: u64,
     procs: Vec<(u32, Proc)>,
     cur: usize,
     threads: HashSet<u32>,
+}
+
+#[inline(always)]
+fn kind_index(kind: AccessKind) -> usize {
+    match kind {
+        AccessKind::Load => 0,
+        AccessKind::Store => 1,
+        AccessKind::IFetch => 2,
+    }
 }
 
 impl Default for Summary {
@@ -134,17 +159,10 @@ impl Summary {
     pub fn new() -> Self {
         Summary {
             events: 0,
-            loads: 0,
-            stores: 0,
-            ifetches: 0,
+            kinds: [0; 3],
             instrs: 0,
             syscalls: BTreeMap::new(),
-            pages: PageSet::new(),
-            written: PageSet::new(),
-            seen_page: [u64::MAX; PAGE_MEMO],
-            seen_written: [u64::MAX; PAGE_MEMO],
-            vma_memo: [(0, 0); VMA_MEMO],
-            vma_next: 0,
+            pages: PageBits::new(),
             outside: 0,
             procs: vec![(0, Proc::default())],
             cur: 0,
@@ -160,7 +178,6 @@ impl Summary {
     /// Account for the next event.
     #[inline]
     pub fn observe(&mut self, ev: &Event) {
-        self.events += 1;
         if let Event::Access {
             kind,
             va,
@@ -168,56 +185,58 @@ impl Summary {
             ..
         } = *ev
         {
-            self.instrs += n as u64;
-            let page = va.0 >> 12;
-            let slot = page as usize % PAGE_MEMO;
-            if self.seen_page[slot] != page {
-                self.pages.insert(page);
-                self.seen_page[slot] = page;
-            }
-            match kind {
-                AccessKind::Load => self.loads += 1,
-                AccessKind::Store => {
-                    self.stores += 1;
-                    if self.seen_written[slot] != page {
-                        self.written.insert(page);
-                        self.seen_written[slot] = page;
-                    }
-                }
-                AccessKind::IFetch => self.ifetches += 1,
-            }
-            let inside = self
-                .vma_memo
-                .iter()
-                .any(|&(lo, hi)| va.0.wrapping_sub(lo) < hi.wrapping_sub(lo));
-            if !inside {
-                self.find_vma(va.0);
-            }
+            self.access(kind, va.0, n);
         } else {
+            self.events += 1;
             self.system_event(ev);
         }
     }
 
-    /// An access outside the memoized VMA: look it up in the current process's VMAs.
+    /// Account for an access (the same as [`Summary::observe`] of `Event::Access`).
+    #[inline(always)]
+    pub fn access(&mut self, kind: AccessKind, va: u64, instrs: u32) {
+        self.events += 1;
+        self.instrs += instrs as u64;
+        let k = kind_index(kind);
+        self.kinds[k] += 1;
+        let store_mask = 0u64.wrapping_sub((k == 1) as u64);
+        let (g, bit) = self.pages.group(va >> 12);
+        g[SEEN] |= bit;
+        g[WRITTEN] |= bit & store_mask;
+        if g[INSIDE] & bit == 0 {
+            self.find_vma(va);
+        }
+    }
+
+    /// An access to a page not known to be inside a VMA: look it up in the current process's
+    /// VMAs, and remember the page when it is inside.
+    #[cold]
     #[inline(never)]
     fn find_vma(&mut self, va: u64) {
-        match self.procs[self.cur].1.vmas.find(va) {
-            Some(v) => {
-                self.vma_memo[self.vma_next] = (v.start, v.end);
-                self.vma_next = (self.vma_next + 1) % VMA_MEMO;
-            }
-            None => self.outside += 1,
+        if self.procs[self.cur].1.vmas.find(va).is_some() {
+            let (g, bit) = self.pages.group(va >> 12);
+            g[INSIDE] |= bit;
+            self.pages.any_inside = true;
+        } else {
+            self.outside += 1;
         }
     }
 
     #[inline(never)]
     fn system_event(&mut self, ev: &Event) {
-        self.vma_memo = [(0, 0); VMA_MEMO];
+        if let Event::Thread { tid } = *ev {
+            // Neither the VMAs nor the process change.
+            self.threads.insert(tid);
+            return;
+        }
+        self.pages.clear_inside();
         let syscalls = &mut self.syscalls;
         let mut sys = |name: &'static str| *syscalls.entry(name).or_default() += 1;
         let p = &mut self.procs[self.cur].1;
         match *ev {
-            Event::Access { .. } => unreachable!("accesses are handled by observe"),
+            Event::Access { .. } | Event::Thread { .. } => {
+                unreachable!("accesses and threads are handled above")
+            }
             Event::Mmap {
                 addr, len, prot, ..
             } => {
@@ -260,9 +279,6 @@ impl Summary {
                     }
                 };
             }
-            Event::Thread { tid } => {
-                self.threads.insert(tid);
-            }
             Event::Exit { pid } => {
                 sys("exit");
                 if let Some((_, q)) = self.procs.iter_mut().find(|(q, _)| *q == pid) {
@@ -280,7 +296,8 @@ impl Summary {
     /// The summary as the JSON object `xlat trace info --json` prints (see
     /// `docs/trace-format.md`).
     pub fn to_json(&self) -> Value {
-        let refs = self.loads + self.stores + self.ifetches;
+        let [loads, stores, ifetches] = self.kinds;
+        let refs = loads + stores + ifetches;
         let share = |x: u64| {
             if refs == 0 {
                 0.0
@@ -321,19 +338,19 @@ impl Summary {
                 })
             })
             .collect();
-        let footprint = self.pages.len();
+        let footprint = self.pages.count(SEEN);
         json!({
             "events": self.events,
             "refs": refs,
-            "loads": self.loads,
-            "stores": self.stores,
-            "ifetches": self.ifetches,
+            "loads": loads,
+            "stores": stores,
+            "ifetches": ifetches,
             "instructions": self.instrs,
-            "load_share": share(self.loads),
-            "store_share": share(self.stores),
+            "load_share": share(loads),
+            "store_share": share(stores),
             "footprint_pages": footprint,
             "footprint_bytes": footprint * 4096,
-            "written_pages": self.written.len(),
+            "written_pages": self.pages.count(WRITTEN),
             "refs_outside_vmas": self.outside,
             "threads": self.threads.len().max(1),
             "syscalls": self
@@ -736,10 +753,57 @@ mod tests {
                 len: l,
                 prot: p,
             }),
+            1 => (addr.clone(), 1u64..(1 << 16), 0u32..16).prop_map(|(a, l, v)| Event::Madvise {
+                addr: Vaddr(a),
+                len: l,
+                advice: v,
+            }),
             1 => (0u32..3).prop_map(|pid| Event::Switch { pid }),
             1 => (0u32..3).prop_map(|tid| Event::Thread { tid }),
             1 => (0u32..3).prop_map(|pid| Event::Exit { pid }),
         ]
+    }
+
+    #[test]
+    fn a_page_seen_inside_a_vma_counts_as_outside_once_unmapped_and_inside_once_mapped_again() {
+        let at = |va: u64, kind| Event::Access {
+            kind,
+            va: Vaddr(va),
+            size: 8,
+            instrs: 1,
+            dep: 0,
+        };
+        let mmap = Event::Mmap {
+            addr: Vaddr(0x10_0000),
+            len: 0x2000,
+            prot: 3,
+            flags: 0,
+        };
+        let events = vec![
+            mmap,
+            at(0x10_0008, AccessKind::Load),
+            at(0x10_1ff8, AccessKind::Store),
+            Event::Thread { tid: 1 },
+            at(0x10_0010, AccessKind::Load),
+            Event::Munmap {
+                addr: Vaddr(0x10_1000),
+                len: 0x1000,
+            },
+            at(0x10_0010, AccessKind::Load),
+            at(0x10_1000, AccessKind::Store), // unmapped: outside
+            at(0x10_1008, AccessKind::Load),  // still outside
+            mmap,
+            at(0x10_1008, AccessKind::Load), // mapped again
+            Event::Exit { pid: 0 },
+            at(0x10_0000, AccessKind::IFetch), // the process's VMAs are gone
+        ];
+        let got = summarize(&mut Events(events.clone().into_iter())).unwrap();
+        assert_eq!(got["refs_outside_vmas"], 3, "{got}");
+        assert_eq!(got["footprint_pages"], 2);
+        assert_eq!(got["written_pages"], 1);
+        assert_eq!(got["loads"], 5);
+        assert_eq!(got["stores"], 2);
+        assert_eq!(got, naive(&mut Events(events.into_iter())).unwrap());
     }
 
     proptest! {

@@ -100,12 +100,62 @@ pub struct Totals {
     pub chunks: u32,
 }
 
-/// Streams events into the native format.
-pub struct NativeWriter<W: Write> {
-    out: W,
-    raw: Vec<u8>,
+/// Turns a chunk's uncompressed payload into its bytes in the file.
+struct ChunkEncoder {
     packed: Vec<u8>,
     compressor: Option<zstd::bulk::Compressor<'static>>,
+}
+
+impl ChunkEncoder {
+    /// Write chunk `index` (`records` records, payload `raw`) to `out`: header, then the payload
+    /// compressed or stored; returns the bytes written.
+    fn write<W: Write>(
+        &mut self,
+        out: &mut W,
+        raw: &[u8],
+        records: u32,
+        index: u32,
+    ) -> io::Result<u64> {
+        let crc = chunk_crc(VERSION, index, raw);
+        let stored: &[u8] = match self.compressor.as_mut() {
+            Some(c) => {
+                self.packed.clear();
+                self.packed
+                    .reserve(zstd::zstd_safe::compress_bound(raw.len()));
+                c.compress_to_buffer(raw, &mut self.packed)?;
+                &self.packed
+            }
+            None => raw,
+        };
+        let mut h = [0u8; CHUNK_HEADER];
+        h[0..4].copy_from_slice(CHUNK_MAGIC);
+        h[4..8].copy_from_slice(&records.to_le_bytes());
+        h[8..12].copy_from_slice(&(raw.len() as u32).to_le_bytes());
+        h[12..16].copy_from_slice(&(stored.len() as u32).to_le_bytes());
+        h[16..20].copy_from_slice(&crc.to_le_bytes());
+        out.write_all(&h)?;
+        out.write_all(stored)?;
+        Ok((CHUNK_HEADER + stored.len()) as u64)
+    }
+}
+
+/// The thread that compresses and writes chunks ([`NativeWriter::compress_in_background`]):
+/// full chunk payloads go to it in order, emptied buffers come back for reuse.
+struct Background<W> {
+    tx: Option<std::sync::mpsc::SyncSender<(Vec<u8>, u32, u32)>>,
+    spare: std::sync::mpsc::Receiver<Vec<u8>>,
+    handle: Option<std::thread::JoinHandle<io::Result<(W, u64, ChunkEncoder)>>>,
+}
+
+/// Streams events into the native format.
+pub struct NativeWriter<W: Write> {
+    /// The output, or `None` while a background stage owns it
+    /// ([`NativeWriter::compress_in_background`]).
+    out: Option<W>,
+    raw: Vec<u8>,
+    /// What turns a full chunk into bytes (compression, checksum, header).
+    chunks: ChunkEncoder,
+    background: Option<Background<W>>,
     in_chunk: u32,
     prev_va: u64,
     totals: Totals,
@@ -156,10 +206,13 @@ impl<W: Write> NativeWriter<W> {
             None
         };
         Ok(NativeWriter {
-            out,
+            out: Some(out),
             raw: Vec::with_capacity(MAX_RAW_CHUNK as usize),
-            packed: Vec::new(),
-            compressor,
+            chunks: ChunkEncoder {
+                packed: Vec::new(),
+                compressor,
+            },
+            background: None,
             in_chunk: 0,
             prev_va: 0,
             totals: Totals::default(),
@@ -178,10 +231,6 @@ impl<W: Write> NativeWriter<W> {
     /// Append one event.
     #[inline]
     pub fn write(&mut self, ev: &Event) -> io::Result<()> {
-        if let Some(s) = self.summary.as_mut() {
-            s.observe(ev);
-        }
-        let r = &mut self.raw;
         match *ev {
             Event::Access {
                 kind,
@@ -190,19 +239,56 @@ impl<W: Write> NativeWriter<W> {
                 instrs,
                 // Dependences are not recorded in the native format (docs/timing.md).
                 dep: _,
-            } => {
-                r.push(match kind {
-                    AccessKind::Load => tag::LOAD,
-                    AccessKind::Store => tag::STORE,
-                    AccessKind::IFetch => tag::IFETCH,
-                });
-                r.push(size);
-                varint::put(r, varint::zigzag(va.0.wrapping_sub(self.prev_va) as i64));
-                varint::put(r, instrs as u64);
-                self.prev_va = va.0;
-                self.totals.accesses += 1;
-                self.totals.instructions += instrs as u64;
-            }
+            } => self.write_access(kind, va.0, size, instrs),
+            _ => self.write_other(ev),
+        }
+    }
+
+    /// Append one access (the same bytes as [`NativeWriter::write`] of `Event::Access` with
+    /// `dep` 0): the recorder's hot path, kept free of branches that depend on the data apart
+    /// from the variable-length integers' lengths.
+    #[inline(always)]
+    pub fn write_access(
+        &mut self,
+        kind: AccessKind,
+        va: u64,
+        size: u8,
+        instrs: u32,
+    ) -> io::Result<()> {
+        if let Some(s) = self.summary.as_mut() {
+            s.access(kind, va, instrs);
+        }
+        let t = match kind {
+            AccessKind::Load => tag::LOAD,
+            AccessKind::Store => tag::STORE,
+            AccessKind::IFetch => tag::IFETCH,
+        };
+        // A whole record is at most 1 + 1 + 10 + 5 bytes: reserve 24 bytes at the end of the
+        // chunk (a fixed-size fill; the chunk always has room, see FLUSH_RAW), encode in place
+        // and keep the used length. (Encoding into a stack buffer and copying it stalls on
+        // store-to-load forwarding of the byte stores.)
+        let at = self.raw.len();
+        self.raw.extend_from_slice(&[0u8; 24]);
+        let rec: &mut [u8; 24] = (&mut self.raw[at..at + 24]).try_into().expect("24 bytes");
+        rec[0] = t;
+        rec[1] = size;
+        let n = varint::put_at(rec, 2, varint::zigzag(va.wrapping_sub(self.prev_va) as i64));
+        let n = varint::put_at(rec, n, instrs as u64);
+        self.raw.truncate(at + n);
+        self.prev_va = va;
+        self.totals.accesses += 1;
+        self.totals.instructions += instrs as u64;
+        self.end_record()
+    }
+
+    #[inline(never)]
+    fn write_other(&mut self, ev: &Event) -> io::Result<()> {
+        if let Some(s) = self.summary.as_mut() {
+            s.observe(ev);
+        }
+        let r = &mut self.raw;
+        match *ev {
+            Event::Access { .. } => unreachable!("accesses are written by write_access"),
             Event::Mmap {
                 addr,
                 len,
@@ -248,6 +334,12 @@ impl<W: Write> NativeWriter<W> {
                 varint::put(r, pid as u64);
             }
         }
+        self.end_record()
+    }
+
+    /// Count the record just appended and flush the chunk when it is full.
+    #[inline(always)]
+    fn end_record(&mut self) -> io::Result<()> {
         self.in_chunk += 1;
         self.totals.records += 1;
         if self.in_chunk == MAX_CHUNK_RECORDS || self.raw.len() >= FLUSH_RAW {
@@ -256,34 +348,95 @@ impl<W: Write> NativeWriter<W> {
         Ok(())
     }
 
+    #[inline(never)]
     fn flush_chunk(&mut self) -> io::Result<()> {
         if self.in_chunk == 0 {
             return Ok(());
         }
-        let crc = chunk_crc(VERSION, self.totals.chunks, &self.raw);
-        let stored: &[u8] = match self.compressor.as_mut() {
-            Some(c) => {
-                self.packed.clear();
-                self.packed
-                    .reserve(zstd::zstd_safe::compress_bound(self.raw.len()));
-                c.compress_to_buffer(&self.raw, &mut self.packed)?;
-                &self.packed
+        let (records, index) = (self.in_chunk, self.totals.chunks);
+        match self.background.as_mut() {
+            None => {
+                let out = self.out.as_mut().expect("the writer owns its output");
+                self.pos += self.chunks.write(out, &self.raw, records, index)?;
+                self.raw.clear();
             }
-            None => &self.raw,
-        };
-        let mut h = [0u8; CHUNK_HEADER];
-        h[0..4].copy_from_slice(CHUNK_MAGIC);
-        h[4..8].copy_from_slice(&self.in_chunk.to_le_bytes());
-        h[8..12].copy_from_slice(&(self.raw.len() as u32).to_le_bytes());
-        h[12..16].copy_from_slice(&(stored.len() as u32).to_le_bytes());
-        h[16..20].copy_from_slice(&crc.to_le_bytes());
-        self.out.write_all(&h)?;
-        self.out.write_all(stored)?;
-        self.pos += (CHUNK_HEADER + stored.len()) as u64;
+            Some(bg) => {
+                let next = bg
+                    .spare
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(MAX_RAW_CHUNK as usize));
+                let raw = std::mem::replace(&mut self.raw, next);
+                let sent = bg.tx.as_ref().map(|tx| tx.send((raw, records, index)));
+                if !matches!(sent, Some(Ok(()))) {
+                    // The stage stopped: its error says why.
+                    return Err(self.join_background().err().unwrap_or_else(|| {
+                        io::Error::other("the trace compression thread stopped")
+                    }));
+                }
+            }
+        }
         self.totals.chunks += 1;
         self.in_chunk = 0;
         self.prev_va = 0;
-        self.raw.clear();
+        Ok(())
+    }
+
+    /// Compress, checksum and write the chunks on a second thread, so that the caller's
+    /// thread only encodes records (the recorder's converter keeps up with valgrind this way).
+    /// The file written is byte for byte the same. Memory: at most four chunk buffers. An error
+    /// when the thread cannot be started (the output is then dropped).
+    pub fn compress_in_background(mut self) -> io::Result<Self>
+    where
+        W: Send + 'static,
+    {
+        if self.background.is_some() {
+            return Ok(self);
+        }
+        let mut out = self.out.take().expect("the writer owns its output");
+        let mut chunks = std::mem::replace(
+            &mut self.chunks,
+            ChunkEncoder {
+                packed: Vec::new(),
+                compressor: None,
+            },
+        );
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(Vec<u8>, u32, u32)>(2);
+        let (spare_tx, spare) = std::sync::mpsc::channel::<Vec<u8>>();
+        let mut pos = self.pos;
+        let handle = std::thread::Builder::new()
+            .name("xlat-trace-chunks".into())
+            .spawn(move || -> io::Result<(W, u64, ChunkEncoder)> {
+                for (mut raw, records, index) in rx {
+                    pos += chunks.write(&mut out, &raw, records, index)?;
+                    raw.clear();
+                    let _ = spare_tx.send(raw);
+                }
+                Ok((out, pos, chunks))
+            });
+        let handle = handle.map_err(|e| {
+            io::Error::other(format!("cannot start the trace compression thread: {e}"))
+        })?;
+        self.background = Some(Background {
+            tx: Some(tx),
+            spare,
+            handle: Some(handle),
+        });
+        Ok(self)
+    }
+
+    /// Stop the background stage (if any), taking back the output; its error if it failed.
+    fn join_background(&mut self) -> io::Result<()> {
+        let Some(mut bg) = self.background.take() else {
+            return Ok(());
+        };
+        drop(bg.tx.take());
+        let handle = bg.handle.take().expect("joined once");
+        let (out, pos, chunks) = handle
+            .join()
+            .map_err(|_| io::Error::other("the trace compression thread panicked"))??;
+        self.out = Some(out);
+        self.pos = pos;
+        self.chunks = chunks;
         Ok(())
     }
 
@@ -296,7 +449,9 @@ impl<W: Write> NativeWriter<W> {
     /// and the end-of-trace record, and return the output.
     pub fn finish(mut self) -> io::Result<(W, Totals)> {
         self.flush_chunk()?;
+        self.join_background()?;
         let t = self.totals;
+        let mut out = self.out.take().expect("the writer owns its output");
         let mut summary_at = 0u64;
         if let Some(s) = self.summary.take() {
             let text = serde_json::to_vec(&serde_json::json!({
@@ -311,7 +466,7 @@ impl<W: Write> NativeWriter<W> {
                 b.extend_from_slice(&text);
                 let crc = crc32fast::hash(&b);
                 b.extend_from_slice(&crc.to_le_bytes());
-                self.out.write_all(&b)?;
+                out.write_all(&b)?;
                 summary_at = self.pos;
                 self.pos += b.len() as u64;
             }
@@ -325,9 +480,9 @@ impl<W: Write> NativeWriter<W> {
         e[32..40].copy_from_slice(&summary_at.to_le_bytes());
         let crc = crc32fast::hash(&e[0..40]);
         e[40..44].copy_from_slice(&crc.to_le_bytes());
-        self.out.write_all(&e)?;
-        self.out.flush()?;
-        Ok((self.out, t))
+        out.write_all(&e)?;
+        out.flush()?;
+        Ok((out, t))
     }
 }
 
@@ -1131,8 +1286,21 @@ fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
         records: records as u64,
         ..Default::default()
     };
+    let mut kinds = [0u64; 3];
     let (mut pos, mut prev_va) = (0usize, 0u64);
     for rec in 0..records {
+        // Accesses (nearly every record) are checked inline; anything else, or an access that
+        // fails a check, goes through `decode_record`, which gives the error its message.
+        if let Some(&t) = raw.get(pos) {
+            if t <= tag::IFETCH {
+                if let Some(next) = quick_access(raw, pos) {
+                    kinds[t as usize] += 1;
+                    c.instructions += next.1;
+                    pos = next.0;
+                    continue;
+                }
+            }
+        }
         let at = pos;
         let ev = decode_record(raw, &mut pos, &mut prev_va)
             .map_err(|p| format!("record {rec} at payload byte {at}: {p}"))?;
@@ -1140,9 +1308,9 @@ fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
             Event::Access { kind, instrs, .. } => {
                 c.instructions += instrs as u64;
                 match kind {
-                    AccessKind::Load => c.loads += 1,
-                    AccessKind::Store => c.stores += 1,
-                    AccessKind::IFetch => c.ifetches += 1,
+                    AccessKind::Load => kinds[0] += 1,
+                    AccessKind::Store => kinds[1] += 1,
+                    AccessKind::IFetch => kinds[2] += 1,
                 }
             }
             Event::Mmap { .. } => c.syscalls[0] += 1,
@@ -1155,6 +1323,7 @@ fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
             Event::Thread { .. } => {}
         }
     }
+    [c.loads, c.stores, c.ifetches] = kinds;
     if pos != raw.len() {
         return Err(format!(
             "{} bytes left over after its {records} records",
@@ -1162,6 +1331,38 @@ fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
         ));
     }
     Ok(c)
+}
+
+/// The access record at `raw[pos..]` (its tag already read) when it passes every check
+/// `decode_record` makes: the position after it and its instruction count. `None` when any
+/// check fails (`decode_record` then names the problem).
+#[inline(always)]
+fn quick_access(raw: &[u8], pos: usize) -> Option<(usize, u64)> {
+    let size = *raw.get(pos + 1)?;
+    if size == 0 || size > 64 {
+        return None;
+    }
+    let (_, p) = quick_varint(raw, pos + 2)?;
+    let (instrs, p) = quick_varint(raw, p)?;
+    (instrs <= u32::MAX as u64).then_some((p, instrs))
+}
+
+/// A LEB128 integer at `buf[pos..]` as `varint::get` accepts it (at most 10 bytes, the tenth
+/// 0 or 1), and the position after it.
+#[inline(always)]
+fn quick_varint(buf: &[u8], pos: usize) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let b = *buf.get(pos + i)?;
+        if i == 9 && b > 1 {
+            return None;
+        }
+        v |= ((b & 0x7f) as u64) << (7 * i);
+        if b < 0x80 {
+            return Some((v, pos + i + 1));
+        }
+    }
+    None
 }
 
 /// Progress of [`NativeReader::verify`], readable from another thread.
@@ -1562,6 +1763,167 @@ mod tests {
         for level in [0, 3] {
             let bytes = write(&sample(), level);
             assert_eq!(read_all(&bytes).unwrap(), sample());
+        }
+    }
+
+    /// Many chunks of accesses with every size of delta and instruction count, and system
+    /// calls between them.
+    fn many_chunks() -> Vec<Event> {
+        accesses_and_calls(300_000)
+    }
+
+    /// `n` accesses with system calls every 50,000 (see [`many_chunks`]).
+    fn accesses_and_calls(n: u64) -> Vec<Event> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut out = Vec::new();
+        for i in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 50_000 == 0 {
+                out.extend(
+                    sample()
+                        .into_iter()
+                        .filter(|e| !matches!(e, Event::Exit { .. })),
+                );
+            }
+            let kind = [AccessKind::Load, AccessKind::Store, AccessKind::IFetch][(x % 3) as usize];
+            // Deltas from 0 to the whole 64-bit range, instruction counts up to u32::MAX.
+            let va = if x & 0x30 == 0 {
+                x
+            } else {
+                0x7f00_0000_0000 + (x & 0xf_ffff)
+            };
+            out.push(Event::Access {
+                kind,
+                va: Vaddr(va),
+                size: 1 + (x >> 58) as u8,
+                instrs: (x >> (x & 31)) as u32,
+                dep: 0,
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn compressing_in_the_background_writes_the_same_bytes() {
+        let events = many_chunks();
+        for level in [0, 1, -3] {
+            let inline = write(&events, level);
+            let mut w = NativeWriter::new(Vec::new(), &serde_json::json!({"t": 1}), level)
+                .unwrap()
+                .compress_in_background()
+                .unwrap();
+            for e in &events {
+                w.write(e).unwrap();
+            }
+            let (bytes, totals) = w.finish().unwrap();
+            assert!(totals.chunks > 4, "several chunks: {totals:?}");
+            assert!(bytes == inline, "level {level}: the files differ");
+            assert_eq!(read_all(&bytes).unwrap(), events);
+        }
+    }
+
+    #[test]
+    fn a_write_error_in_the_background_is_reported() {
+        struct Full(usize);
+        impl Write for Full {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                if self.0 < b.len() {
+                    return Err(io::Error::other("disk full"));
+                }
+                self.0 -= b.len();
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut w = NativeWriter::new(Full(100_000), &serde_json::json!({}), 0)
+            .unwrap()
+            .compress_in_background()
+            .unwrap();
+        let r = many_chunks()
+            .iter()
+            .try_for_each(|e| w.write(e))
+            .and_then(|()| w.finish().map(|_| ()));
+        let e = r.expect_err("the output is too small");
+        assert!(e.to_string().contains("disk full"), "{e}");
+    }
+
+    /// `count_chunk` as it was before its inline access checks: every record through
+    /// `decode_record` (the reference for the fast path).
+    fn count_chunk_reference(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
+        let mut c = ChunkCounts {
+            records: records as u64,
+            ..Default::default()
+        };
+        let (mut pos, mut prev_va) = (0usize, 0u64);
+        for rec in 0..records {
+            let at = pos;
+            let ev = decode_record(raw, &mut pos, &mut prev_va)
+                .map_err(|p| format!("record {rec} at payload byte {at}: {p}"))?;
+            match ev {
+                Event::Access { kind, instrs, .. } => {
+                    c.instructions += instrs as u64;
+                    match kind {
+                        AccessKind::Load => c.loads += 1,
+                        AccessKind::Store => c.stores += 1,
+                        AccessKind::IFetch => c.ifetches += 1,
+                    }
+                }
+                Event::Thread { .. } => {}
+                other => {
+                    let i = [
+                        "mmap", "munmap", "brk", "mprotect", "madvise", "switch", "exit",
+                    ]
+                    .iter()
+                    .position(|n| format!("{other:?}").to_lowercase().starts_with(n))
+                    .expect("a system event");
+                    c.syscalls[i] += 1;
+                }
+            }
+        }
+        if pos != raw.len() {
+            return Err(format!(
+                "{} bytes left over after its {records} records",
+                raw.len() - pos
+            ));
+        }
+        Ok(c)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn counting_a_chunk_gives_the_reference_counts_or_the_reference_error(
+            events in proptest::collection::vec(0usize..10, 1..60),
+            flips in proptest::collection::vec((0usize..4000, proptest::prop_oneof![
+                proptest::strategy::Just(0u8), proptest::strategy::Just(1), proptest::strategy::Just(64),
+                proptest::strategy::Just(65), proptest::strategy::Just(0x7f), proptest::strategy::Just(0x80),
+                proptest::strategy::Just(0xff), proptest::strategy::Just(0x23), 0u8..=255
+            ]), 0..3),
+            extra in 0u32..3,
+        ) {
+            // A chunk payload from real records (drawn from `many_chunks` and `sample`), then
+            // a few bytes overwritten and the record count perhaps off.
+            let pool: Vec<Event> = sample().into_iter().chain(accesses_and_calls(40)).collect();
+            let chosen: Vec<Event> = events.iter().map(|&i| pool[(i * 7) % pool.len()]).collect();
+            let mut w = NativeWriter::new(Vec::new(), &serde_json::json!({}), 0).unwrap();
+            for e in &chosen {
+                w.write(e).unwrap();
+            }
+            let mut raw = std::mem::take(&mut w.raw);
+            for (at, b) in flips {
+                if !raw.is_empty() {
+                    let n = raw.len();
+                    raw[at % n] = b;
+                }
+            }
+            let records = chosen.len() as u32 + extra;
+            proptest::prop_assert_eq!(
+                count_chunk(&raw, records),
+                count_chunk_reference(&raw, records)
+            );
         }
     }
 

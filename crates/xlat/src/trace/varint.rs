@@ -10,6 +10,19 @@ pub(crate) fn put(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Write `v` as unsigned LEB128 into `buf` at `at`; returns the index after it. `buf` must
+/// have room for 10 bytes from `at` (a record's fixed encoding buffer).
+#[inline(always)]
+pub(crate) fn put_at<const N: usize>(buf: &mut [u8; N], mut at: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        buf[at] = (v as u8) | 0x80;
+        v >>= 7;
+        at += 1;
+    }
+    buf[at] = v as u8;
+    at + 1
+}
+
 /// Decode an unsigned LEB128 at `buf[*pos..]`, advancing `pos`. `Err` names the problem.
 #[inline]
 pub(crate) fn get(buf: &[u8], pos: &mut usize) -> Result<u64, &'static str> {
@@ -65,6 +78,13 @@ mod tests {
         ] {
             let mut b = Vec::new();
             put(&mut b, v);
+            let mut fixed = [0xeeu8; 12];
+            let end = put_at(&mut fixed, 1, v);
+            assert_eq!(
+                &fixed[1..end],
+                &b[..],
+                "put_at and put write the same bytes for {v}"
+            );
             let mut p = 0;
             assert_eq!(get(&b, &mut p), Ok(v));
             assert_eq!(p, b.len());

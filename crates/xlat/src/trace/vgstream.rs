@@ -100,6 +100,26 @@ impl VgDecoder {
         while buf.len() - pos >= 8 {
             let h = word(buf, pos);
             let ty = (h & 0xff) as u8;
+            let size = ((h >> 8) & 0xff).max(1);
+            // The common record first: an access of at most 64 bytes (16 bytes of stream).
+            if ty <= 0x02 && size <= 64 && buf.len() - pos >= 16 {
+                let kind = match ty {
+                    0 => AccessKind::Load,
+                    1 => AccessKind::Store,
+                    _ => AccessKind::IFetch,
+                };
+                emit(Event::Access {
+                    kind,
+                    va: Vaddr(word(buf, pos + 8)),
+                    size: size as u8,
+                    instrs: u32::try_from(h >> 16).unwrap_or(u32::MAX),
+                    dep: 0,
+                })
+                .map_err(io)?;
+                self.counts.accesses += 1;
+                pos += 16;
+                continue;
+            }
             let Some(n) = args_of(ty) else {
                 return Err(format!(
                     "recorder stream: unknown record type {ty:#04x} at stream byte {}",
@@ -112,12 +132,12 @@ impl VgDecoder {
             let a = |i: usize| word(buf, pos + 8 * (i + 1));
             match ty {
                 0x00..=0x02 => {
+                    // Larger than 64 bytes (fxsave and the like): pieces of at most 64 bytes.
                     let kind = match ty {
                         0 => AccessKind::Load,
                         1 => AccessKind::Store,
                         _ => AccessKind::IFetch,
                     };
-                    let size = ((h >> 8) & 0xff).max(1);
                     let instrs = u32::try_from(h >> 16).unwrap_or(u32::MAX);
                     let va = a(0);
                     let mut off = 0u64;
