@@ -238,11 +238,13 @@ refs = "20000"
     failed = api.results(db, status="failed")
     assert len(failed) == 1
     row = failed.iloc[0]
-    assert "out of physical memory" in row["error"]
+    # Refused up front (workloads::check_fits), naming both sizes, instead of failing mid-run.
+    assert "does not fit the simulated machine's memory" in row["error"]
+    assert "os.phys_mem_bytes = 16MiB" in row["error"]
     assert failed[["record_json", "walk.count", "timing.cycles"]].isna().all(axis=None)
     assert len(api.results(db)) == 1  # the default view holds data only
     shown = xlat("results", "--db", str(db), "--status", "failed").stdout
-    assert "out of physical memory" in shown
+    assert "does not fit" in shown
     # A rerun retries the failure (still failing: the same row is replaced, never duplicated).
     again = xlat("sweep", str(spec), "--db", str(db), "--workers", "1", check=False)
     assert "1 already stored" in again.stderr and "1 failed" in again.stderr
