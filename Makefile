@@ -21,25 +21,28 @@ setup: $(VENV)/.ready
 
 # Build the Rust core and the Python extension into the venv (release build), and the valgrind
 # recording tool when valgrind's tool libraries are installed (`xlat trace record` needs it).
-# Two builds of the extension (python/xlat/_isa.py loads the one the CPU runs): `_core`, portable
-# x86-64, and `_core_v3`, x86-64-v3 (AVX2), built in the target dir the v3 tests use.
-# XLAT_NATIVE=1 builds `_core` for this host's CPU instead, and no `_core_v3`.
-V3_FLAGS := -C target-cpu=x86-64-v3
-V3_TARGET := target/cpu-x86-64-v3
+# Three builds of the extension (python/xlat/_isa.py loads the best one the CPU runs): `_core`,
+# portable x86-64; `_core_v3`, x86-64-v3 (AVX2); `_core_v4`, x86-64-v4 (AVX-512); the last two in
+# the target dirs the v3/v4 tests use. Building v4 needs no AVX-512 on the build machine.
+# XLAT_NATIVE=1 builds `_core` for this host's CPU instead, and neither `_core_v3` nor `_core_v4`.
+ISA_LEVELS := v3 v4
 build: setup vgtool
 ifeq ($(XLAT_NATIVE),1)
 	RUSTFLAGS="-C target-cpu=native" $(VENV)/bin/maturin develop --release --quiet
-	rm -f python/xlat/_core_v3*.so
+	rm -f python/xlat/_core_v3*.so python/xlat/_core_v4*.so
 else
 	$(VENV)/bin/maturin develop --release --quiet
-	RUSTFLAGS="$(V3_FLAGS)" CARGO_TARGET_DIR=$(V3_TARGET) cargo build --release --quiet \
-	  -p xlat-py --features isa-v3,pyo3/extension-module
-	cp $(V3_TARGET)/release/lib_core.so python/xlat/_core_v3.abi3.so
+	for level in $(ISA_LEVELS); do \
+	  RUSTFLAGS="-C target-cpu=x86-64-$$level" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
+	    cargo build --release --quiet -p xlat-py --features isa-$$level,pyo3/extension-module \
+	  && cp target/cpu-x86-64-$$level/release/lib_core.so python/xlat/_core_$$level.abi3.so \
+	  || exit 1; \
+	done
 endif
 
-# A wheel for `pip install` anywhere: abi3 (Python >= 3.9), both builds of the core (portable and
-# x86-64-v3, python/xlat/_isa.py picks at import), liblzma linked statically; tagged with the
-# oldest manylinux glibc it runs on. Sweeps need the `ray` extra: pip install 'dist/xlat-...whl[ray]'.
+# A wheel for `pip install` anywhere: abi3 (Python >= 3.9), the three builds of the core
+# (portable, x86-64-v3 and x86-64-v4; python/xlat/_isa.py picks at import), liblzma linked
+# statically; tagged with the oldest manylinux glibc it runs on. Sweeps need the `ray` extra: pip install 'dist/xlat-...whl[ray]'.
 wheel: build
 ifeq ($(XLAT_NATIVE),1)
 	@echo "a wheel must run on any x86-64 CPU: build it without XLAT_NATIVE=1" >&2; exit 2
@@ -94,15 +97,17 @@ browser:
 	  && [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "chromium not installed (needs apt-get as root): the browser test will be skipped"
 
-# Benchmarks the build the package loads here: x86-64-v3 on a CPU that has AVX2/BMI2/FMA (see
-# python/xlat/_isa.py), else portable; XLAT_NATIVE=1 benchmarks a host-tuned build.
+# Benchmarks the build the package loads here (python/xlat/_isa.py): x86-64-v4 on a CPU with the
+# AVX-512 subsets it uses, else x86-64-v3 on one with AVX2/BMI2/FMA, else portable;
+# XLAT_NATIVE=1 benchmarks a host-tuned build.
 bench:
 ifeq ($(XLAT_NATIVE),1)
 	RUSTFLAGS="-C target-cpu=native" CARGO_TARGET_DIR=target/cpu-native cargo bench -p xlat --bench throughput
 else
-	if grep -qw avx2 /proc/cpuinfo && grep -qw bmi2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then \
-	  RUSTFLAGS="$(V3_FLAGS)" CARGO_TARGET_DIR=$(V3_TARGET) cargo bench -p xlat --bench throughput; \
-	else cargo bench -p xlat --bench throughput; fi
+	level=$$(python3 python/xlat/_isa.py); \
+	if [ "$$level" = portable ]; then cargo bench -p xlat --bench throughput; \
+	else RUSTFLAGS="-C target-cpu=x86-64-$$level" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
+	  cargo bench -p xlat --bench throughput; fi
 endif
 
 lint: setup

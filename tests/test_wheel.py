@@ -1,5 +1,6 @@
 """The installable package: a wheel in a fresh virtual environment, away from the source tree,
-and the two builds of the core it carries (portable and x86-64-v3) giving identical results."""
+and the three builds of the core it carries (portable, x86-64-v3 and x86-64-v4) giving identical
+results."""
 
 from __future__ import annotations
 
@@ -31,24 +32,28 @@ def wheel(tmp_path_factory) -> Path:
     """The wheel `make wheel` builds (built here into a temporary folder)."""
     if not MATURIN.exists():
         pytest.skip("maturin is not installed in this environment (make setup installs it)")
-    if not (ROOT / "python" / "xlat" / "_core_v3.abi3.so").exists():
-        pytest.skip("no x86-64-v3 build of the core (an XLAT_NATIVE=1 build makes no wheel)")
+    for level in ("v3", "v4"):
+        if not (ROOT / "python" / "xlat" / f"_core_{level}.abi3.so").exists():
+            pytest.skip(f"no x86-64-{level} build of the core (an XLAT_NATIVE=1 build makes no wheel)")
     out = tmp_path_factory.mktemp("dist")
     _run([str(MATURIN), "build", "--release", "--quiet", "-o", str(out)], cwd=ROOT)
     (whl,) = out.glob("xlat-*.whl")
     return whl
 
 
-def test_the_wheel_is_abi3_manylinux_and_carries_both_builds_of_the_core(wheel, tmp_path):
+CORES = ("xlat/_core.abi3.so", "xlat/_core_v3.abi3.so", "xlat/_core_v4.abi3.so")
+
+
+def test_the_wheel_is_abi3_manylinux_and_carries_all_three_builds_of_the_core(wheel, tmp_path):
     assert "-cp39-abi3-manylinux" in wheel.name, wheel.name
     names = zipfile.ZipFile(wheel).namelist()
-    assert {"xlat/_core.abi3.so", "xlat/_core_v3.abi3.so", "xlat/_isa.py"} <= set(names)
+    assert {*CORES, "xlat/_isa.py"} <= set(names)
     assert not any(n.startswith(("tests/", "crates/")) for n in names)
     if shutil.which("readelf") is None:
         return
     system = {"libc.so.6", "libm.so.6", "libgcc_s.so.1", "libpthread.so.0", "libdl.so.2"}
     system |= {"librt.so.1", "ld-linux-x86-64.so.2"}
-    for so in ("xlat/_core.abi3.so", "xlat/_core_v3.abi3.so"):
+    for so in CORES:
         path = tmp_path / so.replace("/", "_")
         path.write_bytes(zipfile.ZipFile(wheel).read(so))
         dynamic = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True)
@@ -129,17 +134,30 @@ def _record(isa: str) -> list[dict]:
     return json.loads(_run([sys.executable, "-c", code], ROOT, env).stdout)
 
 
-def test_the_portable_and_the_v3_build_of_the_core_give_identical_records():
+@pytest.mark.parametrize(("level", "simd_path"), [("v3", "avx2"), ("v4", "avx512")])
+def test_the_portable_and_each_optimized_build_of_the_core_give_identical_records(level, simd_path):
     from xlat import _isa
 
-    if not (ROOT / "python" / "xlat" / "_core_v3.abi3.so").exists():
-        pytest.skip("no x86-64-v3 build of the core here (XLAT_NATIVE=1 build)")
-    if not _isa.V3_FLAGS <= _isa.cpu_flags():
-        pytest.skip("this CPU cannot run the x86-64-v3 build")
+    if not (ROOT / "python" / "xlat" / f"_core_{level}.abi3.so").exists():
+        pytest.skip(f"no x86-64-{level} build of the core here (XLAT_NATIVE=1 build)")
+    if not dict(_isa.LEVELS)[level] <= _isa.cpu_flags():
+        pytest.skip(f"this CPU cannot run the x86-64-{level} build")
     portable_path, portable = _record("portable")
-    v3_path, v3 = _record("v3")
-    assert (portable_path, v3_path) == ("portable", "avx2")
-    assert portable == v3
+    optimized_path, optimized = _record(level)
+    assert (portable_path, optimized_path) == ("portable", simd_path)
+    assert portable == optimized
+
+
+def test_the_package_loads_the_best_build_this_cpu_runs():
+    from xlat import _isa
+
+    if not all((ROOT / "python" / "xlat" / f"_core_{lv}.abi3.so").exists() for lv in ("v3", "v4")):
+        pytest.skip("no optimized builds of the core here (XLAT_NATIVE=1 build)")
+    expected = {"v4": "avx512", "v3": "avx2", "portable": "portable"}[
+        _isa.choose("auto", _isa.cpu_flags(), frozenset({"v3", "v4"}))
+    ]
+    code = "import xlat; print(xlat._core.SIMD_PATH)"
+    assert _run([sys.executable, "-c", code], ROOT).stdout.strip() == expected
 
 
 def test_an_unknown_isa_choice_is_a_clear_import_error():
@@ -148,4 +166,4 @@ def test_an_unknown_isa_choice_is_a_clear_import_error():
         [sys.executable, "-c", "import xlat"], cwd=ROOT, capture_output=True, text=True, env=env
     )
     assert proc.returncode != 0
-    assert "XLAT_ISA='sse9': expected one of auto, portable, v3" in proc.stderr
+    assert "XLAT_ISA='sse9': expected one of auto, portable, v3, v4" in proc.stderr

@@ -17,7 +17,7 @@ True
 
 from xlat._isa import load_core
 
-_core = load_core()  # the portable or the x86-64-v3 build of the core (see xlat._isa)
+_core = load_core()  # the portable, x86-64-v3 or x86-64-v4 build of the core (see xlat._isa)
 
 from xlat._core import XlatError  # noqa: E402
 from xlat.query import export, results  # noqa: E402

@@ -1,12 +1,17 @@
 """Which build of the Rust core this process loads.
 
-The core is built twice (``make build``, ``make wheel``): ``xlat._core`` for any x86-64 CPU
-and ``xlat._core_v3`` for x86-64-v3 (AVX2, BMI2, FMA, ... : Intel since Haswell, AMD since
-Excavator), whose whole-set compares use AVX2. Both give bit-identical results (the test suite
-runs the golden snapshots under every path); the faster one is loaded when the CPU runs it.
-``XLAT_ISA=portable`` or ``XLAT_ISA=v3`` forces a choice (``auto``, the default, decides from
-``/proc/cpuinfo``). A build made with ``XLAT_NATIVE=1 make build`` has no ``_core_v3``: its
-``_core`` is tuned for the host.
+The core is built three times (``make build``, ``make wheel``): ``xlat._core`` for any x86-64
+CPU, ``xlat._core_v3`` for x86-64-v3 (AVX2, BMI2, FMA, ... : Intel since Haswell, AMD since
+Excavator) and ``xlat._core_v4`` for x86-64-v4 (v3 plus AVX-512 F/BW/CD/DQ/VL: Intel
+Skylake-SP and later server parts, AMD since Zen 4), whose whole-set compares use AVX2 and
+AVX-512. All give bit-identical results (the test suite runs the golden snapshots under every
+path, and the wheel test compares the records of the three builds); the fastest one the CPU runs
+is loaded. ``XLAT_ISA=portable``, ``v3`` or ``v4`` forces a choice (``auto``, the default,
+decides from ``/proc/cpuinfo``). A build made with ``XLAT_NATIVE=1 make build`` has neither
+``_core_v3`` nor ``_core_v4``: its ``_core`` is tuned for the host.
+
+Run as a script (``python3 python/xlat/_isa.py``) it prints the level this CPU would load
+(``make bench`` benchmarks that build).
 """
 
 from __future__ import annotations
@@ -19,7 +24,11 @@ from types import ModuleType
 
 #: CPU flags (as /proc/cpuinfo names them) that x86-64-v3 code may use.
 V3_FLAGS = frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"})
-CHOICES = ("auto", "portable", "v3")
+#: CPU flags that x86-64-v4 code may use: v3's plus the AVX-512 subsets of the level.
+V4_FLAGS = V3_FLAGS | frozenset({"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"})
+#: The optimized builds, best first, with the flags each needs.
+LEVELS = (("v4", V4_FLAGS), ("v3", V3_FLAGS))
+CHOICES = ("auto", "portable", "v3", "v4")
 
 
 def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
@@ -43,37 +52,53 @@ def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
     return frozenset()
 
 
-def choose(forced: str, flags: frozenset[str], have_v3: bool) -> str:
-    """The build to load: ``v3`` when present and runnable (or forced), else ``portable``.
+def choose(forced: str, flags: frozenset[str], available: frozenset[str]) -> str:
+    """The build to load: the best of ``available`` the CPU runs (or the forced one).
+
+    ``available`` names the optimized builds this installation has (``"v3"``, ``"v4"``); the
+    portable build is always there.
 
     Examples
     --------
-    >>> choose("auto", V3_FLAGS, True), choose("auto", frozenset({"sse2"}), True)
-    ('v3', 'portable')
-    >>> choose("auto", V3_FLAGS, False), choose("portable", V3_FLAGS, True)
+    >>> both = frozenset({"v3", "v4"})
+    >>> choose("auto", V4_FLAGS, both), choose("auto", V3_FLAGS, both)
+    ('v4', 'v3')
+    >>> choose("auto", frozenset({"sse2"}), both), choose("auto", V4_FLAGS, frozenset({"v3"}))
+    ('portable', 'v3')
+    >>> choose("auto", V4_FLAGS, frozenset()), choose("portable", V4_FLAGS, both)
     ('portable', 'portable')
     """
     if forced not in CHOICES:
         raise ImportError(f"XLAT_ISA={forced!r}: expected one of {', '.join(CHOICES)}")
-    if forced == "v3":
-        if not have_v3:
+    if forced == "portable":
+        return "portable"
+    needs = dict(LEVELS)
+    if forced != "auto":
+        if forced not in available:
             raise ImportError(
-                "XLAT_ISA=v3 but this installation has no x86-64-v3 build (xlat._core_v3); "
-                "`make build` makes one"
+                f"XLAT_ISA={forced} but this installation has no x86-64-{forced} build "
+                f"(xlat._core_{forced}); `make build` makes one"
             )
-        if not V3_FLAGS <= flags:
-            missing = ", ".join(sorted(V3_FLAGS - flags))
-            raise ImportError(f"XLAT_ISA=v3 but this CPU lacks {missing}")
-        return "v3"
-    if forced == "auto" and have_v3 and V3_FLAGS <= flags:
-        return "v3"
+        if not needs[forced] <= flags:
+            missing = ", ".join(sorted(needs[forced] - flags))
+            raise ImportError(f"XLAT_ISA={forced} but this CPU lacks {missing}")
+        return forced
+    for level, required in LEVELS:
+        if level in available and required <= flags:
+            return level
     return "portable"
 
 
 def load_core() -> ModuleType:
     """Import the chosen build and register it as ``xlat._core`` (what the package imports)."""
-    have_v3 = importlib.util.find_spec("xlat._core_v3") is not None
-    which = choose(os.environ.get("XLAT_ISA", "auto"), cpu_flags(), have_v3)
-    core = importlib.import_module("xlat._core_v3" if which == "v3" else "xlat._core")
+    available = frozenset(
+        level for level, _ in LEVELS if importlib.util.find_spec(f"xlat._core_{level}") is not None
+    )
+    which = choose(os.environ.get("XLAT_ISA", "auto"), cpu_flags(), available)
+    core = importlib.import_module("xlat._core" if which == "portable" else f"xlat._core_{which}")
     sys.modules["xlat._core"] = core
     return core
+
+
+if __name__ == "__main__":
+    print(choose("auto", cpu_flags(), frozenset(level for level, _ in LEVELS)))

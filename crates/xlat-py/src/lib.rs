@@ -569,10 +569,15 @@ impl Simulation {
     }
 }
 
-/// The extension module: `xlat._core` (portable build) or `xlat._core_v3` (the x86-64-v3
-/// build, feature `isa-v3`); the package loads the best one the CPU runs.
+/// The extension module: `xlat._core` (portable build), `xlat._core_v3` (the x86-64-v3 build,
+/// feature `isa-v3`) or `xlat._core_v4` (the x86-64-v4 build, feature `isa-v4`); the package
+/// loads the best one the CPU runs.
+#[cfg(all(feature = "isa-v3", feature = "isa-v4"))]
+compile_error!("features `isa-v3` and `isa-v4` name the module differently: enable one");
+
 #[pymodule]
 #[cfg_attr(feature = "isa-v3", pyo3(name = "_core_v3"))]
+#[cfg_attr(feature = "isa-v4", pyo3(name = "_core_v4"))]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("XlatError", m.py().get_type::<XlatError>())?;
     m.add_function(wrap_pyfunction!(designs, m)?)?;
