@@ -71,3 +71,39 @@ def test_a_snapshot_is_analyzed_from_its_present_page_runs(tmp_path):
     bad.write_text(json.dumps({"vmas": [{"start": 0, "end": 4096}]}))
     proc = xlat("analyze", "gaps", "--snapshot", str(bad), check=False)
     assert proc.returncode == 2 and "no present-page runs" in proc.stderr
+
+
+def _holes_by_size(histogram: dict[str, int]) -> dict[str, int]:
+    """analyze's ``gap_histogram`` labels (``256KiB``) as the record's (``256k``)."""
+    units = {"KiB": "k", "MiB": "m", "GiB": "g", "TiB": "t"}
+    return {k[:-3] + units[k[-3:]]: v for k, v in histogram.items()}
+
+
+def test_every_run_records_the_gap_coverage_analyze_computes_for_its_pages():
+    # Under demand paging with 4 KiB pages and no munmap the mapped pages are the touched
+    # pages, so the record's os.va_gaps (from the OS model's page map) equals analyze's (from
+    # the accesses).
+    source = ["--workload", "bfs", "--footprint", "64MiB", "--refs", "200000"]
+    rec = json.loads(xlat("run", "--design", "radix", *source, "--json").stdout)
+    g = rec["os"]["va_gaps"]
+    out = json.loads(xlat("analyze", "gaps", *source, "--json").stdout)
+    assert (g["mapped_pages"], g["pairs"], g["gap1_pairs"], g["gaps"]) == (
+        out["pages"],
+        out["pairs"],
+        out["gap1_pairs"],
+        out["gaps"],
+    )
+    assert g["coverage"] == out["gap_coverage"] and g["gaps"] > 0
+    assert g["largest_gap_pages"] == out["largest_gap_pages"]
+    assert g["holes_by_size"] == _holes_by_size(out["gap_histogram"])
+
+
+def test_a_trace_records_the_pages_mapped_at_its_exit_not_those_it_unmapped_before():
+    # sort.xlat munmaps buffers before it exits: the record counts what was mapped at exit
+    # (taken before the exit unmapped everything), analyze every page ever touched.
+    rec = json.loads(xlat("run", "--design", "radix", "--trace", SORT, "--json").stdout)
+    g = rec["os"]["va_gaps"]
+    out = json.loads(xlat("analyze", "gaps", "--trace", SORT, "--json").stdout)
+    assert 0 < g["mapped_pages"] < out["pages"]
+    assert g["pairs"] == g["mapped_pages"] - 1 and 0.0 < g["coverage"] < 1.0
+    assert rec["os"]["mapped_4k"] == 0  # the exit did unmap them

@@ -29,6 +29,7 @@ BASE_FIGURES = [
     "page_table_memory",
     "tlb_mpki",
     "tlb_misses_by_page_size",
+    "va_gap_coverage",
 ]
 #: The store fixture's sweep adds: 2 MiB pages (THP axis) and a footprint axis.
 FIGURES = [
@@ -37,6 +38,7 @@ FIGURES = [
     "speedup_vs_footprint",
     "walk_cycles_vs_footprint",
     "thp_speedup",
+    "va_gap_sizes",
 ]
 
 

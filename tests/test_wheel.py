@@ -34,7 +34,7 @@ def wheel(tmp_path_factory) -> Path:
         pytest.skip("maturin is not installed in this environment (make setup installs it)")
     for level in ("v3", "v4"):
         if not (ROOT / "python" / "xlat" / f"_core_{level}.abi3.so").exists():
-            pytest.skip(f"no x86-64-{level} build of the core (an XLAT_NATIVE=1 build makes no wheel)")
+            pytest.skip(f"no x86-64-{level} build of the core (XLAT_NATIVE=1 builds make no wheel)")
     out = tmp_path_factory.mktemp("dist")
     _run([str(MATURIN), "build", "--release", "--quiet", "-o", str(out)], cwd=ROOT)
     (whl,) = out.glob("xlat-*.whl")

@@ -27,7 +27,7 @@ PAGE = 4096
 
 def _label(pages: int) -> str:
     b = pages * PAGE
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if b >= 1 << shift:
             return f"{b >> shift}{unit}"
     return f"{b}B"

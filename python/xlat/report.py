@@ -107,6 +107,10 @@ HOW_TO_READ = {
     "gain as the page table outgrows the caches.",
     "walk_cycles_vs_footprint": "Translation cost per kilo-instruction as the footprint grows; "
     "the gap between lines is what the designs save.",
+    "va_gap_coverage": "How regular the address space is (LVM §3): near 100 % a few linear "
+    "models index it; low coverage means many holes for a learned index to skip.",
+    "va_gap_sizes": "Where the irregularity is: many small holes (sparse touches) versus a "
+    "few large ones (separate VMAs: heap, mmap areas, stack).",
     "speedup_vs_fmfi_target": "How a design's advantage changes as free memory is fragmented "
     "(FMFI 0: none, 1: no free huge block).",
     "walk_cycles_vs_fmfi_target": "Translation cost per kilo-instruction as free memory is "
@@ -277,10 +281,10 @@ def page_size_bytes(label: str) -> int:
 
     Examples
     --------
-    >>> page_size_bytes("4k"), page_size_bytes("2m"), page_size_bytes("1g")
-    (4096, 2097152, 1073741824)
+    >>> page_size_bytes("4k"), page_size_bytes("2m"), page_size_bytes("1g"), page_size_bytes("1t")
+    (4096, 2097152, 1073741824, 1099511627776)
     """
-    return int(label[:-1]) << {"k": 10, "m": 20, "g": 30}[label[-1]]
+    return int(label[:-1]) << {"k": 10, "m": 20, "g": 30, "t": 40}[label[-1]]
 
 
 def bytes_text(n: float) -> str:
@@ -360,7 +364,9 @@ class _Data:
         else:
             if column not in g.columns:
                 return float("nan")
-            vals = [float(v) for v in g[column] if v is not None and v == v]
+            # Missing values: None, NaN, or pandas' NA of nullable integer columns (a key some
+            # runs lack, such as an empty histogram class).
+            vals = [float(v) for v in g[column].dropna()]
         if not vals:
             return float("nan")
         return geomean(vals) if agg == "geomean" else sum(vals) / len(vals)
@@ -1015,6 +1021,76 @@ class _Figures:
             stacked=True,
         )
 
+    def va_gaps(self) -> None:
+        """Virtual-address-space regularity (LVM §3.1), once per workload: the gap coverage of
+        the mapped pages at the end of the run and the holes between them by size."""
+        data = self.data
+        if "os.va_gaps.coverage" not in data.df.columns:
+            return
+        hole_cols = sorted(
+            (c for c in data.df.columns if c.startswith("os.va_gaps.holes_by_size.")),
+            key=lambda c: page_size_bytes(c.rsplit(".", 1)[1]),
+        )
+        # Classes as in the paper's discussion: one page, below 64 KiB, below 2 MiB, larger.
+        classes = [("4 KiB", 0, 4096), ("8-60 KiB", 8192, 65536)]
+        classes += [("64 KiB-2 MiB", 65536, 2 << 20), ("≥ 2 MiB", 2 << 20, 1 << 62)]
+        panels, hole_panels, differ = [], [], set()
+        for setting in data.settings:
+            cover, holes = [], {lab: [] for lab, _, _ in classes}
+            for w in data.workloads:
+                vals = {d: data.cell(w, setting, d, "os.va_gaps.coverage") for d in data.designs}
+                known = [v for v in vals.values() if v == v]
+                if not known:
+                    cover.append(float("nan"))
+                else:
+                    # The address space is the OS model's, the same for every design unless
+                    # a design changes what is mapped (named in the caption).
+                    common = max(set(known), key=known.count)
+                    differ |= {d for d, v in vals.items() if v == v and v != common}
+                    cover.append(common * 100)
+                ref = next((d for d, v in vals.items() if v == v), data.baseline)
+                for lab, lo, hi in classes:
+                    n = 0.0
+                    for c in hole_cols:
+                        size = page_size_bytes(c.rsplit(".", 1)[1])
+                        if lo <= size < hi:
+                            v = data.cell(w, setting, ref, c)
+                            n += v if v == v else 0.0
+                    holes[lab].append(n)
+            title = data.setting_label(setting)
+            panels.append({"title": title, "x": data.workloads, "series": {"coverage": cover}})
+            hole_panels.append({"title": title, "x": data.workloads, "series": holes})
+        note = (
+            f" Not drawn: {', '.join(design_order(differ))}, whose address spaces differ."
+            if differ
+            else ""
+        )
+        self.bars(
+            "va_gap_coverage",
+            "Virtual-address gap coverage of the mapped pages at each process's exit or the end "
+            "of the run (os.va_gaps.coverage, %): the share of consecutive mapped 4 KiB pages "
+            "whose virtual page numbers differ by 1, as LVM's §3.1 measures it (100 %: one "
+            "linear function describes the address space); once per workload, the OS model's "
+            f"address space being the same for every design.{note} Over {data.scope()}; "
+            f"{data.seed_agg()}.",
+            panels,
+            ["coverage"],
+            "gap coverage (%)",
+            {"coverage": (PALETTE[0], "")},
+        )
+        if hole_cols:
+            self.bars(
+                "va_gap_sizes",
+                "Holes between mapped virtual pages (at exit or the end of the run), by size "
+                "(count of os.va_gaps.holes_by_size classes, stacked), once per workload. Over "
+                f"{data.scope()}; {data.seed_agg()}.",
+                hole_panels,
+                [lab for lab, _, _ in classes],
+                "holes in the\naddress space",
+                {lab: (PALETTE[i], HATCHES[i]) for i, (lab, _, _) in enumerate(classes)},
+                stacked=True,
+            )
+
     def misses_by_page_size(self) -> None:
         """L2 TLB misses per kilo-instruction stacked by the size of the page the walk found
         (walk.by_page_size), page faults apart, from the baseline's runs."""
@@ -1329,6 +1405,7 @@ def _draw(
                 continue
             f.lines(axis)
     f.thp_effect()
+    f.va_gaps()
     return f
 
 

@@ -32,6 +32,7 @@ EXPLICIT = {
     "os.fmfi_before": "fraction (0-1)",
     "os.fmfi_end": "fraction (0-1)",
     "os.fmfi_target": "fraction (0-1)",
+    "os.va_gaps.coverage": "fraction (0-1)",
     "lvm.gpt_block_overhead": "ratio",
     "lvm.gpt_slot_overhead": "ratio",
     "timing.avg_outstanding_misses": "misses (time average)",

@@ -62,6 +62,7 @@ pub mod phys;
 pub mod policy;
 pub mod reservation;
 pub mod swap;
+pub mod va_gaps;
 pub mod vma;
 
 use buddy::ORDERS;
@@ -295,6 +296,9 @@ pub struct Os {
     khugepaged_next: u64,
     /// khugepaged's scan position: (process index, virtual address).
     khugepaged_cursor: (usize, u64),
+    /// Address-space regularity of the processes that exited, taken just before their pages
+    /// were unmapped (the record adds the live processes' at the end of the run).
+    exited_va_gaps: va_gaps::VaGaps,
     /// Simulated cycle of the next kcompactd wake-up.
     kcompactd_next: u64,
     /// Reclaim and swap state (used only when `os.swap.bytes > 0`).
@@ -358,6 +362,7 @@ impl Os {
             moved_frames: Vec::new(),
             khugepaged_next: cfg.khugepaged.interval_cycles,
             khugepaged_cursor: (0, 0),
+            exited_va_gaps: va_gaps::VaGaps::default(),
             kcompactd_next: cfg.kcompactd.interval_cycles,
             swap: Swap::default(),
             swap_on: cfg.swap.bytes > 0,
@@ -704,6 +709,10 @@ impl Os {
 
     /// Process exit: every translation of `asid` is removed and its frames freed.
     pub fn exit(&mut self, asid: Asid, changes: &mut Vec<MapChange>) -> Result<(), OsError> {
+        if let Some(p) = self.procs.get(asid as usize) {
+            self.exited_va_gaps
+                .add_address_space(&p.pages.mapped_runs());
+        }
         self.unmap_pages(asid, 0, 1 << 57, changes);
         let p = &mut self.procs[asid as usize];
         p.vmas = VmaSet::default();
@@ -1806,6 +1815,13 @@ impl Os {
             "mapped_bytes_by_size".into(),
             serde_json::Value::Object(dist),
         );
+        // Address-space regularity (LVM §3.1): each process's page map when it exited, or at
+        // the end of the run.
+        let mut gaps = self.exited_va_gaps.clone();
+        for p in &self.procs {
+            gaps.add_address_space(&p.pages.mapped_runs());
+        }
+        s.insert("va_gaps".into(), serde_json::Value::Object(gaps.stats()));
         s.put_str("policy", self.cfg.policy.name());
         s.put_u64("reserved_bytes", self.phys.bytes_in_use(FrameUse::Reserved));
         let c = &self.c;

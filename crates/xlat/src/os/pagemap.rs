@@ -631,6 +631,44 @@ impl PageMap {
         out
     }
 
+    /// The mapped virtual pages as runs `(first VPN, pages)` of consecutive 4 KiB VPNs (a
+    /// larger page counts as all its 4 KiB VPNs), sorted, and merged so that no two runs touch.
+    /// Costs one pass over the regions (not over the whole address space); memory grows with
+    /// the number of runs.
+    pub fn mapped_runs(&self) -> Vec<(u64, u64)> {
+        let mut chunks: Vec<(u64, u64)> = Vec::new();
+        for (r, region) in self.regions.iter() {
+            match region.block() {
+                None => chunks.push((r << 9, REGION_PAGES as u64)),
+                Some(block) => {
+                    let entries = &self.small[block * REGION_PAGES..(block + 1) * REGION_PAGES];
+                    let mut i = 0;
+                    while i < REGION_PAGES {
+                        if entries[i] == 0 {
+                            i += 1;
+                            continue;
+                        }
+                        let start = i;
+                        while i < REGION_PAGES && entries[i] != 0 {
+                            i += 1;
+                        }
+                        chunks.push(((r << 9) | start as u64, (i - start) as u64));
+                    }
+                }
+            }
+        }
+        chunks.extend(self.giant.keys().map(|g| (g << 18, 1u64 << 18)));
+        chunks.sort_unstable();
+        let mut runs: Vec<(u64, u64)> = Vec::with_capacity(chunks.len());
+        for (start, pages) in chunks {
+            match runs.last_mut() {
+                Some((s, n)) if *s + *n >= start => *n = (*n).max(start + pages - *s),
+                _ => runs.push((start, pages)),
+            }
+        }
+        runs
+    }
+
     /// Mapped 4 KiB pages and 2 MiB pages.
     pub fn counts(&self) -> (u64, u64) {
         (self.pages[0], self.pages[9])
@@ -654,6 +692,26 @@ mod tests {
             size,
             writable: vpn.is_multiple_of(2),
         }
+    }
+
+    #[test]
+    fn mapped_runs_merge_touching_pages_of_every_size_in_address_order() {
+        let mut pm = PageMap::default();
+        let size_64k = PageSize::from_order(4).expect("64 KiB");
+        // 4 KiB pages at 0..3 and 5; a 64 KiB page at 16..32 touching a 4 KiB page at 32; a
+        // 2 MiB page right after a 4 KiB page at 511; a 1 GiB page far above.
+        for v in [0, 1, 2, 5, 32, 511] {
+            pm.insert(m(v, 1000 + v, PageSize::Size4K));
+        }
+        pm.insert(m(16, 2000, size_64k));
+        pm.insert(m(512, 4096, PageSize::Size2M));
+        pm.insert(m(1 << 20, 1 << 18, PageSize::Size1G));
+        assert_eq!(
+            pm.mapped_runs(),
+            vec![(0, 3), (5, 1), (16, 17), (511, 513), (1 << 20, 1 << 18)]
+        );
+        pm.remove(m(1, 1001, PageSize::Size4K));
+        assert_eq!(pm.mapped_runs()[..3], [(0, 1), (2, 1), (5, 1)]);
     }
 
     #[test]
