@@ -890,12 +890,21 @@ class _Figures:
     def fault_latency_distribution(self) -> None:
         """The distribution of page-fault latency (os.fault_latency.hist): a panel per workload
         and setting, a line per design over log2 latency buckets. Drawn when the runs have
-        the histogram (every run with a page fault) and some run uses a policy or page size
-        whose faults differ (more than one bucket used)."""
+        the histogram and include Elastic Translations runs (design ``et``, or a baseline of
+        its evaluation: ``os.policy`` mthp / hawkeye / trident, a HugeTLB pool), and the faults
+        fall in more than one bucket."""
         data = self.data
         prefix = "os.fault_latency.hist."
         cols = [c for c in data.df.columns if c.startswith(prefix)]
         if not cols or not self.wants("fault_latency_distribution"):
+            return
+        df = data.df
+        et_runs = "et" in data.designs
+        if "config.os.policy" in df.columns:
+            et_runs |= bool(df["config.os.policy"].isin(["mthp", "hawkeye", "trident"]).any())
+        if "config.os.hugetlb.pages" in df.columns:
+            et_runs |= bool((df["config.os.hugetlb.pages"].fillna(0).astype(float) > 0).any())
+        if not et_runs:
             return
         lows = sorted(int(c.rsplit(".", 1)[1]) for c in cols)
         used = [lo for lo in lows if float(data.df[f"{prefix}{lo}"].fillna(0).max()) > 0]
