@@ -891,8 +891,7 @@ class _Figures:
         """The distribution of page-fault latency (os.fault_latency.hist): a panel per workload
         and setting, a line per design over log2 latency buckets. Drawn when the runs have
         the histogram and include Elastic Translations runs (design ``et``, or a baseline of
-        its evaluation: ``os.policy`` mthp / hawkeye / trident, a HugeTLB pool), and the faults
-        fall in more than one bucket."""
+        its evaluation: ``os.policy`` mthp / hawkeye / trident, a HugeTLB pool)."""
         data = self.data
         prefix = "os.fault_latency.hist."
         cols = [c for c in data.df.columns if c.startswith(prefix)]
@@ -908,7 +907,7 @@ class _Figures:
             return
         lows = sorted(int(c.rsplit(".", 1)[1]) for c in cols)
         used = [lo for lo in lows if float(data.df[f"{prefix}{lo}"].fillna(0).max()) > 0]
-        if len(used) < 2:
+        if not used:
             return
         lows = [lo for lo in lows if used[0] <= lo <= used[-1]]
         designs = data.designs
