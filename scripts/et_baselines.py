@@ -17,6 +17,7 @@ Configurations (settings in ``configs()``):
   (``os.hugetlb.*``) large enough for the footprint; 64 KiB and 32 MiB with the contiguous bit
   (arm64's CONT_PTE / CONT_PMD hugetlb sizes), 2 MiB and 1 GiB without;
 - ``hawkeye``: radix, ``os.policy=hawkeye``, ``os.thp=always``, ``tlb.coalescing=none``;
+  ``hawkeye_nothp`` the same with ``os.thp=never`` (promotion by the daemon only);
 - ``trident``: radix, ``os.policy=trident``, ``os.thp=always``, ``tlb.coalescing=none``;
 - ``@0.99``: ``thp``, ``et``, ``hawkeye``, ``trident`` after the authors' fragmenter at FMFI
   0.99 (``os.fragmenter.mode=alternating``).
@@ -80,6 +81,8 @@ def configs(kind: str, footprint: str) -> dict[str, tuple[str, dict]]:
             sets.update(off)
         out[f"htlb{name}"] = ("radix", sets)
     out["hawkeye"] = ("radix", dict(off, **{"os.policy": "hawkeye", "os.thp": "always"}))
+    # HawkEye's promotion alone: no huge page at fault time.
+    out["hawkeye_nothp"] = ("radix", dict(off, **{"os.policy": "hawkeye", "os.thp": "never"}))
     out["trident"] = ("radix", dict(off, **{"os.policy": "trident", "os.thp": "always"}))
     frag = {"os.fragmenter.mode": "alternating", "os.fmfi_target": "0.99"}
     for name in ("thp", "et", "hawkeye", "trident"):
@@ -131,6 +134,19 @@ def main() -> None:
     print("|---" * (1 + len(names)) + "|")
     for _, workload, _, recs in rows:
         print(f"| {workload} | " + " | ".join(str(recs[n]["walk"]["count"]) for n in names) + " |")
+    print()
+    print("OS time, millions of cycles (timing.os_cycles + os.compaction.alloc_work_cycles:")
+    print("faults, daemons, copies, shootdowns + zeroing and direct compaction):")
+    print()
+    print("| stand-in | " + " | ".join(names) + " |")
+    print("|---" * (1 + len(names)) + "|")
+    for _, workload, _, recs in rows:
+        cells = []
+        for n in names:
+            r = recs[n]
+            os_c = r["timing"]["os_cycles"] + r["os"]["compaction"]["alloc_work_cycles"]
+            cells.append(f"{os_c / 1e6:.0f}")
+        print(f"| {workload} | " + " | ".join(cells) + " |")
     print()
     print("Page-fault latency, p50 / p99 / max (OS cycles, os.fault_latency):")
     print()
