@@ -89,6 +89,9 @@ HOW_TO_READ = {
     "walk_latency_distribution": "The shape behind the average: a design whose walks cluster "
     "in a low bucket has predictable misses; a second peak at DRAM latency (128+) is walks "
     "whose entries missed every cache.",
+    "fault_latency_distribution": "What a page fault costs the OS: 4 KiB faults sit near "
+    "the fixed fault cost, a 2 MiB fault adds about 1 M cycles of zeroing and a 1 GiB fault "
+    "0.5 G; a tail beyond a policy's page size is direct compaction or copying.",
     "pwc_hit_rate": "A high PDE hit rate means most radix walks need one memory access; a "
     "level whose bar says n/a was never reached (a deeper PWC always hit).",
     "pt_cache_share": "How much cache capacity page-table entries take from data; designs "
@@ -890,6 +893,69 @@ class _Figures:
         )
         self._save(fig, "walk_latency_distribution", caption, panels, ylabel)
 
+    def fault_latency_distribution(self) -> None:
+        """The distribution of page-fault latency (os.fault_latency.hist): a panel per workload
+        and setting, a line per design over log2 latency buckets. Drawn when the runs have
+        the histogram and include Elastic Translations runs (design ``et``, or a baseline of
+        its evaluation: ``os.policy`` mthp / hawkeye / trident, a HugeTLB pool)."""
+        data = self.data
+        prefix = "os.fault_latency.hist."
+        cols = [c for c in data.df.columns if c.startswith(prefix)]
+        if not cols or not self.wants("fault_latency_distribution"):
+            return
+        df = data.df
+        et_runs = "et" in data.designs
+        if "config.os.policy" in df.columns:
+            et_runs |= bool(df["config.os.policy"].isin(["mthp", "hawkeye", "trident"]).any())
+        if "config.os.hugetlb.pages" in df.columns:
+            et_runs |= bool((df["config.os.hugetlb.pages"].fillna(0).astype(float) > 0).any())
+        if not et_runs:
+            return
+        lows = sorted(int(c.rsplit(".", 1)[1]) for c in cols)
+        used = [lo for lo in lows if float(data.df[f"{prefix}{lo}"].fillna(0).max()) > 0]
+        if not used:
+            return
+        lows = [lo for lo in lows if used[0] <= lo <= used[-1]]
+        designs = data.designs
+        specs = [(w, s) for s in data.settings for w in data.workloads]
+        fig, axes = self.facets(len(specs))
+        panels, handles = [], []
+        for ax, (w, setting) in zip(axes, specs):
+            series = {}
+            for d in designs:
+
+                def share(g, lo):
+                    total = g["os.fault_latency.count"].fillna(0).astype(float).clip(lower=1)
+                    return g[f"{prefix}{lo}"].fillna(0).astype(float) * 100 / total
+
+                ys = [data.cell(w, setting, d, lambda g, lo=lo: share(g, lo)) for lo in lows]
+                series[d] = ys
+                (h,) = ax.plot(range(len(lows)), ys, **self.line_style(d), label=d)
+                if len(handles) < len(designs):
+                    handles.append(h)
+            ax.set_xticks(range(len(lows)))
+            ax.set_xticklabels(
+                [str(lo) for lo in lows], rotation=45, ha="right", rotation_mode="anchor"
+            )
+            ax.grid(True, axis="both")
+            title = w + (f", {data.setting_label(setting)}" if data.axes else "")
+            self.title(ax, title)
+            panels.append({"title": title, "x": [str(lo) for lo in lows], "series": series})
+        ylabel = "page faults (%)"
+        fig.supylabel(ylabel, fontsize=8)
+        fig.supxlabel("fault latency (OS cycles, log2 bucket's lower bound)", fontsize=8)
+        self._legend(fig, handles, designs)
+        caption = (
+            "Distribution of page-fault latency (os.fault_latency.hist): the share of a run's "
+            "page faults in each log2 bucket of the OS cycles the fault cost (the fixed "
+            "timing.page_fault_cycles, zeroing, direct compaction, copies), labelled by its "
+            "lowest cycle count; a panel per workload"
+            + (" and setting" if data.axes else "")
+            + ", a line per design"
+            + f". Over {data.scope()}; {data.seed_agg()}."
+        )
+        self._save(fig, "fault_latency_distribution", caption, panels, ylabel)
+
     def line_style(self, design: str) -> dict[str, Any]:
         """Marker, dash, colour of a design's line (by its place in the registry, as bars)."""
         j = _design_index(design, self.data.designs)
@@ -1345,6 +1411,7 @@ def _draw(
     if all(f"cache.pt_served_cycles_{s}" in df.columns for s, _, _, _ in SERVED):
         f.served_by(cycles=True)
     f.latency_distribution()
+    f.fault_latency_distribution()
     f.pwc_hit_rate()
     levels = [
         (c, n)

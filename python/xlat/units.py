@@ -165,6 +165,9 @@ INDEX_RUNS: list[dict[str, Any]] = [
     {"set": {"tlb.coalescing": "colt", "tlb.l1_organization": "split_any_size"}},
     {"set": {"tlb.range.entries": 32, "tlb.l1_organization": "any_size"}},
     {"set": {"os.policy": "reservation", "tlb.l2_organization": "split_1g"}},
+    {"set": {"os.policy": "hawkeye", "os.hawkeye.interval_cycles": 100000}},
+    {"set": {"os.policy": "trident", "os.thp": "always", "os.trident.interval_cycles": 100000}},
+    {"set": {"os.hugetlb.pages": 4, "os.hugetlb.size": "2MiB"}},
 ]
 
 #: Where the index of keys lives in docs/results.md (generated between these lines).

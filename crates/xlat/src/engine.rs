@@ -568,6 +568,7 @@ impl<D: Design> Sim<D> {
             self.check(vpn, None, "walk")?;
             self.c.fault_walks += 1;
             self.timing.page_faults += 1;
+            let fault_mark = self.fault_mark();
             self.os
                 .fault_with(
                     self.asid,
@@ -584,6 +585,7 @@ impl<D: Design> Sim<D> {
                 let now = self.os_now();
                 self.design_os_work(now)?;
             }
+            self.record_fault_latency(fault_mark);
         }
         Err(SimError::Oracle(format!(
             "design '{}' cannot find the page the OS just mapped at {va} (ASID {})",
@@ -726,6 +728,20 @@ impl<D: Design> Sim<D> {
         self.data_access(kind, va, m.translate(va), xlat_cycles, walk_cycles)
     }
 
+    /// The OS work counted so far, taken before a fault (`os.fault_latency`).
+    #[inline]
+    fn fault_mark(&self) -> u64 {
+        self.os.fault_cost_mark() + self.design.os_cycles()
+    }
+
+    /// Record the latency of the fault that began at `mark` ([`Sim::fault_mark`]): the fixed
+    /// `timing.page_fault_cycles` plus the OS work done since (see `os::fault_latency`).
+    fn record_fault_latency(&mut self, mark: u64) {
+        let work = self.fault_mark().saturating_sub(mark);
+        self.os
+            .record_fault_latency(self.cfg.timing.page_fault_cycles + work);
+    }
+
     /// A store to a read-only translation (found after `xlat_cycles` of translation): the
     /// OS decides (an error for a protection violation); a changed mapping is walked again.
     #[cold]
@@ -738,6 +754,7 @@ impl<D: Design> Sim<D> {
     ) -> Result<(), SimError> {
         let kind = AccessKind::Store;
         self.timing.page_faults += 1;
+        let fault_mark = self.fault_mark();
         let nm = self
             .os
             .fault_with(
@@ -749,6 +766,7 @@ impl<D: Design> Sim<D> {
             )
             .map_err(|e| self.os_err(e))?;
         self.apply_changes().map_err(|e| self.os_err(e))?;
+        self.record_fault_latency(fault_mark);
         let m = if !D::PERFECT_TLB {
             let (wm, wc) = self.walk(va, kind, true)?;
             self.mmu
@@ -2666,6 +2684,30 @@ mod tests {
             run(&cfg, Box::new(Events(events.into_iter()))),
             Err(SimError::Os { event: 2, .. })
         ));
+    }
+
+    #[test]
+    fn every_fault_is_in_the_fault_latency_histogram_with_its_zeroing_cost() {
+        let mut cfg = small("radix");
+        cfg.os.thp = crate::os::ThpPolicy::Always;
+        let r = run_workload(&cfg).unwrap();
+        let f = &r["os"]["fault_latency"];
+        let faults = r["os"]["page_faults"].as_u64().unwrap();
+        assert!(faults > 0);
+        assert_eq!(f["count"].as_u64().unwrap(), faults);
+        let in_buckets: u64 = f["hist"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(in_buckets, faults);
+        // A 2 MiB fault zeroes 2 MiB at 0.5 cycles per byte on top of the fixed fault cost.
+        assert!(r["os"]["faults_2m"].as_u64().unwrap() > 0);
+        let fixed = cfg.timing.page_fault_cycles;
+        assert!(f["max_cycles"].as_u64().unwrap() >= fixed + (1 << 20));
+        assert!(f["p50_cycles"].as_u64().unwrap() >= fixed);
+        assert!(f["cycles"].as_u64().unwrap() >= faults * fixed);
     }
 
     #[test]

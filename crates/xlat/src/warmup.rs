@@ -162,6 +162,7 @@ pub fn measured(end: &Value, snap: &Value, translation_overlap: f64) -> (Value, 
             machine_totals(m, &cores);
         }
     }
+    crate::os::fault_latency::recompute_measured(&mut out, "", &mut whole_run);
     whole_run.sort();
     whole_run.dedup();
     (out, whole_run)

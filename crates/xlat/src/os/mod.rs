@@ -57,11 +57,15 @@
 pub mod aslr;
 pub mod buddy;
 pub mod compaction;
+pub mod fault_latency;
+pub mod hawkeye;
+pub mod hugetlb;
 pub mod pagemap;
 pub mod phys;
 pub mod policy;
 pub mod reservation;
 pub mod swap;
+pub mod trident;
 pub mod va_gaps;
 pub mod vma;
 
@@ -132,6 +136,12 @@ pub struct OsConfig {
     /// Address-space layout randomization: move each process's executable/heap, mmap area and
     /// stack as Linux x86-64 does (see [`aslr`]); off = the trace's addresses as given.
     pub aslr: bool,
+    /// A HugeTLB pool reserved at boot (`os.hugetlb.*`, see [`hugetlb`]; `pages = 0`: none).
+    pub hugetlb: hugetlb::HugetlbConfig,
+    /// The promotion daemon of `policy = "hawkeye"` (see [`hawkeye`]).
+    pub hawkeye: hawkeye::HawkeyeConfig,
+    /// The background promoter of `policy = "trident"` (see [`trident`]).
+    pub trident: trident::TridentConfig,
 }
 
 impl Default for OsConfig {
@@ -152,6 +162,9 @@ impl Default for OsConfig {
             fragmenter: FragmenterConfig::default(),
             compaction: CompactionConfig::default(),
             aslr: false,
+            hugetlb: hugetlb::HugetlbConfig::default(),
+            hawkeye: hawkeye::HawkeyeConfig::default(),
+            trident: trident::TridentConfig::default(),
         }
     }
 }
@@ -178,6 +191,9 @@ impl OsConfig {
             );
         }
         self.kcompactd.validate()?;
+        self.hugetlb.validate(self.swap.bytes)?;
+        self.hawkeye.validate()?;
+        self.trident.validate()?;
         self.swap.validate(self.phys_mem_bytes)
     }
 }
@@ -309,6 +325,14 @@ pub struct Os {
     /// `os.aslr`: the seed of the layouts, and each process's layout by ASID.
     aslr: Option<aslr::Aslr>,
     aslr_layouts: Vec<aslr::AslrLayout>,
+    /// Per-fault latency histogram (`os.fault_latency.*`), fed by the engine.
+    fault_latency: fault_latency::FaultLatency,
+    /// The HugeTLB pool (empty unless `os.hugetlb.pages > 0`).
+    hugetlb: hugetlb::Pool,
+    /// HawkEye's coverage bitmaps and counters (`policy = "hawkeye"`).
+    hawkeye: hawkeye::Hawkeye,
+    /// Trident's daemon state and counters (`policy = "trident"`).
+    trident: trident::Trident,
 }
 
 /// `len` rounded up to whole pages; `None` when that wraps (a length near 2^64).
@@ -332,6 +356,8 @@ impl Os {
             PhysMem::from_buddyinfo_text(&text, &cfg.buddyinfo, cfg.phys_mem_bytes)?
         };
         phys.set_compaction(&cfg.compaction);
+        // The HugeTLB pool is reserved at boot, before memory fragments.
+        let hugetlb = hugetlb::Pool::reserve(&cfg.hugetlb, &mut phys)?;
         match cfg.fragmenter.mode {
             FragmenterMode::Pin if cfg.fmfi_target > 0.0 => {
                 phys.fragment(cfg.fmfi_target, cfg.fmfi_order, seed)?;
@@ -369,6 +395,10 @@ impl Os {
             va_bits: 48,
             aslr: cfg.aslr.then_some(aslr::Aslr { seed }),
             aslr_layouts: Vec::new(),
+            fault_latency: fault_latency::FaultLatency::default(),
+            hugetlb,
+            hawkeye: hawkeye::Hawkeye::default(),
+            trident: trident::Trident::default(),
         })
     }
 
@@ -543,8 +573,11 @@ impl Os {
             changes.push(MapChange::Unmap(asid, m));
             let pages = m.size.base_pages();
             if m.vpn >= s && m.vpn.0 + pages <= e.0 {
-                self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
+                self.hugetlb.release(&mut self.phys, m.pfn, m.size.order());
                 continue;
+            }
+            if self.hugetlb.holds(m.pfn) {
+                self.hugetlb.c.pages_split += 1;
             }
             // Partly inside: keep the outside part as 4 KiB pages of the same frames.
             for i in 0..pages {
@@ -555,7 +588,7 @@ impl Os {
                     writable: m.writable,
                 };
                 if piece.vpn >= s && piece.vpn < e {
-                    self.phys.free(piece.pfn, 0, FrameUse::Data);
+                    self.hugetlb.release(&mut self.phys, piece.pfn, 0);
                 } else {
                     proc_.pages.insert(piece);
                     changes.push(MapChange::Map(asid, piece));
@@ -820,6 +853,11 @@ impl Os {
             self.keep_free_memory(changes);
         }
         let major = self.swap_on && self.swap.swap_in(asid, va.vpn());
+        if self.hugetlb.on() && !major {
+            if let Some(m) = self.fault_hugetlb(asid, va, &vma, writable, changes)? {
+                return Ok(m);
+            }
+        }
         let m = match self.cfg.policy {
             // A major fault: the page comes back from the swap device as a base page.
             _ if major => self.fault_base(asid, va, writable, placer, changes),
@@ -830,6 +868,8 @@ impl Os {
             }
             // Eager paging mapped what it could at mmap time; what is left faults in 4 KiB.
             PolicyKind::Eager => self.fault_base(asid, va, writable, placer, changes),
+            PolicyKind::Hawkeye => self.fault_thp(asid, va, &vma, writable, placer, changes),
+            PolicyKind::Trident => self.fault_trident(asid, va, &vma, writable, placer, changes),
         }?;
         // Compaction during the fault may have moved pages (this one included).
         if self.apply_relocations(changes)? {
@@ -1031,6 +1071,9 @@ impl Os {
         if self.swap_on {
             self.swap.referenced(asid, m.vpn);
         }
+        if self.cfg.policy == PolicyKind::Hawkeye {
+            self.hawkeye_touch(asid, m);
+        }
     }
 
     /// Install `m` in the page map and report it.
@@ -1039,8 +1082,11 @@ impl Os {
             self.swap.track(asid, m.vpn);
         }
         // Owned data is movable: compaction may relocate it (see `apply_relocations`).
-        self.phys
-            .set_owner(m.pfn, m.size.order(), DataOwner { asid, vpn: m.vpn });
+        // HugeTLB pool pages stay unowned: never moved.
+        if !self.hugetlb.holds(m.pfn) {
+            self.phys
+                .set_owner(m.pfn, m.size.order(), DataOwner { asid, vpn: m.vpn });
+        }
         self.procs[asid as usize].pages.insert(m);
         changes.push(MapChange::Map(asid, m));
     }
@@ -1455,9 +1501,13 @@ impl Os {
         if !sizes.contains(PageSize::Size4K) {
             return Err(OsError("the design does not translate 4 KiB pages".into()));
         }
-        if self.cfg.khugepaged.enabled && !sizes.contains(PageSize::Size2M) {
+        if (self.cfg.khugepaged.enabled || self.cfg.policy == PolicyKind::Hawkeye)
+            && !sizes.contains(PageSize::Size2M)
+        {
             return Err(OsError(
-                "os.khugepaged.enabled needs a design that translates 2 MiB pages".into(),
+                "os.khugepaged.enabled and os.policy = \"hawkeye\" need a design that \
+                 translates 2 MiB pages"
+                    .into(),
             ));
         }
         self.sizes = sizes;
@@ -1480,6 +1530,20 @@ impl Os {
         std::mem::take(&mut self.moved_frames)
     }
 
+    /// The OS-model work so far that a fault's latency is measured by (allocation work:
+    /// zeroing and direct compaction; copies, shootdowns, daemons, swap): the engine takes it
+    /// before and after a fault (see [`fault_latency`]).
+    #[inline]
+    pub fn fault_cost_mark(&self) -> u64 {
+        self.phys.alloc_work_cycles() + self.extra_os_cycles()
+    }
+
+    /// Count one fault of `cycles` in `os.fault_latency` (see [`fault_latency`]).
+    #[inline]
+    pub fn record_fault_latency(&mut self, cycles: u64) {
+        self.fault_latency.record(cycles);
+    }
+
     /// OS cycles of background work and page moves so far (beyond fault handling).
     pub fn extra_os_cycles(&self) -> u64 {
         self.c.daemon_cycles
@@ -1495,7 +1559,10 @@ impl Os {
 
     /// Whether any background daemon runs (the engine then calls [`Os::tick`]).
     pub fn has_daemons(&self) -> bool {
-        self.cfg.khugepaged.enabled || self.cfg.kcompactd.enabled
+        self.cfg.khugepaged.enabled
+            || self.cfg.kcompactd.enabled
+            || self.cfg.policy == PolicyKind::Hawkeye
+            || (self.cfg.policy == PolicyKind::Trident && self.cfg.trident.daemon)
     }
 
     /// Run the daemons due at simulated cycle `now_cycles`; mapping changes go to `changes`.
@@ -1509,6 +1576,12 @@ impl Os {
             self.c.kcompactd_wakeups += 1;
             let k = &self.cfg.kcompactd;
             self.c.daemon_cycles += self.phys.compact_background(k.order, k.max_pages);
+        }
+        if self.cfg.policy == PolicyKind::Hawkeye {
+            self.hawkeye_tick(now_cycles, changes);
+        }
+        if self.cfg.policy == PolicyKind::Trident && self.cfg.trident.daemon {
+            self.trident_tick(now_cycles, changes);
         }
         self.apply_relocations(changes).map(|_| ())
     }
@@ -1571,6 +1644,9 @@ impl Os {
         }
         if p.reservations.overlaps(first, 512) {
             return; // the reservation promotes it itself
+        }
+        if self.hugetlb_holds_any(&old) {
+            return; // HugeTLB pool pages are never collapsed
         }
         // In place: every page at block + offset, and every hole's frame free.
         let base = old[0].pfn.0.wrapping_sub(old[0].vpn.0 - first.0);
@@ -1703,7 +1779,7 @@ impl Os {
         p.pages.remove(m);
         changes.push(MapChange::Unmap(asid, m));
         self.break_reservations(asid, m.vpn, m.size.base_pages());
-        self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
+        self.hugetlb.release(&mut self.phys, m.pfn, m.size.order());
         self.count_shootdowns(1);
         let nm = Mapping { pfn: to, ..m };
         self.install(asid, nm, changes);
@@ -1823,6 +1899,10 @@ impl Os {
         }
         s.insert("va_gaps".into(), serde_json::Value::Object(gaps.stats()));
         s.put_str("policy", self.cfg.policy.name());
+        if self.fault_latency.count() > 0 {
+            self.fault_latency.stats_into(s);
+        }
+        self.hugetlb.stats_into(s);
         s.put_u64("reserved_bytes", self.phys.bytes_in_use(FrameUse::Reserved));
         let c = &self.c;
         s.put_u64("placed_by_design", c.placed_by_design);
@@ -1847,6 +1927,12 @@ impl Os {
         }
         if self.cfg.policy == PolicyKind::Eager {
             s.put_u64("eager_bytes", c.eager_bytes);
+        }
+        if self.cfg.policy == PolicyKind::Hawkeye {
+            self.hawkeye.stats_into(s);
+        }
+        if self.cfg.policy == PolicyKind::Trident {
+            self.trident.stats_into(s);
         }
         if self.cfg.kcompactd.enabled {
             s.put_u64("kcompactd_wakeups", c.kcompactd_wakeups);

@@ -21,6 +21,12 @@ pub enum PolicyKind {
     Reservation,
     /// Eager paging (RMM, TPS): map a whole VMA at mmap time in the largest aligned pages.
     Eager,
+    /// HawkEye-like (ASPLOS'19): THP's fault path, and a daemon promoting the 2 MiB regions
+    /// with the most accessed base pages first (`os.hawkeye.*`, see `os::hawkeye`).
+    Hawkeye,
+    /// Trident (MICRO'21): 1 GiB -> 2 MiB -> 4 KiB at fault and a background 1 GiB promoter
+    /// (`os.trident.*`, see `os::trident`).
+    Trident,
 }
 
 impl PolicyKind {
@@ -31,6 +37,8 @@ impl PolicyKind {
             PolicyKind::Mthp => "mthp",
             PolicyKind::Reservation => "reservation",
             PolicyKind::Eager => "eager",
+            PolicyKind::Hawkeye => "hawkeye",
+            PolicyKind::Trident => "trident",
         }
     }
 }
