@@ -185,7 +185,7 @@ def fig9(args):
     ]
     print(
         "| workload | footprint / RestSeg | radix swap accesses | restrictive_only swap "
-        "accesses | ratio | victims swapped out | restrictive_only cycles vs radix |\n"
+        "accesses | ratio | victims swapped out | core cycles restrictive_only / radix (OS time apart) |\n"
         "|---|---|---|---|---|---|---|",
         flush=True,
     )
@@ -231,7 +231,7 @@ def mix(args):
     print(
         "| workload | target 2 MiB share | 2 MiB share radix / utopia | speedup utopia "
         "| xlat latency vs radix | translation mem refs vs radix | walks avoided "
-        "| RSW hits in the 2 MiB RestSeg (placed 2 MiB) |\n|---|---|---|---|---|---|---|---|",
+        "| 2 MiB RestSeg slots used |\n|---|---|---|---|---|---|---|---|",
         flush=True,
     )
     for w in args.mix_workloads.split(","):
