@@ -3283,5 +3283,6 @@ mod tests {
         "cache.l2.pt_line_share_avg",
         "cache.llc.pt_line_share_avg",
         "utopia.rsw_speedup_over_flex_walk",
+        "restrictive_only.rsw_speedup_over_flex_walk",
     ];
 }

@@ -49,6 +49,9 @@
 //! reaches a page whose copy has not finished by the OS clock waits for the rest
 //! (`utopia.stalled_walks`). SRRIP: 2-bit RRPVs, insertion at 2, an RSW hit sets 0.
 //!
+//! Restrictive-only mode (`designs/restrictive_only`, §3): the victim of a full set is written
+//! to the swap device (`Os::swap_out_page`) instead of migrated to the FlexSeg.
+//!
 //! A mapping the OS installs is a RestSeg page exactly when its frame is the slot of its set
 //! in the RestSeg of its size and the slot is free; every other mapping (other sizes, other
 //! frames) is a FlexSeg page. On unmap, a RestSeg slot's frames are taken back as reserved
