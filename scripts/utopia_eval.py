@@ -185,7 +185,8 @@ def fig9(args):
     ]
     print(
         "| workload | footprint / RestSeg | radix swap accesses | restrictive_only swap "
-        "accesses | ratio | victims swapped out | core cycles restrictive_only / radix (OS time apart) |\n"
+        "accesses | ratio | victims swapped out "
+        "| core cycles restrictive_only / radix (OS time apart) |\n"
         "|---|---|---|---|---|---|---|",
         flush=True,
     )
