@@ -2181,6 +2181,10 @@ mod tests {
     fn every_design_passes_the_oracle_under_every_policy_with_khugepaged() {
         let o = |k: &str, v: &str| (k.to_string(), v.to_string());
         for info in crate::designs::REGISTRY {
+            if info.name == "restrictive_only" {
+                // 4 KiB pages only: khugepaged is refused up front with a clear error.
+                continue;
+            }
             for policy in ["thp", "mthp", "reservation", "eager"] {
                 for workload in ["gups", "kv", "bfs"] {
                     let cfg = Config::resolve(
