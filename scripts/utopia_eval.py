@@ -9,9 +9,30 @@ Scaling of the paper's Table 2 setup: footprints 8-10 GB -> ``--footprint`` (2 G
 2 x 512 MiB -> 2 x 128 MiB (the same RestSeg / footprint ratio of 1/16), 500 M instructions
 -> ``--refs`` references (no warm-up: the first touch of every page is in the run).
 
+RMM runs as its paper and Utopia's Table 1 run it: eager paging and a 32-entry range TLB
+(``os.policy=eager``, ``tlb.range.entries=32``), on the same machine otherwise.
+
+Other tables (each a separate mode; every run ``nice``, records cached by command line):
+
+- ``--fig9``: Fig. 9, swap accesses of ``restrictive_only`` vs radix on one machine of
+  RestSeg + reserve bytes (``--ro-restseg``, ``--ro-reserve``), at footprints from
+  ``--ro-ratios`` times the RestSeg, with swap on;
+- ``--mix``: Table 2's page-size mixes: a ``/proc/buddyinfo``-style start state
+  (``os.buddyinfo``) whose free memory is the two RestSegs' blocks, enough 2 MiB blocks for
+  the target share of the footprint, and 1 MiB blocks (too small for a 2 MiB page) for the
+  rest, with ``os.thp=always``; RestSegs are reserved from the large blocks at build, and
+  faults take the 2 MiB blocks until they run out;
+- ``--cores``: Fig. 22, radix vs Utopia on 2/4/8 cores, multi-programmed (gups and xsbench
+  alternating, one process per core), with a warm-up;
+- ``--quanta``: Fig. 31, radix vs Utopia with gups and xsbench time-sharing one core at
+  several context-switch quanta.
+
 Examples
 --------
 >>> # python3 scripts/utopia_eval.py --refs 10M --footprint 2GiB > /tmp/utopia.md
+>>> # python3 scripts/utopia_eval.py --fig9 --refs 2M
+>>> # python3 scripts/utopia_eval.py --mix --refs 5M
+>>> # python3 scripts/utopia_eval.py --cores --refs 2M --warmup 1M
 """
 
 import argparse
@@ -22,7 +43,9 @@ import subprocess
 import sys
 
 RUN = "target/release/examples/run"
-DESIGNS = ["radix", "pom_tlb", "ecpt", "utopia", "perfect_tlb"]
+DESIGNS = ["radix", "pom_tlb", "ecpt", "rmm", "utopia", "perfect_tlb"]
+#: Settings a design runs with beyond the common ones (RMM: Table 1's eager paging and RLB).
+DESIGN_SET = {"rmm": ["os.policy=eager", "tlb.range.entries=32"]}
 
 
 def restsegs(seg_bytes):
@@ -33,18 +56,21 @@ def restsegs(seg_bytes):
     )
 
 
-def run(design, workload, thp, args, extra=()):
+def run(design, workload, thp, args, extra=(), footprint=None, segs=True):
     cmd = [
         "nice",
         RUN,
         f"sim.design={design}",
         f"workload.name={workload}",
-        f"workload.footprint={args.footprint}",
+        f"workload.footprint={footprint or args.footprint}",
         f"sim.refs={args.refs}",
         f"os.thp={thp}",
-        restsegs(args.restseg_bytes),
+        *([restsegs(args.restseg_bytes)] if segs else []),
+        *DESIGN_SET.get(design, []),
         *extra,
     ]
+    if args.warmup:
+        cmd.append(f"sim.warmup_refs={args.warmup}")
     # Records are cached by command line (deterministic runs), so an interrupted sweep resumes.
     key = hashlib.sha1(" ".join(cmd).encode()).hexdigest()[:16]
     path = os.path.join(args.cache, f"{design}-{workload}-{thp}-{key}.json")
@@ -80,7 +106,23 @@ def main():
     ap.add_argument("--restseg-bytes", type=int, default=128 << 20)
     ap.add_argument("--runs", default="never:gups,never:bfs,never:xsbench,always:gups")
     ap.add_argument("--cache", default="/tmp/utopia_eval")
+    ap.add_argument("--warmup", default="", help="sim.warmup_refs (none by default)")
+    ap.add_argument("--fig9", action="store_true", help="restrictive-only swap accesses")
+    ap.add_argument("--ro-restseg", type=int, default=256 << 20)
+    ap.add_argument("--ro-reserve", type=int, default=32 << 20)
+    ap.add_argument("--ro-ratios", default="0.5,0.9,1.0,1.25,1.5")
+    ap.add_argument("--ro-workloads", default="gups,xsbench,bfs")
+    ap.add_argument("--mix", action="store_true", help="partial 2 MiB shares (Table 2)")
+    ap.add_argument("--mix-shares", default="0.32,0.55")
+    ap.add_argument("--mix-workloads", default="gups,xsbench")
+    ap.add_argument("--cores", action="store_true", help="2/4/8 cores (Fig. 22)")
+    ap.add_argument("--core-counts", default="2,4,8")
+    ap.add_argument("--quanta", action="store_true", help="context-switch quanta (Fig. 31)")
+    ap.add_argument("--quanta-cycles", default="250000,1000000,5000000,52000000")
     args = ap.parse_args()
+    for mode in ("fig9", "mix", "cores", "quanta"):
+        if getattr(args, mode):
+            return globals()[mode](args)
     print(HEADER, flush=True)
     for thp_w in args.runs.split(","):
         thp, w = thp_w.split(":")
@@ -95,8 +137,8 @@ def main():
 
 
 HEADER = (
-    "| THP | workload | speedup pom_tlb / ecpt / utopia (serial RSW) / perfect_tlb "
-    "| xlat latency vs radix: pom / ecpt / utopia | translation mem refs vs radix "
+    "| THP | workload | speedup pom_tlb / ecpt / rmm / utopia (serial RSW) / perfect_tlb "
+    "| xlat latency vs radix: pom / ecpt / rmm / utopia | translation mem refs vs radix "
     "| RSW : FlexSeg walk cycles | TAR / SF cache hit | walks avoided "
     "| migrations / kilo-instr (evict share) | stalled walks | DRAM row conflicts vs radix |\n"
     + "|"
@@ -109,7 +151,7 @@ def row(thp, w, f, u, speed, serial):
     b = f["radix"]
     lat = " / ".join(
         f"{100 * (f[d]['xlat_per_l1_miss'] / b['xlat_per_l1_miss'] - 1):+.0f} %"
-        for d in ["pom_tlb", "ecpt", "utopia"]
+        for d in ["pom_tlb", "ecpt", "rmm", "utopia"]
     )
     mem = f"{100 * (f['utopia']['walk_mem'] / max(b['walk_mem'], 1) - 1):+.0f} %"
     rsw = u["rsw_avg_cycles"] or 0
@@ -118,12 +160,151 @@ def row(thp, w, f, u, speed, serial):
     share = u["migrations_eviction"] / max(u["migrations"], 1)
     rbc = f"{100 * (f['utopia']['row_conflicts'] / b['row_conflicts'] - 1):+.0f} %"
     return (
-        f"| {thp} | {w} | {speed['pom_tlb']:.2f} / {speed['ecpt']:.2f} / "
+        f"| {thp} | {w} | {speed['pom_tlb']:.2f} / {speed['ecpt']:.2f} / {speed['rmm']:.2f} / "
         f"{speed['utopia']:.2f} ({serial:.2f}) / {speed['perfect_tlb']:.2f} | {lat} | {mem} "
         f"| {ratio} | {100 * u['tar_cache_hit_rate']:.0f} % / "
         f"{100 * u['sf_cache_hit_rate']:.0f} % | {100 * u['walks_avoided_share']:.0f} % "
         f"| {migr:.2f} ({100 * share:.0f} %) | {u['stalled_walks']} | {rbc} |"
     )
+
+
+def swap_accesses(r):
+    """Swap-device accesses of a record: pages written out plus pages read back."""
+    w = r["os"].get("swap", {})
+    return w.get("swap_outs", 0) + w.get("swap_ins", 0)
+
+
+def fig9(args):
+    """Fig. 9: swap accesses of restrictive-only vs radix on the same machine."""
+    seg, reserve = args.ro_restseg, args.ro_reserve
+    machine = [
+        f"os.phys_mem_bytes={seg + reserve}",
+        "os.swap.bytes=8GiB",
+        f"restrictive_only.restseg_bytes={seg}",
+        f"restrictive_only.reserve_bytes={reserve}",
+    ]
+    print(
+        "| workload | footprint / RestSeg | radix swap accesses | restrictive_only swap "
+        "accesses | ratio | victims swapped out "
+        "| core cycles restrictive_only / radix (OS time apart) |\n"
+        "|---|---|---|---|---|---|---|",
+        flush=True,
+    )
+    for w in args.ro_workloads.split(","):
+        for x in args.ro_ratios.split(","):
+            fp = int(seg * float(x)) // (2 << 20) * (2 << 20)
+            r = run("radix", w, "never", args, machine, footprint=fp, segs=False)
+            o = run("restrictive_only", w, "never", args, machine, footprint=fp, segs=False)
+            assert r["oracle"]["mismatches"] == 0 and o["oracle"]["mismatches"] == 0
+            a, b = swap_accesses(r), swap_accesses(o)
+            ratio = f"{b / a:.2f}x" if a else "- (radix: none)"
+            cyc = o["timing"]["cycles"] / r["timing"]["cycles"]
+            print(
+                f"| {w} | {float(x):.2f} | {a} | {b} | {ratio} "
+                f"| {o['restrictive_only']['victims_swapped_out']} | {cyc:.2f} |",
+                flush=True,
+            )
+
+
+def buddyinfo(path, footprint, share, restseg_bytes):
+    """A buddyinfo snapshot: two RestSeg blocks, 2 MiB blocks for `share` of `footprint`,
+    and 1 MiB blocks for the rest (plus slack for page tables)."""
+    counts = [0] * 19
+    counts[(restseg_bytes >> 12).bit_length() - 1] = 2
+    counts[9] = int(footprint * share) >> 21
+    counts[8] = (int(footprint * (1 - share)) >> 20) + 256
+    with open(path, "w") as f:
+        f.write("Node 0, zone   Normal " + " ".join(map(str, counts)) + "\n")
+
+
+def parse_bytes(s):
+    units = {"KiB": 10, "MiB": 20, "GiB": 30}
+    for u, sh in units.items():
+        if s.endswith(u):
+            return int(float(s[: -len(u)]) * (1 << sh))
+    return int(s)
+
+
+def mix(args):
+    """Table 2's page-size mixes: radix vs Utopia at a partial 2 MiB share."""
+    fp = parse_bytes(args.footprint)
+    os.makedirs(args.cache, exist_ok=True)
+    print(
+        "| workload | target 2 MiB share | 2 MiB share radix / utopia | speedup utopia "
+        "| xlat latency vs radix | translation mem refs vs radix | walks avoided "
+        "| 2 MiB RestSeg slots used |\n|---|---|---|---|---|---|---|---|",
+        flush=True,
+    )
+    for w in args.mix_workloads.split(","):
+        for share in map(float, args.mix_shares.split(",")):
+            path = os.path.join(args.cache, f"buddyinfo-{fp}-{share}-{args.restseg_bytes}.txt")
+            buddyinfo(path, fp, share, args.restseg_bytes)
+            extra = [f"os.buddyinfo={path}", "os.phys_mem_bytes=16GiB"]
+            rec = {d: run(d, w, "always", args, extra) for d in ("radix", "utopia")}
+            f = {d: figures(r) for d, r in rec.items()}
+
+            def share2m(r):
+                o = r["os"]
+                m2, m4 = o["mapped_2m"], o["mapped_4k"]
+                return m2 * 512 / max(m2 * 512 + m4, 1)
+
+            u = rec["utopia"]["utopia"]
+            lat = f["utopia"]["xlat_per_l1_miss"] / f["radix"]["xlat_per_l1_miss"] - 1
+            mem = f["utopia"]["walk_mem"] / max(f["radix"]["walk_mem"], 1) - 1
+            used2m = u["restsegs"].get("1", {}).get("used_slots", 0)
+            print(
+                f"| {w} | {100 * share:.0f} % | {100 * share2m(rec['radix']):.0f} % / "
+                f"{100 * share2m(rec['utopia']):.0f} % "
+                f"| {f['radix']['cycles'] / f['utopia']['cycles']:.2f} | {100 * lat:+.0f} % "
+                f"| {100 * mem:+.0f} % | {100 * u['walks_avoided_share']:.0f} % "
+                f"| {used2m} slots |",
+                flush=True,
+            )
+
+
+def cores(args):
+    """Fig. 22: radix vs Utopia on 2/4/8 cores, one process per core."""
+    print(
+        "| cores | workloads | speedup utopia over radix (core cycles, slowest core) "
+        "| walks avoided | TAR / SF cache hit | migrations |\n|---|---|---|---|---|---|",
+        flush=True,
+    )
+    for n in map(int, args.core_counts.split(",")):
+        ws = ",".join(["gups", "xsbench"] * (n // 2))
+        extra = [f"sim.cores={n}"]
+        rec = {d: run(d, ws, "never", args, extra) for d in ("radix", "utopia")}
+        for r in rec.values():
+            assert r["oracle"]["mismatches"] == 0
+        u = rec["utopia"]["utopia"]
+        sp = rec["radix"]["timing"]["cycles"] / rec["utopia"]["timing"]["cycles"]
+        print(
+            f"| {n} | {ws} | {sp:.2f} | {100 * u['walks_avoided_share']:.0f} % "
+            f"| {100 * u['tar_cache_hit_rate']:.0f} % / {100 * u['sf_cache_hit_rate']:.0f} % "
+            f"| {u['migrations']} |",
+            flush=True,
+        )
+
+
+def quanta(args):
+    """Fig. 31: radix vs Utopia, gups and xsbench time-sharing one core."""
+    print(
+        "| quantum (cycles) | switches | speedup utopia over radix | walks avoided "
+        "| TAR / SF cache hit |\n|---|---|---|---|---|",
+        flush=True,
+    )
+    for q in args.quanta_cycles.split(","):
+        extra = [f"sim.quantum={q}"]
+        rec = {d: run(d, "gups,xsbench", "never", args, extra) for d in ("radix", "utopia")}
+        for r in rec.values():
+            assert r["oracle"]["mismatches"] == 0
+        u = rec["utopia"]["utopia"]
+        sp = rec["radix"]["timing"]["cycles"] / rec["utopia"]["timing"]["cycles"]
+        print(
+            f"| {q} | {rec['utopia']['switch']['count']} | {sp:.2f} "
+            f"| {100 * u['walks_avoided_share']:.0f} % "
+            f"| {100 * u['tar_cache_hit_rate']:.0f} % / {100 * u['sf_cache_hit_rate']:.0f} % |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ pub mod mehpt;
 pub mod perfect_tlb;
 pub mod pom_tlb;
 pub mod radix;
+pub mod restrictive_only;
 pub mod rmm;
 pub mod tps;
 pub mod utopia;
@@ -408,5 +409,6 @@ designs! {
     rmm: Rmm(RmmConfig) "Redundant Memory Mappings: radix plus a range table of contiguous mappings, walked in the background to fill a range TLB";
     pom_tlb: PomTlb(PomTlbConfig) "POM-TLB: a 64K-entry 16-way SRRIP L3 TLB in memory (lines through the data caches) probed after the L2 TLB miss, then the radix walk";
     utopia: Utopia(UtopiaConfig) "Utopia: set-associative RestSegs (TAR/SF, RestSeg walk with TAR/SF caches, page-fault-based placement) beside a radix-translated FlexSeg";
+    restrictive_only: RestrictiveOnly(RestrictiveOnlyConfig) "restrictive-only (Utopia §3 baseline): all data pages in one set-associative 4 KiB segment; a full set swaps its SRRIP victim out";
     et: Et(EtConfig) "Elastic Translations: Arm radix with transparent contiguous-bit management (64 KiB / 32 MiB) and CoalaPaging fault-time placement";
 }

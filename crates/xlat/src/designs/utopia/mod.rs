@@ -49,6 +49,9 @@
 //! reaches a page whose copy has not finished by the OS clock waits for the rest
 //! (`utopia.stalled_walks`). SRRIP: 2-bit RRPVs, insertion at 2, an RSW hit sets 0.
 //!
+//! Restrictive-only mode (`designs/restrictive_only`, §3): the victim of a full set is written
+//! to the swap device (`Os::swap_out_page`) instead of migrated to the FlexSeg.
+//!
 //! A mapping the OS installs is a RestSeg page exactly when its frame is the slot of its set
 //! in the RestSeg of its size and the slot is free; every other mapping (other sizes, other
 //! frames) is a FlexSeg page. On unmap, a RestSeg slot's frames are taken back as reserved
@@ -325,6 +328,8 @@ struct Counters {
     stall_cycles: u64,
     /// RSW hits of evicted pages while they were in the RestSeg (Fig. 26's buckets).
     reuse_at_eviction: [u64; 4],
+    /// SRRIP victims written to the swap device (restrictive-only mode).
+    victims_swapped_out: u64,
 }
 
 /// Why a page is to move into a RestSeg.
@@ -393,6 +398,11 @@ pub struct Utopia {
     /// Most TAR + SF bytes (formula sizes) held at once over all processes.
     struct_bytes: u64,
     peak_struct_bytes: u64,
+    /// The victim of a full set goes to swap (`Os::swap_out_page`) instead of the FlexSeg:
+    /// the restrictive-only system of §3 (`designs/restrictive_only`).
+    victims_to_swap: bool,
+    /// Design name in error messages.
+    name: &'static str,
 }
 
 /// Allocate exactly `frames` contiguous frames of page-table memory (the buddy block rounded up
@@ -671,6 +681,87 @@ impl Utopia {
         w
     }
 
+    /// Build with every RestSeg capped to the largest power of two of at most `cap_bytes`
+    /// (`utopia.max_memory_share` of memory for Utopia; memory less a reserve for
+    /// restrictive-only); a RestSeg left with fewer than two sets is not created.
+    pub(crate) fn with_cap(
+        cfg: &UtopiaConfig,
+        phys: &mut PhysMem,
+        cap_bytes: u64,
+        name: &'static str,
+    ) -> Result<Self, OsError> {
+        let mut segs = Vec::new();
+        let mut layout = Vec::new();
+        let cap = 1u64 << (63 - cap_bytes.max(1).leading_zeros());
+        for (i, r) in cfg.restsegs.iter().enumerate() {
+            let bytes = r.bytes.min(cap);
+            if bytes < r.page_size.bytes() * r.ways as u64 * 2 {
+                layout.push(SegLayout {
+                    configured_bytes: r.bytes,
+                    bytes: 0,
+                });
+                continue; // too little memory for two sets: not created
+            }
+            let order = (bytes / BASE_PAGE_BYTES).trailing_zeros() as u8;
+            let base = phys.alloc(order, FrameUse::Reserved).map_err(|e| {
+                OsError(format!(
+                    "{name}.restsegs[{i}]: cannot reserve {} of contiguous memory at boot: {e}",
+                    crate::addr::format_bytes(bytes)
+                ))
+            })?;
+            layout.push(SegLayout {
+                configured_bytes: r.bytes,
+                bytes,
+            });
+            segs.push(RestSeg::new(base, bytes, r.page_size, r.ways, cfg.hash));
+        }
+        let line = |bytes: u32| (bytes / 64) as usize;
+        Ok(Utopia {
+            segs,
+            layout,
+            flex: Radix::new(&cfg.flex, phys)?,
+            structs: Vec::new(),
+            mem: PtMemory::default(),
+            caches: PerCore::new(RswCaches {
+                tar: AssocCache::new(line(cfg.tar_cache_bytes), cfg.cache_ways as usize),
+                sf: AssocCache::new(line(cfg.sf_cache_bytes), cfg.cache_ways as usize),
+            }),
+            cache_latency_cycles: cfg.cache_latency_cycles,
+            parallel: cfg.rsw_parallel_with_l2_tlb,
+            place_on_fault: cfg.place_on_fault,
+            l2_tlb_latency_cycles: 0,
+            c: Counters::default(),
+            evict_on_full_set: cfg.evict_on_full_set,
+            ptw_tracking: cfg.ptw_tracking,
+            promote_walks: cfg.promote_walks as u8,
+            promote_dram: cfg.promote_dram_accesses as u8,
+            ptw: IntMap::default(),
+            requests: Vec::new(),
+            in_flight: Vec::new(),
+            now: 0,
+            struct_bytes: 0,
+            peak_struct_bytes: 0,
+            victims_to_swap: false,
+            name,
+        })
+    }
+
+    /// Send the victims of full sets to the swap device instead of the FlexSeg.
+    pub(crate) fn evict_to_swap(&mut self) {
+        self.victims_to_swap = true;
+    }
+
+    /// Whether no migration is queued (in-flight copies aside).
+    #[cfg(test)]
+    pub(crate) fn requests_is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+
+    /// SRRIP victims written to the swap device so far.
+    pub(crate) fn victims_swapped_out(&self) -> u64 {
+        self.c.victims_swapped_out
+    }
+
     /// Drop set `set` of RestSeg `i`'s TAR and SF lines of `st` from every core's caches.
     fn invalidate_set(&mut self, i: usize, st: Structs, set: u64) {
         let seg = &self.segs[i];
@@ -716,59 +807,8 @@ impl Design for Utopia {
     type Config = UtopiaConfig;
 
     fn new(cfg: &UtopiaConfig, phys: &mut PhysMem) -> Result<Self, OsError> {
-        let mut segs = Vec::new();
-        let mut layout = Vec::new();
         let cap = ((phys.total_bytes() as f64 * cfg.max_memory_share) as u64).max(1);
-        let cap = 1u64 << (63 - cap.leading_zeros());
-        for (i, r) in cfg.restsegs.iter().enumerate() {
-            let bytes = r.bytes.min(cap);
-            if bytes < r.page_size.bytes() * r.ways as u64 * 2 {
-                layout.push(SegLayout {
-                    configured_bytes: r.bytes,
-                    bytes: 0,
-                });
-                continue; // too little memory for two sets: not created
-            }
-            let order = (bytes / BASE_PAGE_BYTES).trailing_zeros() as u8;
-            let base = phys.alloc(order, FrameUse::Reserved).map_err(|e| {
-                OsError(format!(
-                    "utopia.restsegs[{i}]: cannot reserve {} of contiguous memory at boot: {e}",
-                    crate::addr::format_bytes(bytes)
-                ))
-            })?;
-            layout.push(SegLayout {
-                configured_bytes: r.bytes,
-                bytes,
-            });
-            segs.push(RestSeg::new(base, bytes, r.page_size, r.ways, cfg.hash));
-        }
-        let line = |bytes: u32| (bytes / 64) as usize;
-        Ok(Utopia {
-            segs,
-            layout,
-            flex: Radix::new(&cfg.flex, phys)?,
-            structs: Vec::new(),
-            mem: PtMemory::default(),
-            caches: PerCore::new(RswCaches {
-                tar: AssocCache::new(line(cfg.tar_cache_bytes), cfg.cache_ways as usize),
-                sf: AssocCache::new(line(cfg.sf_cache_bytes), cfg.cache_ways as usize),
-            }),
-            cache_latency_cycles: cfg.cache_latency_cycles,
-            parallel: cfg.rsw_parallel_with_l2_tlb,
-            place_on_fault: cfg.place_on_fault,
-            l2_tlb_latency_cycles: 0,
-            c: Counters::default(),
-            evict_on_full_set: cfg.evict_on_full_set,
-            ptw_tracking: cfg.ptw_tracking,
-            promote_walks: cfg.promote_walks as u8,
-            promote_dram: cfg.promote_dram_accesses as u8,
-            ptw: IntMap::default(),
-            requests: Vec::new(),
-            in_flight: Vec::new(),
-            now: 0,
-            struct_bytes: 0,
-            peak_struct_bytes: 0,
-        })
+        Utopia::with_cap(cfg, phys, cap, "utopia")
     }
 
     fn va_bits(&self) -> Option<u32> {
@@ -974,22 +1014,38 @@ impl Design for Utopia {
                         writable: o.writable,
                     };
                     debug_assert_eq!(os.translate(o.asid, o.vpn), Some(victim));
-                    let Ok(dest) = os.phys.alloc(order, FrameUse::Data) else {
-                        self.c.evictions_no_memory += 1;
-                        continue;
-                    };
-                    // The slot is the migrating page's: its frames must not be re-reserved
-                    // when the victim's unmap is applied.
-                    self.segs[i].slots[k].claimed = true;
-                    os.migrate(o.asid, victim, dest, changes)?;
-                    self.c.evictions += 1;
-                    self.c.reuse_at_eviction[reuse_bucket(o.reuse)] += 1;
-                    self.in_flight.push(InFlight {
-                        asid: o.asid,
-                        vpn: o.vpn,
-                        size: r.size,
-                        done: now_cycles + copy,
-                    });
+                    if self.victims_to_swap {
+                        // Restrictive-only (§3): no FlexSeg to evict to; the victim goes
+                        // to the swap device. The slot is the incoming page's meanwhile.
+                        self.segs[i].slots[k].claimed = true;
+                        if let Err(e) = os.swap_out_page(o.asid, victim, changes) {
+                            self.segs[i].slots[k].claimed = false;
+                            return Err(OsError(format!(
+                                "{}: set {set} is full and its victim cannot be swapped \
+                                 out: {e}",
+                                self.name
+                            )));
+                        }
+                        self.c.victims_swapped_out += 1;
+                        self.c.reuse_at_eviction[reuse_bucket(o.reuse)] += 1;
+                    } else {
+                        let Ok(dest) = os.phys.alloc(order, FrameUse::Data) else {
+                            self.c.evictions_no_memory += 1;
+                            continue;
+                        };
+                        // The slot is the migrating page's: its frames must not be
+                        // re-reserved when the victim's unmap is applied.
+                        self.segs[i].slots[k].claimed = true;
+                        os.migrate(o.asid, victim, dest, changes)?;
+                        self.c.evictions += 1;
+                        self.c.reuse_at_eviction[reuse_bucket(o.reuse)] += 1;
+                        self.in_flight.push(InFlight {
+                            asid: o.asid,
+                            vpn: o.vpn,
+                            size: r.size,
+                            done: now_cycles + copy,
+                        });
+                    }
                     if os.phys.alloc_at(slot_pfn, order, FrameUse::Data).is_none() {
                         // Compaction for the victim's block took the freed slot (cannot
                         // happen: compaction moves only into free buddy blocks, not
