@@ -85,6 +85,7 @@ MODELS = {
     "simple": ["timing.model=simple"],
     "ooo": ["timing.model=ooo"],
     "ooo_gaps": ["timing.model=ooo", "core.resource_grant=idle_gaps"],
+    "ooo_time": ["timing.model=ooo", "core.resource_grant=time_order"],
 }
 
 
