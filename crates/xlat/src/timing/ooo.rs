@@ -27,8 +27,10 @@
 //!   retired and once its line is owned (the RFO is issued when the store executes).
 //!
 //! Resources (walkers, MSHRs) are granted in program order to the earliest free unit
-//! (`core.resource_grant = "program_order"`, monotone in resources) or to the earliest idle
-//! interval (`"idle_gaps"`, closer to hardware, not monotone: see [`ResourceGrant`]), and the
+//! (`core.resource_grant = "program_order"`, monotone in resources), to the earliest idle
+//! interval (`"idle_gaps"`), or in the time order of the requests (`"time_order"`, as
+//! hardware; the one validated against ChampSim); the last two are not monotone (see
+//! [`ResourceGrant`]), and the
 //! functional state (TLBs, caches, page tables, DRAM row buffers) is updated in program order by
 //! the engine, exactly as under `simple`: the model changes no counter except `timing.*`.
 //!
@@ -108,6 +110,12 @@ pub struct CoreConfig {
 ///   `idle_gap_grants_can_be_slower_with_more_mshrs_as_the_doc_shows` runs this case.
 ///   What does hold, and is tested: a grant never overlaps more intervals than a pool has units,
 ///   and it is the earliest such interval at or after the request.
+/// - `time_order`: requests wait in a queue and are granted in the time order of the requests,
+///   each to the unit free earliest (first come, first served, as hardware arbitrates; see
+///   [`TimeOrder`]). Unlike `idle_gaps`, an early request that does not fit before a later
+///   one's reservation is still served first (no fragmentation). Not monotone either (the
+///   same kind of anomaly: test `time_order_grants_can_be_slower_with_more_mshrs_too`); what
+///   holds and is tested: grants are made in non-decreasing request time.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ResourceGrant {
