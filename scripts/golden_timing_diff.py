@@ -73,7 +73,9 @@ def main() -> int:
             if allowed(k, prefixes):
                 moved[family(k)] += 1
             else:
-                violations.append(f"{name}: {k}: {fo.get(k, '<absent>')} -> {fn.get(k, '<absent>')}")
+                violations.append(
+                    f"{name}: {k}: {fo.get(k, '<absent>')} -> {fn.get(k, '<absent>')}"
+                )
     n = len(old_files & new_files)
     print(f"{n} snapshots compared; {identical_non_timing} non-timing values identical")
     print("moved key families (snapshots in which each moved):")
