@@ -10,7 +10,8 @@ instructions of the pattern. The prologue is the warm-up of both simulators and 
 measured, so that neither measures page faults (see docs/timing.md, "Validation against
 ChampSim", for why). Each trace runs in four machine configurations (default; a small and a
 large L2 TLB; page-walk caches off) under xlat ``simple``, xlat ``ooo`` (walkers and MSHRs
-granted in program order, and in idle gaps: ``ooo_gaps``) and ChampSim, and the
+granted in program order; in idle gaps: ``ooo_gaps``; first come, first served in request
+time: ``ooo_time``, the grant validated) and ChampSim, and the
 script prints, per trace: IPC, the ratio IPC(large L2 TLB) / IPC(small L2 TLB), the ratio
 IPC(page-walk caches on) / IPC(off), and the TLB, walk and cache counters of both simulators.
 
@@ -80,11 +81,13 @@ CONFIGS = {
 XLAT_MATCH = ["mem.dram.address_mapping=line_interleaved"]
 
 # The xlat timing models compared: name -> settings. ``ooo_gaps`` grants walkers and MSHRs in
-# idle intervals (``core.resource_grant``, docs/timing.md).
+# idle intervals, ``ooo_time`` in the time order of the requests (``core.resource_grant``,
+# docs/timing.md).
 MODELS = {
     "simple": ["timing.model=simple"],
     "ooo": ["timing.model=ooo"],
     "ooo_gaps": ["timing.model=ooo", "core.resource_grant=idle_gaps"],
+    "ooo_time": ["timing.model=ooo", "core.resource_grant=time_order"],
 }
 
 

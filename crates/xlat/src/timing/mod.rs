@@ -107,6 +107,10 @@ impl Timing {
         core: Option<&ooo::OooCore>,
         out: &mut Stats,
     ) {
+        // Under `core.resource_grant = "time_order"` the last references may still wait for
+        // their grants: the record is of the core with all of them retired.
+        let settled = core.map(|c| c.settled());
+        let core = settled.as_deref();
         out.section("mmu")
             .put_u64("overhead_cycles", self.mmu_overhead_cycles);
         let core_cycles = match core {
