@@ -668,3 +668,188 @@ impl Program for Memcached {
         std::mem::size_of::<Self>() as u64
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// dfs
+
+/// Depth-first search as GraphBIG's `bench_DFS`: an explicit stack; a popped vertex already
+/// visited is skipped, else it is marked and every unvisited neighbour pushed. The stack holds
+/// at most `n / 16` entries (bounded host memory): a push beyond that sets the vertex's bit in a
+/// spill bitmap instead, and when the stack empties the bitmap is scanned in id order (each
+/// word loaded and cleared) and its vertices pushed, so every reachable vertex is still visited
+/// (the order departs from a strict DFS there). When both are empty the search ends:
+/// `visited` is reset and a new source drawn.
+pub(crate) struct Dfs {
+    g: ImplicitGraph,
+    a: CsrAddrs,
+    visited_addr: u64,
+    stack_addr: u64,
+    spill_addr: u64,
+    visited: Bitmap,
+    stack: Vec<u32>,
+    stack_cap: usize,
+    spill: Bitmap,
+    spilled: bool,
+    /// Next word of the spill bitmap to scan.
+    spill_word: u64,
+    edges_left: Option<(u64, u64)>,
+    resetting: Option<u64>,
+    rng: Rng,
+}
+
+/// Per-vertex bytes of DFS's arrays in eighths: `visited` (u32 per vertex, GraphBIG's vertex
+/// property), a stack of n/16 u32 entries (2 eighths), the spill bitmap (1 eighth).
+const DFS_EIGHTHS: u64 = 32 + 2 + 1;
+
+impl Dfs {
+    pub fn new(cfg: &WorkloadConfig, seed: u64) -> Result<Dfs, String> {
+        let g = graph(cfg, DFS_EIGHTHS, seed)?;
+        let n = g.vertices();
+        let stack_cap = (n / 16).max(16) as usize;
+        Ok(Dfs {
+            a: CsrAddrs::default(),
+            visited_addr: 0,
+            stack_addr: 0,
+            spill_addr: 0,
+            visited: Bitmap::new(n),
+            stack: Vec::with_capacity(stack_cap),
+            stack_cap,
+            spill: Bitmap::new(n),
+            spilled: false,
+            spill_word: 0,
+            edges_left: None,
+            resetting: None,
+            rng: Rng::new(seed, 14),
+            g,
+        })
+    }
+
+    fn start_search(&mut self, q: &mut Vec<Event>) {
+        let n = self.g.vertices();
+        let mut src = self.rng.below(n);
+        for _ in 0..64 {
+            if self.g.degree(src) > 0 {
+                break;
+            }
+            src = self.rng.below(n);
+        }
+        self.stack.clear();
+        self.stack.push(src as u32);
+        store(q, self.stack_addr, 4, 2);
+    }
+
+    fn edges(&mut self, e: u64, hi: u64, offsets_at: Option<usize>, q: &mut Vec<Event>) {
+        let end = hi.min(e + EDGE_CHUNK);
+        for e in e..end {
+            let w = self.g.target(e);
+            let dep = offsets_at.map_or(0, |at| back_to(q, at));
+            load_after(q, self.a.neighbours + e * 4, 4, 2, dep);
+            load_after(q, self.visited_addr + w * 4, 4, 2, 1);
+            if !self.visited.get(w) {
+                if self.stack.len() < self.stack_cap {
+                    let top = self.stack.len() as u64;
+                    store_after(q, self.stack_addr + top * 4, 4, 2, 2);
+                    self.stack.push(w as u32);
+                } else if self.spill.insert(w) {
+                    let word = self.spill_addr + w / 64 * 8;
+                    load_after(q, word, 8, 2, 2);
+                    store_after(q, word, 8, 1, 1);
+                    self.spilled = true;
+                }
+            }
+        }
+        self.edges_left = (end < hi).then_some((end, hi));
+    }
+}
+
+impl Program for Dfs {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
+        self.g.build();
+        let n = self.g.vertices();
+        self.a = alloc_csr(&self.g, mem, q);
+        self.visited_addr = mem.alloc(n * 4);
+        let sb = self.stack_cap as u64 * 4;
+        self.stack_addr = mem.alloc(sb);
+        let pb = self.spill.words() * 8;
+        self.spill_addr = mem.alloc(pb);
+        touch_pages(q, self.visited_addr, n * 4);
+        touch_pages(q, self.stack_addr, sb);
+        touch_pages(q, self.spill_addr, pb);
+        self.start_search(&mut q.events);
+    }
+
+    #[inline]
+    fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
+        if let Some((e, hi)) = self.edges_left {
+            self.edges(e, hi, None, q);
+            return;
+        }
+        if let Some(at) = self.resetting {
+            let end = (self.visited_addr + self.g.vertices() * 4).min(at + 4096 * 64);
+            let mut a = at;
+            while a < end {
+                store(q, a, 64, 1);
+                a += 64;
+            }
+            if end == self.visited_addr + self.g.vertices() * 4 {
+                self.resetting = None;
+                self.start_search(q);
+            } else {
+                self.resetting = Some(end);
+            }
+            return;
+        }
+        while self.stack.is_empty() && self.spilled {
+            // Refill the stack from the spill bitmap's next non-empty word.
+            while self.spill_word < self.spill.words() {
+                let w = self.spill_word;
+                self.spill_word += 1;
+                let mut bits = self.spill.word(w);
+                if bits == 0 {
+                    continue;
+                }
+                load(q, self.spill_addr + w * 8, 8, 2);
+                store(q, self.spill_addr + w * 8, 8, 1);
+                self.spill.clear_word(w);
+                while bits != 0 {
+                    let v = w * 64 + bits.trailing_zeros() as u64;
+                    bits &= bits - 1;
+                    let top = self.stack.len() as u64;
+                    store(q, self.stack_addr + top * 4, 4, 2);
+                    self.stack.push(v as u32);
+                }
+                return;
+            }
+            // End of the scan: vertices spilled behind the cursor meanwhile need another.
+            self.spill_word = 0;
+            self.spilled = (0..self.spill.words()).any(|w| self.spill.word(w) != 0);
+        }
+        let Some(v) = self.stack.pop() else {
+            self.visited.clear();
+            self.resetting = Some(self.visited_addr);
+            self.step(_mem, q);
+            return;
+        };
+        let v = v as u64;
+        let top = self.stack.len() as u64;
+        load(q, self.stack_addr + top * 4, 4, 2);
+        load_after(q, self.visited_addr + v * 4, 4, 2, 1);
+        if !self.visited.insert(v) {
+            return;
+        }
+        store_after(q, self.visited_addr + v * 4, 4, 1, 2);
+        let offsets_at = q.len();
+        load_after(q, self.a.offsets + v * 8, 8, 2, 3);
+        load_after(q, self.a.offsets + (v + 1) * 8, 8, 1, 4);
+        let lo = self.g.first_edge(v);
+        self.edges(lo, lo + self.g.degree(v), Some(offsets_at), q);
+    }
+
+    fn host_bytes(&self) -> u64 {
+        self.g.host_bytes()
+            + self.visited.host_bytes()
+            + self.spill.host_bytes()
+            + self.stack.capacity() as u64 * 4
+            + std::mem::size_of::<Self>() as u64
+    }
+}

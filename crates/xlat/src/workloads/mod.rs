@@ -23,6 +23,7 @@
 //! | `gc` | greedy graph colouring on the graph | offsets loads; per edge neighbour and colour loads; colour store |
 //! | `tc` | ordered triangle counting on the graph | per neighbour `v < u`: its offsets, then merged loads of both adjacency lists |
 //! | `sssp` | frontier Bellman-Ford on the graph with edge weights | frontier-bitmap scan; per edge neighbour, weight, distance loads; distance store and frontier set when improved |
+//! | `dfs` | depth-first search with an explicit stack on the graph | stack load, visited load + store; per edge neighbour and visited loads, push store |
 //! | `kmer` | k-mer counting into a linear-probing table | base load, bucket probes, count store |
 //! | `memcached` | slab classes, LRU, hash chains | bucket load, chain and item loads; value lines; LRU link stores (set) |
 //!
@@ -196,6 +197,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     (
         "sssp",
         "GraphBIG/GAP single-source shortest paths (frontier Bellman-Ford) on a weighted RMAT graph",
+    ),
+    (
+        "dfs",
+        "GraphBIG depth-first search (explicit stack) on an RMAT graph in CSR",
     ),
     (
         "kmer",
@@ -537,6 +542,7 @@ pub fn create(cfg: &WorkloadConfig, refs: u64, seed: u64) -> Result<Box<dyn Even
         ),
         "tc" => driver!("tc", kernels::TriangleCount::new(cfg, seed)?),
         "sssp" => driver!("sssp", kernels::Sssp::new(cfg, seed)?),
+        "dfs" => driver!("dfs", kernels::Dfs::new(cfg, seed)?),
         "kmer" => driver!("kmer", kernels::Kmer::new(cfg, seed)),
         "memcached" => driver!("memcached", kernels::Memcached::new(cfg, seed)),
         other => return Err(format!("unknown workload '{other}'")),

@@ -353,6 +353,7 @@ fn program_host_bytes(c: &WorkloadConfig) -> u64 {
             .host_bytes(),
         "tc" => kernels::TriangleCount::new(c, 1).unwrap().host_bytes(),
         "sssp" => kernels::Sssp::new(c, 1).unwrap().host_bytes(),
+        "dfs" => kernels::Dfs::new(c, 1).unwrap().host_bytes(),
         "kmer" => kernels::Kmer::new(c, 1).host_bytes(),
         "memcached" => kernels::Memcached::new(c, 1).host_bytes(),
         other => panic!("add {other} to program_host_bytes"),
@@ -375,7 +376,7 @@ fn generator_host_memory_stays_bounded_at_64_and_128_gib_footprints() {
             );
             if matches!(
                 *name,
-                "bfs" | "pagerank" | "dc" | "cc" | "gc" | "tc" | "sssp"
+                "bfs" | "pagerank" | "dc" | "cc" | "gc" | "tc" | "sssp" | "dfs"
             ) {
                 assert!(
                     bytes * 100 <= footprint * 13 / 10,
@@ -843,4 +844,67 @@ fn memcached_gets_walk_chains_to_the_item_and_sets_link_it_at_the_lru_head() {
     // Zipfian popularity: the hottest item takes a few percent of all operations.
     let top = *items.values().max().unwrap();
     assert!(top * 100 > (gets + sets) * 2, "hottest {top}");
+}
+
+#[test]
+fn dfs_marks_exactly_the_vertices_reachable_from_the_source_once() {
+    let c = WorkloadConfig {
+        degree: 8,
+        ..cfg("dfs", 1 << 20)
+    };
+    let mut g = ImplicitGraph::new(programs::graph_vertices(&c, 35), 8, 7).unwrap();
+    g.build();
+    let n = g.vertices();
+    let src = {
+        let mut rng = Rng::new(7, 14);
+        let mut s = rng.below(n);
+        for _ in 0..64 {
+            if g.degree(s) > 0 {
+                break;
+            }
+            s = rng.below(n);
+        }
+        s
+    };
+    let mut reach = vec![false; n as usize];
+    let mut stack = vec![src];
+    reach[src as usize] = true;
+    while let Some(u) = stack.pop() {
+        let lo = g.first_edge(u);
+        for e in lo..lo + g.degree(u) {
+            let v = g.target(e);
+            if !reach[v as usize] {
+                reach[v as usize] = true;
+                stack.push(v);
+            }
+        }
+    }
+    let evs = events(&c, 3_000_000, 7);
+    let main = after_first_touch(&evs);
+    let mut marks = Vec::new();
+    let mut ended = false;
+    for e in &main {
+        match e {
+            Event::Access { size: 64, .. } => {
+                ended = true;
+                break;
+            }
+            // The visited mark (1 instruction, after its own load); a push takes 2.
+            Event::Access {
+                kind: AccessKind::Store,
+                size: 4,
+                dep: 2,
+                instrs: 1,
+                va,
+            } => marks.push(va.0),
+            _ => {}
+        }
+    }
+    assert!(ended, "the first search did not end");
+    let unique: std::collections::HashSet<u64> = marks.iter().copied().collect();
+    assert_eq!(unique.len(), marks.len(), "a vertex marked twice");
+    let reachable = reach.iter().filter(|r| **r).count();
+    assert!(reachable > 1000, "{reachable}");
+    // Pushes beyond the n/16-entry stack go to the spill bitmap: none is lost.
+    assert_eq!(marks.len(), reachable);
 }
