@@ -676,7 +676,17 @@ fn gc_reads_every_neighbours_colour_and_stores_every_vertexs_colour_per_pass() {
     // Each colour load depends on its neighbour load.
     let colour_loads = main[..pass as usize]
         .iter()
-        .filter(|e| matches!(e, Event::Access { kind: AccessKind::Load, size: 4, dep: 1, .. }))
+        .filter(|e| {
+            matches!(
+                e,
+                Event::Access {
+                    kind: AccessKind::Load,
+                    size: 4,
+                    dep: 1,
+                    ..
+                }
+            )
+        })
         .count() as u64;
     assert_eq!(colour_loads, edges);
 }
@@ -799,7 +809,11 @@ fn kmer_streams_bases_in_order_and_increments_the_last_probed_bucket() {
         }
         assert!(j > i + 1, "at least one probe");
         assert!(is_store(&main[j], 4));
-        assert_eq!(va_of(&main[j]), va_of(&main[j - 1]) + 8, "the count of the last bucket");
+        assert_eq!(
+            va_of(&main[j]),
+            va_of(&main[j - 1]) + 8,
+            "the count of the last bucket"
+        );
         i = j + 1;
         bases += 1;
     }
@@ -816,7 +830,12 @@ fn memcached_gets_walk_chains_to_the_item_and_sets_link_it_at_the_lru_head() {
     let mut i = 0;
     while i < main.len() {
         // An operation: bucket load (40 instructions of request handling), then the rest.
-        let Event::Access { size: 8, instrs: 40, .. } = main[i] else {
+        let Event::Access {
+            size: 8,
+            instrs: 40,
+            ..
+        } = main[i]
+        else {
             panic!("op start at {i}: {:?}", main[i])
         };
         let mut j = i + 1;

@@ -280,7 +280,11 @@ fn the_alias_bit_vector_sets_one_bit_per_chunk_of_a_tailored_page() {
         t.walk(0, Vpn(v), &mut mem);
     }
     assert_eq!(stat(&t, "ad_updates"), 16);
-    assert_eq!(stat(&t, "ad_pte_writes"), 16, "one alias PTE written per chunk");
+    assert_eq!(
+        stat(&t, "ad_pte_writes"),
+        16,
+        "one alias PTE written per chunk"
+    );
     // An 8 KiB page has 2 base pages: its vector has 2 bits, whatever the limit.
     t.map(&mut phys, 0, m(0x8_0000, 0x20_0000, 1)).unwrap();
     for v in [0x8_0000, 0x8_0001, 0x8_0001] {
