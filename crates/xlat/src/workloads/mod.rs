@@ -19,6 +19,13 @@
 //! | `dlrm` | DLRM SparseLengthsSum over 8 tables of 256-byte rows | index load, 4 dependent line loads; pooled-row stores |
 //! | `btree` | lookups in a bulk-loaded B+tree of 256-byte nodes | per level 4 binary-search loads + child-pointer load |
 //! | `hashjoin` | no-partitioning hash join: build R, probe with S | tuple load, bucket loads, tuple store (build) |
+//! | `cc` | label-propagation connected components on the graph (`kernels.rs`) | offsets and own label loads; per edge neighbour and label loads; label store when it changes |
+//! | `gc` | greedy graph colouring on the graph | offsets loads; per edge neighbour and colour loads; colour store |
+//! | `tc` | ordered triangle counting on the graph | per neighbour `v < u`: its offsets, then merged loads of both adjacency lists |
+//! | `sssp` | frontier Bellman-Ford on the graph with edge weights | frontier-bitmap scan; per edge neighbour, weight, distance loads; distance store and frontier set when improved |
+//! | `dfs` | depth-first search with an explicit stack on the graph | stack load, visited load + store; per edge neighbour and visited loads, push store |
+//! | `kmer` | k-mer counting into a linear-probing table | base load, bucket probes, count store |
+//! | `memcached` | slab classes, LRU, hash chains | bucket load, chain and item loads; value lines; LRU link stores (set) |
 //!
 //! Sources of truth, data layouts and approximations: docs/workloads.md. No generator holds
 //! per-element host state ([`implicit`]): footprints of 64-128 GiB run in bounded host memory,
@@ -39,6 +46,7 @@
 
 pub mod heap;
 pub mod implicit;
+mod kernels;
 mod programs;
 
 use crate::trace::{AccessKind, Event, EventSource, SourceError};
@@ -173,6 +181,34 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     (
         "hashjoin",
         "no-partitioning hash join (build R, probe with S) of two relations",
+    ),
+    (
+        "cc",
+        "GraphBIG connected components by label propagation on an RMAT graph in CSR",
+    ),
+    (
+        "gc",
+        "GraphBIG greedy graph colouring on an RMAT graph in CSR",
+    ),
+    (
+        "tc",
+        "GraphBIG/GAP ordered triangle counting (adjacency-list merges) on an RMAT graph",
+    ),
+    (
+        "sssp",
+        "GraphBIG/GAP single-source shortest paths (frontier Bellman-Ford) on a weighted RMAT graph",
+    ),
+    (
+        "dfs",
+        "GraphBIG depth-first search (explicit stack) on an RMAT graph in CSR",
+    ),
+    (
+        "kmer",
+        "GenomicsBench k-mer counting: a genome stream into a linear-probing hash table",
+    ),
+    (
+        "memcached",
+        "memcached-like store: slab classes, LRU links, chained hash table, zipfian gets and sets",
     ),
 ];
 
@@ -496,6 +532,19 @@ pub fn create(cfg: &WorkloadConfig, refs: u64, seed: u64) -> Result<Box<dyn Even
         "dlrm" => driver!("dlrm", programs::DlrmSls::new(cfg, seed)),
         "btree" => driver!("btree", programs::BTree::new(cfg, seed)),
         "hashjoin" => driver!("hashjoin", programs::HashJoin::new(cfg, seed)),
+        "cc" => driver!(
+            "cc",
+            kernels::Sweep::new(cfg, seed, kernels::SweepKind::Cc)?
+        ),
+        "gc" => driver!(
+            "gc",
+            kernels::Sweep::new(cfg, seed, kernels::SweepKind::Gc)?
+        ),
+        "tc" => driver!("tc", kernels::TriangleCount::new(cfg, seed)?),
+        "sssp" => driver!("sssp", kernels::Sssp::new(cfg, seed)?),
+        "dfs" => driver!("dfs", kernels::Dfs::new(cfg, seed)?),
+        "kmer" => driver!("kmer", kernels::Kmer::new(cfg, seed)),
+        "memcached" => driver!("memcached", kernels::Memcached::new(cfg, seed)),
         other => return Err(format!("unknown workload '{other}'")),
     })
 }

@@ -9,7 +9,7 @@ use crate::trace::{AccessKind, Event};
 /// Dependence distance from the access about to be pushed onto `q` back to the one at index
 /// `at` of `q`; 0 (none) when further back than a `u16` reaches, where no ROB can hold both.
 #[inline]
-fn back_to(q: &[Event], at: usize) -> u16 {
+pub(super) fn back_to(q: &[Event], at: usize) -> u16 {
     u16::try_from(q.len() - at).unwrap_or(0)
 }
 
@@ -160,17 +160,17 @@ impl Program for PointerChase {
 
 /// Edges a graph kernel handles per step at most (a hub's adjacency list, millions of edges at
 /// 64 GiB, is spread over several steps so that one step's events stay small).
-const EDGE_CHUNK: u64 = 256;
+pub(super) const EDGE_CHUNK: u64 = 256;
 
 /// Simulated addresses of the CSR arrays: `offsets` (u64 per vertex, plus one) and
 /// `neighbours` (u32 vertex id per edge), as GraphBIG's and GAP's CSR.
 #[derive(Clone, Copy, Default)]
-struct CsrAddrs {
-    offsets: u64,
-    neighbours: u64,
+pub(super) struct CsrAddrs {
+    pub(super) offsets: u64,
+    pub(super) neighbours: u64,
 }
 
-fn alloc_csr(g: &ImplicitGraph, mem: &mut AddressSpace, q: &mut Burst) -> CsrAddrs {
+pub(super) fn alloc_csr(g: &ImplicitGraph, mem: &mut AddressSpace, q: &mut Burst) -> CsrAddrs {
     let ob = (g.vertices() + 1) * 8;
     let nb = (g.edges() * 4).max(4);
     let a = CsrAddrs {
@@ -190,7 +190,7 @@ pub(crate) fn graph_vertices(cfg: &WorkloadConfig, per_vertex_eighths: u64) -> u
 }
 
 /// The graph of a graph workload, its index allocated (computed at setup).
-fn graph(
+pub(super) fn graph(
     cfg: &WorkloadConfig,
     per_vertex_eighths: u64,
     seed: u64,
@@ -614,16 +614,16 @@ const ITEM_BYTES: u64 = 64;
 const SLAB_BYTES: u64 = 1 << 20;
 const BUCKET_BYTES: u64 = 16;
 /// Keys of the linear-probing table whose displacements are measured.
-const DISPLACEMENT_SAMPLE: u64 = 1 << 16;
+pub(super) const DISPLACEMENT_SAMPLE: u64 = 1 << 16;
 
-fn bucket_of(key: u64, buckets: u64) -> u64 {
+pub(super) fn bucket_of(key: u64, buckets: u64) -> u64 {
     let h = (key + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     ((h >> 32) * buckets) >> 32
 }
 
 /// Cumulative displacement counts of `keys` keys inserted in order into a linear-probing table
 /// of `2 * keys` buckets.
-fn linear_probing_displacements(keys: u64) -> Vec<u32> {
+pub(super) fn linear_probing_displacements(keys: u64) -> Vec<u32> {
     let buckets = keys * 2;
     let mut table = vec![false; buckets as usize];
     let mut hist: Vec<u32> = Vec::new();

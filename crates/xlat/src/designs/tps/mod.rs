@@ -24,37 +24,56 @@
 //! (`--cpu skylake-sp --preset configs/tps-table1.toml`); any TLB organization works (with the
 //! default split L1, tailored pages are cached in the L2 only).
 //!
+//! **Accessed bits, in place** (§III-A1, §III-C1). A walk that reaches a page whose accessed
+//! bit is clear sets it in the page table, an in-place PTE update (sticky: once per page until
+//! the page is unmapped). With `copies` every entry of a tailored page holds the bit and all
+//! `2^r` are written; with `alias` only the true PTE is (1 write). With `alias` and
+//! `tps.ad_vector_bits = B > 0`, the unused bits of the alias PTEs hold a bit vector of the
+//! tailored page's accessed state at the granularity `size / min(B, 4 KiB pages)` (the paper's
+//! example: B = 16): the first walk into each chunk sets its bit, one entry written each.
+//!
 //! Statistics (`tps.*`): the radix walk figures (`levels`, `pwc_*`), `ptes` (the variant),
 //! `pte_writes` (leaf entries set or cleared by maps and unmaps), `pte_updates` (maps and unmaps
 //! of leaves), `pte_writes_per_update`, `tailored_pte_writes` / `tailored_updates` (the same for
-//! tailored pages only) and `alias_accesses`.
+//! tailored pages only), `alias_accesses`, and the in-place accessed-bit updates: `ad_updates`
+//! (bits set by walks), `ad_pte_writes` (entries they wrote), `ad_pte_writes_per_ad_update`,
+//! `tailored_ad_updates` / `tailored_ad_pte_writes` (tailored pages only).
 //!
 //! ## Configuration
-//! `[tps]`: `ptes` (`alias` | `copies`), and `[tps.radix]` with the fields of `[radix]` (levels,
-//! page-walk caches; defaults as radix's).
+//! `[tps]`: `ptes` (`alias` | `copies`), `ad_vector_bits` (0: no bit vector, the default; a
+//! power of two up to 256 with `alias`: the A/D bit vector of §III-C1), and `[tps.radix]` with
+//! the fields of `[radix]` (levels, page-walk caches; defaults as radix's).
 //!
 //! ## Deviations from the paper
 //! - Maps and unmaps write every entry of a tailored page in both variants (an alias PTE holds
 //!   the size, so it is written when the page is made, grown or removed): the variants differ in
-//!   walk accesses, not in `pte_writes`. The paper's costlier updates of copies are in-place PTE
-//!   changes (accessed / dirty bits, permission changes) that the model does not make: the walker
-//!   sets no A/D bit, and `mprotect` is an unmap and a map in the OS model. One in-place update of
-//!   a tailored page of `2^r` entries would write 1 entry with aliases and `2^r` with copies.
+//!   walk accesses and in the in-place accessed-bit updates (`ad_pte_writes`), not in
+//!   `pte_writes`. Permission changes are not in-place updates here: `mprotect` is an unmap and a
+//!   map in the OS model.
+//! - Only the accessed bit is modelled. The dirty bit needs the access kind, which a walk does
+//!   not receive (`Design::walk` takes a VPN); a store's dirty-bit update would write the same
+//!   entries as an accessed-bit update (1 with aliases or the vector's chunk, `2^r` with copies).
+//! - The bit updates happen on walks only. With the bit vector, the paper caches the vector
+//!   with the TLB and sets a chunk's bit on a TLB *hit* as well; here a chunk first touched
+//!   while its page is already cached is not counted until a later walk reaches it, so
+//!   `ad_updates` with a vector is a lower bound. The updates cost no walk latency or memory
+//!   traffic (the walker's locked write to a line it has just read): counts only.
 //! - A promotion is reported by the OS model as unmaps of the smaller pages and a map of the
 //!   larger one, so its PTE writes count the clearing as well as the writing of the entries.
-//! - The A/D bit vector in alias PTEs (§III-C1) is not modeled.
 //! - The PTE's T bit is bit 4 of the entry (an ignored bit), not a reserved bit of real hardware.
 //!
 //! ## References
 //! Guvenilir and Patt, "Tailored Page Sizes", ISCA 2020: §III-A1 (PTE encoding, alias PTEs),
 //! §III-A2 (TPS TLB), §III-B (reservations, promotion threshold, fragmentation), Table I.
 
-use crate::addr::{Asid, Mapping, PageSizeSet};
+use crate::addr::{Asid, Mapping, PageSizeSet, Vpn};
 use crate::designs::radix::{Radix, RadixConfig, RadixTable, TailoredPtes};
-use crate::designs::Design;
+use crate::designs::{Design, WalkResult};
+use crate::mem::MemSystem;
 use crate::os::{OsError, PhysMem};
 use crate::stats::{ratio, Stats, StatsExt};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// `[tps]` section.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -62,6 +81,10 @@ use serde::{Deserialize, Serialize};
 pub struct TpsConfig {
     /// How a tailored page's entries other than the first are written: `alias` or `copies`.
     pub ptes: TailoredPtes,
+    /// Bits of the accessed-state vector kept in a tailored page's alias PTEs (§III-C1): 0 for
+    /// none (one accessed bit per page, in the true PTE), else a power of two up to 256 (alias
+    /// PTEs only).
+    pub ad_vector_bits: u32,
     /// The radix table and its page-walk caches.
     pub radix: RadixConfig,
 }
@@ -70,6 +93,7 @@ impl Default for TpsConfig {
     fn default() -> Self {
         TpsConfig {
             ptes: TailoredPtes::Alias,
+            ad_vector_bits: 0,
             radix: RadixConfig::default(),
         }
     }
@@ -78,6 +102,20 @@ impl Default for TpsConfig {
 impl TpsConfig {
     /// Check ranges.
     pub fn validate(&self) -> Result<(), String> {
+        if self.ad_vector_bits != 0 {
+            if !self.ad_vector_bits.is_power_of_two() || self.ad_vector_bits > 256 {
+                return Err(format!(
+                    "ad_vector_bits must be 0 or a power of two up to 256, got {}",
+                    self.ad_vector_bits
+                ));
+            }
+            if self.ptes != TailoredPtes::Alias {
+                return Err(
+                    "ad_vector_bits needs ptes = \"alias\" (the vector lives in the alias PTEs)"
+                        .into(),
+                );
+            }
+        }
         self.radix.validate().map_err(|e| format!("radix.{e}"))
     }
 }
@@ -85,17 +123,126 @@ impl TpsConfig {
 /// TPS: a radix table with tailored pages, walked as radix walks it.
 pub struct Tps {
     radix: Radix,
+    ptes: TailoredPtes,
+    ad_vector_bits: u32,
+    /// Accessed state of every mapped page that a walk has reached, by (ASID, first VPN): one
+    /// bit per vector chunk (bit 0 only without a vector). Removed when the page is unmapped.
+    accessed: HashMap<(Asid, u64), u64>,
+    ad: AdCounts,
+}
+
+/// In-place accessed-bit updates made by walks.
+#[derive(Clone, Copy, Debug, Default)]
+struct AdCounts {
+    updates: u64,
+    pte_writes: u64,
+    tailored_updates: u64,
+    tailored_pte_writes: u64,
+}
+
+/// Entries a page of `m`'s size takes in its radix level: `2^r` for a tailored page, 1 for an
+/// x86 size (4 KiB, 2 MiB, 1 GiB).
+fn entries_of(m: &Mapping) -> u64 {
+    1 << (m.size.order() % 9)
+}
+
+impl Tps {
+    /// Set the accessed bit (or vector chunk) of the page a walk of `vpn` reached, counting
+    /// the entries the in-place update writes.
+    #[inline]
+    fn mark_accessed(&mut self, asid: Asid, vpn: Vpn, w: &WalkResult) {
+        let Some(m) = w.mapping else { return };
+        let entries = entries_of(&m);
+        let base_pages = m.size.base_pages();
+        let vector = self.ad_vector_bits > 0 && entries > 1;
+        let bit = if vector {
+            let chunks = (self.ad_vector_bits as u64).min(base_pages);
+            (vpn.0 - m.vpn.0) * chunks / base_pages
+        } else {
+            0
+        };
+        let state = self.accessed.entry((asid, m.vpn.0)).or_insert(0);
+        if *state >> bit & 1 == 1 {
+            return;
+        }
+        *state |= 1 << bit;
+        let writes = match self.ptes {
+            TailoredPtes::Copies => entries,
+            TailoredPtes::Alias => 1,
+        };
+        self.ad.updates += 1;
+        self.ad.pte_writes += writes;
+        if entries > 1 {
+            self.ad.tailored_updates += 1;
+            self.ad.tailored_pte_writes += writes;
+        }
+    }
 }
 
 impl Design for Tps {
     type Config = TpsConfig;
-    crate::designs::radix::forward_to_inner_radix!();
 
     fn new(cfg: &TpsConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
         let table = RadixTable::with_tailored(cfg.radix.levels, cfg.ptes);
         Ok(Tps {
             radix: Radix::with_table(&cfg.radix, table),
+            ptes: cfg.ptes,
+            ad_vector_bits: cfg.ad_vector_bits,
+            accessed: HashMap::new(),
+            ad: AdCounts::default(),
         })
+    }
+
+    // Radix's forwarding (`forward_to_inner_radix!`), but walks set accessed bits.
+    fn va_bits(&self) -> Option<u32> {
+        self.radix.va_bits()
+    }
+
+    fn coalesced(
+        &self,
+        asid: Asid,
+        m: Mapping,
+        req: crate::mmu::CoalesceRequest,
+    ) -> Option<crate::mmu::CoalescedSpan> {
+        self.radix.coalesced(asid, m, req)
+    }
+
+    #[inline]
+    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+        let w = self.radix.walk(asid, vpn, mem);
+        self.mark_accessed(asid, vpn, &w);
+        w
+    }
+
+    fn walk_after_fault(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
+        let w = self.radix.walk_after_fault(asid, vpn, mem);
+        self.mark_accessed(asid, vpn, &w);
+        w
+    }
+
+    #[inline]
+    fn prefetch(&self, asid: Asid, vpn: Vpn, mem: &MemSystem) {
+        self.radix.prefetch(asid, vpn, mem)
+    }
+
+    fn footprint(&self) -> crate::designs::PtFootprint {
+        self.radix.footprint()
+    }
+
+    fn set_cores(&mut self, n: usize) {
+        self.radix.set_cores(n)
+    }
+
+    fn select_core(&mut self, core: usize) {
+        self.radix.select_core(core)
+    }
+
+    fn flush_mmu_caches(&mut self) {
+        self.radix.flush_mmu_caches()
+    }
+
+    fn mmu_cache_misses(&self) -> u64 {
+        self.radix.mmu_cache_misses()
     }
 
     fn page_sizes(&self) -> PageSizeSet {
@@ -107,6 +254,8 @@ impl Design for Tps {
     }
 
     fn unmap(&mut self, phys: &mut PhysMem, asid: Asid, m: Mapping) {
+        // The entries are cleared: a page mapped here again starts with its bits clear.
+        self.accessed.remove(&(asid, m.vpn.0));
         self.radix.unmap(phys, asid, m)
     }
 
@@ -128,6 +277,14 @@ impl Design for Tps {
         s.put_u64("tailored_pte_writes", t.tailored_writes());
         s.put_u64("tailored_updates", t.tailored_updates());
         s.put_u64("alias_accesses", self.radix.alias_accesses());
+        s.put_u64("ad_updates", self.ad.updates);
+        s.put_u64("ad_pte_writes", self.ad.pte_writes);
+        s.put_f64(
+            "ad_pte_writes_per_ad_update",
+            ratio(self.ad.pte_writes, self.ad.updates),
+        );
+        s.put_u64("tailored_ad_updates", self.ad.tailored_updates);
+        s.put_u64("tailored_ad_pte_writes", self.ad.tailored_pte_writes);
     }
 }
 

@@ -219,3 +219,96 @@ fn a_1g_region_touched_fully_at_threshold_one_ends_as_one_1g_page() {
     assert_eq!(out["os"]["mapped_bytes_by_size"]["1g"], 1u64 << 30);
     assert!(stat(&s.tps, "tailored_updates").as_u64().unwrap() > 0);
 }
+
+#[test]
+fn setting_a_16k_pages_accessed_bit_writes_1_entry_with_aliases_and_4_with_copies() {
+    for (ptes, writes) in [(TailoredPtes::Alias, 1u64), (TailoredPtes::Copies, 4)] {
+        let (mut t, mut phys, mut mem) = setup(ptes);
+        let page = m(0x1000, 0x8000, 2);
+        t.map(&mut phys, 0, page).unwrap();
+        // The first walk sets the bit in place; later walks of any VPN of the page see it set.
+        for v in [0x1002, 0x1000, 0x1003, 0x1001] {
+            t.walk(0, Vpn(v), &mut mem);
+        }
+        assert_eq!(stat(&t, "ad_updates"), 1, "{ptes:?}");
+        assert_eq!(stat(&t, "ad_pte_writes"), writes, "{ptes:?}");
+        assert_eq!(stat(&t, "tailored_ad_pte_writes"), writes, "{ptes:?}");
+        assert_eq!(stat(&t, "ad_pte_writes_per_ad_update"), writes as f64);
+        // Unmapping clears the entries: the page mapped again starts with its bit clear.
+        t.unmap(&mut phys, 0, page);
+        t.map(&mut phys, 0, page).unwrap();
+        t.walk_after_fault(0, Vpn(0x1001), &mut mem);
+        assert_eq!(stat(&t, "ad_updates"), 2, "{ptes:?}");
+        assert_eq!(stat(&t, "ad_pte_writes"), 2 * writes, "{ptes:?}");
+    }
+}
+
+#[test]
+fn an_x86_size_page_sets_its_accessed_bit_with_one_write_in_either_variant() {
+    for ptes in [TailoredPtes::Alias, TailoredPtes::Copies] {
+        let (mut t, mut phys, mut mem) = setup(ptes);
+        t.map(&mut phys, 0, m(0x200, 0x400, 9)).unwrap(); // 2 MiB
+        t.map(&mut phys, 0, m(0x9000, 0x9000, 0)).unwrap(); // 4 KiB
+        for v in [0x200, 0x3ff, 0x9000, 0x9000] {
+            t.walk(0, Vpn(v), &mut mem);
+        }
+        assert_eq!(stat(&t, "ad_updates"), 2, "{ptes:?}");
+        assert_eq!(stat(&t, "ad_pte_writes"), 2, "{ptes:?}");
+        assert_eq!(stat(&t, "tailored_ad_updates"), 0, "{ptes:?}");
+    }
+}
+
+#[test]
+fn the_alias_bit_vector_sets_one_bit_per_chunk_of_a_tailored_page() {
+    // A 1 MiB page (256 base pages, 256 entries) with a 16-bit vector: 16 chunks of 64 KiB.
+    let mut phys = PhysMem::new(4 << 30);
+    let cfg = TpsConfig {
+        ad_vector_bits: 16,
+        ..TpsConfig::default()
+    };
+    cfg.validate().unwrap();
+    let mut t = Tps::new(&cfg, &mut phys).unwrap();
+    let mut mem = MemSystem::new(&MemConfig::default());
+    let page = m(0x4_0000, 0x10_0000, 8);
+    t.map(&mut phys, 0, page).unwrap();
+    t.walk(0, Vpn(0x4_0000), &mut mem);
+    t.walk(0, Vpn(0x4_000f), &mut mem); // same 16-page chunk
+    assert_eq!(stat(&t, "ad_updates"), 1);
+    t.walk(0, Vpn(0x4_0010), &mut mem); // the second chunk
+    assert_eq!(stat(&t, "ad_updates"), 2);
+    for v in 0x4_0000..0x4_0100 {
+        t.walk(0, Vpn(v), &mut mem);
+    }
+    assert_eq!(stat(&t, "ad_updates"), 16);
+    assert_eq!(
+        stat(&t, "ad_pte_writes"),
+        16,
+        "one alias PTE written per chunk"
+    );
+    // An 8 KiB page has 2 base pages: its vector has 2 bits, whatever the limit.
+    t.map(&mut phys, 0, m(0x8_0000, 0x20_0000, 1)).unwrap();
+    for v in [0x8_0000, 0x8_0001, 0x8_0001] {
+        t.walk(0, Vpn(v), &mut mem);
+    }
+    assert_eq!(stat(&t, "ad_updates"), 18);
+}
+
+#[test]
+fn a_bit_vector_needs_alias_ptes_and_a_power_of_two_size() {
+    let copies = TpsConfig {
+        ptes: TailoredPtes::Copies,
+        ad_vector_bits: 16,
+        ..TpsConfig::default()
+    };
+    assert!(copies.validate().unwrap_err().contains("alias"));
+    let odd = TpsConfig {
+        ad_vector_bits: 12,
+        ..TpsConfig::default()
+    };
+    assert!(odd.validate().unwrap_err().contains("ad_vector_bits"));
+    let big = TpsConfig {
+        ad_vector_bits: 512,
+        ..TpsConfig::default()
+    };
+    assert!(big.validate().is_err());
+}
