@@ -236,6 +236,10 @@ impl<D: Design> crate::os::Placer for DesignPlacer<'_, D> {
     ) -> Option<crate::addr::Pfn> {
         self.0.place(phys, req)
     }
+
+    fn allows_huge(&mut self, asid: crate::addr::Asid, vpn: Vpn) -> bool {
+        self.0.allows_huge(asid, vpn)
+    }
 }
 
 /// Events fetched from the source at a time: 512 x 32 bytes stays in the host's L1 cache

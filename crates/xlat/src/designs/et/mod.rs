@@ -67,9 +67,12 @@
 //! rule, contiguous-bit management, invalidation cost, N1 TLBs); Arm ARM (DDI 0487) D8.6.1,
 //! the Contiguous bit.
 
+pub mod khugepaged;
+pub mod leshy;
+
 use crate::addr::{Asid, Mapping, PageSize, Pfn, Vpn};
 use crate::designs::radix::{Radix, RadixConfig, CONTIG_ENTRIES};
-use crate::designs::Design;
+use crate::designs::{Design, PtFootprint, WalkResult};
 use crate::mmu::{CoalesceRequest, CoalescedSpan};
 use crate::os::{FrameUse, OsError, PhysMem, PlaceRequest};
 use crate::stats::{Stats, StatsExt};
@@ -96,6 +99,113 @@ pub struct EtConfig {
     pub pwc_ways: u32,
     /// Latency of the parallel PWC lookup in cycles.
     pub pwc_latency_cycles: u32,
+    /// CoalaKhugepaged, the asynchronous promotion daemon (`[et.khugepaged]`).
+    pub khugepaged: khugepaged::CoalaKhugepagedConfig,
+    /// Leshy, the translation-size selection (`[et.leshy]`).
+    pub leshy: LeshyConfig,
+}
+
+/// What Leshy does (`et.leshy.mode`).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LeshyMode {
+    /// No Leshy.
+    #[default]
+    Off,
+    /// A profiling run: sample, and at the end select with the offline budget and write the
+    /// hints to `et.leshy.hints_out` (the input of an `offline` run).
+    Profile,
+    /// Hints from `et.leshy.hints_file` (a profiling run's) steer CoalaPaging: placement only
+    /// inside hinted ranges, THP faults only inside ranges hinted 2 MiB or larger (and
+    /// CoalaKhugepaged, when it is on, works through them).
+    Offline,
+    /// Sample during the run; every `epoch_cycles` select with the online budget over the
+    /// last two epochs' samples and hand the hints to CoalaKhugepaged.
+    Online,
+}
+
+/// `[et.leshy]` section.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LeshyConfig {
+    /// `off`, `profile`, `offline` or `online`.
+    pub mode: LeshyMode,
+    /// Mean walk-causing references per sample (SPE's interval, 1024).
+    pub sample_period: u64,
+    /// Randomize each interval within +-1/8 of the period (SPE's jitter).
+    pub jitter: bool,
+    /// TLB entries of the budget (Neoverse N1's L2 TLB: 1280).
+    pub tlb_entries: u64,
+    /// Share of `tlb_entries` the offline / profile selection may use (100 %).
+    pub offline_slack: f64,
+    /// Share of `tlb_entries` the online selection may use (70 %).
+    pub online_slack: f64,
+    /// Share of the sampled misses the selection must cover (100 %).
+    pub coverage: f64,
+    /// Online mode: simulated core cycles per epoch (5 s at 2.7 GHz; scale it to the run).
+    pub epoch_cycles: u64,
+    /// Online mode: hinted bytes handed to CoalaKhugepaged per epoch at most (~1.875 GiB),
+    /// hottest first.
+    pub epoch_cap_bytes: u64,
+    /// Offline mode: the hint file to read (a profiling run's `hints_out`).
+    pub hints_file: String,
+    /// Profile mode: the hint file to write (empty: select and count, write nothing).
+    pub hints_out: String,
+}
+
+impl Default for LeshyConfig {
+    fn default() -> Self {
+        LeshyConfig {
+            mode: LeshyMode::Off,
+            sample_period: 1024,
+            jitter: true,
+            tlb_entries: 1280,
+            offline_slack: 1.0,
+            online_slack: 0.7,
+            coverage: 1.0,
+            epoch_cycles: 13_500_000_000,
+            epoch_cap_bytes: 15 << 27,
+            hints_file: String::new(),
+            hints_out: String::new(),
+        }
+    }
+}
+
+impl LeshyConfig {
+    /// Check ranges and the mode's needs.
+    pub fn validate(&self, khugepaged: bool) -> Result<(), String> {
+        if self.sample_period == 0 {
+            return Err("et.leshy.sample_period must be > 0".into());
+        }
+        for (k, v) in [
+            ("offline_slack", self.offline_slack),
+            ("online_slack", self.online_slack),
+            ("coverage", self.coverage),
+        ] {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(format!("et.leshy.{k} must be in (0, 1], got {v}"));
+            }
+        }
+        if self.epoch_cycles == 0 {
+            return Err("et.leshy.epoch_cycles must be > 0".into());
+        }
+        match self.mode {
+            LeshyMode::Offline if self.hints_file.is_empty() => Err(
+                "et.leshy.mode = \"offline\" needs et.leshy.hints_file (write one with mode = \"profile\" and et.leshy.hints_out)".into(),
+            ),
+            LeshyMode::Online if !khugepaged => Err(
+                "et.leshy.mode = \"online\" steers CoalaKhugepaged: set et.khugepaged.enabled = true".into(),
+            ),
+            _ if khugepaged && !matches!(self.mode, LeshyMode::Online | LeshyMode::Offline) => Err(
+                "et.khugepaged.enabled works through Leshy hints: set et.leshy.mode = \"online\" (or \"offline\" with a hint file)".into(),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    fn budget(&self, slack: f64) -> u64 {
+        (self.tlb_entries as f64 * slack).floor() as u64
+    }
 }
 
 impl Default for EtConfig {
@@ -110,6 +220,8 @@ impl Default for EtConfig {
             pwc_entries: r.pwc_entries,
             pwc_ways: r.pwc_ways,
             pwc_latency_cycles: r.pwc_latency_cycles,
+            khugepaged: Default::default(),
+            leshy: Default::default(),
         }
     }
 }
@@ -127,7 +239,9 @@ impl EtConfig {
 
     /// Check ranges (the radix fields as `[radix]` checks them).
     pub fn validate(&self) -> Result<(), String> {
-        self.radix().validate()
+        self.radix().validate()?;
+        self.khugepaged.validate()?;
+        self.leshy.validate(self.khugepaged.enabled)
     }
 }
 
@@ -148,6 +262,49 @@ struct Counters {
     group_invalidations: u64,
 }
 
+/// Leshy's state (see [`leshy`]).
+struct LeshyState {
+    cfg: LeshyConfig,
+    sampler: leshy::Sampler,
+    /// Samples of the current epoch (the whole run outside online mode).
+    cur: leshy::Samples,
+    /// Online mode: the previous epoch's samples.
+    prev: leshy::Samples,
+    /// The current hints (offline: the file's; online: the last epoch's).
+    hints: Vec<leshy::Hint>,
+    index: leshy::HintIndex,
+    next_epoch: u64,
+    samples: u64,
+    epochs: u64,
+    thp_refused: u64,
+    placements_unhinted: u64,
+}
+
+impl LeshyState {
+    /// Online mode: one epoch's selection over the last two epochs' samples, capped at
+    /// `epoch_cap_bytes`, hottest first.
+    fn epoch(&mut self) -> Vec<leshy::Hint> {
+        self.epochs += 1;
+        let mut both = std::mem::take(&mut self.prev);
+        for (k, n) in &self.cur {
+            *both.entry(*k).or_default() += n;
+        }
+        let mut hints = leshy::select(
+            &both,
+            self.cfg.budget(self.cfg.online_slack),
+            self.cfg.coverage,
+        );
+        let mut bytes = 0;
+        hints.retain(|h| {
+            bytes += h.region.bytes();
+            bytes <= self.cfg.epoch_cap_bytes
+        });
+        self.prev = std::mem::take(&mut self.cur);
+        self.hints = hints.clone();
+        hints
+    }
+}
+
 /// Elastic Translations on a radix table.
 pub struct Et {
     radix: Radix,
@@ -155,6 +312,10 @@ pub struct Et {
     c: Counters,
     /// The group the last `unmap` broke, until the engine takes it.
     broken: Option<CoalescedSpan>,
+    /// CoalaKhugepaged (`et.khugepaged.enabled`).
+    khugepaged: Option<Box<khugepaged::CoalaKhugepaged>>,
+    /// Leshy (`et.leshy.mode` not `off`).
+    leshy: Option<Box<LeshyState>>,
 }
 
 /// The contiguous group a page of `size` belongs to: its index in the counters (0: 64 KiB of
@@ -232,15 +393,155 @@ impl Et {
 
 impl Design for Et {
     type Config = EtConfig;
-    crate::designs::radix::forward_to_inner_radix!();
+
+    fn va_bits(&self) -> Option<u32> {
+        self.radix.va_bits()
+    }
+
+    fn coalesced(&self, asid: Asid, m: Mapping, req: CoalesceRequest) -> Option<CoalescedSpan> {
+        self.radix.coalesced(asid, m, req)
+    }
+
+    #[inline]
+    fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut crate::mem::MemSystem) -> WalkResult {
+        if let Some(l) = self.leshy.as_deref_mut() {
+            // A walk-causing reference: SPE's sampler counts it.
+            if l.sampler.tick() {
+                l.samples += 1;
+                *l.cur.entry((asid, vpn.0)).or_default() += 1;
+            }
+        }
+        self.radix.walk(asid, vpn, mem)
+    }
+
+    fn walk_after_fault(
+        &mut self,
+        asid: Asid,
+        vpn: Vpn,
+        mem: &mut crate::mem::MemSystem,
+    ) -> WalkResult {
+        self.radix.walk_after_fault(asid, vpn, mem)
+    }
+
+    #[inline]
+    fn prefetch(&self, asid: Asid, vpn: Vpn, mem: &crate::mem::MemSystem) {
+        self.radix.prefetch(asid, vpn, mem)
+    }
+
+    fn footprint(&self) -> PtFootprint {
+        self.radix.footprint()
+    }
+
+    fn set_cores(&mut self, n: usize) {
+        self.radix.set_cores(n)
+    }
+
+    fn select_core(&mut self, core: usize) {
+        self.radix.select_core(core)
+    }
+
+    fn flush_mmu_caches(&mut self) {
+        self.radix.flush_mmu_caches()
+    }
+
+    fn mmu_cache_misses(&self) -> u64 {
+        self.radix.mmu_cache_misses()
+    }
 
     fn new(cfg: &EtConfig, phys: &mut PhysMem) -> Result<Self, OsError> {
+        cfg.validate().map_err(OsError)?;
+        let mut leshy = None;
+        if cfg.leshy.mode != LeshyMode::Off {
+            let l = &cfg.leshy;
+            let hints = if l.mode == LeshyMode::Offline {
+                let text = std::fs::read_to_string(&l.hints_file).map_err(|e| {
+                    OsError(format!(
+                        "et.leshy.hints_file: cannot read {:?}: {e}",
+                        l.hints_file
+                    ))
+                })?;
+                leshy::parse_hints(&text, &format!("et.leshy.hints_file {:?}", l.hints_file))
+                    .map_err(OsError)?
+            } else {
+                Vec::new()
+            };
+            if l.mode == LeshyMode::Profile && !l.hints_out.is_empty() {
+                // Fail now, not after the run, on a path that cannot be written.
+                std::fs::write(&l.hints_out, leshy::format_hints(&[])).map_err(|e| {
+                    OsError(format!(
+                        "et.leshy.hints_out: cannot write {:?}: {e}",
+                        l.hints_out
+                    ))
+                })?;
+            }
+            leshy = Some(Box::new(LeshyState {
+                cfg: l.clone(),
+                sampler: leshy::Sampler::new(l.sample_period, l.jitter, 0x1e5),
+                cur: Default::default(),
+                prev: Default::default(),
+                index: leshy::HintIndex::new(&hints),
+                hints,
+                next_epoch: l.epoch_cycles,
+                samples: 0,
+                epochs: 0,
+                thp_refused: 0,
+                placements_unhinted: 0,
+            }));
+        }
+        let khugepaged = cfg.khugepaged.enabled.then(|| {
+            let mut k = khugepaged::CoalaKhugepaged::new(&cfg.khugepaged);
+            if let Some(l) = leshy.as_deref() {
+                k.set_hints(l.hints.clone());
+            }
+            Box::new(k)
+        });
         Ok(Et {
             radix: Radix::new(&cfg.radix(), phys)?,
             cfg: cfg.clone(),
             c: Counters::default(),
             broken: None,
+            khugepaged,
+            leshy,
         })
+    }
+
+    fn allows_huge(&mut self, asid: Asid, vpn: Vpn) -> bool {
+        match self.leshy.as_deref_mut() {
+            Some(l) if l.cfg.mode == LeshyMode::Offline => {
+                // Offline hints: THP only inside ranges hinted 2 MiB or larger.
+                let ok = l.index.overlaps_at_least(asid, vpn, 512, 2);
+                if !ok {
+                    l.thp_refused += 1;
+                }
+                ok
+            }
+            _ => true,
+        }
+    }
+
+    fn wants_os_work(&self) -> bool {
+        self.khugepaged.is_some()
+    }
+
+    fn os_work(
+        &mut self,
+        os: &mut crate::os::Os,
+        now_cycles: u64,
+        changes: &mut Vec<crate::os::MapChange>,
+    ) -> Result<(), OsError> {
+        let Some(k) = self.khugepaged.as_deref_mut() else {
+            return Ok(());
+        };
+        if let Some(l) = self.leshy.as_deref_mut() {
+            if l.cfg.mode == LeshyMode::Online {
+                while now_cycles >= l.next_epoch {
+                    l.next_epoch += l.cfg.epoch_cycles;
+                    k.set_hints(l.epoch());
+                }
+            }
+        }
+        k.tick(os, now_cycles, changes);
+        Ok(())
     }
 
     fn place(&mut self, phys: &mut PhysMem, req: &PlaceRequest) -> Option<Pfn> {
@@ -248,6 +549,13 @@ impl Design for Et {
             return None;
         }
         let (kind, _) = group_kind(req.size)?;
+        if let Some(l) = self.leshy.as_deref_mut() {
+            // Offline hints: CoalaPaging places only inside hinted ranges.
+            if l.cfg.mode == LeshyMode::Offline && l.index.find(req.asid, req.vpn).is_none() {
+                l.placements_unhinted += 1;
+                return None;
+            }
+        }
         self.c.place_requests[kind] += 1;
         // The page-table pages first, as Linux's fault path: allocated after the data page
         // they would take the frames just reserved for the group's other pages. Out of memory
@@ -361,6 +669,47 @@ impl Design for Et {
         dist.put_u64("32m", live(1) * (16 << 21));
         dist.put_u64("1g", bytes(2));
         s.put_u64("invalidation_cycles", self.os_cycles());
+        if let Some(k) = self.khugepaged.as_deref() {
+            k.stats(s);
+        }
+        if let Some(l) = self.leshy.as_deref() {
+            // Profile mode: the selection over the whole run with the offline budget (what
+            // the hint file holds).
+            let profile;
+            let hints = if l.cfg.mode == LeshyMode::Profile {
+                profile = leshy::select(&l.cur, l.cfg.budget(l.cfg.offline_slack), l.cfg.coverage);
+                if !l.cfg.hints_out.is_empty() {
+                    if let Err(e) = std::fs::write(&l.cfg.hints_out, leshy::format_hints(&profile))
+                    {
+                        // Checked writable at the start; a later failure is reported here.
+                        eprintln!(
+                            "error: et.leshy.hints_out: cannot write {:?}: {e}",
+                            l.cfg.hints_out
+                        );
+                    }
+                }
+                &profile
+            } else {
+                &l.hints
+            };
+            let ls = s.section("leshy");
+            ls.put_u64("samples", l.samples);
+            ls.put_u64("epochs", l.epochs);
+            ls.put_u64("hint_entries", hints.len() as u64);
+            for level in 1..4 {
+                let bytes: u64 = hints
+                    .iter()
+                    .filter(|h| h.region.level == level)
+                    .map(|h| h.region.bytes())
+                    .sum();
+                ls.put_u64(
+                    &format!("hinted_{}_bytes", leshy::LEVEL_NAMES[level as usize]),
+                    bytes,
+                );
+            }
+            ls.put_u64("thp_refused", l.thp_refused);
+            ls.put_u64("placements_unhinted", l.placements_unhinted);
+        }
     }
 }
 
