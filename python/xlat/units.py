@@ -164,6 +164,8 @@ INDEX_RUNS: list[dict[str, Any]] = [
     {"set": {"tlb.coalescing": "colt", "tlb.l1_organization": "split_any_size"}},
     {"set": {"tlb.range.entries": 32, "tlb.l1_organization": "any_size"}},
     {"set": {"os.policy": "reservation", "tlb.l2_organization": "split_1g"}},
+    # Elastic Translations' Leshy and CoalaKhugepaged sections (et.leshy.*, et.khugepaged.*).
+    {"design": "et", "set": {"et.leshy.mode": "online", "et.khugepaged.enabled": True}},
 ]
 
 #: Where the index of keys lives in docs/results.md (generated between these lines).

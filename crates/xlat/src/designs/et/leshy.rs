@@ -187,10 +187,7 @@ pub fn select(samples: &Samples, budget: u64, coverage: f64) -> Vec<Hint> {
         return Vec::new();
     }
     // Step 3: trade the largest regions down while the budget holds.
-    loop {
-        let Some(top) = sel.iter().map(|(r, _)| r.level).max() else {
-            break;
-        };
+    while let Some(top) = sel.iter().map(|(r, _)| r.level).max() {
         if top == 0 {
             break;
         }
@@ -256,7 +253,7 @@ impl Sampler {
             period: period.max(1),
             jitter,
             countdown: 0,
-            rng: crate::rng::Rng::new(seed, 0x1e5_4),
+            rng: crate::rng::Rng::new(seed, 0x1e54),
         };
         s.countdown = s.interval();
         s

@@ -30,19 +30,45 @@
 //! block is free, or the group holds only siblings at other offsets, the hook declines and the
 //! OS policy allocates as usual (the fault succeeds, the contiguity is lost).
 //!
+//! **CoalaKhugepaged** ([`khugepaged`], OS operations in `os/coala_khugepaged.rs`): a daemon on
+//! simulated time ([`Design::os_work`]) that works through Leshy's hints hottest first — a
+//! 32 MiB hint by copy into a fresh 32 MiB block (16 x 2 MiB pages that form one group; 2 MiB
+//! collapses of its ranges when no block is found or the range is not promotable whole), a
+//! 2 MiB hint by an ordinary collapse, a 64 KiB hint by the collapse of its 2 MiB range — at
+//! most `pages_to_scan` collapsed pages per wake-up.
+//!
+//! **Leshy** ([`leshy`]): samples 1 in `sample_period` TLB-miss walks (with jitter, as SPE),
+//! counts samples per 4 KiB page and selects greedily which 64 KiB / 2 MiB / 32 MiB ranges to
+//! hint under the budget `tlb_entries` x slack. `profile` mode writes the hints of a run to a
+//! file; `offline` mode reads one and restricts CoalaPaging to hinted ranges and THP to ranges
+//! hinted 2 MiB or larger ([`Design::allows_huge`]); `online` mode re-selects every epoch over
+//! the last two epochs' samples and hands the hints to CoalaKhugepaged.
+//!
+//! **Nested** (`virt.enabled` with `tlb.coalescing = "contiguous_bit"`): the combined TLB
+//! entry is the smaller of the guest's and the host's contiguous sizes
+//! (`virt::effective_span`); run `et` as the host design too for host contiguity.
+//!
 //! ## Configuration
 //! `[et]`: `coala_paging` (true; false leaves placement to the OS policy, i.e. the contiguous
 //! bit is still managed but contiguity arises only by chance or from mTHP folios),
 //! `range_invalidation` (false: Neoverse N1's 16 invalidations per broken group),
 //! `invalidation_cycles` (500, as `os.migration.shootdown_cycles`), and the radix table's
 //! `levels`, `pwc_levels`, `pwc_entries`, `pwc_ways`, `pwc_latency_cycles` (as `[radix]`).
+//! `[et.khugepaged]`: `enabled` (false), `sleep_cycles` (2.7 G: 1000 ms at 2.7 GHz),
+//! `pages_to_scan` (8192). `[et.leshy]`: `mode` (`off`, `profile`, `offline`, `online`),
+//! `sample_period` (1024), `jitter` (true), `tlb_entries` (1280), `offline_slack` (1.0),
+//! `online_slack` (0.7), `coverage` (1.0), `epoch_cycles` (13.5 G: 5 s), `epoch_cap_bytes`
+//! (1.875 GiB), `hints_file`, `hints_out`.
 //!
 //! Statistics (`et.*`): CoalaPaging's outcomes (`place_requests_4k` / `_2m`,
 //! `placed_by_sibling_4k` / `_2m`, `placed_new_group_4k` / `_2m`, `fallback_target_busy`,
 //! `fallback_no_block`, `fallback_misaligned_group`), contiguous groups formed and broken
 //! (`groups_formed_64k` / `_32m`, `groups_broken_64k` / `_32m`), `group_invalidations` (TLB
 //! invalidations of the other members of broken groups) and `invalidation_cycles` (their OS
-//! cost), plus the radix PWC figures (`pwc_*`).
+//! cost), plus the radix PWC figures (`pwc_*`); with CoalaKhugepaged on `khugepaged.*`
+//! (`wakeups`, `hints_handled`, `promotions_2m`, `promotions_32m`, `copies`, `bytes_copied`,
+//! `fallbacks_32m`, `no_block`), with Leshy on `leshy.*` (`samples`, `epochs`,
+//! `hint_entries`, `hinted_{64k,2m,32m}_bytes`, `thp_refused`, `placements_unhinted`).
 //!
 //! ## Deviations from the paper
 //! - The artifact's fault path decides THP vs 4 KiB by the THP mode; here the OS policy does
@@ -56,7 +82,21 @@
 //! - The buddy allocator deletes free-list entries lazily: a stale entry for a block that a
 //!   soft reservation later returns at the same order is valid again and can be taken before
 //!   the tail, so a soft reservation is usually, not always, taken last.
-//! - Leshy-hinted placement (offline mode) and CoalaKhugepaged are not implemented here.
+//! - Leshy samples one in `sample_period` TLB-miss *walks* (SPE samples one in 1024
+//!   operations and keeps those that walked: the same expected rate of walk samples); the
+//!   jitter is uniform within +-1/8 of the period; the translation latency SPE records is not
+//!   used (the facts file's target counts sampled misses).
+//! - Leshy's "at least 2 sampled sub-regions" is read as: of the next smaller size; a region
+//!   with fewer stands for that sub-region's candidates. The trade-down trades the cheapest
+//!   region of the largest size (fewest added entries; ties: coldest) and stops at the first
+//!   trade that does not fit. Both are our reading of the facts file.
+//! - Offline hints come from a file written by a profiling run (`profile` mode) that we run
+//!   first; the artifact's own profiling setup is not known, see docs/designs/et.md.
+//! - CoalaKhugepaged's pacing (`sleep_cycles`, Leshy's `epoch_cycles`) defaults to the
+//!   evaluation's 1000 ms / 5 s at 2.7 GHz, longer than our simulated runs: scale them down to
+//!   see promotions. Its scans cost nothing beyond the copies and shootdowns (charged as OS
+//!   time like khugepaged's); it replaces `os.khugepaged` (do not turn both on). Holes of a
+//!   32 MiB range are mapped zero-filled by the promotion.
 //! - The N1 L1 DTLB, which holds 64 KiB but not 32 MiB entries, is the machine's
 //!   `tlb.l1_max_span_bytes` (set to 64 KiB by the `neoverse-n1` preset): a 32 MiB entry is held
 //!   in the L1 as the 2 MiB page that was accessed.
