@@ -140,9 +140,11 @@ def main() -> None:
         print(f"done {workload}", flush=True)
 
     names = ["et", "et+leshy", "et+online"]
-    print("\n| kind | stand-in | footprint | " + " | ".join(
-        f"{n} / thp @{f}" for f in ("0.5", "0.99") for n in names
-    ) + " |")
+    print(
+        "\n| kind | stand-in | footprint | "
+        + " | ".join(f"{n} / thp @{f}" for f in ("0.5", "0.99") for n in names)
+        + " |"
+    )
     print("|---" * (3 + 2 * len(names)) + "|")
     geo = {}
     for kind, workload, footprint, cyc, _ in frag_rows:
@@ -153,17 +155,19 @@ def main() -> None:
                 geo.setdefault((f, n), []).append(s)
                 cells.append(f"{s:.2f}")
         print(f"| {kind} | {workload} | {footprint} | " + " | ".join(cells) + " |")
-    print("| geomean | | | " + " | ".join(
-        f"{geomean(geo[(f, n)]):.2f}" for f in ("0.5", "0.99") for n in names
-    ) + " |")
+    print(
+        "| geomean | | | "
+        + " | ".join(f"{geomean(geo[(f, n)]):.2f}" for f in ("0.5", "0.99") for n in names)
+        + " |"
+    )
 
     print("\n| stand-in | samples | hints | 64 KiB hinted | 2 MiB hinted | 32 MiB hinted |")
     print("|---|---|---|---|---|---|")
-    for workload, l in leshy_rows:
+    for workload, ls in leshy_rows:
         print(
-            f"| {workload} | {l['samples']} | {l['hint_entries']} | "
-            f"{l['hinted_64k_bytes'] >> 20} MiB | {l['hinted_2m_bytes'] >> 20} MiB | "
-            f"{l['hinted_32m_bytes'] >> 20} MiB |"
+            f"| {workload} | {ls['samples']} | {ls['hint_entries']} | "
+            f"{ls['hinted_64k_bytes'] >> 20} MiB | {ls['hinted_2m_bytes'] >> 20} MiB | "
+            f"{ls['hinted_32m_bytes'] >> 20} MiB |"
         )
 
     print("\n| stand-in | FMFI | wake-ups | 2 MiB collapses | 32 MiB promotions | copied |")
