@@ -10,9 +10,9 @@ Every run is the built-in workload through the Python front on the ``neoverse-n1
   ``et+leshy`` (offline Leshy: the hints of a profiling run steer CoalaPaging) and
   ``et+online`` (online Leshy steering CoalaKhugepaged, wake-up and epoch scaled to the run:
   ``et.khugepaged.sleep_cycles=20M``, ``et.leshy.epoch_cycles=100M``);
-- the profiling run: ``et`` with ``et.leshy.mode=profile``, unfragmented, ``os.thp=never``
-  (4 KiB and 64 KiB pages: the walks show where larger translations pay), writing the hint
-  file the ``et+leshy`` runs read;
+- the profiling run: ``et`` with ``et.leshy.mode=profile``, unfragmented, 4 KiB pages only
+  (``os.thp=never``, ``et.coala_paging=false``, ``tlb.coalescing=none``: the walks of base
+  pages show where larger translations pay), writing the hint file the ``et+leshy`` runs read;
 - virtualized (``virt.enabled``, guest 8 GiB on a 10 GiB host, unfragmented): ``thp-virt``
   (radix in guest and host, THP in both, no contiguous bit) and ``et-virt`` (``et`` in guest
   and host, THP in both, ``tlb.coalescing=contiguous_bit``).
@@ -88,6 +88,7 @@ def main() -> None:
             dict(
                 NATIVE,
                 **{"os.thp": "never", "et.pwc_latency_cycles": 3},
+                **{"et.coala_paging": False, "tlb.coalescing": "none"},
                 **{"et.leshy.mode": "profile", "et.leshy.hints_out": hints},
             ),
         )
