@@ -72,7 +72,13 @@ pub const STATE_KEYS: &[&str] = &[
 ];
 
 /// Sections all of whose values are states.
-const STATE_SECTIONS: &[&str] = &["mapped_bytes_by_size", "page_table", "resident_reuse"];
+const STATE_SECTIONS: &[&str] = &[
+    "mapped_bytes_by_size",
+    "page_table",
+    "resident_reuse",
+    // Elastic Translations: bytes mapped per translation size at the end (a state).
+    "mapped_bytes_by_translation",
+];
 
 /// Fractions whose denominator the record does not hold (the name rules would pick a wrong
 /// one): kept as at the end of the run and listed in `warmup.whole_run_keys`.
