@@ -168,6 +168,8 @@ INDEX_RUNS: list[dict[str, Any]] = [
     {"set": {"os.policy": "hawkeye", "os.hawkeye.interval_cycles": 100000}},
     {"set": {"os.policy": "trident", "os.thp": "always", "os.trident.interval_cycles": 100000}},
     {"set": {"os.hugetlb.pages": 4, "os.hugetlb.size": "2MiB"}},
+    # Elastic Translations' Leshy and CoalaKhugepaged sections (et.leshy.*, et.khugepaged.*).
+    {"design": "et", "set": {"et.leshy.mode": "online", "et.khugepaged.enabled": True}},
 ]
 
 #: Where the index of keys lives in docs/results.md (generated between these lines).

@@ -236,6 +236,10 @@ impl<D: Design> crate::os::Placer for DesignPlacer<'_, D> {
     ) -> Option<crate::addr::Pfn> {
         self.0.place(phys, req)
     }
+
+    fn allows_huge(&mut self, asid: crate::addr::Asid, vpn: Vpn) -> bool {
+        self.0.allows_huge(asid, vpn)
+    }
 }
 
 /// Events fetched from the source at a time: 512 x 32 bytes stays in the host's L1 cache
@@ -330,6 +334,18 @@ impl<D: Design> Sim<D> {
             machine.os_now = now;
         }
         now
+    }
+
+    /// Nested runs with the contiguous bit (Elastic Translations in guest and host): cache the
+    /// combined translation `m` of `vpn` as the entry of the smaller of the guest's and the
+    /// host's contiguous sizes (`virt::nested_span`).
+    #[cold]
+    #[inline(never)]
+    fn fill_nested_span(&mut self, vpn: Vpn, m: Mapping) {
+        let span = self.mem.nested.as_deref().and_then(|host| {
+            crate::virt::nested_span(&self.design, &self.os, self.asid, vpn, host)
+        });
+        self.mmu.fill_span(self.asid, vpn, m, span);
     }
 
     /// The OS work the design asked for (`Design::os_work`: Utopia's migrations), then its
@@ -715,8 +731,17 @@ impl<D: Design> Sim<D> {
                             .check_fetch(self.asid, va)
                             .map_err(|e| self.os_err(e))?;
                     }
-                    self.mmu
-                        .fill_walked(&self.design, self.asid, vpn, m, ifetch);
+                    if self.mem.nested.is_some() && self.mmu.coalescing().is_some() {
+                        // The design's own span would hold guest frames: combine instead.
+                        if ifetch {
+                            self.mmu.fill(self.asid, m, true);
+                        } else {
+                            self.fill_nested_span(vpn, m);
+                        }
+                    } else {
+                        self.mmu
+                            .fill_walked(&self.design, self.asid, vpn, m, ifetch);
+                    }
                     (m, self.mmu.l2_latency_cycles as u64 + w)
                 }
             }
@@ -769,8 +794,12 @@ impl<D: Design> Sim<D> {
         self.record_fault_latency(fault_mark);
         let m = if !D::PERFECT_TLB {
             let (wm, wc) = self.walk(va, kind, true)?;
-            self.mmu
-                .fill_walked(&self.design, self.asid, va.vpn(), wm, false);
+            if self.mem.nested.is_some() && self.mmu.coalescing().is_some() {
+                self.fill_nested_span(va.vpn(), wm);
+            } else {
+                self.mmu
+                    .fill_walked(&self.design, self.asid, va.vpn(), wm, false);
+            }
             xlat_cycles += wc;
             walk_cycles += wc;
             wm

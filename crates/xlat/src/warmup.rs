@@ -77,6 +77,8 @@ const STATE_SECTIONS: &[&str] = &[
     "page_table",
     "resident_reuse",
     "va_gaps",
+    // Elastic Translations: bytes mapped per translation size at the end (a state).
+    "mapped_bytes_by_translation",
 ];
 
 /// Fractions whose denominator the record does not hold (the name rules would pick a wrong

@@ -102,6 +102,12 @@ pub trait Design: Sized + Send {
     fn place(&mut self, _phys: &mut PhysMem, _req: &crate::os::PlaceRequest) -> Option<Pfn> {
         None
     }
+    /// THP hook, asked at a THP fault before a 2 MiB page is allocated for `vpn` of `asid`:
+    /// `false` makes the fault fall back to 4 KiB pages (Elastic Translations' offline Leshy
+    /// mode refuses THP outside ranges hinted 2 MiB or larger). The default allows it.
+    fn allows_huge(&mut self, _asid: Asid, _vpn: Vpn) -> bool {
+        true
+    }
     /// TLB coalescing hook, asked after a TLB-miss walk that found `m` when `tlb.coalescing` is
     /// on: the coalesced entry the hardware would build from what that walk read, or `None` to
     /// cache `m` alone (the default: designs without coalescing support).

@@ -485,6 +485,26 @@ impl Mmu {
         self.fill_entry(asid, TlbEntry::Page(m), m.vpn, ifetch);
     }
 
+    /// The coalescing the TLBs do (`tlb.coalescing`), if any.
+    pub fn coalescing(&self) -> Option<CoalesceRequest> {
+        self.coalesce
+    }
+
+    /// Install the translation `m` a walk for `vpn` just found as the coalesced entry `span`
+    /// (computed by the caller: nested runs combine the guest's and the host's contiguity,
+    /// `virt::nested_span`), or as `m` alone when `span` is `None` or does not hold exactly
+    /// `m` (a caller bug, not cached; the oracle would catch a wrong neighbour).
+    pub fn fill_span(&mut self, asid: Asid, vpn: Vpn, m: Mapping, span: Option<CoalescedSpan>) {
+        match span.filter(|s| s.pages_log2 >= 1 && s.contains(m.vpn) && s.base_of(m.vpn) == m) {
+            Some(s) => {
+                self.coalesced_fills += 1;
+                self.coalesced_fill_pages += s.pages();
+                self.fill_entry(asid, TlbEntry::Span(s), vpn, false);
+            }
+            None => self.fill(asid, m, false),
+        }
+    }
+
     /// Install the translation `m` a walk of `design` for `vpn` just found: as it is, or, with
     /// coalescing on, as the coalesced entry the design reports for it ([`Design::coalesced`]);
     /// with a range TLB, also the design's range holding `vpn` ([`Design::range`]), if any.

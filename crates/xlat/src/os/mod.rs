@@ -56,6 +56,7 @@
 
 pub mod aslr;
 pub mod buddy;
+pub mod coala_khugepaged;
 pub mod compaction;
 pub mod fault_latency;
 pub mod hawkeye;
@@ -219,6 +220,11 @@ pub struct PlaceRequest<'a> {
 pub trait Placer {
     /// Choose the frames of the page `req` describes.
     fn place(&mut self, phys: &mut PhysMem, req: &PlaceRequest) -> Option<Pfn>;
+    /// Whether a THP fault may map a 2 MiB page at `vpn` (asked before the OS policy
+    /// allocates one; `false` makes the fault fall back to 4 KiB). Default: always.
+    fn allows_huge(&mut self, _asid: Asid, _vpn: Vpn) -> bool {
+        true
+    }
 }
 
 /// The placer that leaves every choice to the OS policy.
@@ -1168,6 +1174,8 @@ impl Os {
                 self.c.fallback_partly_mapped += 1;
             } else if !self.phys.can_alloc(PageSize::Size2M.order()) {
                 self.c.fallback_no_block += 1;
+            } else if !placer.allows_huge(asid, vpn) {
+                // The design refused it (Elastic Translations' offline Leshy hints).
             } else {
                 let pfn = self.alloc_page(asid, vpn, PageSize::Size2M, placer, changes)?;
                 self.c.faults_2m += 1;

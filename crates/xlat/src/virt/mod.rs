@@ -71,7 +71,7 @@ use crate::addr::{Asid, Mapping, Paddr, PageSize, PageSizeSet, Pfn, Vaddr, Vpn, 
 use crate::config::Config;
 use crate::designs::{build_and_visit, Design, DesignVisitor, DesignsConfig, WalkResult};
 use crate::mem::MemSystem;
-use crate::mmu::Mmu;
+use crate::mmu::{CoalesceRequest, CoalescedSpan, Mmu};
 use crate::os::{MapChange, Os, OsConfig, OsError, PhysMem, PlaceRequest, Placer};
 use crate::stats::{ratio, Stats, StatsExt};
 use crate::trace::{prot, AccessKind};
@@ -190,6 +190,9 @@ pub trait HostTranslate: Send {
     ) -> Option<(Mapping, u32, u32)>;
     /// The host OS's mapping of guest frame `gpfn` (the oracle's second half).
     fn host_mapping(&self, gpfn: Pfn) -> Option<Mapping>;
+    /// The host design's contiguous group (`tlb.coalescing = "contiguous_bit"`) holding the
+    /// host mapping of `gpfn`, if its entry is marked (what a host walk reads).
+    fn host_span(&self, gpfn: Pfn) -> Option<CoalescedSpan>;
     /// Page sizes the host may map.
     fn page_sizes(&self) -> PageSizeSet;
     /// Count one guest page-table read (made at its host-physical address).
@@ -480,6 +483,12 @@ impl<H: Design> HostTranslate for Host<H> {
         self.os.translate(self.asid, Vpn(gpfn.0))
     }
 
+    fn host_span(&self, gpfn: Pfn) -> Option<CoalescedSpan> {
+        let hm = self.host_mapping(gpfn)?;
+        self.design
+            .coalesced(self.asid, hm, CoalesceRequest::ContiguousBit)
+    }
+
     fn page_sizes(&self) -> PageSizeSet {
         self.os.page_sizes()
     }
@@ -698,6 +707,54 @@ pub fn combine(vpn: Vpn, guest: Mapping, host: Mapping) -> Mapping {
         size,
         writable: guest.writable && host.writable,
     }
+}
+
+/// Nested Elastic Translations: the TLB entry for the combined translation of `vpn` when
+/// both dimensions may be contiguous. The guest's contiguous region holding `vpn` is its
+/// contiguous group (`gspan`) or else its page `gm`; the host's, for the guest frame, its
+/// group (`hspan`) or else its page `hm`. The effective entry is the aligned block of the
+/// smaller of the two region sizes around `vpn` (both regions are aligned to their size and
+/// map linearly, so that block maps linearly gVA -> hPA), made of pages of the combined page
+/// size; `None` when that block is a single page (cache the combined page alone).
+pub fn effective_span(
+    vpn: Vpn,
+    gm: Mapping,
+    gspan: Option<CoalescedSpan>,
+    hm: Mapping,
+    hspan: Option<CoalescedSpan>,
+) -> Option<CoalescedSpan> {
+    let region = |m: Mapping, s: Option<CoalescedSpan>| s.map_or(m.size, |s| s.size());
+    let size = region(gm, gspan).min(region(hm, hspan));
+    let cm = combine(vpn, gm, hm);
+    let pages_log2 = size.order().checked_sub(cm.size.order())?;
+    if pages_log2 == 0 {
+        return None;
+    }
+    let first = vpn.align_down(size);
+    Some(CoalescedSpan {
+        vpn: first,
+        pfn: Pfn(cm.pfn.0 - (cm.vpn.0 - first.0)),
+        base: cm.size,
+        pages_log2,
+        writable: cm.writable,
+    })
+}
+
+/// [`effective_span`] for the combined translation `m` of `vpn` that a nested walk just
+/// returned: the guest side from the guest OS's mapping (what the guest walk read, as the
+/// oracle checked) and the guest design's mark, the host side from the host.
+pub fn nested_span<D: Design>(
+    design: &D,
+    guest: &Os,
+    asid: Asid,
+    vpn: Vpn,
+    host: &dyn HostTranslate,
+) -> Option<CoalescedSpan> {
+    let gm = guest.translate(asid, vpn)?;
+    let gpfn = Pfn(gm.pfn.0 + (vpn.0 - gm.vpn.0));
+    let hm = host.host_mapping(gpfn)?;
+    let gspan = design.coalesced(asid, gm, CoalesceRequest::ContiguousBit);
+    effective_span(vpn, gm, gspan, hm, host.host_span(gpfn))
 }
 
 /// The oracle of nested translation: the composition of the guest OS's mapping of `vpn` and

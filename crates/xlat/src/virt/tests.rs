@@ -395,3 +395,90 @@ fn unmapping_a_guest_huge_page_drops_the_smaller_combined_entries_inside_it() {
         other => panic!("expected a segmentation fault at event 4, got {other:?}"),
     }
 }
+
+// ---- Elastic Translations in guest and host (contiguous bit over both dimensions) ----
+
+fn span(vpn: u64, pfn: u64, base: PageSize, pages_log2: u8) -> CoalescedSpan {
+    CoalescedSpan {
+        vpn: Vpn(vpn),
+        pfn: Pfn(pfn),
+        base,
+        pages_log2,
+        writable: true,
+    }
+}
+
+#[test]
+fn the_effective_nested_entry_is_the_smaller_of_the_guest_and_host_contiguous_sizes() {
+    const SIZE_4K: PageSize = PageSize::Size4K;
+    const SIZE_2M: PageSize = PageSize::Size2M;
+    // Guest: 64 KiB group of 4 KiB pages at gVA page 0x100 -> gPA page 0x5000; host: one
+    // 2 MiB page over gPA 0x5000.. -> hPA 0x80000.. . The walked page is 0x105.
+    let gm = Mapping::writable(0x105, 0x5005, SIZE_4K);
+    let g64 = span(0x100, 0x5000, SIZE_4K, 4);
+    let h2m = Mapping::writable(0x4e00, 0x80000, SIZE_2M);
+    assert_eq!(
+        effective_span(Vpn(0x105), gm, Some(g64), h2m, None),
+        Some(span(0x100, 0x80200, SIZE_4K, 4))
+    );
+    // Without the guest's group, the guest page is the smaller: one 4 KiB entry.
+    assert_eq!(effective_span(Vpn(0x105), gm, None, h2m, None), None);
+    // Guest: 32 MiB group of 2 MiB pages; host: 64 KiB groups of 4 KiB pages -> 64 KiB.
+    let gm = Mapping::writable(0x2000 + 512, 0x8000 + 512, SIZE_2M);
+    let g32 = span(0x2000, 0x8000, SIZE_2M, 4);
+    let hm = Mapping::writable(0x8000 + 512 + 0x37, 0x40000 + 0x37, SIZE_4K);
+    let h64 = span(0x8000 + 512 + 0x30, 0x40000 + 0x30, SIZE_4K, 4);
+    let vpn = Vpn(0x2000 + 512 + 0x37);
+    let s = effective_span(vpn, gm, Some(g32), hm, Some(h64)).unwrap();
+    assert_eq!(s, span(0x2000 + 512 + 0x30, 0x40000 + 0x30, SIZE_4K, 4));
+    assert_eq!(s.base_of(vpn), combine(vpn, gm, hm));
+    // Both 32 MiB groups -> one 32 MiB entry of 2 MiB pages.
+    let hm = Mapping::writable(0x8000 + 512, 0x100000 + 512, SIZE_2M);
+    let h32 = span(0x8000, 0x100000, SIZE_2M, 4);
+    assert_eq!(
+        effective_span(vpn, gm, Some(g32), hm, Some(h32)),
+        Some(span(0x2000, 0x100000, SIZE_2M, 4))
+    );
+    // A guest 2 MiB page over host 2 MiB pages, neither grouped: the page alone.
+    assert_eq!(effective_span(vpn, gm, None, hm, None), None);
+}
+
+#[test]
+fn elastic_translations_in_guest_and_host_pass_the_oracle_and_coalesce_combined_entries() {
+    for (guest_thp, host_thp, host) in [
+        ("always", "always", "et"),
+        ("never", "always", "et"),
+        ("always", "never", "et"),
+        ("never", "never", "et"),
+        ("always", "always", "radix"),
+    ] {
+        let r = run_workload(
+            &cfg_with(&[
+                ("sim.design", "et"),
+                ("workload.name", "gups"),
+                ("workload.footprint", "96MiB"),
+                ("os.phys_mem_bytes", "1GiB"),
+                ("virt.host_os.phys_mem_bytes", "2GiB"),
+                ("os.thp", guest_thp),
+                ("virt.host_os.thp", host_thp),
+                ("virt.host_design", host),
+                ("tlb.l1_organization", "any_size"),
+                ("tlb.coalescing", "contiguous_bit"),
+                ("tlb.l1_max_span_bytes", "65536"),
+            ])
+            .unwrap(),
+        )
+        .unwrap_or_else(|e| panic!("{guest_thp}/{host_thp}/{host}: {e}"));
+        let what = format!("guest thp {guest_thp}, host thp {host_thp}, host {host}");
+        assert_eq!(r["oracle"]["mismatches"], 0, "{what}");
+        let fills = r["tlb"]["coalesced_fills"].as_u64().unwrap_or(0);
+        if host == "et" {
+            // Both dimensions contiguous: combined 64 KiB or 32 MiB entries are built.
+            assert!(fills > 0, "{what}: {}", r["tlb"]);
+        } else {
+            // A radix host sets no contiguous bit: with 2 MiB host pages and 32 MiB guest
+            // groups the effective entry is the 2 MiB page.
+            assert_eq!(fills, 0, "{what}");
+        }
+    }
+}

@@ -560,3 +560,270 @@ fn breaking_a_group_in_a_run_invalidates_all_16_tlb_entries() {
     assert_eq!(r["tlb"]["invalidations"], 16);
     assert_eq!(r["et"]["invalidation_cycles"], 15 * 500);
 }
+
+// ---- CoalaKhugepaged ----
+
+use super::khugepaged::{CoalaKhugepaged, CoalaKhugepagedConfig};
+use super::leshy::{Hint, Region};
+
+fn hint(va: u64, level: u8) -> Hint {
+    Hint {
+        region: Region {
+            asid: 0,
+            vpn: va >> 12,
+            level,
+        },
+        samples: 1,
+    }
+}
+
+fn daemon(pages_to_scan: u64, hints: Vec<Hint>) -> CoalaKhugepaged {
+    let mut k = CoalaKhugepaged::new(&CoalaKhugepagedConfig {
+        enabled: true,
+        sleep_cycles: 1000,
+        pages_to_scan,
+    });
+    k.set_hints(hints);
+    k
+}
+
+impl Rig {
+    fn wake(&mut self, k: &mut CoalaKhugepaged) {
+        let mut ch = Vec::new();
+        k.wake(&mut self.os, &mut ch);
+        self.apply(ch);
+    }
+
+    fn os_stat(&self, key: &str) -> u64 {
+        let mut out = Stats::new();
+        self.os.stats(&mut out);
+        out["os"][key].as_u64().unwrap()
+    }
+}
+
+#[test]
+fn a_32m_hint_is_promoted_by_copy_into_16_contiguous_2m_pages_that_form_one_group() {
+    let mut r = Rig::new("never");
+    let base = 0x8000_0000u64;
+    r.mmap(base, 2 * MIB32);
+    // 100 scattered 4 KiB pages in the first 32 MiB (CoalaPaging's 64 KiB groups).
+    for i in 0..100u64 {
+        r.touch(base + i * 81 * BASE_PAGE_BYTES);
+    }
+    let mut k = daemon(8192, vec![hint(base, 3)]);
+    r.wake(&mut k);
+    assert_eq!(k.c.promotions_32m, 1);
+    assert_eq!(k.c.copies, 1);
+    assert_eq!(
+        k.c.bytes_copied,
+        100 * BASE_PAGE_BYTES,
+        "only mapped data is copied"
+    );
+    assert_eq!(r.os_stat("bytes_copied"), 100 * BASE_PAGE_BYTES);
+    assert_eq!(r.stat("groups_formed_32m"), 1);
+    assert_eq!(r.by_translation(), (0, 0, 0, MIB32));
+    let first = r.os.translate(0, Vpn(base >> 12)).unwrap();
+    assert_eq!(first.size, PageSize::Size2M);
+    assert_eq!(first.pfn.0 % 8192, 0, "a fresh 32 MiB block");
+    for j in 0..16 {
+        let m = r.os.translate(0, Vpn((base >> 12) + j * 512)).unwrap();
+        assert_eq!((m.size, m.pfn.0), (PageSize::Size2M, first.pfn.0 + j * 512));
+        assert!(r.et.is_marked(0, m));
+    }
+    // A second wake-up finds it done: no progress, no copy.
+    r.wake(&mut k);
+    assert_eq!((k.c.promotions_32m, k.c.copies), (1, 1));
+}
+
+#[test]
+fn a_2m_hint_collapses_its_range_and_a_64k_hint_collapses_the_enclosing_2m_range() {
+    let mut r = Rig::new("never");
+    let base = 0x8000_0000u64;
+    r.mmap(base, 4 * MIB2);
+    for i in 0..20u64 {
+        r.touch(base + i * 7 * BASE_PAGE_BYTES);
+        r.touch(base + 2 * MIB2 + i * 11 * BASE_PAGE_BYTES);
+    }
+    // 2 MiB hint on the first range; 64 KiB hint inside the third.
+    let mut k = daemon(
+        8192,
+        vec![hint(base, 2), hint(base + 2 * MIB2 + 3 * KIB64, 1)],
+    );
+    r.wake(&mut k);
+    assert_eq!(k.c.promotions_2m, 2);
+    for va in [base, base + 2 * MIB2] {
+        assert_eq!(
+            r.os.translate(0, Vaddr(va).vpn()).unwrap().size,
+            PageSize::Size2M
+        );
+    }
+    // The untouched second range was not hinted and stays unmapped.
+    assert!(r.os.translate(0, Vaddr(base + MIB2).vpn()).is_none());
+    assert_eq!(r.stat("groups_formed_32m"), 0);
+}
+
+#[test]
+fn a_wake_up_stops_after_pages_to_scan_collapsed_pages_and_the_next_resumes_hottest_first() {
+    let mut r = Rig::new("never");
+    let base = 0x8000_0000u64;
+    r.mmap(base, 3 * MIB2);
+    for j in 0..3 {
+        r.touch(base + j * MIB2);
+    }
+    // Budget of one collapse; the hottest range is collapsed first.
+    let mut k = daemon(
+        512,
+        vec![
+            hint(base + 2 * MIB2, 2),
+            hint(base, 2),
+            hint(base + MIB2, 2),
+        ],
+    );
+    r.wake(&mut k);
+    let size = |r: &Rig, j: u64| {
+        r.os.translate(0, Vaddr(base + j * MIB2).vpn())
+            .unwrap()
+            .size
+    };
+    assert_eq!(k.c.promotions_2m, 1);
+    assert_eq!(size(&r, 2), PageSize::Size2M);
+    assert_eq!(size(&r, 0), PageSize::Size4K);
+    r.wake(&mut k);
+    assert_eq!(size(&r, 0), PageSize::Size2M);
+    assert_eq!(size(&r, 1), PageSize::Size4K);
+    // A hint already done does not count as progress: the third wake-up passes the first
+    // two and collapses the last.
+    r.wake(&mut k);
+    assert_eq!(size(&r, 1), PageSize::Size2M);
+    assert_eq!((k.c.wakeups, k.c.promotions_2m), (3, 3));
+}
+
+#[test]
+fn a_32m_hint_that_cannot_be_promoted_whole_falls_back_to_2m_collapses() {
+    let mut r = Rig::new("never");
+    let base = 0x8000_0000u64;
+    r.mmap(base, MIB32);
+    for j in 0..16 {
+        r.touch(base + j * MIB2 + 5 * BASE_PAGE_BYTES);
+    }
+    // Read-only last 2 MiB: the 32 MiB range spans two VMAs.
+    let mut ch = Vec::new();
+    r.os.mprotect(0, Vaddr(base + 15 * MIB2), MIB2, prot::READ, &mut ch)
+        .unwrap();
+    r.apply(ch);
+    let mut k = daemon(1 << 20, vec![hint(base, 3)]);
+    r.wake(&mut k);
+    assert_eq!((k.c.promotions_32m, k.c.fallbacks_32m), (0, 1));
+    assert_eq!(k.c.promotions_2m, 16, "each 2 MiB range lies in one VMA");
+    assert_eq!(r.stat("groups_formed_32m"), 0);
+}
+
+#[test]
+fn the_daemon_wakes_every_sleep_cycles() {
+    let mut r = Rig::new("never");
+    let mut k = daemon(8192, vec![]);
+    let mut ch = Vec::new();
+    k.tick(&mut r.os, 999, &mut ch);
+    assert_eq!(k.c.wakeups, 0);
+    k.tick(&mut r.os, 1000, &mut ch);
+    k.tick(&mut r.os, 3500, &mut ch);
+    assert_eq!(k.c.wakeups, 3);
+}
+
+// ---- Leshy and CoalaKhugepaged in runs (oracle on) ----
+
+#[test]
+fn online_leshy_steers_coala_khugepaged_and_every_translation_passes_the_oracle() {
+    for thp in ["never", "always"] {
+        let r = run_et(&[
+            ("os.thp", thp),
+            ("et.leshy.mode", "online"),
+            ("et.leshy.tlb_entries", "8"),
+            ("et.leshy.sample_period", "64"),
+            ("et.leshy.epoch_cycles", "2000000"),
+            ("et.khugepaged.enabled", "true"),
+            ("et.khugepaged.sleep_cycles", "500000"),
+        ]);
+        let what = format!("thp {thp}");
+        assert_eq!(r["oracle"]["mismatches"], 0, "{what}");
+        if thp == "always" {
+            // CoalaPaging already maps the footprint with 32 MiB groups: next to no walks.
+            continue;
+        }
+        let l = &r["et"]["leshy"];
+        let k = &r["et"]["khugepaged"];
+        assert!(l["samples"].as_u64().unwrap() > 100, "{what}: {l}");
+        assert!(l["epochs"].as_u64().unwrap() >= 1, "{what}: {l}");
+        assert!(k["wakeups"].as_u64().unwrap() >= 1, "{what}: {k}");
+        // 96 MiB of random references do not fit 8 entries of less than 32 MiB: 32 MiB hints,
+        // promoted by copy.
+        assert!(l["hinted_32m_bytes"].as_u64().unwrap() > 0, "{what}: {l}");
+        assert!(k["promotions_32m"].as_u64().unwrap() >= 1, "{what}: {k}");
+        assert!(k["bytes_copied"].as_u64().unwrap() > 0, "{what}: {k}");
+        assert!(
+            r["et"]["groups_formed_32m"].as_u64().unwrap() >= 1,
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn a_profiling_run_writes_hints_that_an_offline_run_follows_under_the_oracle() {
+    let dir = std::env::temp_dir().join(format!("xlat-leshy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("hints.txt");
+    let path = file.to_str().unwrap();
+    // Profiling with 4 KiB pages, where the walks show which ranges are hot.
+    let p = run_et(&[
+        ("os.thp", "never"),
+        ("et.leshy.mode", "profile"),
+        ("et.leshy.tlb_entries", "4"),
+        ("et.leshy.sample_period", "64"),
+        ("et.leshy.coverage", "0.5"),
+        ("et.leshy.hints_out", path),
+    ]);
+    let hints = super::leshy::parse_hints(&std::fs::read_to_string(&file).unwrap(), "f").unwrap();
+    assert!(!hints.is_empty());
+    assert_eq!(
+        p["et"]["leshy"]["hint_entries"].as_u64().unwrap(),
+        hints.len() as u64
+    );
+    let o = run_et(&[
+        ("os.thp", "always"),
+        ("et.leshy.mode", "offline"),
+        ("et.leshy.hints_file", path),
+    ]);
+    assert_eq!(o["oracle"]["mismatches"], 0);
+    let l = &o["et"]["leshy"];
+    assert_eq!(l["hint_entries"].as_u64().unwrap(), hints.len() as u64);
+    // gups touches the whole 96 MiB: pages outside the hinted ranges are placed by the OS
+    // policy, and THP faults outside ranges hinted 2 MiB or larger fall back to 4 KiB.
+    let hinted_2m_up =
+        l["hinted_2m_bytes"].as_u64().unwrap() + l["hinted_32m_bytes"].as_u64().unwrap();
+    assert!(hinted_2m_up < 96 << 20);
+    assert!(l["thp_refused"].as_u64().unwrap() > 0, "{l}");
+    assert!(l["placements_unhinted"].as_u64().unwrap() > 0, "{l}");
+    assert!(o["os"]["faults_2m"].as_u64().unwrap() <= hinted_2m_up >> 21);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn leshy_settings_that_cannot_work_are_errors_naming_the_key() {
+    for (set, key) in [
+        (vec![("et.leshy.mode", "offline")], "et.leshy.hints_file"),
+        (vec![("et.leshy.mode", "online")], "et.khugepaged.enabled"),
+        (vec![("et.khugepaged.enabled", "true")], "et.leshy.mode"),
+        (
+            vec![("et.leshy.online_slack", "1.5")],
+            "et.leshy.online_slack",
+        ),
+    ] {
+        let set: Vec<(String, String)> = set
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .chain([("sim.design".to_string(), "et".to_string())])
+            .collect();
+        let e = Config::resolve(None, &set).unwrap_err().to_string();
+        assert!(e.contains(key), "{e}");
+    }
+}
