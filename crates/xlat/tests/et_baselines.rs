@@ -51,6 +51,11 @@ const POLICIES: [&[(&str, &str)]; 5] = [
 #[test]
 fn every_design_passes_the_oracle_under_every_baseline_policy() {
     for info in REGISTRY {
+        // restrictive_only translates 4 KiB pages only: the OS model refuses khugepaged and
+        // these huge-page policies for it (its own tests check the refusal).
+        if info.name == "restrictive_only" {
+            continue;
+        }
         for policy in POLICIES {
             for workload in ["gups", "kv", "bfs"] {
                 let mut sets = vec![
