@@ -23,7 +23,8 @@ setup: $(VENV)/.ready
 # recording tool when valgrind's tool libraries are installed (`xlat trace record` needs it).
 # Three builds of the extension (python/xlat/_isa.py loads the best one the CPU runs): `_core`,
 # portable x86-64; `_core_v3`, x86-64-v3 (AVX2); `_core_v4`, x86-64-v4 (AVX-512); the last two in
-# the target dirs the v3/v4 tests use. Building v4 needs no AVX-512 on the build machine.
+# the target dirs the v3/v4 tests use, with scripts/isa_rustflags.sh's flags (v4: the level's
+# instructions scheduled for Zen 5; see the script). Building v4 needs no AVX-512 on the build machine.
 # XLAT_NATIVE=1 builds `_core` for this host's CPU instead, and neither `_core_v3` nor `_core_v4`.
 ISA_LEVELS := v3 v4
 build: setup vgtool
@@ -33,7 +34,8 @@ ifeq ($(XLAT_NATIVE),1)
 else
 	$(VENV)/bin/maturin develop --release --quiet
 	for level in $(ISA_LEVELS); do \
-	  RUSTFLAGS="-C target-cpu=x86-64-$$level" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
+	  flags=$$(scripts/isa_rustflags.sh $$level) || exit 1; \
+	  RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
 	    cargo build --release --quiet -p xlat-py --features isa-$$level,pyo3/extension-module \
 	  && cp target/cpu-x86-64-$$level/release/lib_core.so python/xlat/_core_$$level.abi3.so \
 	  || exit 1; \
@@ -82,8 +84,9 @@ test: build test-rust test-python
 # same figures (unit tests and the golden snapshots).
 test-rust:
 	cargo test -p xlat --release
-	for cpu in x86-64-v3 $$(grep -qw avx512f /proc/cpuinfo && echo x86-64-v4); do \
-	  RUSTFLAGS="-C target-cpu=$$cpu" CARGO_TARGET_DIR=target/cpu-$$cpu \
+	for level in v3 $$(grep -qw avx512f /proc/cpuinfo && echo v4); do \
+	  flags=$$(scripts/isa_rustflags.sh $$level) || exit 1; \
+	  RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
 	    cargo test -p xlat --release --lib --test golden -q || exit 1; \
 	done
 
@@ -106,7 +109,8 @@ ifeq ($(XLAT_NATIVE),1)
 else
 	level=$$(python3 python/xlat/_isa.py); \
 	if [ "$$level" = portable ]; then cargo bench -p xlat --bench throughput; \
-	else RUSTFLAGS="-C target-cpu=x86-64-$$level" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
+	else flags=$$(scripts/isa_rustflags.sh $$level) || exit 1; \
+	  RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
 	  cargo bench -p xlat --bench throughput; fi
 endif
 

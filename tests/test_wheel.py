@@ -167,3 +167,24 @@ def test_an_unknown_isa_choice_is_a_clear_import_error():
     )
     assert proc.returncode != 0
     assert "XLAT_ISA='sse9': expected one of auto, portable, v3, v4" in proc.stderr
+
+
+def _rustc_features(*flags: str) -> set[str]:
+    out = subprocess.run(
+        ["rustc", "--print", "cfg", *flags], capture_output=True, text=True, check=True
+    ).stdout
+    return set(re.findall(r'^target_feature="([^"]+)"$', out, flags=re.M))
+
+
+@pytest.mark.skipif(shutil.which("rustc") is None, reason="rustc not installed")
+@pytest.mark.parametrize("level", ["v3", "v4"])
+def test_each_optimized_build_enables_exactly_the_instructions_of_its_level(level):
+    # The v4 build is scheduled for another CPU (scripts/isa_rustflags.sh): it must still use
+    # x86-64-v4's instructions and no others, or the wheel would fault on other v4 CPUs.
+    flags = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "isa_rustflags.sh"), level],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert _rustc_features(*flags) == _rustc_features("-C", f"target-cpu=x86-64-{level}")

@@ -844,54 +844,22 @@ class _Figures:
         """The distribution of TLB-miss walk latency (walk.latency_hist): a panel per workload
         and setting, a line per design over log2 latency buckets."""
         data = self.data
-        cols = [c for c in data.df.columns if c.startswith("walk.latency_hist.")]
-        if not cols or not self.wants("walk_latency_distribution"):
+        if not self.wants("walk_latency_distribution"):
             return
-        lows = sorted(int(c.rsplit(".", 1)[1]) for c in cols)
-        walkers = data.walkers()
-        # Only the buckets some run uses, from the first to the last (a readable x range).
-        used = [lo for lo in lows if float(data.df[f"walk.latency_hist.{lo}"].fillna(0).max()) > 0]
-        if not used:
-            return
-        lows = [lo for lo in lows if used[0] <= lo <= used[-1]]
-        specs = [(w, s) for s in data.settings for w in data.workloads]
-        fig, axes = self.facets(len(specs))
-        panels, handles = [], []
-        for ax, (w, setting) in zip(axes, specs):
-            series = {}
-            for d in walkers:
-
-                def share(g, lo):
-                    total = g["walk.count"].astype(float).clip(lower=1)
-                    return g[f"walk.latency_hist.{lo}"].fillna(0).astype(float) * 100 / total
-
-                ys = [data.cell(w, setting, d, lambda g, lo=lo: share(g, lo)) for lo in lows]
-                series[d] = ys
-                (h,) = ax.plot(range(len(lows)), ys, **self.line_style(d), label=d)
-                if len(handles) < len(walkers):
-                    handles.append(h)
-            ax.set_xticks(range(len(lows)))
-            ax.set_xticklabels(
-                [str(lo) for lo in lows], rotation=45, ha="right", rotation_mode="anchor"
-            )
-            ax.grid(True, axis="both")
-            title = w + (f", {data.setting_label(setting)}" if data.axes else "")
-            self.title(ax, title)
-            panels.append({"title": title, "x": [str(lo) for lo in lows], "series": series})
-        ylabel = "TLB-miss walks (%)"
-        fig.supylabel(ylabel, fontsize=8)
-        fig.supxlabel("walk latency (cycles, log2 bucket's lower bound)", fontsize=8)
-        self._legend(fig, handles, walkers)
-        caption = (
-            "Distribution of TLB-miss page-walk latency (walk.latency_hist): the share of a "
-            "design's walks in each log2 latency bucket, labelled by its lowest cycle count "
-            "(bucket 64 holds 64-127 cycles); a panel per workload"
-            + (" and setting" if data.axes else "")
-            + ", a line per design"
-            + data.non_walkers_note()
-            + f". Over {data.scope()}; {data.seed_agg()}."
+        self._log2_histogram(
+            "walk_latency_distribution",
+            prefix="walk.latency_hist.",
+            count_col="walk.count",
+            designs=data.walkers(),
+            ylabel="TLB-miss walks (%)",
+            xlabel="walk latency (cycles, log2 bucket's lower bound)",
+            caption_head=(
+                "Distribution of TLB-miss page-walk latency (walk.latency_hist): the share of a "
+                "design's walks in each log2 latency bucket, labelled by its lowest cycle count "
+                "(bucket 64 holds 64-127 cycles)"
+            ),
+            note=data.non_walkers_note(),
         )
-        self._save(fig, "walk_latency_distribution", caption, panels, ylabel)
 
     def fault_latency_distribution(self) -> None:
         """The distribution of page-fault latency (os.fault_latency.hist): a panel per workload
@@ -899,11 +867,9 @@ class _Figures:
         the histogram and include Elastic Translations runs (design ``et``, or a baseline of
         its evaluation: ``os.policy`` mthp / hawkeye / trident, a HugeTLB pool)."""
         data = self.data
-        prefix = "os.fault_latency.hist."
-        cols = [c for c in data.df.columns if c.startswith(prefix)]
-        if not cols or not self.wants("fault_latency_distribution"):
-            return
         df = data.df
+        if not self.wants("fault_latency_distribution"):
+            return
         et_runs = "et" in data.designs
         if "config.os.policy" in df.columns:
             et_runs |= bool(df["config.os.policy"].isin(["mthp", "hawkeye", "trident"]).any())
@@ -911,12 +877,43 @@ class _Figures:
             et_runs |= bool((df["config.os.hugetlb.pages"].fillna(0).astype(float) > 0).any())
         if not et_runs:
             return
-        lows = sorted(int(c.rsplit(".", 1)[1]) for c in cols)
+        self._log2_histogram(
+            "fault_latency_distribution",
+            prefix="os.fault_latency.hist.",
+            count_col="os.fault_latency.count",
+            designs=data.designs,
+            ylabel="page faults (%)",
+            xlabel="fault latency (OS cycles, log2 bucket's lower bound)",
+            caption_head=(
+                "Distribution of page-fault latency (os.fault_latency.hist): the share of a run's "
+                "page faults in each log2 bucket of the OS cycles the fault cost (the fixed "
+                "timing.page_fault_cycles, zeroing, direct compaction, copies), labelled by its "
+                "lowest cycle count"
+            ),
+        )
+
+    def _log2_histogram(
+        self,
+        name: str,
+        *,
+        prefix: str,
+        count_col: str,
+        designs: list[str],
+        ylabel: str,
+        xlabel: str,
+        caption_head: str,
+        note: str = "",
+    ) -> None:
+        """A figure of log2-bucket histograms (columns ``prefix + lower bound``, as shares of
+        ``count_col``): a panel per workload and setting, a line per design, over the buckets
+        from the first to the last that some run uses. Nothing is drawn when no run has the
+        columns or none uses a bucket."""
+        data = self.data
+        lows = sorted(int(c.rsplit(".", 1)[1]) for c in data.df.columns if c.startswith(prefix))
         used = [lo for lo in lows if float(data.df[f"{prefix}{lo}"].fillna(0).max()) > 0]
         if not used:
             return
         lows = [lo for lo in lows if used[0] <= lo <= used[-1]]
-        designs = data.designs
         specs = [(w, s) for s in data.settings for w in data.workloads]
         fig, axes = self.facets(len(specs))
         panels, handles = [], []
@@ -925,7 +922,7 @@ class _Figures:
             for d in designs:
 
                 def share(g, lo):
-                    total = g["os.fault_latency.count"].fillna(0).astype(float).clip(lower=1)
+                    total = g[count_col].fillna(0).astype(float).clip(lower=1)
                     return g[f"{prefix}{lo}"].fillna(0).astype(float) * 100 / total
 
                 ys = [data.cell(w, setting, d, lambda g, lo=lo: share(g, lo)) for lo in lows]
@@ -941,20 +938,18 @@ class _Figures:
             title = w + (f", {data.setting_label(setting)}" if data.axes else "")
             self.title(ax, title)
             panels.append({"title": title, "x": [str(lo) for lo in lows], "series": series})
-        ylabel = "page faults (%)"
         fig.supylabel(ylabel, fontsize=8)
-        fig.supxlabel("fault latency (OS cycles, log2 bucket's lower bound)", fontsize=8)
+        fig.supxlabel(xlabel, fontsize=8)
         self._legend(fig, handles, designs)
         caption = (
-            "Distribution of page-fault latency (os.fault_latency.hist): the share of a run's "
-            "page faults in each log2 bucket of the OS cycles the fault cost (the fixed "
-            "timing.page_fault_cycles, zeroing, direct compaction, copies), labelled by its "
-            "lowest cycle count; a panel per workload"
+            caption_head
+            + "; a panel per workload"
             + (" and setting" if data.axes else "")
             + ", a line per design"
+            + note
             + f". Over {data.scope()}; {data.seed_agg()}."
         )
-        self._save(fig, "fault_latency_distribution", caption, panels, ylabel)
+        self._save(fig, name, caption, panels, ylabel)
 
     def line_style(self, design: str) -> dict[str, Any]:
         """Marker, dash, colour of a design's line (by its place in the registry, as bars)."""

@@ -160,19 +160,9 @@ impl Os {
             old
         };
         let writable = old[0].writable;
-        let mut copied_pages = 0;
-        let p = &mut self.procs[asid as usize];
-        for m in &old {
-            p.pages.remove(*m);
-            changes.push(MapChange::Unmap(asid, *m));
-            self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
-            self.moved_frames.push((m.pfn, m.size.order()));
-            copied_pages += m.size.base_pages();
-        }
-        let bytes_copied = copied_pages * BASE_PAGE_BYTES;
-        self.c.bytes_copied += bytes_copied;
-        self.c.migration_cycles += copied_pages * self.cfg.migration.copy_cycles_per_4k;
-        self.count_shootdowns(old.len() as u64);
+        let copied_pages = old.iter().map(|m| m.size.base_pages()).sum();
+        self.unmap_for_promotion(asid, &old, false, changes);
+        let bytes_copied = self.count_copy(copied_pages);
         for i in 0..PIECES {
             let off = i * piece.base_pages();
             self.install(

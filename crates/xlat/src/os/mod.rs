@@ -1535,6 +1535,37 @@ impl Os {
         self.c.migration_cycles += n * self.cfg.migration.shootdown_cycles;
     }
 
+    /// Count the copy of `pages` base pages to new frames (a collapse or promotion by copy, a
+    /// migration): bytes copied and copy cycles. Returns the bytes.
+    fn count_copy(&mut self, pages: u64) -> u64 {
+        let bytes = pages * BASE_PAGE_BYTES;
+        self.c.bytes_copied += bytes;
+        self.c.migration_cycles += pages * self.cfg.migration.copy_cycles_per_4k;
+        bytes
+    }
+
+    /// Unmap the pages `old` of `asid` that a promotion replaces, with one shootdown each. With
+    /// `in_place` their frames become part of the new page; otherwise they are freed and
+    /// recorded as moved (the caller counts the copy).
+    fn unmap_for_promotion(
+        &mut self,
+        asid: Asid,
+        old: &[Mapping],
+        in_place: bool,
+        changes: &mut Vec<MapChange>,
+    ) {
+        let p = &mut self.procs[asid as usize];
+        for m in old {
+            p.pages.remove(*m);
+            changes.push(MapChange::Unmap(asid, *m));
+            if !in_place {
+                self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
+                self.moved_frames.push((m.pfn, m.size.order()));
+            }
+        }
+        self.count_shootdowns(old.len() as u64);
+    }
+
     /// Frames whose contents were copied away since the last call (first frame, order): the
     /// engine drops their lines from the data caches.
     pub fn take_moved_frames(&mut self) -> Vec<(Pfn, u8)> {
@@ -1710,22 +1741,11 @@ impl Os {
                     .free(pfn, PageSize::Size2M.order(), FrameUse::Data);
                 return;
             }
-            let copied = mapped * BASE_PAGE_BYTES;
-            self.c.bytes_copied += copied;
-            self.c.migration_cycles += mapped * self.cfg.migration.copy_cycles_per_4k;
+            self.count_copy(mapped);
             pfn
         };
-        let p = &mut self.procs[asid as usize];
-        for m in &old {
-            p.pages.remove(*m);
-            changes.push(MapChange::Unmap(asid, *m));
-            if !in_place {
-                self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
-                self.moved_frames.push((m.pfn, m.size.order()));
-            }
-        }
+        self.unmap_for_promotion(asid, &old, in_place, changes);
         self.c.collapses += 1;
-        self.count_shootdowns(old.len() as u64);
         self.install(
             asid,
             Mapping {
@@ -1750,8 +1770,7 @@ impl Os {
         let nm = self.relocate("migrate", asid, m, to, changes)?;
         self.moved_frames.push((m.pfn, m.size.order()));
         self.c.migrations += 1;
-        self.c.bytes_copied += m.size.bytes();
-        self.c.migration_cycles += m.size.base_pages() * self.cfg.migration.copy_cycles_per_4k;
+        self.count_copy(m.size.base_pages());
         Ok(nm)
     }
 

@@ -32,7 +32,7 @@
 
 use super::phys::FrameUse;
 use super::{MapChange, Os, OsError, ThpPolicy};
-use crate::addr::{Asid, Mapping, PageSize, Pfn, Vaddr, Vpn, BASE_PAGE_BYTES};
+use crate::addr::{Asid, Mapping, PageSize, Pfn, Vaddr, Vpn};
 use crate::stats::{Stats, StatsExt};
 use serde::{Deserialize, Serialize};
 
@@ -259,23 +259,11 @@ impl Os {
                     .free(pfn, PageSize::Size1G.order(), FrameUse::Data);
                 return;
             }
-            let copied = mapped * BASE_PAGE_BYTES;
-            self.c.bytes_copied += copied;
-            self.trident.bytes_copied += copied;
-            self.c.migration_cycles += mapped * self.cfg.migration.copy_cycles_per_4k;
+            self.trident.bytes_copied += self.count_copy(mapped);
             pfn
         };
-        let p = &mut self.procs[asid as usize];
-        for m in &old {
-            p.pages.remove(*m);
-            changes.push(MapChange::Unmap(asid, *m));
-            if !in_place {
-                self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
-                self.moved_frames.push((m.pfn, m.size.order()));
-            }
-        }
+        self.unmap_for_promotion(asid, &old, in_place, changes);
         self.trident.promotions_1g += 1;
-        self.count_shootdowns(old.len() as u64);
         self.install(
             asid,
             Mapping {
