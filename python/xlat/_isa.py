@@ -2,13 +2,14 @@
 
 The core is built three times (``make build``, ``make wheel``): ``xlat._core`` for any x86-64
 CPU, ``xlat._core_v3`` for x86-64-v3 (AVX2, BMI2, FMA, ... : Intel since Haswell, AMD since
-Excavator) and ``xlat._core_v4`` for x86-64-v4 (v3 plus AVX-512 F/BW/CD/DQ/VL: Intel
-Skylake-SP and later server parts, AMD since Zen 4), whose whole-set compares use AVX2 and
-AVX-512. All give bit-identical results (the test suite runs the golden snapshots under every
-path, and the wheel test compares the records of the three builds); the fastest one the CPU runs
-is loaded. ``XLAT_ISA=portable``, ``v3`` or ``v4`` forces a choice (``auto``, the default,
-decides from ``/proc/cpuinfo``). A build made with ``XLAT_NATIVE=1 make build`` has neither
-``_core_v3`` nor ``_core_v4``: its ``_core`` is tuned for the host.
+Excavator) and ``xlat._core_v4`` for x86-64-v4 (v3 plus AVX-512 F/BW/CD/DQ/VL: Intel Skylake-SP
+and later server parts, AMD since Zen 4), whose whole-set compares use AVX2 and AVX-512 (the v4
+build is scheduled for Zen 5 but uses only the level's instructions:
+``scripts/isa_rustflags.sh``). All give bit-identical results (the test suite runs the golden
+snapshots under every path, and the wheel test compares the records of the three builds); the
+fastest one the CPU runs is loaded. ``XLAT_ISA=portable``, ``v3`` or ``v4`` forces a choice
+(``auto``, the default, decides from ``/proc/cpuinfo``). A build made with ``XLAT_NATIVE=1 make
+build`` has neither ``_core_v3`` nor ``_core_v4``: its ``_core`` is tuned for the host.
 
 Run as a script (``python3 python/xlat/_isa.py``) it prints the level this CPU would load
 (``make bench`` benchmarks that build).

@@ -420,6 +420,23 @@ impl<D: Design> Sim<D> {
         }
     }
 
+    /// The OS model's page fault at `va` of the running process, placed through the design's
+    /// placer, with the mapping changes it made applied to the design and the TLBs.
+    fn os_fault(&mut self, va: Vaddr, kind: AccessKind) -> Result<Mapping, SimError> {
+        let m = self
+            .os
+            .fault_with(
+                self.asid,
+                va,
+                kind,
+                &mut self.changes,
+                &mut DesignPlacer(&mut self.design),
+            )
+            .map_err(|e| self.os_err(e))?;
+        self.apply_changes().map_err(|e| self.os_err(e))?;
+        Ok(m)
+    }
+
     fn os_err(&self, error: OsError) -> SimError {
         SimError::Os {
             event: self.c.events,
@@ -585,16 +602,7 @@ impl<D: Design> Sim<D> {
             self.c.fault_walks += 1;
             self.timing.page_faults += 1;
             let fault_mark = self.fault_mark();
-            self.os
-                .fault_with(
-                    self.asid,
-                    va,
-                    kind,
-                    &mut self.changes,
-                    &mut DesignPlacer(&mut self.design),
-                )
-                .map_err(|e| self.os_err(e))?;
-            self.apply_changes().map_err(|e| self.os_err(e))?;
+            self.os_fault(va, kind)?;
             // Work the fault gave the design (Utopia: a full set's eviction), before the
             // repeated walk.
             if self.design.wants_os_work() {
@@ -780,17 +788,7 @@ impl<D: Design> Sim<D> {
         let kind = AccessKind::Store;
         self.timing.page_faults += 1;
         let fault_mark = self.fault_mark();
-        let nm = self
-            .os
-            .fault_with(
-                self.asid,
-                va,
-                kind,
-                &mut self.changes,
-                &mut DesignPlacer(&mut self.design),
-            )
-            .map_err(|e| self.os_err(e))?;
-        self.apply_changes().map_err(|e| self.os_err(e))?;
+        let nm = self.os_fault(va, kind)?;
         self.record_fault_latency(fault_mark);
         let m = if !D::PERFECT_TLB {
             let (wm, wc) = self.walk(va, kind, true)?;
