@@ -118,3 +118,25 @@ def test_the_mehpt_speedups_over_radix_are_measured_at_the_papers_scale_in_stead
         assert claims[cid]["quick"], cid
     # The allocation claim covers table growth: its runs start from the first touch.
     assert "warmup" not in exps[claims["mehpt_over_ecpt"]["experiment"]]
+
+
+def test_quick_exits_1_naming_the_claim_when_a_checked_direction_flips(tmp_path, monkeypatch):
+    import argparse
+
+    # A one-experiment paper whose quick claim says ideal is slower than radix: the measured
+    # direction (ideal is faster) disagrees, so --quick must fail and name the claim.
+    (tmp_path / "flip.toml").write_text(
+        'title = "flip"\npreset = "configs/papers/mehpt.toml"\nscaling = "tiny"\n'
+        '[[experiment]]\nname = "e"\nfigure = "-"\ndescription = "-"\n'
+        'designs = ["radix", "ideal"]\nworkloads = ["gups"]\nfootprint = "64MiB"\n'
+        'refs = "20k"\nset = { "os.fmfi_target" = 0.0 }\n'
+        '[[claim]]\nid = "ideal_slower"\ntext = "ideal slower than radix"\nref = "-"\n'
+        'paper = 0.5\nkind = "speedup"\ndesign = "ideal"\nbaseline = "radix"\n'
+        'experiment = "e"\nquick = true\n'
+    )
+    monkeypatch.setattr(reproduce, "CLAIMS_DIR", tmp_path)
+    args = argparse.Namespace(paper="flip", list=False, quick=True, workers=1, quiet=True,
+                              db=str(tmp_path / "r.duckdb"), out=str(tmp_path))  # fmt: skip
+    assert reproduce.main(args) == 1
+    report = (tmp_path / "reproduce-flip-quick.md").read_text()
+    assert "| ideal slower than radix | - | 0.500 |" in report and "| **no** |" in report
