@@ -14,13 +14,18 @@ A paper is two files in the repository:
     for ``--quick``;
   - ``[[claim]]`` tables: ``id``, ``text``, ``ref`` (section / table / figure), ``paper`` (the
     paper's number as a ratio: a speedup, or ``0.08`` for "-92 %"), ``kind`` = ``speedup``
-    (time of ``baseline`` / time of ``design``, time by ``metric`` ``cycles`` or ``total``) or
-    ``ratio`` (``figure`` of ``design`` / of ``baseline``), ``experiment``, ``set`` (the values
+    (time of ``baseline`` / time of ``design``, time by ``metric`` ``cycles`` or ``total``),
+    ``ratio`` (``figure`` of ``design`` / of ``baseline``) or ``value`` (``figure`` of
+    ``design`` itself, no baseline: e.g. L2P entries used; it agrees when ours is within a
+    factor 2 of the paper's, there being no direction), ``experiment``, ``set`` (the values
     of swept keys that select the runs) and optionally ``baseline_set`` (other values for the
     baseline's runs), ``baseline_experiment`` (the baseline's runs come from that experiment:
     for a design whose machine or OS policy differs from its baseline's), ``mean`` =
     ``"arithmetic"`` (average the per-workload ratios arithmetically, as papers average "misses
-    eliminated"; a ratio may be 0; default geometric), ``quick`` (checked by ``--quick``).
+    eliminated"; a ratio may be 0; default geometric), ``quick`` (checked by ``--quick``),
+    ``note`` (optional: the regime the figure is measured in and how it depends on it, e.g. the
+    footprint; printed beneath the claims table). A ``set`` value of a size key
+    (``workload.footprint``) is in bytes, as the store has it.
 
 A design issue adds its paper by adding these two files: the command finds them by name.
 Every experiment is a sweep stored in the result store (``--db``), so a second run resumes:
@@ -53,7 +58,7 @@ CLAIMS_DIR = ROOT / "data" / "claims"
 EXPERIMENT_META = ("name", "figure", "description", "quick")
 CLAIM_KEYS = {
     "id", "text", "ref", "paper", "kind", "metric", "figure", "design", "baseline",
-    "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick",
+    "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick", "note",
 }  # fmt: skip
 
 
@@ -108,8 +113,14 @@ def load_paper(name: str) -> dict[str, Any]:
             raise ReproduceError(
                 f"{path}: claim {c.get('id')}: mean must be geometric or arithmetic"
             )
-        if c.get("kind") not in ("speedup", "ratio"):
-            raise ReproduceError(f"{path}: claim {c.get('id')}: kind must be speedup or ratio")
+        if c.get("kind") not in ("speedup", "ratio", "value"):
+            raise ReproduceError(
+                f"{path}: claim {c.get('id')}: kind must be speedup, ratio or value"
+            )
+        if c["kind"] != "value" and "baseline" not in c:
+            raise ReproduceError(f"{path}: claim {c.get('id')}: 'baseline' is missing")
+        if c["kind"] != "speedup" and "figure" not in c:
+            raise ReproduceError(f"{path}: claim {c.get('id')}: 'figure' is missing")
         if not isinstance(c.get("paper"), (int, float)) or c["paper"] <= 0:
             raise ReproduceError(f"{path}: claim {c.get('id')}: 'paper' must be a positive ratio")
     data["path"] = str(path)
@@ -163,6 +174,8 @@ def claim_value(df, claim: dict[str, Any], baseline_df=None) -> float:
     footprint, seed) of the per-point ratio; NaN without runs."""
     values = claim.get("set", {})
     d = _select(df, claim["design"], values)
+    if claim["kind"] == "value":
+        return _geomean(d[claim["figure"]].astype(float).tolist())
     b = _select(df if baseline_df is None else baseline_df, claim["baseline"],
                 claim.get("baseline_set", values))  # fmt: skip
     keys = [k for k in ("workload", "config.workload.footprint", "seed") if k in df.columns]
@@ -197,8 +210,21 @@ def direction_agrees(paper: float, ours: float) -> bool:
     return (paper > 1 and ours > 1) or (paper < 1 and ours < 1) or (paper == 1 == ours)
 
 
+def within_factor_2(paper: float, ours: float) -> bool:
+    """Whether ours is within a factor 2 of the paper's number (``value`` claims).
+
+    Examples
+    --------
+    >>> within_factor_2(192, 120), within_factor_2(0.7, 0.3), within_factor_2(0.7, float("nan"))
+    (True, False, False)
+    """
+    return math.isfinite(ours) and ours > 0 and 0.5 <= ours / paper <= 2.0
+
+
 def _fmt(x: float) -> str:
-    return "n/a" if not math.isfinite(x) else f"{x:.3f}"
+    if not math.isfinite(x):
+        return "n/a"
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3f}"
 
 
 def reproduce(
@@ -212,7 +238,7 @@ def reproduce(
 
     Returns ``{"paper", "claims": [rows], "frames": {experiment: DataFrame}, "failed": n,
     "seconds"}``; each claim row has ``id``, ``text``, ``ref``, ``paper``, ``ours``, ``ratio``,
-    ``agrees``, ``quick``.
+    ``agrees``, ``quick``, ``note``.
     """
     paper = load_paper(name)
     frames, failed = {}, 0
@@ -238,8 +264,14 @@ def reproduce(
                 "paper": float(c["paper"]),
                 "ours": ours,
                 "ratio": ours / c["paper"] if math.isfinite(ours) else float("nan"),
-                "agrees": direction_agrees(float(c["paper"]), ours),
+                "agrees": (
+                    within_factor_2(float(c["paper"]), ours)
+                    if c["kind"] == "value"
+                    else direction_agrees(float(c["paper"]), ours)
+                ),
+                "kind": c["kind"],
                 "quick": bool(c.get("quick", False)),
+                "note": " ".join(str(c.get("note", "")).split()),
             }
         )
     return {
@@ -252,7 +284,8 @@ def reproduce(
 
 
 def claims_table(rows: list[dict[str, Any]]) -> str:
-    """The first table of the report: claim, paper, ours, ratio, direction agrees (markdown)."""
+    """The first table of the report: claim, paper, ours, ratio, direction agrees (markdown);
+    a claim without runs (e.g. a grid point that ``--quick`` does not run) shows ``n/a``."""
     out = [
         "| claim | where | paper | ours | ours / paper | direction agrees |",
         "|---|---|---|---|---|---|",
@@ -260,9 +293,28 @@ def claims_table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         out.append(
             f"| {r['text']} | {r['ref']} | {_fmt(r['paper'])} | {_fmt(r['ours'])} | "
-            f"{_fmt(r['ratio'])} | {'yes' if r['agrees'] else '**no**'} |"
+            f"{_fmt(r['ratio'])} | {_agreement(r)} |"
         )
     return "\n".join(out)
+
+
+def _agreement(row: dict[str, Any]) -> str:
+    if not math.isfinite(row["ours"]):
+        return "n/a (not run)"
+    if row.get("kind") == "value":
+        return "yes (within 2x)" if row["agrees"] else "**no** (not within 2x)"
+    return "yes" if row["agrees"] else "**no**"
+
+
+def claim_notes(rows: list[dict[str, Any]]) -> str:
+    """The claims' notes (regime, footprint dependence) as a markdown list; empty without notes.
+
+    Examples
+    --------
+    >>> claim_notes([{"text": "a: 2x", "note": "at 64 GiB"}, {"text": "b", "note": ""}])
+    '- *a: 2x*: at 64 GiB'
+    """
+    return "\n".join(f"- *{r['text']}*: {r['note']}" for r in rows if r.get("note"))
 
 
 def figure_tables(result: dict[str, Any]) -> str:
@@ -335,6 +387,7 @@ def report(result: dict[str, Any], command: str) -> str:
             "Speedups with `total` time (`timing.cycles + timing.os_cycles`: the paper's gains "
             "come from page-table allocation time, which is OS time).",
             "",
+            *([claim_notes(result["claims"]), ""] if claim_notes(result["claims"]) else []),
             "## How the experiments are scaled",
             "",
             " ".join(p["scaling"].split()),
