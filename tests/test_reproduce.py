@@ -131,3 +131,25 @@ def test_the_store_placeholder_is_the_result_stores_absolute_folder(tmp_path):
     out = reproduce.with_store(spec, tmp_path / "r.duckdb")
     assert out["set"]["et.leshy.hints_out"] == f"{tmp_path.resolve()}/h.hints"
     assert out["set"]["os.thp"] == ["never", "always"]
+
+
+def test_data_tables_take_speedups_from_the_baseline_experiment_and_show_share_columns():
+    df = _et_like_frame()
+    df["config.os.thp"] = "always"
+    of = ["et.mapped_bytes_by_translation.32m", "et.mapped_bytes_by_translation.2m"]
+    result = {
+        "paper": {
+            "table": {
+                "columns": [["% 32 MiB", of[0], 0.01, ".1f", of], ["walks", "walk.count", 1, ".0f"]]
+            },
+            "experiment": [
+                {"name": "base", "description": "THP", "figure": "F"},
+                {"name": "et", "description": "ET", "figure": "F", "baseline_experiment": "base"},
+            ],
+        },
+        "frames": {"base": df[df["design"] == "radix"], "et": df[df["design"] == "et"]},
+    }
+    text = reproduce.figure_tables(result)
+    et_part = text[text.index("### et: ET") :]
+    assert "| gups | et | 1.200 | 1.200 | 96.0 | 0 |" in et_part
+    assert "| btree | et | 1.000 | 1.000 | 50.0 | 20 |" in et_part
