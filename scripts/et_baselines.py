@@ -32,10 +32,9 @@ Usage: ``python scripts/et_baselines.py`` (after ``make build``), under ``nice``
 
 from __future__ import annotations
 
-import math
 import sys
 
-from xlat.run import run
+from et_common import NO_CONTIGUOUS_BIT, core_configs, print_speedups, print_walks, run_n1
 
 WORKLOADS = [
     ("64 KiB-friendly", "pointer_chase", "48MiB"),
@@ -60,14 +59,8 @@ def _bytes(text: str) -> int:
 
 def configs(kind: str, footprint: str) -> dict[str, tuple[str, dict]]:
     """The configurations of one workload (name -> design, settings)."""
-    off = {"tlb.coalescing": "none"}
-    et_thp = "never" if kind.startswith("64") else "always"
-    out = {
-        "4k": ("radix", dict(off, **{"os.thp": "never"})),
-        "thp": ("radix", dict(off, **{"os.thp": "always"})),
-        "mthp": ("radix", {"os.policy": "mthp", "os.thp": "always"}),
-        "et": ("et", {"os.thp": et_thp, "et.pwc_latency_cycles": 3}),
-    }
+    off = NO_CONTIGUOUS_BIT
+    out = core_configs(kind)
     fp = _bytes(footprint)
     for name, size in SIZES.items():
         # Enough pages for the footprint and the workload's other VMAs (rounded up, + 2).
@@ -92,14 +85,7 @@ def configs(kind: str, footprint: str) -> dict[str, tuple[str, dict]]:
 
 
 def _run(design: str, workload: str, footprint: str, **sets) -> dict:
-    return run(
-        design=design,
-        workload=workload,
-        footprint=footprint,
-        cpu="neoverse-n1",
-        set=dict(BASE, **sets),
-        **SCALE,
-    )
+    return run_n1(design, workload, footprint, BASE, SCALE, **sets)
 
 
 def main() -> None:
@@ -113,27 +99,17 @@ def main() -> None:
             print(f"ran {workload} {name}", file=sys.stderr, flush=True)
         rows.append((kind, workload, footprint, recs))
     names = list(configs("x", "1GiB").keys())
-    print("| stand-in | " + " | ".join(names[1:]) + " |")
-    print("|---" * len(names) + "|")
-    geo = {n: [] for n in names}
-    for _, workload, footprint, recs in rows:
-        cyc = {n: r["timing"]["cycles"] for n, r in recs.items()}
-        cells = []
-        for n in names[1:]:
-            s = cyc["4k"] / cyc[n]
-            geo[n].append(s)
-            cells.append(f"{s:.2f}")
-        print(f"| {workload} {footprint} | " + " | ".join(cells) + " |")
-    print(
-        "| geomean | "
-        + " | ".join(f"{math.exp(sum(map(math.log, geo[n])) / len(geo[n])):.2f}" for n in names[1:])
-        + " |"
+    print_speedups(
+        ["stand-in"],
+        [
+            ([f"{workload} {footprint}"], {n: r["timing"]["cycles"] for n, r in recs.items()})
+            for _, workload, footprint, recs in rows
+        ],
+        names,
     )
     print()
-    print("| stand-in | " + " | ".join(f"walks {n}" for n in names) + " |")
-    print("|---" * (1 + len(names)) + "|")
-    for _, workload, _, recs in rows:
-        print(f"| {workload} | " + " | ".join(str(recs[n]["walk"]["count"]) for n in names) + " |")
+    walks = [(w, {n: r["walk"]["count"] for n, r in recs.items()}) for _, w, _, recs in rows]
+    print_walks(walks, names)
     print()
     print("OS time, millions of cycles (timing.os_cycles + os.compaction.alloc_work_cycles:")
     print("faults, daemons, copies, shootdowns + zeroing and direct compaction):")

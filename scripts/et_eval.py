@@ -27,9 +27,7 @@ translation-size mix of the ET runs.
 
 from __future__ import annotations
 
-import math
-
-from xlat.run import run
+from et_common import NO_CONTIGUOUS_BIT, core_configs, print_speedups, print_walks, run_n1
 
 # Stand-ins for the paper's three kinds of workload (kind, workload, footprint).
 WORKLOADS = [
@@ -45,27 +43,14 @@ BASE = {"os.phys_mem_bytes": "40GiB"}
 
 
 def _run(design: str, workload: str, footprint: str, **sets) -> dict:
-    return run(
-        design=design,
-        workload=workload,
-        footprint=footprint,
-        cpu="neoverse-n1",
-        set=dict(BASE, **sets),
-        **SCALE,
-    )
+    return run_n1(design, workload, footprint, BASE, SCALE, **sets)
 
 
 def configs(kind: str) -> dict[str, tuple[str, dict]]:
     """The configurations of one workload kind (name -> design, settings)."""
-    off = {"tlb.coalescing": "none"}
+    off = NO_CONTIGUOUS_BIT
     et_thp = "never" if kind.startswith("64") else "always"
-    out = {
-        "4k": ("radix", dict(off, **{"os.thp": "never"})),
-        "thp": ("radix", dict(off, **{"os.thp": "always"})),
-        "mthp": ("radix", {"os.policy": "mthp", "os.thp": "always"}),
-        # The preset's page-walk caches are radix's; et has its own keys: the same values.
-        "et": ("et", {"os.thp": et_thp, "et.pwc_latency_cycles": 3}),
-    }
+    out = core_configs(kind)
     for fmfi in ("0.5", "0.99"):
         # The fragmenter leaves 25 % of the 40 GiB free (10 GiB): the 8 GiB footprints fit.
         frag = {"os.fragmenter.mode": "alternating", "os.fmfi_target": fmfi}
@@ -91,26 +76,14 @@ def main() -> None:
         total = sum(et.values()) or 1
         mixes.append((workload, {k: v / total for k, v in et.items()}))
     names = list(configs("x").keys())
-    print("| kind | stand-in | footprint | " + " | ".join(f"{n} speedup" for n in names[1:]) + " |")
-    print("|---" * (3 + len(names) - 1) + "|")
-    geo = {n: [] for n in names}
-    for kind, workload, footprint, cyc, _ in rows:
-        cells = []
-        for n in names[1:]:
-            s = cyc["4k"] / cyc[n]
-            geo[n].append(s)
-            cells.append(f"{s:.2f}")
-        print(f"| {kind} | {workload} | {footprint} | " + " | ".join(cells) + " |")
-    print(
-        "| geomean | | | "
-        + " | ".join(f"{math.exp(sum(map(math.log, geo[n])) / len(geo[n])):.2f}" for n in names[1:])
-        + " |"
+    print_speedups(
+        ["kind", "stand-in", "footprint"],
+        [([kind, workload, footprint], cyc) for kind, workload, footprint, cyc, _ in rows],
+        names,
+        header=lambda n: f"{n} speedup",
     )
     print()
-    print("| stand-in | " + " | ".join(f"walks {n}" for n in names) + " |")
-    print("|---" * (1 + len(names)) + "|")
-    for _, workload, _, _, walks in rows:
-        print(f"| {workload} | " + " | ".join(str(walks[n]) for n in names) + " |")
+    print_walks([(workload, walks) for _, workload, _, _, walks in rows], names)
     print()
     print("| stand-in (et) | 4 KiB | 64 KiB | 2 MiB | 32 MiB | 1 GiB |")
     print("|---|---|---|---|---|---|")

@@ -140,3 +140,92 @@ def test_quick_exits_1_naming_the_claim_when_a_checked_direction_flips(tmp_path,
     assert reproduce.main(args) == 1
     report = (tmp_path / "reproduce-flip-quick.md").read_text()
     assert "| ideal slower than radix | - | 0.500 |" in report and "| **no** |" in report
+
+
+def _et_like_frame():
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "design": ["radix", "et", "radix", "et"],
+            "status": ["ok"] * 4,
+            "workload": ["gups", "gups", "btree", "btree"],
+            "seed": [1] * 4,
+            "timing.cycles": [120.0, 100.0, 100.0, 100.0],
+            "timing.os_cycles": [0.0] * 4,
+            "walk.count": [1000.0, 0.0, 1000.0, 20.0],
+            "et.mapped_bytes_by_translation.32m": [None, 96.0, None, 50.0],
+            "et.mapped_bytes_by_translation.2m": [None, 4.0, None, 50.0],
+        }
+    )
+
+
+def test_a_max_claim_is_the_best_point_and_an_arithmetic_ratio_may_be_zero():
+    df = _et_like_frame()
+    claim = {"kind": "speedup", "design": "et", "baseline": "radix"}
+    assert reproduce.claim_value(df, {**claim, "mean": "max"}) == pytest.approx(1.2)
+    assert reproduce.claim_value(df, claim) == pytest.approx(math.sqrt(1.2))
+    walks = {"kind": "ratio", "figure": "walk.count", "design": "et", "baseline": "radix"}
+    assert reproduce.claim_value(df, {**walks, "mean": "arithmetic"}) == pytest.approx(0.01)
+
+
+def test_a_share_claim_divides_a_figure_by_the_sum_of_others_in_the_designs_own_runs():
+    df = _et_like_frame()
+    of = ["et.mapped_bytes_by_translation.32m", "et.mapped_bytes_by_translation.2m"]
+    claim = {"kind": "share", "figure": of[0], "of": of, "design": "et", "baseline": "et",
+             "mean": "arithmetic"}  # fmt: skip
+    assert reproduce.claim_value(df, claim) == pytest.approx((0.96 + 0.5) / 2)
+
+
+def test_claims_pool_the_runs_of_several_experiments_and_take_the_baseline_from_another():
+    df = _et_like_frame()
+    frames = {
+        "a": df[df["workload"] == "gups"],
+        "b": df[df["workload"] == "btree"],
+        "base": df[df["design"] == "radix"],
+    }
+    pooled = reproduce._pooled(frames, ["a", "b"])
+    assert len(pooled) == 4 and reproduce._pooled(frames, None) is None
+    claim = {"kind": "speedup", "design": "et", "baseline": "radix", "mean": "max"}
+    ours = reproduce.claim_value(pooled[pooled["design"] == "et"], claim, frames["base"])
+    assert ours == pytest.approx(1.2)
+
+
+def test_a_quick_claim_on_an_experiment_that_quick_skips_is_an_error(tmp_path, monkeypatch):
+    text = (reproduce.CLAIMS_DIR / "et.toml").read_text()
+    # leshy_99 uses leshy-gups, which --quick skips: make the claim a quick one.
+    text = text.replace('set = { "os.fmfi_target" = 0.99 }\n', "")
+    text = text.rstrip() + '\nset = { "os.fmfi_target" = 0.99 }\nquick = true\n'
+    (tmp_path / "et.toml").write_text(text)
+    monkeypatch.setattr(reproduce, "CLAIMS_DIR", tmp_path)
+    with pytest.raises(reproduce.ReproduceError, match="skipped by --quick"):
+        reproduce.load_paper("et")
+
+
+def test_the_store_placeholder_is_the_result_stores_absolute_folder(tmp_path):
+    spec = {"set": {"et.leshy.hints_out": "{store}/h.hints", "os.thp": ["never", "always"]}}
+    out = reproduce.with_store(spec, tmp_path / "r.duckdb")
+    assert out["set"]["et.leshy.hints_out"] == f"{tmp_path.resolve()}/h.hints"
+    assert out["set"]["os.thp"] == ["never", "always"]
+
+
+def test_data_tables_take_speedups_from_the_baseline_experiment_and_show_share_columns():
+    df = _et_like_frame()
+    df["config.os.thp"] = "always"
+    of = ["et.mapped_bytes_by_translation.32m", "et.mapped_bytes_by_translation.2m"]
+    result = {
+        "paper": {
+            "table": {
+                "columns": [["% 32 MiB", of[0], 0.01, ".1f", of], ["walks", "walk.count", 1, ".0f"]]
+            },
+            "experiment": [
+                {"name": "base", "description": "THP", "figure": "F"},
+                {"name": "et", "description": "ET", "figure": "F", "baseline_experiment": "base"},
+            ],
+        },
+        "frames": {"base": df[df["design"] == "radix"], "et": df[df["design"] == "et"]},
+    }
+    text = reproduce.figure_tables(result)
+    et_part = text[text.index("### et: ET") :]
+    assert "| gups | et | 1.200 | 1.200 | 96.0 | 0 |" in et_part
+    assert "| btree | et | 1.000 | 1.000 | 50.0 | 20 |" in et_part

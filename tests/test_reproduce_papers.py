@@ -30,3 +30,15 @@ def test_the_lvm_paper_has_its_claims_and_quick_variant():
     ids = {c["id"] for c in paper["claim"]}
     assert {"lvm_over_radix", "walk_cycles", "walk_traffic", "ecpt_traffic"} <= ids
     assert all("quick" in e for e in paper["experiment"])
+
+
+def test_the_et_paper_has_its_headline_claims_each_with_a_figure_reference():
+    paper = reproduce.load_paper("et")
+    claims = {c["id"]: c for c in paper["claim"]}
+    assert {"native", "native_max", "virt", "virt_gups", "frag_50", "frag_99", "leshy_50",
+            "leshy_99", "walks_cut", "mix_32m", "mix_64k"} <= set(claims)  # fmt: skip
+    assert all(c["ref"] for c in claims.values())
+    assert claims["native_max"]["mean"] == "max" and claims["native"]["paper"] == 1.04
+    # Offline Leshy's profiles sample densely (docs/designs/et.md: "Leshy's sample density").
+    profiles = [e for e in paper["experiment"] if e["name"].startswith("leshy-profile")]
+    assert profiles and all(e["set"]["et.leshy.sample_period"] < 1024 for e in profiles)

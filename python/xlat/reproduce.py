@@ -11,7 +11,8 @@ A paper is two files in the repository:
   - ``[[experiment]]`` tables: ``name``, ``figure``, ``description`` and the keys of a sweep spec
     (docs/sweeps.md: ``designs``, ``workloads``, ``footprint``, ``warmup``, ``refs``, ``seeds``,
     ``set``; not ``preset``), with an ``[experiment.quick]`` table of keys that replace them
-    for ``--quick``;
+    for ``--quick`` (``skip = true`` there: ``--quick`` does not run the experiment, and no
+    ``quick`` claim may use it);
   - ``[[claim]]`` tables: ``id``, ``text``, ``ref`` (section / table / figure), ``paper`` (the
     paper's number as a ratio: a speedup, or ``0.08`` for "-92 %"), ``kind`` = ``speedup``
     (time of ``baseline`` / time of ``design``, time by ``metric`` ``cycles`` or ``total``),
@@ -22,10 +23,23 @@ A paper is two files in the repository:
     baseline's runs), ``baseline_experiment`` (the baseline's runs come from that experiment:
     for a design whose machine or OS policy differs from its baseline's), ``mean`` =
     ``"arithmetic"`` (average the per-workload ratios arithmetically, as papers average "misses
-    eliminated"; a ratio may be 0; default geometric), ``quick`` (checked by ``--quick``),
-    ``note`` (optional: the regime the figure is measured in and how it depends on it, e.g. the
-    footprint; printed beneath the claims table). A ``set`` value of a size key
-    (``workload.footprint``) is in bytes, as the store has it.
+    eliminated"; a ratio may be 0; ``"max"``: the best grid point, for a paper's "up to";
+    default geometric), ``quick`` (checked by ``--quick``), ``note`` (optional: the regime the
+    figure is measured in and how it depends on it, e.g. the footprint; printed beneath the
+    claims table). A ``set`` value of a size key (``workload.footprint``) is in bytes, as the
+    store has it.
+    ``experiment`` and ``baseline_experiment`` may also be lists of names: their runs are pooled
+    (a geomean over stand-ins that need different footprints). ``kind`` = ``share``: ``figure``
+    of ``design``'s own runs over the sum of the figures listed in ``of`` (the same runs), e.g.
+    the share of memory mapped by 32 MiB translations; no baseline.
+  - optionally ``claims_note`` / ``tables_note`` (the report's notes under the claims table
+    and above the data tables; default ME-HPT's) and a ``[table]``: ``baseline`` (the design
+    the data tables' speedups are over, default ``radix``) and ``columns`` (``[label, figure,
+    scale, format]`` rows: a figure's column divided by ``scale``; default the page-table
+    columns of ME-HPT; a fifth item, a list of figures, makes the column the figure's share of
+    their sum, divided by ``scale``); an experiment's ``baseline_experiment`` names the
+    experiment whose baseline rows its table divides by;
+    ``axes``: more ``config`` keys shown as columns where they vary (e.g. ``os.fmfi_target``).
 
 A design issue adds its paper by adding these two files: the command finds them by name.
 Every experiment is a sweep stored in the result store (``--db``), so a second run resumes:
@@ -55,10 +69,10 @@ except ImportError:  # Python < 3.11
 ROOT = Path(__file__).resolve().parents[2]
 CLAIMS_DIR = ROOT / "data" / "claims"
 #: Keys of an experiment that are not sweep-spec keys.
-EXPERIMENT_META = ("name", "figure", "description", "quick")
+EXPERIMENT_META = ("name", "figure", "description", "quick", "baseline_experiment")
 CLAIM_KEYS = {
     "id", "text", "ref", "paper", "kind", "metric", "figure", "design", "baseline",
-    "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick", "note",
+    "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick", "note", "of",
 }  # fmt: skip
 
 
@@ -105,22 +119,33 @@ def load_paper(name: str) -> dict[str, Any]:
             raise ReproduceError(f"{path}: claim {c.get('id')}: unknown keys {sorted(unknown)}")
         for key in ("experiment", "baseline_experiment"):
             if key in c or key == "experiment":
-                if c.get(key) not in names:
+                listed = c.get(key) if isinstance(c.get(key), list) else [c.get(key)]
+                if not listed or any(e not in names for e in listed):
                     raise ReproduceError(
                         f"{path}: claim {c.get('id')}: {key} '{c.get(key)}' is not one of {names}"
                     )
-        if c.get("mean", "geometric") not in ("geometric", "arithmetic"):
+        if c.get("mean", "geometric") not in ("geometric", "arithmetic", "max"):
             raise ReproduceError(
-                f"{path}: claim {c.get('id')}: mean must be geometric or arithmetic"
+                f"{path}: claim {c.get('id')}: mean must be geometric, arithmetic or max"
             )
-        if c.get("kind") not in ("speedup", "ratio", "value"):
+        skipped = {e["name"] for e in data["experiment"] if e.get("quick", {}).get("skip")}
+        used = [x for k in ("experiment", "baseline_experiment")
+                for x in (c.get(k) if isinstance(c.get(k), list) else [c.get(k)])]  # fmt: skip
+        if c.get("quick") and skipped.intersection(used):
             raise ReproduceError(
-                f"{path}: claim {c.get('id')}: kind must be speedup, ratio or value"
+                f"{path}: claim {c.get('id')}: quick, but its experiments "
+                f"{sorted(skipped.intersection(used))} are skipped by --quick"
             )
-        if c["kind"] != "value" and "baseline" not in c:
+        if c.get("kind") not in ("speedup", "ratio", "value", "share"):
+            raise ReproduceError(
+                f"{path}: claim {c.get('id')}: kind must be speedup, ratio, value or share"
+            )
+        if c["kind"] in ("speedup", "ratio") and "baseline" not in c:
             raise ReproduceError(f"{path}: claim {c.get('id')}: 'baseline' is missing")
         if c["kind"] != "speedup" and "figure" not in c:
             raise ReproduceError(f"{path}: claim {c.get('id')}: 'figure' is missing")
+        if c.get("kind") == "share" and not (c.get("figure") and c.get("of")):
+            raise ReproduceError(f"{path}: claim {c.get('id')}: a share needs figure and of")
         if not isinstance(c.get("paper"), (int, float)) or c["paper"] <= 0:
             raise ReproduceError(f"{path}: claim {c.get('id')}: 'paper' must be a positive ratio")
     data["path"] = str(path)
@@ -140,7 +165,7 @@ def experiment_spec(paper: dict[str, Any], exp: dict[str, Any], quick: bool) -> 
     """
     spec = {k: v for k, v in exp.items() if k not in EXPERIMENT_META}
     if quick:
-        spec.update(exp.get("quick", {}))
+        spec.update({k: v for k, v in exp.get("quick", {}).items() if k != "skip"})
     spec["preset"] = str(ROOT / paper["preset"])
     spec["name"] = f"{paper['name']}-{exp['name']}{'-quick' if quick else ''}"
     return spec
@@ -176,6 +201,13 @@ def claim_value(df, claim: dict[str, Any], baseline_df=None) -> float:
     d = _select(df, claim["design"], values)
     if claim["kind"] == "value":
         return _geomean(d[claim["figure"]].astype(float).tolist())
+    if claim["kind"] == "share":  # a figure's share of a total, within the design's own runs
+        total = sum(d[f].astype(float).fillna(0.0) for f in claim["of"])
+        shares = (d[claim["figure"]].astype(float).fillna(0.0) / total).tolist()
+        if claim.get("mean") == "arithmetic":
+            finite = [x for x in shares if math.isfinite(x)]
+            return sum(finite) / len(finite) if finite else float("nan")
+        return _geomean(shares)
     b = _select(df if baseline_df is None else baseline_df, claim["baseline"],
                 claim.get("baseline_set", values))  # fmt: skip
     keys = [k for k in ("workload", "config.workload.footprint", "seed") if k in df.columns]
@@ -191,10 +223,52 @@ def claim_value(df, claim: dict[str, Any], baseline_df=None) -> float:
     else:
         fig = claim["figure"]
         ratios = d[fig].astype(float) / b[fig].astype(float)
+    if claim.get("mean") == "max":  # the paper's "up to": the best grid point
+        finite = [float(r) for r in ratios if math.isfinite(float(r))]
+        return max(finite) if finite else float("nan")
     if claim.get("mean") == "arithmetic":  # e.g. "misses eliminated": a ratio can be 0
         finite = [float(r) for r in ratios if math.isfinite(float(r))]
         return sum(finite) / len(finite) if finite else float("nan")
     return _geomean(ratios.tolist())
+
+
+def _empty_frame():
+    """The runs of an experiment that ``--quick`` skips: none."""
+    import pandas as pd
+
+    return pd.DataFrame({"design": [], "status": [], "workload": [], "seed": []})
+
+
+def _pooled(frames: dict[str, Any], names: str | list[str] | None):
+    """The runs of experiment ``names`` (a list: their runs pooled); None for None."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        return frames[names]
+    import pandas as pd
+
+    return pd.concat([frames[n] for n in names], ignore_index=True)
+
+
+def with_store(spec: dict[str, Any], db: str | Path) -> dict[str, Any]:
+    """``spec`` with ``{store}`` in its string ``set`` values replaced by the result store's
+    folder (absolute): where runs write files that later experiments read (Leshy's hint files).
+
+    Examples
+    --------
+    >>> with_store({"set": {"et.leshy.hints_out": "{store}/h.txt"}}, "/tmp/r.duckdb")["set"]
+    {'et.leshy.hints_out': '/tmp/h.txt'}
+    """
+    folder = str(Path(db).resolve().parent)
+
+    def sub(v: Any) -> Any:
+        if isinstance(v, str):
+            return v.replace("{store}", folder)
+        return [sub(x) for x in v] if isinstance(v, list) else v
+
+    if "set" not in spec:
+        return spec
+    return {**spec, "set": {k: sub(v) for k, v in spec["set"].items()}}
 
 
 def direction_agrees(paper: float, ours: float) -> bool:
@@ -244,8 +318,14 @@ def reproduce(
     frames, failed = {}, 0
     t0 = time.monotonic()
     for exp in paper["experiment"]:
+        if quick and exp.get("quick", {}).get("skip"):
+            frames[exp["name"]] = _empty_frame()
+            continue
         try:
-            spec = parse_spec(experiment_spec(paper, exp, quick), f"{paper['path']}:{exp['name']}")
+            spec = parse_spec(
+                with_store(experiment_spec(paper, exp, quick), db),
+                f"{paper['path']}:{exp['name']}",
+            )
         except SpecError as e:
             raise ReproduceError(str(e)) from None
         summary = run_sweep(spec, db, workers, None, False, progress)
@@ -255,7 +335,9 @@ def reproduce(
         frames[exp["name"]] = frame_of(db, summary["runs"])
     rows = []
     for c in paper["claim"]:
-        ours = claim_value(frames[c["experiment"]], c, frames.get(c.get("baseline_experiment")))
+        ours = claim_value(
+            _pooled(frames, c["experiment"]), c, _pooled(frames, c.get("baseline_experiment"))
+        )
         rows.append(
             {
                 "id": c["id"],
@@ -317,9 +399,27 @@ def claim_notes(rows: list[dict[str, Any]]) -> str:
     return "\n".join(f"- *{r['text']}*: {r['note']}" for r in rows if r.get("note"))
 
 
+#: The data tables' default columns (ME-HPT's): label, figure, divisor, format
+#: (and optionally the figures whose sum the figure is a share of).
+DEFAULT_COLUMNS = [
+    ["walk refs / walk", "walk.avg_mem_accesses", 1, ".2f"],
+    ["cycles / walk", "walk.avg_cycles", 1, ".1f"],
+    ["page-table peak MiB", "page_table.peak_bytes", 2**20, ".2f"],
+    ["largest contiguous KiB", "page_table.max_contiguous_bytes", 2**10, ".0f"],
+    ["OS Mcycles", "timing.os_cycles", 1e6, ".1f"],
+]
+
+
 def figure_tables(result: dict[str, Any]) -> str:
-    """Each experiment's data as tables: speedups over radix (cycles and total), page-table
-    memory and largest contiguous allocation per design and grid point."""
+    """Each experiment's data as tables: speedups over the baseline design (``[table]``
+    ``baseline``, default radix; cycles and total) and the ``[table]`` ``columns`` (default:
+    walk references and cycles, page-table memory and largest contiguous allocation, OS time)
+    per design and grid point."""
+    table = result["paper"].get("table", {})
+    base_design = table.get("baseline", "radix")
+    columns = table.get("columns", DEFAULT_COLUMNS)
+    axes = ["workload", "config.workload.footprint", "config.os.thp",
+            *(f"config.{a}" for a in table.get("axes", []))]  # fmt: skip
     parts = []
     for exp in result["paper"]["experiment"]:
         df = result["frames"][exp["name"]]
@@ -327,24 +427,22 @@ def figure_tables(result: dict[str, Any]) -> str:
         if df.empty:
             continue
         parts.append(f"### {exp['name']}: {exp['description']}\n\nPaper: {exp['figure']}.\n")
-        swept = [
-            c
-            for c in ("workload", "config.workload.footprint", "config.os.thp")
-            if c in df.columns and df[c].nunique() > 1
-        ]
-        point = [c for c in ("workload", "config.workload.footprint", "config.os.thp", "seed")
-                 if c in df.columns]  # fmt: skip
-        base = df[df["design"] == "radix"].set_index(point)
+        bdf = result["frames"][exp.get("baseline_experiment", exp["name"])]
+        bdf = bdf[bdf["status"] == "ok"]
+        swept = [c for c in axes if c in df.columns and df[c].astype(str).nunique() > 1]
+        point = [c for c in (*axes, "seed") if c in df.columns and c in bdf.columns]
+        base = bdf[bdf["design"] == base_design].set_index(point)
         lines = [
             "| " + " | ".join([*(s.replace("config.", "") for s in swept), "design",
-                               "speedup (cycles)", "speedup (total)", "walk refs / walk",
-                               "cycles / walk", "page-table peak MiB",
-                               "largest contiguous KiB", "OS Mcycles"]) + " |",
+                               "speedup (cycles)", "speedup (total)",
+                               *(c[0] for c in columns)]) + " |",
         ]  # fmt: skip
-        lines.append("|" + "---|" * (len(swept) + 8))
+        lines.append("|" + "---|" * (len(swept) + 3 + len(columns)))
         for _, r in df.iterrows():
             key = tuple(r[c] for c in point)
             b = base.loc[key] if key in base.index else None
+            if b is not None and not hasattr(b, "to_frame"):  # several rows: not one point
+                b = None
 
             def sp(m: str, b=b, r=r) -> float:
                 if b is None:
@@ -353,19 +451,42 @@ def figure_tables(result: dict[str, Any]) -> str:
                     _time(r.to_frame().T, m).iloc[0]
                 )
 
+            def value(figure: str, r=r) -> float:
+                v = r[figure] if figure in r.index else None
+                try:
+                    return math.nan if v is None else float(v)
+                except TypeError:  # pandas' NA: a figure this run does not have
+                    return math.nan
+
+            def cell(figure: str, scale: float, fmt: str, of: list[str] | None = None) -> str:
+                v = value(figure)
+                if of is not None:  # a share of the sum of `of` (absent figures count 0)
+                    total = sum(x for x in map(value, of) if math.isfinite(x))
+                    v = v / total if total > 0 and math.isfinite(v) else math.nan
+                return "n/a" if not math.isfinite(v) else format(v / scale, fmt)
+
             cells = [str(r[s]) for s in swept] + [
                 r["design"],
                 f"{sp('cycles'):.3f}",
                 f"{sp('total'):.3f}",
-                f"{float(r['walk.avg_mem_accesses']):.2f}",
-                f"{float(r['walk.avg_cycles']):.1f}",
-                f"{float(r['page_table.peak_bytes']) / 2**20:.2f}",
-                f"{float(r['page_table.max_contiguous_bytes']) / 2**10:.0f}",
-                f"{float(r['timing.os_cycles']) / 1e6:.1f}",
+                *(cell(*c[1:]) for c in columns),
             ]
             lines.append("| " + " | ".join(cells) + " |")
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
+
+
+#: The report's note under the claims table, unless the claims file has ``claims_note``.
+CLAIMS_NOTE = (
+    "Ours: geometric mean over the experiment's workloads of the per-workload ratio. "
+    "Speedups with `total` time (`timing.cycles + timing.os_cycles`: the paper's gains "
+    "come from page-table allocation time, which is OS time)."
+)
+#: The report's note above the data tables, unless the claims file has ``tables_note``.
+TABLES_NOTE = (
+    "Speedups are over radix on the same grid point (radix with the same THP setting; "
+    "the paper's Fig. 9 normalizes everything to radix without THP)."
+)
 
 
 def report(result: dict[str, Any], command: str) -> str:
@@ -383,9 +504,7 @@ def report(result: dict[str, Any], command: str) -> str:
             "",
             claims_table(result["claims"]),
             "",
-            "Ours: geometric mean over the experiment's workloads of the per-workload ratio. "
-            "Speedups with `total` time (`timing.cycles + timing.os_cycles`: the paper's gains "
-            "come from page-table allocation time, which is OS time).",
+            " ".join(p.get("claims_note", CLAIMS_NOTE).split()),
             "",
             *([claim_notes(result["claims"]), ""] if claim_notes(result["claims"]) else []),
             "## How the experiments are scaled",
@@ -394,8 +513,7 @@ def report(result: dict[str, Any], command: str) -> str:
             "",
             "## Data (the paper's figures as tables)",
             "",
-            "Speedups are over radix on the same grid point (radix with the same THP setting; "
-            "the paper's Fig. 9 normalizes everything to radix without THP).",
+            " ".join(p.get("tables_note", TABLES_NOTE).split()),
             "",
             figure_tables(result),
         ]
