@@ -253,7 +253,7 @@ def mix(args):
     print(
         "| workload | target 2 MiB share | 2 MiB share radix / utopia | speedup utopia "
         "| xlat latency vs radix | translation mem refs vs radix | walks avoided "
-        "| 2 MiB RestSeg slots used |\n|---|---|---|---|---|---|---|---|",
+        "| 2 MiB RestSeg slots used | TAR / SF cache hit |\n|" + "---|" * 9,
         flush=True,
     )
     for w in args.mix_workloads.split(","):
@@ -278,7 +278,8 @@ def mix(args):
                 f"{100 * share2m(rec['utopia']):.0f} % "
                 f"| {f['radix']['cycles'] / f['utopia']['cycles']:.2f} | {100 * lat:+.0f} % "
                 f"| {100 * mem:+.0f} % | {100 * u['walks_avoided_share']:.0f} % "
-                f"| {used2m} slots |",
+                f"| {used2m} slots | {100 * u['tar_cache_hit_rate']:.0f} % / "
+                f"{100 * u['sf_cache_hit_rate']:.0f} % |",
                 flush=True,
             )
 
@@ -344,13 +345,17 @@ def ech(args):
         asis = run("ecpt", w, thp, args)
         f = {k: figures(r) for k, r in (("radix", base), ("opt", opt), ("asis", asis))}
         sp = [f["radix"]["cycles"] / f[k]["cycles"] for k in ("opt", "asis")]
-        lat = [f[k]["xlat_per_l1_miss"] / f["radix"]["xlat_per_l1_miss"] - 1 for k in ("opt", "asis")]
+        lat = [
+            f[k]["xlat_per_l1_miss"] / f["radix"]["xlat_per_l1_miss"] - 1 for k in ("opt", "asis")
+        ]
         mem = [f[k]["walk_mem"] / f["radix"]["walk_mem"] - 1 for k in ("opt", "asis")]
         print(
-            f"| {thp} | {w} | {sp[0]:.2f} / {sp[1]:.2f} | {100 * lat[0]:+.0f} % / {100 * lat[1]:+.0f} % "
+            f"| {thp} | {w} | {sp[0]:.2f} / {sp[1]:.2f} "
+            f"| {100 * lat[0]:+.0f} % / {100 * lat[1]:+.0f} % "
             f"| {100 * mem[0]:+.0f} % / {100 * mem[1]:+.0f} % "
             f"| {opt['timing']['os_cycles']:.3g} / {asis['timing']['os_cycles']:.3g} "
-            f"| {opt['ecpt']['largest_contiguous_bytes']} / {asis['ecpt']['largest_contiguous_bytes']} |",
+            f"| {opt['ecpt']['largest_contiguous_bytes']} / "
+            f"{asis['ecpt']['largest_contiguous_bytes']} |",
             flush=True,
         )
 
@@ -369,7 +374,9 @@ def tar(args):
     )
     for w in args.tar_workloads.split(","):
         rec = {d: run(d, w, "never", args) for d in ("radix", "utopia")}
-        bigger = [run("utopia", w, "never", args, [f"utopia.tar_cache_bytes={b}"]) for b in sizes[1:]]
+        bigger = [
+            run("utopia", w, "never", args, [f"utopia.tar_cache_bytes={b}"]) for b in sizes[1:]
+        ]
         for r in [*rec.values(), *bigger]:
             assert r["oracle"]["mismatches"] == 0
         u = rec["utopia"]["utopia"]
