@@ -25,7 +25,13 @@ Other tables (each a separate mode; every run ``nice``, records cached by comman
 - ``--cores``: Fig. 22, radix vs Utopia on 2/4/8 cores, multi-programmed (gups and xsbench
   alternating, one process per core), with a warm-up;
 - ``--quanta``: Fig. 31, radix vs Utopia with gups and xsbench time-sharing one core at
-  several context-switch quanta.
+  several context-switch quanta;
+- ``--tar``: the TAR-cache and walks-avoided investigation: radix and Utopia after a warm-up
+  (``--warmup``), with Utopia's RSW figures, and, as a diagnostic only, the TAR cache hit
+  rate and walks avoided with larger TAR caches (``--tar-cache-bytes``).
+
+ECH is the paper's optimistic ECH (``ECH_OPTIMISTIC``); ``--ech-as-is`` runs ``ecpt`` with
+its defaults instead (allocations charged, contiguous ways, 3 ways of 128 entries).
 
 Examples
 --------
@@ -44,8 +50,16 @@ import sys
 
 RUN = "target/release/examples/run"
 DESIGNS = ["radix", "pom_tlb", "ecpt", "rmm", "utopia", "perfect_tlb"]
-#: Settings a design runs with beyond the common ones (RMM: Table 1's eager paging and RLB).
-DESIGN_SET = {"rmm": ["os.policy=eager", "tlb.range.entries=32"]}
+#: Settings a design runs with beyond the common ones: RMM with Table 1's eager paging and
+#: RLB; ECH as the paper's optimistic ECH (§7: table allocations free and non-contiguous) with
+#: Table 1's 4 ways of 8192 entries (as configs/ech-optimistic.toml).
+ECH_OPTIMISTIC = [
+    "ecpt.charge_allocations=false",
+    "ecpt.contiguous_ways=false",
+    "ecpt.ways=4",
+    "ecpt.initial_entries=8192",
+]
+DESIGN_SET = {"rmm": ["os.policy=eager", "tlb.range.entries=32"], "ecpt": ECH_OPTIMISTIC}
 
 
 def restsegs(seg_bytes):
@@ -119,8 +133,15 @@ def main():
     ap.add_argument("--core-counts", default="2,4,8")
     ap.add_argument("--quanta", action="store_true", help="context-switch quanta (Fig. 31)")
     ap.add_argument("--quanta-cycles", default="250000,1000000,5000000,52000000")
+    ap.add_argument("--tar", action="store_true", help="TAR cache / walks avoided, warmed")
+    ap.add_argument("--tar-workloads", default="gups,bfs,xsbench")
+    ap.add_argument("--tar-cache-bytes", default="2048,16384,131072")
+    ap.add_argument("--ech-as-is", action="store_true", help="ecpt with its defaults as ECH")
+    ap.add_argument("--ech", action="store_true", help="ECH optimistic vs as is, main rows")
     args = ap.parse_args()
-    for mode in ("fig9", "mix", "cores", "quanta"):
+    if args.ech_as_is:
+        DESIGN_SET.pop("ecpt")
+    for mode in ("fig9", "mix", "cores", "quanta", "tar", "ech"):
         if getattr(args, mode):
             return globals()[mode](args)
     print(HEADER, flush=True)
@@ -232,7 +253,7 @@ def mix(args):
     print(
         "| workload | target 2 MiB share | 2 MiB share radix / utopia | speedup utopia "
         "| xlat latency vs radix | translation mem refs vs radix | walks avoided "
-        "| 2 MiB RestSeg slots used |\n|---|---|---|---|---|---|---|---|",
+        "| 2 MiB RestSeg slots used | TAR / SF cache hit |\n|" + "---|" * 9,
         flush=True,
     )
     for w in args.mix_workloads.split(","):
@@ -257,7 +278,8 @@ def mix(args):
                 f"{100 * share2m(rec['utopia']):.0f} % "
                 f"| {f['radix']['cycles'] / f['utopia']['cycles']:.2f} | {100 * lat:+.0f} % "
                 f"| {100 * mem:+.0f} % | {100 * u['walks_avoided_share']:.0f} % "
-                f"| {used2m} slots |",
+                f"| {used2m} slots | {100 * u['tar_cache_hit_rate']:.0f} % / "
+                f"{100 * u['sf_cache_hit_rate']:.0f} % |",
                 flush=True,
             )
 
@@ -303,6 +325,74 @@ def quanta(args):
             f"| {q} | {rec['utopia']['switch']['count']} | {sp:.2f} "
             f"| {100 * u['walks_avoided_share']:.0f} % "
             f"| {100 * u['tar_cache_hit_rate']:.0f} % / {100 * u['sf_cache_hit_rate']:.0f} % |",
+            flush=True,
+        )
+
+
+def ech(args):
+    """The ECH column of the main table: optimistic ECH and ``ecpt`` as is, vs radix."""
+    DESIGN_SET.pop("ecpt", None)  # both variants given explicitly below
+    print(
+        "| THP | workload | speedup ECH optimistic / ecpt as is | xlat latency vs radix "
+        "| translation mem refs vs radix | OS cycles optimistic / as is "
+        "| largest contiguous table block optimistic / as is |\n|" + "---|" * 7,
+        flush=True,
+    )
+    for thp_w in args.runs.split(","):
+        thp, w = thp_w.split(":")
+        base = run("radix", w, thp, args)
+        opt = run("ecpt", w, thp, args, ECH_OPTIMISTIC)
+        asis = run("ecpt", w, thp, args)
+        f = {k: figures(r) for k, r in (("radix", base), ("opt", opt), ("asis", asis))}
+        sp = [f["radix"]["cycles"] / f[k]["cycles"] for k in ("opt", "asis")]
+        lat = [
+            f[k]["xlat_per_l1_miss"] / f["radix"]["xlat_per_l1_miss"] - 1 for k in ("opt", "asis")
+        ]
+        mem = [f[k]["walk_mem"] / f["radix"]["walk_mem"] - 1 for k in ("opt", "asis")]
+        print(
+            f"| {thp} | {w} | {sp[0]:.2f} / {sp[1]:.2f} "
+            f"| {100 * lat[0]:+.0f} % / {100 * lat[1]:+.0f} % "
+            f"| {100 * mem[0]:+.0f} % / {100 * mem[1]:+.0f} % "
+            f"| {opt['timing']['os_cycles']:.3g} / {asis['timing']['os_cycles']:.3g} "
+            f"| {opt['ecpt']['largest_contiguous_bytes']} / "
+            f"{asis['ecpt']['largest_contiguous_bytes']} |",
+            flush=True,
+        )
+
+
+def tar(args):
+    """TAR cache hit rate and walks avoided after a warm-up (docs/designs/utopia.md)."""
+    sizes = [int(x) for x in args.tar_cache_bytes.split(",")]
+    print(
+        "| workload | speedup utopia over radix | RSW hits / RSWs | walks avoided "
+        "| TAR / SF cache hit | TAR lookups per RSW | 4 KiB RestSeg occupancy | migrations "
+        "| TAR cache hit / walks avoided at "
+        + ", ".join(f"{b // 1024} KiB" for b in sizes[1:])
+        + " (diagnostic) |\n|"
+        + "---|" * 9,
+        flush=True,
+    )
+    for w in args.tar_workloads.split(","):
+        rec = {d: run(d, w, "never", args) for d in ("radix", "utopia")}
+        bigger = [
+            run("utopia", w, "never", args, [f"utopia.tar_cache_bytes={b}"]) for b in sizes[1:]
+        ]
+        for r in [*rec.values(), *bigger]:
+            assert r["oracle"]["mismatches"] == 0
+        u = rec["utopia"]["utopia"]
+        sp = rec["radix"]["timing"]["cycles"] / rec["utopia"]["timing"]["cycles"]
+        seg = u["restsegs"]["0"]
+        diag = ", ".join(
+            f"{100 * b['utopia']['tar_cache_hit_rate']:.0f} % / "
+            f"{100 * b['utopia']['walks_avoided_share']:.0f} %"
+            for b in bigger
+        )
+        print(
+            f"| {w} | {sp:.2f} | {100 * u['rsw_hits'] / max(u['rsw_walks'], 1):.0f} % "
+            f"| {100 * u['walks_avoided_share']:.0f} % "
+            f"| {100 * u['tar_cache_hit_rate']:.0f} % / {100 * u['sf_cache_hit_rate']:.0f} % "
+            f"| {u['tar_cache_lookups'] / max(u['rsw_walks'], 1):.2f} "
+            f"| {100 * seg['occupancy']:.0f} % | {u['migrations']} | {diag} |",
             flush=True,
         )
 

@@ -79,6 +79,10 @@ const STATE_SECTIONS: &[&str] = &[
     "va_gaps",
     // Elastic Translations: bytes mapped per translation size at the end (a state).
     "mapped_bytes_by_translation",
+    // Utopia: each RestSeg's shape, placement and slots used at the end, and the RestSegs
+    // created (`utopia.restsegs.<i>.*`, `utopia.restseg_layout.<i>.*`).
+    "restsegs",
+    "restseg_layout",
 ];
 
 /// Fractions whose denominator the record does not hold (the name rules would pick a wrong
@@ -111,6 +115,9 @@ const FRACTIONS: &[(&str, &str, &str)] = &[
     ("pte_writes_per_update", "pte_writes", "pte_updates"),
     ("avg_probe_cycles", "probe_cycles", "lookups"),
     ("walks_avoided_share", "rsw_hits", "walks"),
+    // Utopia's per-walk averages (named `*_avg_cycles`, so not `avg_*`).
+    ("rsw_avg_cycles", "rsw_cycles", "rsw_walks"),
+    ("flex_walk_avg_cycles", "flex_walk_cycles", "flex_walks"),
 ];
 
 /// Whether `key` (the last component of its path) names a state or an identifier rather than
@@ -139,7 +146,10 @@ pub fn is_state(key: &str) -> bool {
 
 /// A float that is a count of cycles (summed over references), not a fraction.
 fn is_float_count(key: &str) -> bool {
-    key.ends_with("cycles") && !key.starts_with("avg_") && !key.contains("_per_")
+    key.ends_with("cycles")
+        && !key.starts_with("avg_")
+        && !key.contains("_per_")
+        && !FRACTIONS.iter().any(|(k, _, _)| *k == key)
 }
 
 fn float(v: f64) -> Value {
@@ -516,6 +526,18 @@ pub const FIRST_TOUCH_WARN_SHARE: f64 = 0.1;
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn utopias_per_walk_averages_are_recomputed_from_the_measured_walks() {
+        let snap = json!({"utopia": {"rsw_walks": 10, "rsw_cycles": 100, "rsw_avg_cycles": 10.0,
+            "flex_walks": 4, "flex_walk_cycles": 400, "flex_walk_avg_cycles": 100.0}});
+        let end = json!({"utopia": {"rsw_walks": 30, "rsw_cycles": 500, "rsw_avg_cycles": 16.7,
+            "flex_walks": 6, "flex_walk_cycles": 500, "flex_walk_avg_cycles": 83.3}});
+        let (m, whole) = measured(&end, &snap, 0.0);
+        assert_eq!(m["utopia"]["rsw_avg_cycles"], 20.0);
+        assert_eq!(m["utopia"]["flex_walk_avg_cycles"], 50.0);
+        assert!(whole.is_empty(), "{whole:?}");
+    }
 
     #[test]
     fn counts_are_subtracted_states_kept_and_fractions_recomputed() {

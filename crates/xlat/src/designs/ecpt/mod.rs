@@ -36,11 +36,22 @@
 //! is in docs/os-model.md); unfragmented, only zeroing remains. The cycles are OS time
 //! (`timing.os_cycles`, `ecpt.alloc_cycles`).
 //!
+//! Optimistic ECH (Utopia §7, Table 1: "does not require allocating large contiguous physical
+//! memory blocks ... performs migrations between page tables without any performance
+//! penalty"): `charge_allocations = false` leaves the allocation work out of OS time, and
+//! `contiguous_ways = false` builds every way of 4 KiB frames (so no compaction and no failure
+//! for want of a large block), which the walker addresses at no cost. Migrations between the
+//! old and the new table of a resize are free in this model with either setting: rehashing is
+//! OS-side work that costs nothing, and a walk during a resize still probes one slot per way.
+//!
 //! ## Configuration
 //! `[ecpt]`: `ways` (3; 2..4), `hash` (`crc` | `mix`), `initial_entries` per way (128),
 //! `upsize_occupancy` (0.6), `downsize_occupancy` (0.2), `max_kicks` (32), `rehash_per_update`
 //! (4), `pmd_cwc_entries` (16), `pud_cwc_entries` (2), `cwc_latency_cycles` (4),
-//! `hash_latency_cycles` (2), `cwt_ways` (2), `seed` (1, for the random way choices).
+//! `hash_latency_cycles` (2), `cwt_ways` (2), `seed` (1, for the random way choices),
+//! `charge_allocations` (true), `contiguous_ways` (true); the last two `false` give Utopia's
+//! optimistic ECH (`--set ecpt.charge_allocations=false --set ecpt.contiguous_ways=false`, or
+//! the preset `configs/ech-optimistic.toml`).
 //!
 //! ## Deviations from the paper
 //! - CWT entries record the way of a 2 MiB page (ECPT's "way" field of a 2 MiB section) but not
@@ -71,9 +82,11 @@ pub mod table;
 
 pub use hash::HashKind;
 use hash::MAX_WAYS;
-use table::{AllocCost, ClusterTable, Ctx, Policy, TableStats, KICK_BUCKETS, L2P_SUBTABLES};
+use table::{
+    AllocCost, ChunkPolicy, ClusterTable, Ctx, Policy, TableStats, KICK_BUCKETS, L2P_SUBTABLES,
+};
 
-use crate::addr::{Asid, Mapping, Paddr, PageSize, Pfn, Vpn};
+use crate::addr::{Asid, Mapping, Paddr, PageSize, Pfn, Vpn, BASE_PAGE_BYTES};
 use crate::designs::{parallel_reads, Design, PerCore, PtFootprint, PtMemory, WalkResult};
 use crate::mem::MemSystem;
 use crate::mmu::assoc::AssocCache;
@@ -81,6 +94,10 @@ use crate::os::{OsError, PhysMem};
 use crate::stats::{ratio, Stats, StatsExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// 4 KiB frames a way of the optimistic ECH (`contiguous_ways = false`) may be made of: no
+/// practical bound (a way of 2^28 frames is 1 TiB).
+const FREE_L2P_ENTRIES: u32 = 1 << 28;
 
 /// `[ecpt]` section.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -112,6 +129,14 @@ pub struct EcptConfig {
     pub cwt_ways: u32,
     /// Seed of the random way choices.
     pub seed: u64,
+    /// Charge the work of every table allocation (zeroing, direct compaction) to OS time
+    /// (`ecpt.alloc_cycles`, `timing.os_cycles`). `false` is half of the optimistic ECH of
+    /// Utopia §7 ("does not require allocating large contiguous physical memory blocks").
+    pub charge_allocations: bool,
+    /// Each way is one physically contiguous buddy block (ECPT). `false`: each way is built of
+    /// 4 KiB frames found by the walker at no cost (no compaction, no failure for want of a
+    /// large block): the other half of Utopia §7's optimistic ECH.
+    pub contiguous_ways: bool,
 }
 
 impl Default for EcptConfig {
@@ -130,6 +155,8 @@ impl Default for EcptConfig {
             hash_latency_cycles: 2,
             cwt_ways: 2,
             seed: 1,
+            charge_allocations: true,
+            contiguous_ways: true,
         }
     }
 }
@@ -182,7 +209,13 @@ impl EcptConfig {
             rehash_per_update: self.rehash_per_update,
             per_way: false,
             in_place: false,
-            chunks: None,
+            // Non-contiguous ways are chunks of one 4 KiB frame whose translation (the L2P of
+            // ME-HPT) is free and unbounded: the optimistic ECH, not a hardware design.
+            chunks: (!self.contiguous_ways).then(|| ChunkPolicy {
+                sizes_bytes: vec![BASE_PAGE_BYTES],
+                entries_per_subtable: FREE_L2P_ENTRIES,
+                stealing: false,
+            }),
         }
     }
 
@@ -305,6 +338,10 @@ pub struct HashedPt {
     l2p_used_max: u32,
     /// An error met while unmapping (which cannot report one), returned by the next map.
     deferred: Option<OsError>,
+    /// Whether allocation work counts as OS time (see [`HashedPt::charging_allocations`]).
+    charge_allocations: bool,
+    /// Whether the chunk / L2P figures are reported (chunked policies with a real L2P table).
+    chunk_stats: bool,
 }
 
 impl HashedPt {
@@ -316,6 +353,7 @@ impl HashedPt {
         params: WalkerParams,
         seed: u64,
     ) -> HashedPt {
+        let chunk_stats = policy.chunks.is_some();
         HashedPt {
             name,
             policy,
@@ -338,7 +376,24 @@ impl HashedPt {
             post_fault: WalkCounters::default(),
             l2p_used_max: 0,
             deferred: None,
+            charge_allocations: true,
+            chunk_stats,
         }
+    }
+
+    /// Charge allocation work to OS time (`true`, the default) or only count it (`false`: the
+    /// optimistic ECH of Utopia §7). Uncharged, `alloc_cycles` and [`HashedPt::os_cycles`]
+    /// leave it out; the `os.*` figures of physical memory still show the work done.
+    pub fn charging_allocations(mut self, charge: bool) -> HashedPt {
+        self.charge_allocations = charge;
+        self
+    }
+
+    /// Leave out the chunk and L2P figures (for chunked ways whose L2P is a free modelling
+    /// device, not hardware: the optimistic ECH's non-contiguous ways).
+    pub fn without_chunk_figures(mut self) -> HashedPt {
+        self.chunk_stats = false;
+        self
     }
 
     /// The table of page size index / CWT `t` of `asid`, if it exists.
@@ -356,9 +411,13 @@ impl HashedPt {
         self.c.cwt_reads
     }
 
-    /// Allocation cycles charged so far.
+    /// Allocation cycles charged so far (0 when allocations are not charged).
     pub fn alloc_cycles(&self) -> u64 {
-        self.cost.cycles
+        if self.charge_allocations {
+            self.cost.cycles
+        } else {
+            0
+        }
     }
 
     /// L2P entries in use now (chunked policies), over every process.
@@ -372,7 +431,7 @@ impl HashedPt {
     /// OS cycles the design charges: allocations, plus per-re-insertion cycles.
     pub fn os_cycles(&self) -> u64 {
         let reinsertions: u64 = (0..3).map(|t| self.table_stats(t).reinsertions).sum();
-        self.cost.cycles + reinsertions * self.params.reinsertion_cycles as u64
+        self.alloc_cycles() + reinsertions * self.params.reinsertion_cycles as u64
     }
 
     /// Write `v` into entry `i` of line `key` of table `t` of `asid` (creating the table on
@@ -752,7 +811,7 @@ impl HashedPt {
         s.put_u64("pud_cwc_lookups", c.pud_lookups);
         s.put_f64("pud_cwc_hit_rate", rate(c.pud_hits, c.pud_lookups));
         s.put_u64("allocations", self.cost.allocations);
-        s.put_u64("alloc_cycles", self.cost.cycles);
+        s.put_u64("alloc_cycles", self.alloc_cycles());
         let mut hpt = TableStats::default();
         for (t, label) in TABLE_LABELS.iter().enumerate() {
             let ts = self.table_stats(t);
@@ -789,7 +848,7 @@ impl HashedPt {
                     Value::from(ts.downsizes[..ways].to_vec()),
                 );
                 s.insert(format!("{label}_final_way_bytes"), Value::from(way_bytes));
-                if self.policy.chunks.is_some() {
+                if self.chunk_stats {
                     s.insert(
                         format!("{label}_final_chunk_bytes"),
                         Value::from(chunk_bytes),
@@ -840,7 +899,7 @@ impl HashedPt {
             ratio(hpt.updates_during_resize, hpt.updates),
         );
         s.put_u64("forced_rebuilds", hpt.forced_rebuilds);
-        if self.policy.chunks.is_some() {
+        if self.chunk_stats {
             s.put_u64("chunk_switches", hpt.chunk_switches);
             s.put_u64("l2p_entries_used", self.l2p_used() as u64);
             s.put_u64("l2p_entries_used_max", self.l2p_used_max as u64);
@@ -938,7 +997,7 @@ impl Design for Ecpt {
 
     fn new(cfg: &EcptConfig, _phys: &mut PhysMem) -> Result<Self, OsError> {
         cfg.validate().map_err(|e| OsError(format!("ecpt.{e}")))?;
-        Ok(Ecpt(HashedPt::new(
+        let hpt = HashedPt::new(
             "ecpt",
             cfg.policy(),
             cfg.cwt_policy(),
@@ -949,7 +1008,13 @@ impl Design for Ecpt {
                 reinsertion_cycles: 0,
             },
             cfg.seed,
-        )))
+        );
+        let hpt = hpt.charging_allocations(cfg.charge_allocations);
+        Ok(Ecpt(if cfg.contiguous_ways {
+            hpt
+        } else {
+            hpt.without_chunk_figures()
+        }))
     }
 
     forward_design_to_hashed_pt!();
@@ -1208,6 +1273,80 @@ mod tests {
         let mut e = Ecpt::new(&EcptConfig::default(), &mut phys).unwrap();
         let err = e.map(&mut phys, 0, m(5, 1, PageSize::Size4K)).unwrap_err();
         assert!(err.0.contains("ecpt") && err.0.contains("8KiB"), "{err}");
+    }
+
+    fn optimistic() -> EcptConfig {
+        EcptConfig {
+            charge_allocations: false,
+            contiguous_ways: false,
+            ..EcptConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_optimistic_ech_needs_no_contiguous_block_and_charges_no_allocation() {
+        // Memory with no free 8 KiB block (as in the test above, where ECPT must stop): the
+        // optimistic ECH builds its ways of single frames, resizes, and finds every page.
+        let mut phys = PhysMem::new(64 << 20);
+        let mut held = Vec::new();
+        while let Ok(p) = phys.alloc(0, crate::os::FrameUse::Data) {
+            held.push(p);
+        }
+        for p in held.iter().step_by(2) {
+            phys.free(*p, 0, crate::os::FrameUse::Data);
+        }
+        let mut e = Ecpt::new(&optimistic(), &mut phys).unwrap();
+        let mut mem = MemSystem::new(&MemConfig::default());
+        let n = 16_000u64;
+        for v in 0..n {
+            e.map(&mut phys, 0, m(v * 3, v, PageSize::Size4K)).unwrap();
+        }
+        for v in 0..n {
+            let w = e.walk(0, Vpn(v * 3), &mut mem);
+            assert_eq!(w.mapping.unwrap().pfn, Pfn(v), "vpn {}", v * 3);
+            assert_eq!(w.mem_accesses, 3, "one probe per way, resizing or not");
+        }
+        let t = e.0.table(0, 0).unwrap();
+        assert!(t.stats.upsizes[0] >= 3, "{:?}", t.stats);
+        assert_eq!(e.footprint().max_contiguous_bytes, 4096);
+        assert!(
+            e.0.cost.allocations > 0 && e.0.cost.cycles > 0,
+            "work was done"
+        );
+        assert_eq!(
+            (e.0.alloc_cycles(), e.os_cycles()),
+            (0, 0),
+            "but not charged"
+        );
+        let mut out = Stats::new();
+        e.stats(&mut out);
+        assert_eq!(out["ecpt"]["alloc_cycles"], 0);
+        assert!(out["ecpt"].get("l2p_entries_used").is_none());
+    }
+
+    #[test]
+    fn uncharged_allocations_leave_the_walks_unchanged_and_os_time_at_zero() {
+        let run = |cfg: &EcptConfig| {
+            let mut phys = PhysMem::new(4 << 30);
+            let mut e = Ecpt::new(cfg, &mut phys).unwrap();
+            let mut mem = MemSystem::new(&MemConfig::default());
+            let mut walks = Vec::new();
+            for v in 0..5000u64 {
+                e.map(&mut phys, 0, m(v * 5, v, PageSize::Size4K)).unwrap();
+                let w = e.walk(0, Vpn(v * 5 / 2), &mut mem);
+                walks.push((w.mapping, w.latency_cycles, w.mem_accesses));
+            }
+            (walks, e.os_cycles())
+        };
+        let (charged, os) = run(&EcptConfig::default());
+        let uncharged = EcptConfig {
+            charge_allocations: false,
+            ..EcptConfig::default()
+        };
+        let (free, os_free) = run(&uncharged);
+        assert!(os > 0);
+        assert_eq!(os_free, 0);
+        assert_eq!(charged, free);
     }
 
     #[test]

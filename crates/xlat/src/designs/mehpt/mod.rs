@@ -154,6 +154,7 @@ impl MehptConfig {
             hash_latency_cycles: self.hash_latency_cycles,
             cwt_ways: self.cwt_ways,
             seed: self.seed,
+            ..EcptConfig::default()
         }
     }
 

@@ -308,6 +308,22 @@ fn a_fault_on_a_full_set_evicts_the_srrip_victim_to_the_flexseg_and_takes_its_sl
 }
 
 #[test]
+fn the_restseg_shapes_and_occupancy_after_a_warm_up_are_those_at_the_end_of_the_run() {
+    let plain = run("gups", &[("sim.refs", "60000")]);
+    let warmed = run(
+        "gups",
+        &[("sim.refs", "40000"), ("sim.warmup_refs", "20000")],
+    );
+    for section in ["restsegs", "restseg_layout"] {
+        let (p, w) = (&plain["utopia"][section], &warmed["utopia"][section]);
+        assert!(n(&p["0"]["bytes"]) > 0);
+        assert_eq!(p, w, "{section}");
+    }
+    assert!(n(&warmed["utopia"]["restsegs"]["0"]["sets"]) > 0);
+    assert!(n(&warmed["utopia"]["restsegs"]["0"]["used_slots"]) > 0);
+}
+
+#[test]
 fn ptw_tracking_migrates_pages_whose_walks_reach_both_thresholds() {
     let r = run(
         "gups",
