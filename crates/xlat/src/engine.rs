@@ -764,7 +764,9 @@ impl<D: Design> Sim<D> {
     /// The OS work counted so far, taken before a fault (`os.fault_latency`).
     #[inline]
     fn fault_mark(&self) -> u64 {
-        self.os.fault_cost_mark() + self.design.os_cycles()
+        // A hashed design's table allocations are in both physical memory's work and its own
+        // OS cycles: counted once.
+        self.os.fault_cost_mark() + self.design.os_cycles() - self.design.phys_work_cycles()
     }
 
     /// Record the latency of the fault that began at `mark` ([`Sim::fault_mark`]): the fixed
@@ -2739,6 +2741,32 @@ mod tests {
         assert!(f["max_cycles"].as_u64().unwrap() >= fixed + (1 << 20));
         assert!(f["p50_cycles"].as_u64().unwrap() >= fixed);
         assert!(f["cycles"].as_u64().unwrap() >= faults * fixed);
+    }
+
+    #[test]
+    fn a_hashed_designs_table_allocations_count_once_in_fault_latency() {
+        // 4 KiB pages, no daemons: every OS cycle after the design's first tables is a fault's
+        // (data-page zeroing and table growth), so the faults' work is physical memory's whole
+        // work less the tables allocated before the first fault, and never more.
+        for design in ["ecpt", "mehpt"] {
+            let mut cfg = small(design);
+            cfg.sim.refs = 60_000;
+            let r = run_workload(&cfg).unwrap();
+            let f = &r["os"]["fault_latency"];
+            let faults = f["count"].as_u64().unwrap();
+            let work = f["cycles"].as_u64().unwrap() - faults * cfg.timing.page_fault_cycles;
+            let phys_work = r["os"]["compaction"]["alloc_work_cycles"].as_u64().unwrap();
+            let tables = r[design]["alloc_cycles"].as_u64().unwrap();
+            // The design's other OS cycles (ME-HPT's L2P updates on re-insertion).
+            let os = r["timing"]["os_cycles"].as_f64().unwrap() as u64;
+            let other = os - faults * cfg.timing.page_fault_cycles - tables;
+            assert!(tables > 0, "{design}");
+            assert!(
+                work <= phys_work + other,
+                "{design}: {work} > {phys_work} + {other}"
+            );
+            assert!(work + tables >= phys_work + other, "{design}");
+        }
     }
 
     #[test]

@@ -200,6 +200,15 @@ pub trait Design: Sized + Send {
     fn os_cycles(&self) -> u64 {
         0
     }
+    /// The part of [`PhysMem::alloc_work_cycles`] this design caused so far (zeroing and direct
+    /// compaction for its page-table blocks), whether [`Design::os_cycles`] charges it or not.
+    /// A fault's latency (`os.fault_latency`) takes physical memory's work and the design's OS
+    /// cycles; subtracting this counts that work once (and not at all when the design does not
+    /// charge it). Default 0: designs whose table memory work is only in physical memory's count
+    /// (radix) or that take no blocks from it.
+    fn phys_work_cycles(&self) -> u64 {
+        0
+    }
     /// Several cores (`sim.cores = n`, called once, before any walk, only when `n > 1`).
     ///
     /// Contract: the design's MMU caches (page-walk caches, cuckoo walk caches, walk caches of

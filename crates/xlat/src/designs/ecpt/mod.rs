@@ -420,6 +420,11 @@ impl HashedPt {
         }
     }
 
+    /// Physical memory's work for this design's allocations so far (charged or not).
+    pub fn phys_work_cycles(&self) -> u64 {
+        self.cost.cycles
+    }
+
     /// L2P entries in use now (chunked policies), over every process.
     pub fn l2p_used(&self) -> u32 {
         self.procs
@@ -964,6 +969,10 @@ macro_rules! forward_design_to_hashed_pt {
 
         fn os_cycles(&self) -> u64 {
             self.0.os_cycles()
+        }
+
+        fn phys_work_cycles(&self) -> u64 {
+            self.0.phys_work_cycles()
         }
 
         fn set_cores(&mut self, n: usize) {
