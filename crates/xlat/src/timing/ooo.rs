@@ -1866,8 +1866,7 @@ mod tests {
     }
 
     #[test]
-    fn under_time_order_a_rob_check_on_a_non_memory_instruction_grants_nothing_out_of_time_order()
-    {
+    fn under_time_order_a_rob_check_on_a_non_memory_instruction_grants_nothing_out_of_time_order() {
         use AccessKind::{IFetch, Load, Store};
         use ServedBy::{Llc, L1 as H, L2};
         // Shrunk by proptest (crates/xlat/proptest-regressions/timing/ooo.txt, 35a1fd2a): one
