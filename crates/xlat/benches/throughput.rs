@@ -4,7 +4,8 @@
 //! Run with `make bench` (or `cargo bench -p xlat --bench throughput`). Knobs (environment):
 //! `XLAT_BENCH_REFS` (default 10M), `XLAT_BENCH_FOOTPRINT` (default 1GiB),
 //! `XLAT_BENCH_DESIGNS` (comma list, default all), `XLAT_BENCH_WORKLOADS` (default `gups,stream`), `XLAT_BENCH_WRITE` (path of the Markdown file
-//! whose generated section is replaced; default `docs/performance.md`; empty = do not write).
+//! whose generated section is replaced; default `docs/performance.md`; empty = do not write),
+//! `XLAT_BENCH_GRANT` (`core.resource_grant` of the `ooo` row; default: the configuration's).
 //! Run benchmarks one at a time: the two cores of this machine share one physical core.
 
 use std::time::Instant;
@@ -60,9 +61,12 @@ fn main() {
             let label = match (oracle, model) {
                 (true, "simple") => design.to_string(),
                 (false, _) => format!("{design} (oracle off)"),
-                _ => format!("{design} ({model})"),
+                _ => match env_or("XLAT_BENCH_GRANT", "") {
+                    g if g.is_empty() => format!("{design} ({model})"),
+                    g => format!("{design} ({model}, {g})"),
+                },
             };
-            let overrides = vec![
+            let mut overrides = vec![
                 ("timing.model".to_string(), model.to_string()),
                 ("sim.oracle".to_string(), oracle.to_string()),
                 ("sim.design".to_string(), design.to_string()),
@@ -70,6 +74,10 @@ fn main() {
                 ("workload.name".to_string(), workload.to_string()),
                 ("workload.footprint".to_string(), footprint.to_string()),
             ];
+            let grant = env_or("XLAT_BENCH_GRANT", "");
+            if model == "ooo" && !grant.is_empty() {
+                overrides.push(("core.resource_grant".to_string(), grant));
+            }
             let cfg = match Config::resolve(None, &overrides) {
                 Ok(c) => c,
                 Err(e) => {
