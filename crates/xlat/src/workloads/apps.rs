@@ -499,6 +499,7 @@ impl Mummer {
     }
 
     /// Bases of the reference.
+    #[cfg(test)]
     pub(super) fn bases(&self) -> u64 {
         self.bases
     }

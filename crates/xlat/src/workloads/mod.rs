@@ -26,11 +26,11 @@
 //! | `dfs` | depth-first search with an explicit stack on the graph | stack load, visited load + store; per edge neighbour and visited loads, push store |
 //! | `kmer` | k-mer counting into a linear-probing table | base load, bucket probes, count store |
 //! | `memcached` | slab classes, LRU, hash chains | bucket load, chain and item loads; value lines; LRU link stores (set) |
+//! | `bc` | Brandes betweenness centrality on the graph: BFS with path counts, then dependency accumulation by level | queue, offsets, sigma loads; per edge neighbour and depth loads; new vertex: depth and queue stores; successor: sigma (+ delta) |
 //! | `svm` | liblinear dual coordinate descent (`apps.rs`) | per instance: index, row pointer, scalars; per feature node load + `w` load; on update `w` load + store |
 //! | `canneal` | PARSEC canneal element swaps | both elements' locations; per fan-in/out entry: pointer, its `present_loc`, its location (dependent); 2 pointer stores if accepted |
 //! | `streamcluster` | PARSEC streamcluster `pgain` sweeps | point, 8 coordinate lines of the point and of the candidate centre; switch store or `lower[center_table[assign]]` update |
 //! | `mummer` | MUMmer4-like MEM search in a suffix-array index | query base; binary search of `SA` (SA entry then text, dependent) or a suffix link (`SA`, `ISA`); LCP and text of the match |
-//! | `bc` | Brandes betweenness centrality on the graph: BFS with path counts, then dependency accumulation by level | queue, offsets, sigma loads; per edge neighbour and depth loads; new vertex: depth and queue stores; successor: sigma (+ delta) |
 //!
 //! Sources of truth, data layouts and approximations: docs/workloads.md. No generator holds
 //! per-element host state ([`implicit`]): footprints of 64-128 GiB run in bounded host memory,
