@@ -248,7 +248,13 @@ impl Canneal {
                 let buffer = self.lists_addr + e * CANNEAL_LISTS_BYTES + slot * 8;
                 load_after(q, buffer, 8, 2, back_to(q, begin_at));
                 let n = self.neighbour(e, slot);
-                load_after(q, self.elems_addr + n * CANNEAL_ELEM_BYTES + CANNEAL_LOC_AT, 8, 1, 1);
+                load_after(
+                    q,
+                    self.elems_addr + n * CANNEAL_ELEM_BYTES + CANNEAL_LOC_AT,
+                    8,
+                    1,
+                    1,
+                );
                 // The location: two ints, two differences, absolute values and sums.
                 load_after(q, self.locs_addr + n * CANNEAL_LOC_BYTES, 8, 10, 1);
             }
@@ -286,8 +292,18 @@ impl Program for Canneal {
         self.swap_cost(a, q);
         self.swap_cost(b, q);
         if unit(mix(self.accept_key, self.moves)) < 0.5 {
-            store(q, self.elems_addr + a * CANNEAL_ELEM_BYTES + CANNEAL_LOC_AT, 8, 6);
-            store(q, self.elems_addr + b * CANNEAL_ELEM_BYTES + CANNEAL_LOC_AT, 8, 2);
+            store(
+                q,
+                self.elems_addr + a * CANNEAL_ELEM_BYTES + CANNEAL_LOC_AT,
+                8,
+                6,
+            );
+            store(
+                q,
+                self.elems_addr + b * CANNEAL_ELEM_BYTES + CANNEAL_LOC_AT,
+                8,
+                2,
+            );
         }
         self.moves += 1;
     }

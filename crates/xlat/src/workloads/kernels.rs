@@ -7,8 +7,8 @@
 use super::heap::AddressSpace;
 use super::implicit::{mix, unit, Bijection, Bitmap, ImplicitGraph};
 use super::programs::{
-    alloc_csr, back_to, bucket_of, reset_sweep, graph, linear_probing_displacements, CsrAddrs, Zipf,
-    DISPLACEMENT_SAMPLE, EDGE_CHUNK,
+    alloc_csr, back_to, bucket_of, graph, linear_probing_displacements, reset_sweep, CsrAddrs,
+    Zipf, DISPLACEMENT_SAMPLE, EDGE_CHUNK,
 };
 use super::{load, load_after, store, store_after, touch_pages, Burst, Program, WorkloadConfig};
 use crate::rng::Rng;
@@ -841,9 +841,9 @@ impl Program for Dfs {
 // ---------------------------------------------------------------------------------------------
 // bc
 
-/// Levels of one betweenness search at most: a vertex's depth is a byte on the host (`u8::MAX`
-/// = not reached), so vertices beyond depth 254 are left unreached (RMAT searches end within a
-/// few dozen levels).
+/// Deepest level of one betweenness search: a vertex's depth is a byte on the host (depth + 1;
+/// 0 = not reached), so vertices beyond depth 254 are left unreached (RMAT searches end within
+/// a few dozen levels).
 const BC_MAX_DEPTH: u8 = u8::MAX - 1;
 
 /// Per-vertex bytes of BC's arrays in eighths: `depth`, `sigma`, `delta`, `score` (4 B each)
@@ -870,7 +870,8 @@ pub(crate) struct Bc {
     pub(super) delta_addr: u64,
     pub(super) score_addr: u64,
     queue_addr: u64,
-    /// Host depths (`u8::MAX`: not reached in this search).
+    /// Host depths plus one (0: not reached in this search). Zeroed (calloc'ed), so a run
+    /// refused for its host memory never touches it.
     depth: Vec<u8>,
     /// Queue position of each level's first vertex, up to the level after the current one.
     level_start: Vec<u64>,
@@ -899,7 +900,7 @@ impl Bc {
             delta_addr: 0,
             score_addr: 0,
             queue_addr: 0,
-            depth: vec![u8::MAX; n as usize],
+            depth: vec![0; n as usize],
             level_start: Vec::with_capacity(BC_MAX_DEPTH as usize + 3),
             tail: 0,
             backward: false,
@@ -922,7 +923,7 @@ impl Bc {
             }
             src = self.rng.below(n);
         }
-        self.depth[src as usize] = 0;
+        self.depth[src as usize] = 1;
         store(q, self.depth_addr + src * 4, 4, 2);
         store(q, self.sigma_addr + src * 4, 4, 1);
         store(q, self.queue_addr, 4, 2);
@@ -946,15 +947,21 @@ impl Bc {
             load_after(q, self.a.neighbours + e * 4, 4, 2, dep);
             load_after(q, self.depth_addr + w * 4, 4, 2, 1);
             let mut d = self.depth[w as usize];
-            if !self.backward && d == u8::MAX && next <= BC_MAX_DEPTH {
+            if !self.backward && d == 0 && next <= BC_MAX_DEPTH {
                 // A new vertex: its depth, and its place at the queue's tail.
-                d = next;
-                self.depth[w as usize] = next;
+                d = next + 1;
+                self.depth[w as usize] = d;
                 store_after(q, self.depth_addr + w * 4, 4, 1, 2);
-                store_after(q, self.queue_addr + self.tail * 4, 4, 2, back_to(q, neighbour_at));
+                store_after(
+                    q,
+                    self.queue_addr + self.tail * 4,
+                    4,
+                    2,
+                    back_to(q, neighbour_at),
+                );
                 self.tail += 1;
             }
-            if d == next && d != u8::MAX {
+            if u16::from(d) == u16::from(next) + 1 {
                 // A successor: forward, sigma[w] += sigma[u]; backward, its sigma and delta.
                 load_after(q, self.sigma_addr + w * 4, 4, 2, back_to(q, neighbour_at));
                 if self.backward {
@@ -979,7 +986,8 @@ impl Bc {
     /// Where the current level's next vertex is, if any (host scan of the depths).
     fn next_in_level(&mut self) -> Option<u64> {
         let from = self.cursor as usize;
-        let at = self.depth[from..].iter().position(|&d| d == self.level)?;
+        let stored = self.level + 1;
+        let at = self.depth[from..].iter().position(|&d| d == stored)?;
         let u = (from + at) as u64;
         self.cursor = u + 1;
         Some(u)
@@ -1015,9 +1023,7 @@ impl Program for Bc {
             let base = [self.depth_addr, self.sigma_addr, self.delta_addr][array];
             self.resetting = match reset_sweep(q, at, base + n * 4) {
                 Some(next) => Some((array, next)),
-                None if array < 2 => {
-                    Some((array + 1, [self.sigma_addr, self.delta_addr][array]))
-                }
+                None if array < 2 => Some((array + 1, [self.sigma_addr, self.delta_addr][array])),
                 None => {
                     self.start_search(q);
                     None
@@ -1053,13 +1059,13 @@ impl Program for Bc {
                 self.backward = true;
                 if d == 0 {
                     self.resetting = Some((0, self.depth_addr));
-                    self.depth.fill(u8::MAX);
+                    self.depth.fill(0);
                     return self.step(_mem, q);
                 }
                 self.level -= 1;
             } else if d == 0 {
                 self.resetting = Some((0, self.depth_addr));
-                self.depth.fill(u8::MAX);
+                self.depth.fill(0);
                 return self.step(_mem, q);
             } else {
                 self.level -= 1;

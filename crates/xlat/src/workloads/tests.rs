@@ -425,6 +425,14 @@ fn a_generator_over_its_host_memory_limit_is_refused_with_a_clear_error() {
         .err()
         .expect("refused");
     assert!(err.contains("host memory"), "{err}");
+    // 256 GiB of bc: 3 G vertices, a depth byte each: over 2 GiB, refused before the run.
+    let err = create(&cfg("bc", 256 << 30), 1000, 1)
+        .err()
+        .expect("refused");
+    assert!(
+        err.contains("workload 'bc'") && err.contains("host memory"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -1026,12 +1034,28 @@ fn bc_counts_paths_forward_and_accumulates_every_vertex_above_the_deepest_level(
         }
     }
     assert!(ended, "the first search did not end");
-    assert!(reached > 1000 && deepest >= 3, "{reached} reached, depth {deepest}");
+    assert!(
+        reached > 1000 && deepest >= 3,
+        "{reached} reached, depth {deepest}"
+    );
     // The source's depth and sigma were stored by the setup.
-    assert_eq!(depth_stores, reached - 1, "one depth store per newly reached vertex");
-    assert_eq!(sigma_stores, successor_edges, "sigma[w] += sigma[u] per successor edge");
-    assert_eq!(delta_loads, successor_edges, "each successor's delta read once backward");
-    assert_eq!(score_stores, above_deepest, "every vertex above the deepest level scored");
+    assert_eq!(
+        depth_stores,
+        reached - 1,
+        "one depth store per newly reached vertex"
+    );
+    assert_eq!(
+        sigma_stores, successor_edges,
+        "sigma[w] += sigma[u] per successor edge"
+    );
+    assert_eq!(
+        delta_loads, successor_edges,
+        "each successor's delta read once backward"
+    );
+    assert_eq!(
+        score_stores, above_deepest,
+        "every vertex above the deepest level scored"
+    );
 }
 
 fn is_load(e: &Event, size: u8) -> bool {
@@ -1050,9 +1074,25 @@ fn svm_visits_every_instance_once_per_iteration_and_updates_w_at_each_feature() 
     let mut rows = std::collections::HashSet::new();
     let mut w_hits = std::collections::HashMap::<u64, u64>::new();
     let index0 = va_of(&main[0]);
-    for (s, u) in main[..(l * per) as usize].chunks_exact(per as usize).enumerate() {
-        assert!(is_load(&u[0], 4) && va_of(&u[0]) == index0 + s as u64 * 4, "index[s]");
-        assert!(matches!(u[1], Event::Access { size: 8, dep: 1, .. }), "row pointer");
+    for (s, u) in main[..(l * per) as usize]
+        .chunks_exact(per as usize)
+        .enumerate()
+    {
+        assert!(
+            is_load(&u[0], 4) && va_of(&u[0]) == index0 + s as u64 * 4,
+            "index[s]"
+        );
+        assert!(
+            matches!(
+                u[1],
+                Event::Access {
+                    size: 8,
+                    dep: 1,
+                    ..
+                }
+            ),
+            "row pointer"
+        );
         rows.insert(va_of(&u[1]));
         // Nodes of one row in sequence, each but the terminator followed by its w load.
         let node0 = va_of(&u[5]);
@@ -1063,7 +1103,11 @@ fn svm_visits_every_instance_once_per_iteration_and_updates_w_at_each_feature() 
         for k in 0..11 {
             let (w_load, w_store) = (&u[29 + 3 * k + 1], &u[29 + 3 * k + 2]);
             assert_eq!(va_of(w_load), va_of(w_store));
-            assert_eq!(va_of(w_load), va_of(&u[6 + 2 * k]), "the feature read in the dot");
+            assert_eq!(
+                va_of(w_load),
+                va_of(&u[6 + 2 * k]),
+                "the feature read in the dot"
+            );
             *w_hits.entry(va_of(w_load)).or_default() += 1;
         }
     }
@@ -1084,7 +1128,13 @@ fn canneal_moves_chain_their_elements_and_read_every_fan_location_through_two_po
     let mut prev_b = None;
     while i + 56 <= main.len() {
         let m = &main[i..i + 56];
-        assert!(m.iter().all(|e| matches!(e, Event::Access { kind: AccessKind::Load, .. })));
+        assert!(m.iter().all(|e| matches!(
+            e,
+            Event::Access {
+                kind: AccessKind::Load,
+                ..
+            }
+        )));
         // a's present_loc, its location, b's, its location.
         let (a, b) = (va_of(&m[0]), va_of(&m[2]));
         if let Some(pb) = prev_b {
@@ -1096,8 +1146,22 @@ fn canneal_moves_chain_their_elements_and_read_every_fan_location_through_two_po
         for list in 0..4 {
             let l = &m[4 + list * 13..4 + (list + 1) * 13];
             for k in 0..4 {
-                assert!(matches!(l[2 + 3 * k], Event::Access { dep: 1, size: 8, .. }));
-                assert!(matches!(l[3 + 3 * k], Event::Access { dep: 1, size: 8, .. }));
+                assert!(matches!(
+                    l[2 + 3 * k],
+                    Event::Access {
+                        dep: 1,
+                        size: 8,
+                        ..
+                    }
+                ));
+                assert!(matches!(
+                    l[3 + 3 * k],
+                    Event::Access {
+                        dep: 1,
+                        size: 8,
+                        ..
+                    }
+                ));
             }
         }
         i += 56;
@@ -1165,7 +1229,10 @@ fn mummer_searches_the_suffix_array_or_follows_a_suffix_link_at_each_query_base(
             assert!(probes + 1 >= expect && probes <= expect, "{probes} probes");
             searches += 1;
         }
-        assert!(is_load(&main[j + 1], 1) && is_load(&main[j + 2], 16), "LCP pair, match text");
+        assert!(
+            is_load(&main[j + 1], 1) && is_load(&main[j + 2], 16),
+            "LCP pair, match text"
+        );
         i = j + 3;
         bases += 1;
     }
