@@ -7,8 +7,8 @@
 use super::heap::AddressSpace;
 use super::implicit::{mix, unit, Bijection, Bitmap, ImplicitGraph};
 use super::programs::{
-    alloc_csr, back_to, bucket_of, graph, linear_probing_displacements, reset_sweep, CsrAddrs,
-    Zipf, DISPLACEMENT_SAMPLE, EDGE_CHUNK,
+    alloc_csr, back_to, bucket_of, graph, linear_probing_displacements, random_source, reset_sweep,
+    CsrAddrs, Zipf, DISPLACEMENT_SAMPLE, EDGE_CHUNK,
 };
 use super::{load, load_after, store, store_after, touch_pages, Burst, Program, WorkloadConfig};
 use crate::rng::Rng;
@@ -290,14 +290,7 @@ impl Sssp {
     }
 
     fn start_search(&mut self, q: &mut Vec<Event>) {
-        let n = self.g.vertices();
-        let mut src = self.rng.below(n);
-        for _ in 0..64 {
-            if self.g.degree(src) > 0 {
-                break;
-            }
-            src = self.rng.below(n);
-        }
+        let src = random_source(&self.g, &mut self.rng);
         self.reached.insert(src);
         store(q, self.dist_addr + src * 4, 4, 2);
         self.frontier[0].insert(src);
@@ -717,14 +710,7 @@ impl Dfs {
     }
 
     fn start_search(&mut self, q: &mut Vec<Event>) {
-        let n = self.g.vertices();
-        let mut src = self.rng.below(n);
-        for _ in 0..64 {
-            if self.g.degree(src) > 0 {
-                break;
-            }
-            src = self.rng.below(n);
-        }
+        let src = random_source(&self.g, &mut self.rng);
         self.stack.clear();
         self.stack.push(src as u32);
         store(q, self.stack_addr, 4, 2);
@@ -915,14 +901,7 @@ impl Bc {
     }
 
     fn start_search(&mut self, q: &mut Vec<Event>) {
-        let n = self.g.vertices();
-        let mut src = self.rng.below(n);
-        for _ in 0..64 {
-            if self.g.degree(src) > 0 {
-                break;
-            }
-            src = self.rng.below(n);
-        }
+        let src = random_source(&self.g, &mut self.rng);
         self.depth[src as usize] = 1;
         store(q, self.depth_addr + src * 4, 4, 2);
         store(q, self.sigma_addr + src * 4, 4, 1);

@@ -29,6 +29,20 @@ pub(super) fn reset_sweep(q: &mut Vec<Event>, at: u64, end: u64) -> Option<u64> 
     (stop < end).then_some(stop)
 }
 
+/// A random search source with edges (Graph500 skips isolated roots): up to 65 uniform draws,
+/// the last kept whatever its degree.
+pub(super) fn random_source(g: &ImplicitGraph, rng: &mut Rng) -> u64 {
+    let n = g.vertices();
+    let mut src = rng.below(n);
+    for _ in 0..64 {
+        if g.degree(src) > 0 {
+            break;
+        }
+        src = rng.below(n);
+    }
+    src
+}
+
 // ---------------------------------------------------------------------------------------------
 // gups
 
@@ -284,14 +298,7 @@ impl Bfs {
 
     /// Pick a source with edges (Graph500 skips isolated roots), mark it, queue it.
     fn start_search(&mut self, q: &mut Vec<Event>) {
-        let n = self.g.vertices();
-        let mut src = self.rng.below(n);
-        for _ in 0..64 {
-            if self.g.degree(src) > 0 {
-                break;
-            }
-            src = self.rng.below(n);
-        }
+        let src = random_source(&self.g, &mut self.rng);
         self.visited.insert(src);
         store(q, self.parent_addr + src * 4, 4, 2);
         self.queue[0].clear();
