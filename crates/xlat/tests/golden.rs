@@ -59,6 +59,14 @@ fn preset_statistics_match_their_golden_snapshots() {
                 let cfg = Config::resolve(Some(("configs/golden.toml", &preset)), &overrides)
                     .expect("golden config");
                 let record = stable(xlat::run_workload(&cfg).expect("golden run"));
+                // Every translation checked against the OS model's mapping, on every workload
+                // (a snapshot must never store a mismatch, even one written by UPDATE_SNAPSHOT).
+                if record["oracle"]["mismatches"] != 0 || record["oracle"]["checked"] == 0 {
+                    failures.push(format!(
+                        "{} on {workload} (thp {thp}): oracle {}",
+                        design.name, record["oracle"]
+                    ));
+                }
                 let file = root.join(format!(
                     "tests/golden/{}__{}__thp_{}.json",
                     design.name, workload, thp

@@ -7,8 +7,8 @@
 use super::heap::AddressSpace;
 use super::implicit::{mix, unit, Bijection, Bitmap, ImplicitGraph};
 use super::programs::{
-    alloc_csr, back_to, bucket_of, graph, linear_probing_displacements, CsrAddrs, Zipf,
-    DISPLACEMENT_SAMPLE, EDGE_CHUNK,
+    alloc_csr, back_to, bucket_of, graph, linear_probing_displacements, random_source, reset_sweep,
+    CsrAddrs, Zipf, DISPLACEMENT_SAMPLE, EDGE_CHUNK,
 };
 use super::{load, load_after, store, store_after, touch_pages, Burst, Program, WorkloadConfig};
 use crate::rng::Rng;
@@ -290,14 +290,7 @@ impl Sssp {
     }
 
     fn start_search(&mut self, q: &mut Vec<Event>) {
-        let n = self.g.vertices();
-        let mut src = self.rng.below(n);
-        for _ in 0..64 {
-            if self.g.degree(src) > 0 {
-                break;
-            }
-            src = self.rng.below(n);
-        }
+        let src = random_source(&self.g, &mut self.rng);
         self.reached.insert(src);
         store(q, self.dist_addr + src * 4, 4, 2);
         self.frontier[0].insert(src);
@@ -356,17 +349,9 @@ impl Program for Sssp {
             return;
         }
         if let Some(at) = self.resetting {
-            let end = (self.dist_addr + self.g.vertices() * 4).min(at + 4096 * 64);
-            let mut a = at;
-            while a < end {
-                store(q, a, 64, 1);
-                a += 64;
-            }
-            if end == self.dist_addr + self.g.vertices() * 4 {
-                self.resetting = None;
+            self.resetting = reset_sweep(q, at, self.dist_addr + self.g.vertices() * 4);
+            if self.resetting.is_none() {
                 self.start_search(q);
-            } else {
-                self.resetting = Some(end);
             }
             return;
         }
@@ -725,14 +710,7 @@ impl Dfs {
     }
 
     fn start_search(&mut self, q: &mut Vec<Event>) {
-        let n = self.g.vertices();
-        let mut src = self.rng.below(n);
-        for _ in 0..64 {
-            if self.g.degree(src) > 0 {
-                break;
-            }
-            src = self.rng.below(n);
-        }
+        let src = random_source(&self.g, &mut self.rng);
         self.stack.clear();
         self.stack.push(src as u32);
         store(q, self.stack_addr, 4, 2);
@@ -785,17 +763,9 @@ impl Program for Dfs {
             return;
         }
         if let Some(at) = self.resetting {
-            let end = (self.visited_addr + self.g.vertices() * 4).min(at + 4096 * 64);
-            let mut a = at;
-            while a < end {
-                store(q, a, 64, 1);
-                a += 64;
-            }
-            if end == self.visited_addr + self.g.vertices() * 4 {
-                self.resetting = None;
+            self.resetting = reset_sweep(q, at, self.visited_addr + self.g.vertices() * 4);
+            if self.resetting.is_none() {
                 self.start_search(q);
-            } else {
-                self.resetting = Some(end);
             }
             return;
         }
@@ -850,6 +820,244 @@ impl Program for Dfs {
             + self.visited.host_bytes()
             + self.spill.host_bytes()
             + self.stack.capacity() as u64 * 4
+            + std::mem::size_of::<Self>() as u64
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// bc
+
+/// Deepest level of one betweenness search: a vertex's depth is a byte on the host (depth + 1;
+/// 0 = not reached), so vertices beyond depth 254 are left unreached (RMAT searches end within
+/// a few dozen levels).
+const BC_MAX_DEPTH: u8 = u8::MAX - 1;
+
+/// Per-vertex bytes of BC's arrays in eighths: `depth`, `sigma`, `delta`, `score` (4 B each)
+/// and the BFS queue (a u32 per vertex).
+const BC_EIGHTHS: u64 = 5 * 32;
+
+/// Betweenness centrality as GraphBIG's `bench_betweennessCentr` (Brandes' algorithm; arrays
+/// and level-synchronous order as GAP's `bc`): from a source, a BFS records every vertex's
+/// depth and its number of shortest paths `sigma` (per edge to the next level, `sigma[w] +=
+/// sigma[u]`), appending new vertices to a queue of n entries; then, level by level from the
+/// deepest up, each vertex sums the dependencies of its successors (`delta[u] += sigma[u] /
+/// sigma[w] * (1 + delta[w])` for every neighbour `w` one level deeper) and adds them to its
+/// `score`. Then `depth`, `sigma` and `delta` are reset and a new source is drawn.
+///
+/// Host state: the graph's degree index and one byte per vertex (its depth, which decides
+/// which neighbours are successors). Within a level, vertices are processed in id order (found
+/// by scanning the host depths, as a dense frontier would), not in the order the queue received
+/// them; the queue's addresses are read in sequence as GAP's sliding queue is.
+pub(crate) struct Bc {
+    g: ImplicitGraph,
+    a: CsrAddrs,
+    pub(super) depth_addr: u64,
+    pub(super) sigma_addr: u64,
+    pub(super) delta_addr: u64,
+    pub(super) score_addr: u64,
+    queue_addr: u64,
+    /// Host depths plus one (0: not reached in this search). Zeroed (calloc'ed), so a run
+    /// refused for its host memory never touches it.
+    depth: Vec<u8>,
+    /// Queue position of each level's first vertex, up to the level after the current one.
+    level_start: Vec<u64>,
+    /// The queue's length.
+    tail: u64,
+    /// Whether the dependency accumulation (backward) phase is under way.
+    backward: bool,
+    level: u8,
+    /// Next vertex id to look at in the current level, and the queue position of the next.
+    cursor: u64,
+    pos: u64,
+    edges_left: Option<(u64, u64, u64)>,
+    /// A reset under way: which array (0 depth, 1 sigma, 2 delta) and where it goes on.
+    resetting: Option<(usize, u64)>,
+    rng: Rng,
+}
+
+impl Bc {
+    pub fn new(cfg: &WorkloadConfig, seed: u64) -> Result<Bc, String> {
+        let g = graph(cfg, BC_EIGHTHS, seed)?;
+        let n = g.vertices();
+        Ok(Bc {
+            a: CsrAddrs::default(),
+            depth_addr: 0,
+            sigma_addr: 0,
+            delta_addr: 0,
+            score_addr: 0,
+            queue_addr: 0,
+            depth: vec![0; n as usize],
+            level_start: Vec::with_capacity(BC_MAX_DEPTH as usize + 3),
+            tail: 0,
+            backward: false,
+            level: 0,
+            cursor: 0,
+            pos: 0,
+            edges_left: None,
+            resetting: None,
+            rng: Rng::new(seed, 15),
+            g,
+        })
+    }
+
+    fn start_search(&mut self, q: &mut Vec<Event>) {
+        let src = random_source(&self.g, &mut self.rng);
+        self.depth[src as usize] = 1;
+        store(q, self.depth_addr + src * 4, 4, 2);
+        store(q, self.sigma_addr + src * 4, 4, 1);
+        store(q, self.queue_addr, 4, 2);
+        self.level_start.clear();
+        self.level_start.extend_from_slice(&[0, 1]);
+        self.tail = 1;
+        self.backward = false;
+        self.level = 0;
+        self.cursor = 0;
+        self.pos = 0;
+    }
+
+    /// Edges `e..hi` of `u` (at most `EDGE_CHUNK`); the vertex's own stores after its last.
+    fn edges(&mut self, u: u64, e: u64, hi: u64, offsets_at: Option<usize>, q: &mut Vec<Event>) {
+        let end = hi.min(e + EDGE_CHUNK);
+        let next = self.level + 1;
+        for e in e..end {
+            let w = self.g.target(e);
+            let dep = offsets_at.map_or(0, |at| back_to(q, at));
+            let neighbour_at = q.len();
+            load_after(q, self.a.neighbours + e * 4, 4, 2, dep);
+            load_after(q, self.depth_addr + w * 4, 4, 2, 1);
+            let mut d = self.depth[w as usize];
+            if !self.backward && d == 0 && next <= BC_MAX_DEPTH {
+                // A new vertex: its depth, and its place at the queue's tail.
+                d = next + 1;
+                self.depth[w as usize] = d;
+                store_after(q, self.depth_addr + w * 4, 4, 1, 2);
+                store_after(
+                    q,
+                    self.queue_addr + self.tail * 4,
+                    4,
+                    2,
+                    back_to(q, neighbour_at),
+                );
+                self.tail += 1;
+            }
+            if u16::from(d) == u16::from(next) + 1 {
+                // A successor: forward, sigma[w] += sigma[u]; backward, its sigma and delta.
+                load_after(q, self.sigma_addr + w * 4, 4, 2, back_to(q, neighbour_at));
+                if self.backward {
+                    load_after(q, self.delta_addr + w * 4, 4, 6, back_to(q, neighbour_at));
+                } else {
+                    store_after(q, self.sigma_addr + w * 4, 4, 2, 1);
+                }
+            }
+        }
+        if end < hi {
+            self.edges_left = Some((u, end, hi));
+            return;
+        }
+        self.edges_left = None;
+        if self.backward {
+            store(q, self.delta_addr + u * 4, 4, 2);
+            load(q, self.score_addr + u * 4, 4, 1);
+            store_after(q, self.score_addr + u * 4, 4, 2, 1);
+        }
+    }
+
+    /// Where the current level's next vertex is, if any (host scan of the depths).
+    fn next_in_level(&mut self) -> Option<u64> {
+        let from = self.cursor as usize;
+        let stored = self.level + 1;
+        let at = self.depth[from..].iter().position(|&d| d == stored)?;
+        let u = (from + at) as u64;
+        self.cursor = u + 1;
+        Some(u)
+    }
+}
+
+impl Program for Bc {
+    fn setup(&mut self, mem: &mut AddressSpace, q: &mut Burst) {
+        self.g.build();
+        let n = self.g.vertices();
+        self.a = alloc_csr(&self.g, mem, q);
+        for addr in [
+            &mut self.depth_addr,
+            &mut self.sigma_addr,
+            &mut self.delta_addr,
+            &mut self.score_addr,
+            &mut self.queue_addr,
+        ] {
+            *addr = mem.alloc(n * 4);
+            touch_pages(q, *addr, n * 4);
+        }
+        self.start_search(&mut q.events);
+    }
+
+    #[inline]
+    fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
+        if let Some((u, e, hi)) = self.edges_left {
+            self.edges(u, e, hi, None, q);
+            return;
+        }
+        if let Some((array, at)) = self.resetting {
+            let n = self.g.vertices();
+            let base = [self.depth_addr, self.sigma_addr, self.delta_addr][array];
+            self.resetting = match reset_sweep(q, at, base + n * 4) {
+                Some(next) => Some((array, next)),
+                None if array < 2 => Some((array + 1, [self.sigma_addr, self.delta_addr][array])),
+                None => {
+                    self.start_search(q);
+                    None
+                }
+            };
+            return;
+        }
+        loop {
+            if let Some(u) = self.next_in_level() {
+                load(q, self.queue_addr + self.pos * 4, 4, 2);
+                self.pos += 1;
+                let offsets_at = q.len();
+                load_after(q, self.a.offsets + u * 8, 8, 2, 1);
+                load_after(q, self.a.offsets + (u + 1) * 8, 8, 1, 2);
+                load_after(q, self.sigma_addr + u * 4, 4, 1, 3);
+                let lo = self.g.first_edge(u);
+                self.edges(u, lo, lo + self.g.degree(u), Some(offsets_at), q);
+                return;
+            }
+            // The level is over.
+            let d = self.level as usize;
+            if !self.backward {
+                if self.tail > self.level_start[d + 1] {
+                    // Level d + 1's vertices are all queued: it starts, the one after it at
+                    // the tail.
+                    self.level += 1;
+                    self.level_start.push(self.tail);
+                    self.cursor = 0;
+                    self.pos = self.level_start[d + 1];
+                    continue;
+                }
+                // The deepest level has no successors: accumulate from the one above it.
+                self.backward = true;
+                if d == 0 {
+                    self.resetting = Some((0, self.depth_addr));
+                    self.depth.fill(0);
+                    return self.step(_mem, q);
+                }
+                self.level -= 1;
+            } else if d == 0 {
+                self.resetting = Some((0, self.depth_addr));
+                self.depth.fill(0);
+                return self.step(_mem, q);
+            } else {
+                self.level -= 1;
+            }
+            self.cursor = 0;
+            self.pos = self.level_start[self.level as usize];
+        }
+    }
+
+    fn host_bytes(&self) -> u64 {
+        self.g.host_bytes()
+            + self.depth.capacity() as u64
+            + self.level_start.capacity() as u64 * 8
             + std::mem::size_of::<Self>() as u64
     }
 }

@@ -26,6 +26,11 @@
 //! | `dfs` | depth-first search with an explicit stack on the graph | stack load, visited load + store; per edge neighbour and visited loads, push store |
 //! | `kmer` | k-mer counting into a linear-probing table | base load, bucket probes, count store |
 //! | `memcached` | slab classes, LRU, hash chains | bucket load, chain and item loads; value lines; LRU link stores (set) |
+//! | `bc` | Brandes betweenness centrality on the graph: BFS with path counts, then dependency accumulation by level | queue, offsets, sigma loads; per edge neighbour and depth loads; new vertex: depth and queue stores; successor: sigma (+ delta) |
+//! | `svm` | liblinear dual coordinate descent (`apps.rs`) | per instance: index, row pointer, scalars; per feature node load + `w` load; on update `w` load + store |
+//! | `canneal` | PARSEC canneal element swaps | both elements' locations; per fan-in/out entry: pointer, its `present_loc`, its location (dependent); 2 pointer stores if accepted |
+//! | `streamcluster` | PARSEC streamcluster `pgain` sweeps | point, 8 coordinate lines of the point and of the candidate centre; switch store or `lower[center_table[assign]]` update |
+//! | `mummer` | MUMmer4-like MEM search in a suffix-array index | query base; binary search of `SA` (SA entry then text, dependent) or a suffix link (`SA`, `ISA`); LCP and text of the match |
 //!
 //! Sources of truth, data layouts and approximations: docs/workloads.md. No generator holds
 //! per-element host state ([`implicit`]): footprints of 64-128 GiB run in bounded host memory,
@@ -44,6 +49,7 @@
 //! and table loading are not simulated beyond the first-touch stores; xsbench uses uniform energy
 //! grids (so the index grid is implied) and 68 nuclides in 12 materials as XSBench's "small".
 
+mod apps;
 pub mod heap;
 pub mod implicit;
 mod kernels;
@@ -209,6 +215,26 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     (
         "memcached",
         "memcached-like store: slab classes, LRU links, chained hash table, zipfian gets and sets",
+    ),
+    (
+        "bc",
+        "GraphBIG betweenness centrality (Brandes: BFS counting shortest paths, then dependency accumulation)",
+    ),
+    (
+        "svm",
+        "liblinear-like linear SVM training: dual coordinate descent over a sparse data matrix",
+    ),
+    (
+        "canneal",
+        "PARSEC canneal: random element swaps in a netlist, loading both elements' fan-in/out locations",
+    ),
+    (
+        "streamcluster",
+        "PARSEC streamcluster: pgain sweeps of point-to-candidate-centre distances over all points",
+    ),
+    (
+        "mummer",
+        "MUMmer4-like maximal matches: suffix-array search and suffix links in a reference index",
     ),
 ];
 
@@ -545,6 +571,11 @@ pub fn create(cfg: &WorkloadConfig, refs: u64, seed: u64) -> Result<Box<dyn Even
         "dfs" => driver!("dfs", kernels::Dfs::new(cfg, seed)?),
         "kmer" => driver!("kmer", kernels::Kmer::new(cfg, seed)),
         "memcached" => driver!("memcached", kernels::Memcached::new(cfg, seed)),
+        "bc" => driver!("bc", kernels::Bc::new(cfg, seed)?),
+        "svm" => driver!("svm", apps::Svm::new(cfg, seed)),
+        "canneal" => driver!("canneal", apps::Canneal::new(cfg, seed)),
+        "streamcluster" => driver!("streamcluster", apps::StreamCluster::new(cfg, seed)),
+        "mummer" => driver!("mummer", apps::Mummer::new(cfg, seed)),
         other => return Err(format!("unknown workload '{other}'")),
     })
 }

@@ -13,6 +13,36 @@ pub(super) fn back_to(q: &[Event], at: usize) -> u16 {
     u16::try_from(q.len() - at).unwrap_or(0)
 }
 
+/// Lines a reset between searches clears per step.
+const RESET_LINES_PER_STEP: u64 = 4096;
+
+/// One step of the memset that resets a per-vertex array between searches: a 64-byte store per
+/// line of `[at, end)`, at most `RESET_LINES_PER_STEP` lines. Returns where the next step goes on
+/// (`None`: the array is clear).
+pub(super) fn reset_sweep(q: &mut Vec<Event>, at: u64, end: u64) -> Option<u64> {
+    let stop = end.min(at + RESET_LINES_PER_STEP * 64);
+    let mut a = at;
+    while a < stop {
+        store(q, a, 64, 1);
+        a += 64;
+    }
+    (stop < end).then_some(stop)
+}
+
+/// A random search source with edges (Graph500 skips isolated roots): up to 65 uniform draws,
+/// the last kept whatever its degree.
+pub(super) fn random_source(g: &ImplicitGraph, rng: &mut Rng) -> u64 {
+    let n = g.vertices();
+    let mut src = rng.below(n);
+    for _ in 0..64 {
+        if g.degree(src) > 0 {
+            break;
+        }
+        src = rng.below(n);
+    }
+    src
+}
+
 // ---------------------------------------------------------------------------------------------
 // gups
 
@@ -268,14 +298,7 @@ impl Bfs {
 
     /// Pick a source with edges (Graph500 skips isolated roots), mark it, queue it.
     fn start_search(&mut self, q: &mut Vec<Event>) {
-        let n = self.g.vertices();
-        let mut src = self.rng.below(n);
-        for _ in 0..64 {
-            if self.g.degree(src) > 0 {
-                break;
-            }
-            src = self.rng.below(n);
-        }
+        let src = random_source(&self.g, &mut self.rng);
         self.visited.insert(src);
         store(q, self.parent_addr + src * 4, 4, 2);
         self.queue[0].clear();
@@ -360,18 +383,10 @@ impl Program for Bfs {
             return;
         }
         if let Some(at) = self.resetting {
-            // memset(parent, 0xff): one 64-byte store per line, 4096 lines per step.
-            let end = (self.parent_addr + self.g.vertices() * 4).min(at + 4096 * 64);
-            let mut a = at;
-            while a < end {
-                store(q, a, 64, 1);
-                a += 64;
-            }
-            if end == self.parent_addr + self.g.vertices() * 4 {
-                self.resetting = None;
+            // memset(parent, 0xff).
+            self.resetting = reset_sweep(q, at, self.parent_addr + self.g.vertices() * 4);
+            if self.resetting.is_none() {
                 self.start_search(q);
-            } else {
-                self.resetting = Some(end);
             }
             return;
         }
@@ -574,7 +589,15 @@ impl Zipf {
         if self.theta == 0.0 {
             return rng.below(self.n);
         }
-        let u = rng.unit();
+        self.rank_of(rng.unit())
+    }
+
+    /// The rank whose cumulative probability interval holds `u` (uniform in `[0, 1)`): a
+    /// sample drawn from a hash instead of a generator.
+    pub fn rank_of(&self, u: f64) -> u64 {
+        if self.theta == 0.0 {
+            return ((u * self.n as f64) as u64).min(self.n - 1);
+        }
         let uz = u * self.zetan;
         if uz < 1.0 {
             return 0;

@@ -356,6 +356,11 @@ fn program_host_bytes(c: &WorkloadConfig) -> u64 {
         "dfs" => kernels::Dfs::new(c, 1).unwrap().host_bytes(),
         "kmer" => kernels::Kmer::new(c, 1).host_bytes(),
         "memcached" => kernels::Memcached::new(c, 1).host_bytes(),
+        "bc" => kernels::Bc::new(c, 1).unwrap().host_bytes(),
+        "svm" => apps::Svm::new(c, 1).host_bytes(),
+        "canneal" => apps::Canneal::new(c, 1).host_bytes(),
+        "streamcluster" => apps::StreamCluster::new(c, 1).host_bytes(),
+        "mummer" => apps::Mummer::new(c, 1).host_bytes(),
         other => panic!("add {other} to program_host_bytes"),
     }
 }
@@ -374,7 +379,13 @@ fn generator_host_memory_stays_bounded_at_64_and_128_gib_footprints() {
                 bytes <= HOST_BYTES_LIMIT,
                 "{name} at {footprint}: {bytes} host bytes"
             );
-            if matches!(
+            if *name == "bc" {
+                // The degree index and a depth byte per vertex (of ~92 bytes of footprint).
+                assert!(
+                    bytes * 100 <= footprint * 16 / 10,
+                    "bc at {footprint}: {bytes} host bytes, over 1.6 % of the footprint"
+                );
+            } else if matches!(
                 *name,
                 "bfs" | "pagerank" | "dc" | "cc" | "gc" | "tc" | "sssp" | "dfs"
             ) {
@@ -414,6 +425,14 @@ fn a_generator_over_its_host_memory_limit_is_refused_with_a_clear_error() {
         .err()
         .expect("refused");
     assert!(err.contains("host memory"), "{err}");
+    // 256 GiB of bc: 3 G vertices, a depth byte each: over 2 GiB, refused before the run.
+    let err = create(&cfg("bc", 256 << 30), 1000, 1)
+        .err()
+        .expect("refused");
+    assert!(
+        err.contains("workload 'bc'") && err.contains("host memory"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -926,4 +945,297 @@ fn dfs_marks_exactly_the_vertices_reachable_from_the_source_once() {
     assert!(reachable > 1000, "{reachable}");
     // Pushes beyond the n/16-entry stack go to the spill bitmap: none is lost.
     assert_eq!(marks.len(), reachable);
+}
+
+/// Depth of every vertex reached from `src` by a BFS on `g` (`u32::MAX`: not reached).
+fn reference_depths(g: &ImplicitGraph, src: u64) -> Vec<u32> {
+    let n = g.vertices();
+    let mut depth = vec![u32::MAX; n as usize];
+    depth[src as usize] = 0;
+    let mut level = vec![src];
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for &u in &level {
+            let lo = g.first_edge(u);
+            for e in lo..lo + g.degree(u) {
+                let w = g.target(e);
+                if depth[w as usize] == u32::MAX {
+                    depth[w as usize] = depth[u as usize] + 1;
+                    next.push(w);
+                }
+            }
+        }
+        level = next;
+    }
+    depth
+}
+
+#[test]
+fn bc_counts_paths_forward_and_accumulates_every_vertex_above_the_deepest_level() {
+    let c = WorkloadConfig {
+        degree: 8,
+        ..cfg("bc", 1 << 20)
+    };
+    let mut g = ImplicitGraph::new(programs::graph_vertices(&c, 160), 8, 6).unwrap();
+    g.build();
+    let n = g.vertices();
+    let src = {
+        let mut rng = Rng::new(6, 15);
+        let mut s = rng.below(n);
+        for _ in 0..64 {
+            if g.degree(s) > 0 {
+                break;
+            }
+            s = rng.below(n);
+        }
+        s
+    };
+    let depth = reference_depths(&g, src);
+    let reached = depth.iter().filter(|d| **d != u32::MAX).count() as u64;
+    let deepest = *depth.iter().filter(|d| **d != u32::MAX).max().unwrap();
+    let above_deepest = depth.iter().filter(|d| **d < deepest).count() as u64;
+    // Edges from a reached vertex to one a level deeper: sigma updates forward, successor
+    // reads backward (only from vertices above the deepest level, which are all of them).
+    let mut successor_edges = 0u64;
+    for u in 0..n {
+        if depth[u as usize] == u32::MAX {
+            continue;
+        }
+        let lo = g.first_edge(u);
+        for e in lo..lo + g.degree(u) {
+            successor_edges += (depth[g.target(e) as usize] == depth[u as usize] + 1) as u64;
+        }
+    }
+    let mut p = kernels::Bc::new(&c, 6).unwrap();
+    let mut mem = heap::AddressSpace::new(false);
+    p.setup(&mut mem, &mut Burst::default());
+    let in_array = |va: u64, base: u64| (base..base + n * 4).contains(&va);
+    let (mut depth_stores, mut sigma_stores, mut delta_loads, mut score_stores) = (0, 0, 0, 0);
+    let mut q = Vec::new();
+    let mut ended = false;
+    'outer: for _ in 0..2_000_000 {
+        p.step(&mut mem, &mut q);
+        for e in q.drain(..) {
+            let Event::Access { kind, va, size, .. } = e else {
+                continue;
+            };
+            if size == 64 {
+                ended = true;
+                break 'outer;
+            }
+            let va = va.0;
+            match kind {
+                AccessKind::Store if in_array(va, p.depth_addr) => depth_stores += 1,
+                AccessKind::Store if in_array(va, p.sigma_addr) => sigma_stores += 1,
+                AccessKind::Load if in_array(va, p.delta_addr) => delta_loads += 1,
+                AccessKind::Store if in_array(va, p.score_addr) => score_stores += 1,
+                _ => {}
+            }
+        }
+    }
+    assert!(ended, "the first search did not end");
+    assert!(
+        reached > 1000 && deepest >= 3,
+        "{reached} reached, depth {deepest}"
+    );
+    // The source's depth and sigma were stored by the setup.
+    assert_eq!(
+        depth_stores,
+        reached - 1,
+        "one depth store per newly reached vertex"
+    );
+    assert_eq!(
+        sigma_stores, successor_edges,
+        "sigma[w] += sigma[u] per successor edge"
+    );
+    assert_eq!(
+        delta_loads, successor_edges,
+        "each successor's delta read once backward"
+    );
+    assert_eq!(
+        score_stores, above_deepest,
+        "every vertex above the deepest level scored"
+    );
+}
+
+fn is_load(e: &Event, size: u8) -> bool {
+    matches!(e, Event::Access { kind: AccessKind::Load, size: s, .. } if *s == size)
+}
+
+#[test]
+fn svm_visits_every_instance_once_per_iteration_and_updates_w_at_each_feature() {
+    let c = cfg("svm", 4 << 20);
+    let l = (4u64 << 20) / 232;
+    // Iteration 0 changes every alpha: per instance 1 + 1 + 3 + 12 + 11 loads, then the alpha
+    // store and 11 x (node, w load, w store).
+    let per = 28 + 1 + 33;
+    let evs = events(&c, l * per + 4 * l + 10_000, 5);
+    let main = after_first_touch(&evs);
+    let mut rows = std::collections::HashSet::new();
+    let mut w_hits = std::collections::HashMap::<u64, u64>::new();
+    let index0 = va_of(&main[0]);
+    for (s, u) in main[..(l * per) as usize]
+        .chunks_exact(per as usize)
+        .enumerate()
+    {
+        assert!(
+            is_load(&u[0], 4) && va_of(&u[0]) == index0 + s as u64 * 4,
+            "index[s]"
+        );
+        assert!(
+            matches!(
+                u[1],
+                Event::Access {
+                    size: 8,
+                    dep: 1,
+                    ..
+                }
+            ),
+            "row pointer"
+        );
+        rows.insert(va_of(&u[1]));
+        // Nodes of one row in sequence, each but the terminator followed by its w load.
+        let node0 = va_of(&u[5]);
+        for k in 0..12 {
+            assert!(is_load(&u[5 + 2 * k], 16) && va_of(&u[5 + 2 * k]) == node0 + 16 * k as u64);
+        }
+        assert!(is_store(&u[28], 8), "alpha store");
+        for k in 0..11 {
+            let (w_load, w_store) = (&u[29 + 3 * k + 1], &u[29 + 3 * k + 2]);
+            assert_eq!(va_of(w_load), va_of(w_store));
+            assert_eq!(
+                va_of(w_load),
+                va_of(&u[6 + 2 * k]),
+                "the feature read in the dot"
+            );
+            *w_hits.entry(va_of(w_load)).or_default() += 1;
+        }
+    }
+    assert_eq!(rows.len() as u64, l, "each instance once per iteration");
+    // Then the next iteration's shuffle: 4 accesses per instance over index[].
+    let shuffle = &main[(l * per) as usize..(l * per + 4 * l) as usize];
+    assert!(shuffle.iter().all(|e| is_load(e, 4) || is_store(e, 4)));
+    // Zipfian features: the hottest w entry takes over 1 % of the updates.
+    let top = *w_hits.values().max().unwrap();
+    assert!(top * 100 > l * 11, "hottest feature {top} of {}", l * 11);
+}
+
+#[test]
+fn canneal_moves_chain_their_elements_and_read_every_fan_location_through_two_pointers() {
+    let evs = events(&cfg("canneal", 4 << 20), 100_000, 2);
+    let main = after_first_touch(&evs);
+    let (mut i, mut moves, mut accepted) = (0, 0u64, 0u64);
+    let mut prev_b = None;
+    while i + 56 <= main.len() {
+        let m = &main[i..i + 56];
+        assert!(m.iter().all(|e| matches!(
+            e,
+            Event::Access {
+                kind: AccessKind::Load,
+                ..
+            }
+        )));
+        // a's present_loc, its location, b's, its location.
+        let (a, b) = (va_of(&m[0]), va_of(&m[2]));
+        if let Some(pb) = prev_b {
+            assert_eq!(a, pb, "a move starts with the previous move's b");
+        }
+        prev_b = Some(b);
+        // Per fan entry: buffer pointer, the neighbour's present_loc, its location, each on the
+        // one before.
+        for list in 0..4 {
+            let l = &m[4 + list * 13..4 + (list + 1) * 13];
+            for k in 0..4 {
+                assert!(matches!(
+                    l[2 + 3 * k],
+                    Event::Access {
+                        dep: 1,
+                        size: 8,
+                        ..
+                    }
+                ));
+                assert!(matches!(
+                    l[3 + 3 * k],
+                    Event::Access {
+                        dep: 1,
+                        size: 8,
+                        ..
+                    }
+                ));
+            }
+        }
+        i += 56;
+        if i < main.len() && is_store(&main[i], 8) {
+            assert_eq!((va_of(&main[i]), va_of(&main[i + 1])), (a, b), "the swap");
+            accepted += 1;
+            i += 2;
+        }
+        moves += 1;
+    }
+    assert!(moves > 1000);
+    let share = accepted as f64 / moves as f64;
+    assert!((0.45..0.55).contains(&share), "accepted {share}");
+}
+
+#[test]
+fn streamcluster_sweeps_every_points_coordinates_against_one_candidate_centre() {
+    let c = cfg("streamcluster", 2 << 20);
+    let n = (2u64 << 20) / 550;
+    let evs = events(&c, n * 22 + 10_000, 3);
+    let main = after_first_touch(&evs);
+    let mut coords = std::collections::HashSet::new();
+    let mut centre = std::collections::HashSet::new();
+    let (mut i, mut points) = (0, 0u64);
+    while points < n {
+        assert!(is_load(&main[i], 32), "the Point at {i}");
+        for line in 0..8 {
+            coords.insert(va_of(&main[i + 1 + 2 * line]));
+            centre.insert(va_of(&main[i + 2 + 2 * line]));
+        }
+        i += 17;
+        i += if is_store(&main[i], 1) { 1 } else { 3 };
+        points += 1;
+    }
+    assert_eq!(coords.len() as u64, n * 8, "every point's 8 lines, once");
+    assert_eq!(centre.len(), 8, "one candidate's lines, reused");
+}
+
+#[test]
+fn mummer_searches_the_suffix_array_or_follows_a_suffix_link_at_each_query_base() {
+    let c = cfg("mummer", 8 << 20);
+    let p = apps::Mummer::new(&c, 4);
+    let evs = events(&c, 200_000, 4);
+    let main = after_first_touch(&evs);
+    let (mut i, mut searches, mut links, mut bases) = (0, 0u64, 0u64, 0u64);
+    let query0 = va_of(&main[0]);
+    while i < main.len() {
+        assert!(is_load(&main[i], 1), "query base at {i}");
+        assert_eq!(va_of(&main[i]), query0 + bases);
+        // The interval's lookups, up to the first LCP load (1 byte).
+        let mut j = i + 1;
+        while j < main.len() && !is_load(&main[j], 1) {
+            j += 1;
+        }
+        if j + 3 > main.len() {
+            break;
+        }
+        let lookups = j - (i + 1);
+        if lookups == 2 {
+            links += 1;
+        } else {
+            // Two loads (SA, then the suffix's text) per probe of a search over all bases.
+            let probes = lookups / 2;
+            let expect = 64 - (p.bases() - 1).leading_zeros() as usize;
+            assert!(probes + 1 >= expect && probes <= expect, "{probes} probes");
+            searches += 1;
+        }
+        assert!(
+            is_load(&main[j + 1], 1) && is_load(&main[j + 2], 16),
+            "LCP pair, match text"
+        );
+        i = j + 3;
+        bases += 1;
+    }
+    let share = links as f64 / (links + searches) as f64;
+    assert!((0.85..0.95).contains(&share), "suffix links {share}");
 }
