@@ -229,3 +229,28 @@ def test_data_tables_take_speedups_from_the_baseline_experiment_and_show_share_c
     et_part = text[text.index("### et: ET") :]
     assert "| gups | et | 1.200 | 1.200 | 96.0 | 0 |" in et_part
     assert "| btree | et | 1.000 | 1.000 | 50.0 | 20 |" in et_part
+
+
+def test_the_report_redraws_each_experiment_as_a_chart_above_its_table(tmp_path):
+    df = _et_like_frame()
+    paper = {
+        "name": "x",
+        "title": "X",
+        "preset": "configs/papers/x.toml",
+        "scaling": "scaled",
+        "experiment": [
+            {"name": "main", "description": "ET vs radix", "figure": "Fig. 1"},
+            {"name": "empty", "description": "no runs", "figure": "Fig. 2"},
+        ],
+    }
+    frames = {"main": df, "empty": df.iloc[0:0]}
+    result = {"paper": paper, "frames": frames, "claims": [], "seconds": 0.0}
+    figures = reproduce.experiment_figures(result, tmp_path, "reproduce-x")
+    # Only experiments with runs get a chart; it is a PNG the report links above the table.
+    assert figures == {"main": "reproduce-x-main.png"}
+    assert (tmp_path / "reproduce-x-main.png").read_bytes()[:4] == b"\x89PNG"
+    text = reproduce.report(result, "xlat reproduce x", figures)
+    chart = text.index("![main: speedup over the baseline](reproduce-x-main.png)")
+    assert text.index("### main: ET vs radix") < chart < text.index("| workload | design |")
+    assert "charts and tables, redrawn from our runs" in text
+    assert "![" not in reproduce.report(result, "xlat reproduce x")

@@ -410,46 +410,63 @@ DEFAULT_COLUMNS = [
 ]
 
 
-def figure_tables(result: dict[str, Any]) -> str:
+def _experiment_rows(result: dict[str, Any], exp: dict[str, Any]):
+    """An experiment's successful runs with their speedups over the ``[table]`` baseline
+    design on the same grid point (taken from ``baseline_experiment`` when it has one): the
+    swept axes and a list of ``(run row, speedup by cycles, speedup by total time)``; None
+    without successful runs."""
+    table = result["paper"].get("table", {})
+    base_design = table.get("baseline", "radix")
+    axes = ["workload", "config.workload.footprint", "config.os.thp",
+            *(f"config.{a}" for a in table.get("axes", []))]  # fmt: skip
+    df = result["frames"][exp["name"]]
+    df = df[df["status"] == "ok"]
+    if df.empty:
+        return None
+    bdf = result["frames"][exp.get("baseline_experiment", exp["name"])]
+    bdf = bdf[bdf["status"] == "ok"]
+    swept = [c for c in axes if c in df.columns and df[c].astype(str).nunique() > 1]
+    point = [c for c in (*axes, "seed") if c in df.columns and c in bdf.columns]
+    base = bdf[bdf["design"] == base_design].set_index(point)
+    rows = []
+    for _, r in df.iterrows():
+        key = tuple(r[c] for c in point)
+        b = base.loc[key] if key in base.index else None
+        if b is not None and not hasattr(b, "to_frame"):  # several rows: not one point
+            b = None
+
+        def sp(m: str, b=b, r=r) -> float:
+            if b is None:
+                return float("nan")
+            return float(_time(b.to_frame().T, m).iloc[0]) / float(_time(r.to_frame().T, m).iloc[0])
+
+        rows.append((r, sp("cycles"), sp("total")))
+    return swept, rows
+
+
+def figure_tables(result: dict[str, Any], figures: dict[str, str] | None = None) -> str:
     """Each experiment's data as tables: speedups over the baseline design (``[table]``
     ``baseline``, default radix; cycles and total) and the ``[table]`` ``columns`` (default:
     walk references and cycles, page-table memory and largest contiguous allocation, OS time)
-    per design and grid point."""
-    table = result["paper"].get("table", {})
-    base_design = table.get("baseline", "radix")
-    columns = table.get("columns", DEFAULT_COLUMNS)
-    axes = ["workload", "config.workload.footprint", "config.os.thp",
-            *(f"config.{a}" for a in table.get("axes", []))]  # fmt: skip
+    per design and grid point; ``figures`` (experiment name -> image file) puts each
+    experiment's chart above its table."""
+    columns = result["paper"].get("table", {}).get("columns", DEFAULT_COLUMNS)
     parts = []
     for exp in result["paper"]["experiment"]:
-        df = result["frames"][exp["name"]]
-        df = df[df["status"] == "ok"]
-        if df.empty:
+        got = _experiment_rows(result, exp)
+        if got is None:
             continue
+        swept, rows = got
         parts.append(f"### {exp['name']}: {exp['description']}\n\nPaper: {exp['figure']}.\n")
-        bdf = result["frames"][exp.get("baseline_experiment", exp["name"])]
-        bdf = bdf[bdf["status"] == "ok"]
-        swept = [c for c in axes if c in df.columns and df[c].astype(str).nunique() > 1]
-        point = [c for c in (*axes, "seed") if c in df.columns and c in bdf.columns]
-        base = bdf[bdf["design"] == base_design].set_index(point)
+        if figures and exp["name"] in figures:
+            parts.append(f"![{exp['name']}: speedup over the baseline]({figures[exp['name']]})\n")
         lines = [
             "| " + " | ".join([*(s.replace("config.", "") for s in swept), "design",
                                "speedup (cycles)", "speedup (total)",
                                *(c[0] for c in columns)]) + " |",
         ]  # fmt: skip
         lines.append("|" + "---|" * (len(swept) + 3 + len(columns)))
-        for _, r in df.iterrows():
-            key = tuple(r[c] for c in point)
-            b = base.loc[key] if key in base.index else None
-            if b is not None and not hasattr(b, "to_frame"):  # several rows: not one point
-                b = None
-
-            def sp(m: str, b=b, r=r) -> float:
-                if b is None:
-                    return float("nan")
-                return float(_time(b.to_frame().T, m).iloc[0]) / float(
-                    _time(r.to_frame().T, m).iloc[0]
-                )
+        for r, sp_cycles, sp_total in rows:
 
             def value(figure: str, r=r) -> float:
                 v = r[figure] if figure in r.index else None
@@ -467,13 +484,89 @@ def figure_tables(result: dict[str, Any]) -> str:
 
             cells = [str(r[s]) for s in swept] + [
                 r["design"],
-                f"{sp('cycles'):.3f}",
-                f"{sp('total'):.3f}",
+                f"{sp_cycles:.3f}",
+                f"{sp_total:.3f}",
                 *(cell(*c[1:]) for c in columns),
             ]
             lines.append("| " + " | ".join(cells) + " |")
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
+
+
+def _point_label(r, swept: list[str]) -> str:
+    """A grid point's label from its swept values (footprints in GiB/MiB); "all" for none."""
+    out = []
+    for s in swept:
+        v = r[s]
+        if s == "config.workload.footprint":
+            v = float(v)
+            v = f"{v / 2**30:g} GiB" if v >= 2**30 else f"{v / 2**20:g} MiB"
+        out.append(
+            f"{s.replace('config.', '').replace('os.', '')}={v}" if s != "workload" else str(v)
+        )
+    return ", ".join(out) or "all"
+
+
+def experiment_figures(result: dict[str, Any], out: Path, stem: str) -> dict[str, str]:
+    """Redraw each experiment as a chart from our runs: grouped bars of the speedup (by
+    ``cycles``) of every design over the table's baseline design, one group per grid point
+    (mean over seeds), with the baseline's 1.0 drawn as a line. Writes ``out/stem-NAME.png``
+    and returns experiment name -> file name (relative to ``out``, as the report links it).
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile
+    >>> df = pd.DataFrame({"design": ["radix", "ecpt"], "status": ["ok", "ok"],
+    ...     "workload": ["gups", "gups"], "seed": [1, 1], "timing.cycles": [120.0, 100.0],
+    ...     "timing.os_cycles": [0.0, 0.0]})
+    >>> result = {"paper": {"experiment": [{"name": "main", "description": "d", "figure": "F"}]},
+    ...     "frames": {"main": df}}
+    >>> experiment_figures(result, Path(tempfile.mkdtemp()), "reproduce-x")
+    {'main': 'reproduce-x-main.png'}
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    base_design = result["paper"].get("table", {}).get("baseline", "radix")
+    files = {}
+    for exp in result["paper"]["experiment"]:
+        got = _experiment_rows(result, exp)
+        if got is None:
+            continue
+        swept, rows = got
+        bars: dict[str, dict[str, list[float]]] = {}  # design -> point -> speedups (seeds)
+        points: list[str] = []
+        for r, sp_cycles, _ in rows:
+            if r["design"] == base_design or not math.isfinite(sp_cycles):
+                continue
+            label = _point_label(r, swept)
+            if label not in points:
+                points.append(label)
+            bars.setdefault(r["design"], {}).setdefault(label, []).append(sp_cycles)
+        if not bars:
+            continue
+        fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(points) * len(bars) + 1.5), 3.2))
+        width = 0.8 / len(bars)
+        for i, (design, by_point) in enumerate(bars.items()):
+            ys = [sum(by_point.get(p, [math.nan])) / len(by_point.get(p, [1])) for p in points]
+            xs = [j + (i - (len(bars) - 1) / 2) * width for j in range(len(points))]
+            ax.bar(xs, ys, width, label=design)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(points)))
+        ax.set_xticklabels(points, rotation=30, ha="right", rotation_mode="anchor", fontsize=7)
+        ax.set_ylabel(f"speedup over {base_design}\n(timing.cycles)", fontsize=8)
+        ax.set_title(f"{exp['name']}: {exp['description']}\n(paper: {exp['figure']})", fontsize=8)
+        ax.legend(fontsize=7)
+        ax.grid(True, axis="y", linewidth=0.3)
+        fig.tight_layout()
+        name = f"{stem}-{exp['name']}.png"
+        out.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out / name, dpi=110)
+        plt.close(fig)
+        files[exp["name"]] = name
+    return files
 
 
 #: The report's note under the claims table, unless the claims file has ``claims_note``.
@@ -489,8 +582,9 @@ TABLES_NOTE = (
 )
 
 
-def report(result: dict[str, Any], command: str) -> str:
-    """The reproduction report (markdown): claims table, scaling, then each experiment."""
+def report(result: dict[str, Any], command: str, figures: dict[str, str] | None = None) -> str:
+    """The reproduction report (markdown): claims table, scaling, then each experiment (its
+    chart from ``figures``, see :func:`experiment_figures`, and its table)."""
     p = result["paper"]
     return "\n".join(
         [
@@ -511,11 +605,12 @@ def report(result: dict[str, Any], command: str) -> str:
             "",
             " ".join(p["scaling"].split()),
             "",
-            "## Data (the paper's figures as tables)",
+            "## Data (the paper's figures as "
+            + ("charts and tables, redrawn from our runs)" if figures else "tables)"),
             "",
             " ".join(p.get("tables_note", TABLES_NOTE).split()),
             "",
-            figure_tables(result),
+            figure_tables(result, figures),
         ]
     )
 
@@ -537,11 +632,12 @@ def main(args) -> int:
     for n in names:
         result = reproduce(n, args.quick, args.db, args.workers, "none" if args.quiet else "lines")
         command = f"xlat reproduce {n}" + (" --quick" if args.quick else "")
-        text = report(result, command)
         if args.out:
-            out = Path(args.out) / f"reproduce-{n}{'-quick' if args.quick else ''}.md"
+            stem = f"reproduce-{n}{'-quick' if args.quick else ''}"
+            figures = experiment_figures(result, Path(args.out), stem)
+            out = Path(args.out) / f"{stem}.md"
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text + "\n", encoding="utf-8")
+            out.write_text(report(result, command, figures) + "\n", encoding="utf-8")
             print(f"report written: {out}", file=sys.stderr)
         print(claims_table(result["claims"]))
         if result["failed"]:
