@@ -542,3 +542,25 @@ def test_an_unreachable_cluster_address_exits_2_quickly(tmp_path):
     )
     assert proc.returncode == 2 and "cannot reach the Ray cluster" in proc.stderr
     assert "Traceback" not in proc.stderr and time.monotonic() - t0 < 30
+
+
+def test_a_sweep_that_keeps_ray_leaves_it_running_and_the_next_sweep_reuses_it(tmp_path):
+    import ray
+    from xlat.sweeps import run_sweep
+
+    one = load_spec(write(tmp_path / "a.toml", 'designs = ["radix"]\nworkloads = ["gups"]\n'
+                          'footprint = "16MiB"\nrefs = "5000"\n'))  # fmt: skip
+    two = load_spec(write(tmp_path / "b.toml", 'designs = ["ideal"]\nworkloads = ["gups"]\n'
+                          'footprint = "16MiB"\nrefs = "5000"\n'))  # fmt: skip
+    db = tmp_path / "r.duckdb"
+    assert not ray.is_initialized()
+    try:
+        assert run_sweep(one, db, workers=1, keep_ray=True)["ok"] == 1
+        assert ray.is_initialized()  # kept for the next sweep (xlat reproduce's experiments)
+        node = ray.get_runtime_context().get_node_id()
+        assert run_sweep(two, db, workers=1)["ok"] == 1
+        # The second sweep ran on the same Ray and, not having started it, left it running.
+        assert ray.is_initialized() and ray.get_runtime_context().get_node_id() == node
+    finally:
+        ray.shutdown()
+    assert run_sweep(load_spec(tmp_path / "a.toml"), db, workers=1)["skipped"] == 1

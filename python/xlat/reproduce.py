@@ -307,8 +307,10 @@ def reproduce(
     db: str | Path = "out/reproduce.duckdb",
     workers: int | None = None,
     progress: str = "lines",
+    keep_ray: bool = False,
 ) -> dict[str, Any]:
-    """Run (or resume) paper ``name``'s experiments and compute its claims.
+    """Run (or resume) paper ``name``'s experiments and compute its claims (``keep_ray``: leave
+    the Ray instance of the first sweep running for the next ones; the caller shuts it down).
 
     Returns ``{"paper", "claims": [rows], "frames": {experiment: DataFrame}, "failed": n,
     "seconds"}``; each claim row has ``id``, ``text``, ``ref``, ``paper``, ``ours``, ``ratio``,
@@ -328,7 +330,7 @@ def reproduce(
             )
         except SpecError as e:
             raise ReproduceError(str(e)) from None
-        summary = run_sweep(spec, db, workers, None, False, progress)
+        summary = run_sweep(spec, db, workers, None, False, progress, keep_ray)
         if summary["interrupted"]:
             raise KeyboardInterrupt(f"interrupted; finished runs are stored in {db}")
         failed += summary["failed"]
@@ -628,9 +630,21 @@ def main(args) -> int:
                 q = " [quick]" if c.get("quick") else ""
                 print(f"  claim {c['id']}: {c['text']} ({c['ref']}){q}")
         return 0
+    try:
+        return _reproduce_papers(args, names)
+    finally:
+        # One Ray instance served every experiment (starting one per experiment cost more than
+        # the --quick simulations themselves).
+        ray = sys.modules.get("ray")
+        if ray is not None and ray.is_initialized():
+            ray.shutdown()
+
+
+def _reproduce_papers(args, names: list[str]) -> int:
     status = 0
     for n in names:
-        result = reproduce(n, args.quick, args.db, args.workers, "none" if args.quiet else "lines")
+        progress = "none" if args.quiet else "lines"
+        result = reproduce(n, args.quick, args.db, args.workers, progress, keep_ray=True)
         command = f"xlat reproduce {n}" + (" --quick" if args.quick else "")
         if args.out:
             stem = f"reproduce-{n}{'-quick' if args.quick else ''}"

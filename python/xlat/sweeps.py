@@ -644,12 +644,15 @@ def run_sweep(
     address: str | None = None,
     force: bool = False,
     progress: str = "none",
+    keep_ray: bool = False,
 ) -> dict[str, Any]:
     """Run the runs of ``spec`` not yet stored in ``db`` on Ray; returns counts and the runs.
 
     ``progress`` is ``"bar"``, ``"lines"`` or ``"none"``. Interrupting (Ctrl-C) stops with
     ``summary["interrupted"]`` set: what finished is stored, the runs in flight are dropped and
-    run next time.
+    run next time. Ray is started (or connected) here and shut down at the end, unless
+    ``keep_ray`` (the caller shuts it down: ``xlat reproduce`` runs many small sweeps on one
+    Ray) or Ray was already running in this process (then it is used as it is and left running).
     """
     runs = expand(spec)
     store = Store(db)
@@ -677,7 +680,11 @@ def run_sweep(
     if not todo:
         return summary
     ray = _import_ray()
-    window = _init_ray(address, workers)
+    reuse = ray.is_initialized()
+    if reuse:
+        window = workers or max(int(ray.cluster_resources().get("CPU", 1)), 1)
+    else:
+        window = _init_ray(address, workers)
     task = ray.remote(max_retries=TASK_RETRIES)(execute)
     bar = SweepProgress(len(todo), progress)
     inflight: dict[Any, tuple[Run, float]] = {}
@@ -734,7 +741,8 @@ def run_sweep(
     finally:
         interrupted.restore()
         bar.close()
-        ray.shutdown()
+        if not (reuse or keep_ray):
+            ray.shutdown()
     summary["interrupted"] = summary["interrupted"] or interrupted.is_set()
     return summary
 
