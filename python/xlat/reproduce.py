@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -503,9 +504,8 @@ def _point_label(r, swept: list[str]) -> str:
         if s == "config.workload.footprint":
             v = float(v)
             v = f"{v / 2**30:g} GiB" if v >= 2**30 else f"{v / 2**20:g} MiB"
-        out.append(
-            f"{s.replace('config.', '').replace('os.', '')}={v}" if s != "workload" else str(v)
-        )
+        name = s.rsplit(".", 1)[-1]  # footprint, thp, fmfi_target, ...
+        out.append(str(v) if s == "workload" else f"{name}={v}")
     return ", ".join(out) or "all"
 
 
@@ -554,12 +554,17 @@ def experiment_figures(result: dict[str, Any], out: Path, stem: str) -> dict[str
         for i, (design, by_point) in enumerate(bars.items()):
             ys = [sum(by_point.get(p, [math.nan])) / len(by_point.get(p, [1])) for p in points]
             xs = [j + (i - (len(bars) - 1) / 2) * width for j in range(len(points))]
-            ax.bar(xs, ys, width, label=design)
+            # Bars grow from the baseline's 1.0 (up: faster, down: slower), so a few per cent
+            # are visible; each is labelled with its value.
+            drawn = ax.bar(xs, [y - 1.0 for y in ys], width, bottom=1.0, label=design)
+            ax.bar_label(drawn, labels=[f"{y:.3f}" for y in ys], fontsize=6, padding=1)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(range(len(points)))
         ax.set_xticklabels(points, rotation=30, ha="right", rotation_mode="anchor", fontsize=7)
         ax.set_ylabel(f"speedup over {base_design}\n(timing.cycles)", fontsize=8)
-        ax.set_title(f"{exp['name']}: {exp['description']}\n(paper: {exp['figure']})", fontsize=8)
+        title = textwrap.fill(f"{exp['name']}: {exp['description']} (paper: {exp['figure']})", 70)
+        ax.set_title(title, fontsize=7)
+        ax.margins(y=0.25)
         ax.legend(fontsize=7)
         ax.grid(True, axis="y", linewidth=0.3)
         fig.tight_layout()
