@@ -1363,7 +1363,7 @@ impl<D: Design> Sim<D> {
     /// Simulated cycles of the installed core so far (OS time excluded).
     fn core_cycles_now(&self) -> f64 {
         match self.core.as_ref() {
-            Some(core) => core.cycles(),
+            Some(core) => core.clock(),
             None => self
                 .timing
                 .core_cycles(&self.cfg.timing, self.c.instructions),
