@@ -142,7 +142,7 @@ impl Default for CoreConfig {
             l1d_mshrs: 10,
             l2_mshrs: 16,
             llc_mshrs: 32,
-            resource_grant: ResourceGrant::ProgramOrder,
+            resource_grant: ResourceGrant::TimeOrder,
         }
     }
 }
