@@ -1545,6 +1545,16 @@ mod tests {
     const L1: u32 = 4;
     const L2_TLB: u64 = 9;
 
+    /// The default machine with walkers and MSHRs granted in program order: the tests below
+    /// were written when that was `CoreConfig::default()`'s grant (the default is `time_order`
+    /// since 2026-11-25); a test of another grant names it.
+    fn program_order() -> CoreConfig {
+        CoreConfig {
+            resource_grant: ResourceGrant::ProgramOrder,
+            ..CoreConfig::default()
+        }
+    }
+
     fn core(cfg: &CoreConfig) -> OooCore {
         OooCore::new(cfg, L1)
     }
@@ -1589,7 +1599,7 @@ mod tests {
 
     #[test]
     fn independent_dram_misses_within_one_rob_window_cost_one_latency_plus_dispatch() {
-        let cfg = CoreConfig::default();
+        let cfg = program_order();
         let n = 8;
         let refs: Vec<_> = (0..n).map(miss).collect();
         let c = run(&cfg, &refs);
@@ -1599,7 +1609,7 @@ mod tests {
 
     #[test]
     fn a_chain_of_dependent_misses_costs_one_latency_each() {
-        let cfg = CoreConfig::default();
+        let cfg = program_order();
         let n = 8;
         let refs: Vec<_> = (0..n)
             .map(|i| CoreRef {
@@ -1614,11 +1624,11 @@ mod tests {
     fn with_one_walker_two_simultaneous_tlb_misses_serialize() {
         let one = CoreConfig {
             page_walkers: 1,
-            ..CoreConfig::default()
+            ..program_order()
         };
         let two = CoreConfig {
             page_walkers: 2,
-            ..CoreConfig::default()
+            ..program_order()
         };
         let refs = [walked(hit(0), 100), walked(hit(1), 100)];
         // The second walk waits for the first: 9 + 100 + 100 + the L1 hit.
@@ -1640,7 +1650,7 @@ mod tests {
     fn under_idle_gaps_an_early_walk_uses_the_walker_idle_before_a_later_requested_walk() {
         let one = CoreConfig {
             page_walkers: 1,
-            ..CoreConfig::default()
+            ..program_order()
         };
         // Reference 1's address waits for reference 0's DRAM miss, so its walk is requested at
         // about 200; reference 2 is independent and requests its walk at 0.5 + 9. With the
@@ -1668,7 +1678,7 @@ mod tests {
     fn under_idle_gaps_an_early_miss_uses_the_mshr_idle_before_a_later_requested_miss() {
         let one = CoreConfig {
             l1d_mshrs: 1,
-            ..CoreConfig::default()
+            ..program_order()
         };
         let l2 = |i: u64, cycles: u32| load(i, cycles, ServedBy::L2);
         // Reference 1's address waits for reference 0's 200-cycle walk, so it requests the only
@@ -1698,7 +1708,7 @@ mod tests {
             l1d_mshrs: 2,
             l2_mshrs: 2,
             llc_mshrs: 1,
-            ..CoreConfig::default()
+            ..program_order()
         });
         // Two independent DRAM misses: the LLC pool serializes them.
         let c = run(&cfg, &[miss(0), miss(1)]);
@@ -1722,7 +1732,7 @@ mod tests {
             l1d_mshrs: 1,
             l2_mshrs: 1,
             llc_mshrs: 1,
-            ..CoreConfig::default()
+            ..program_order()
         });
         let more = CoreConfig {
             l1d_mshrs: 2,
@@ -1786,7 +1796,7 @@ mod tests {
     fn under_time_order_an_early_request_is_served_first_even_where_it_does_not_fit_a_gap() {
         let one = CoreConfig {
             l1d_mshrs: 1,
-            ..CoreConfig::default()
+            ..program_order()
         };
         let l2 = |i: u64, cycles: u32| load(i, cycles, ServedBy::L2);
         // Reference 1's address waits for reference 0's 200-cycle walk: it requests the only
@@ -1851,7 +1861,7 @@ mod tests {
             lq_entries: 8,
             sq_entries: 8,
             rob_entries: 32,
-            ..CoreConfig::default()
+            ..program_order()
         })
     }
 
@@ -1923,7 +1933,7 @@ mod tests {
         ];
         let cfg = CoreConfig {
             rob_entries: 4,
-            ..CoreConfig::default()
+            ..program_order()
         };
         let in_order = run_settled(&cfg, &refs).cycles();
         let in_time = run_settled(&timed(cfg), &refs).cycles();
@@ -1935,7 +1945,7 @@ mod tests {
     fn under_time_order_an_early_walk_is_served_before_a_later_requested_walk() {
         let one = timed(CoreConfig {
             page_walkers: 1,
-            ..CoreConfig::default()
+            ..program_order()
         });
         // As under idle gaps: reference 2's walk, requested at 9.5, runs while reference 1
         // waits for its address (until 200), and a longer one delays reference 1's walk.
@@ -1955,7 +1965,7 @@ mod tests {
 
     #[test]
     fn under_time_order_merges_wait_for_the_walk_and_the_fill_in_flight() {
-        let cfg = timed(CoreConfig::default());
+        let cfg = timed(program_order());
         let c = run_settled(&cfg, &[walked(hit(0), 100), CoreRef { line: 1, ..hit(0) }]);
         assert_eq!(c.c.walk_merges, 1);
         assert_eq!(c.cycles(), 9.0 + 100.0 + 4.0 + 0.25);
@@ -1981,7 +1991,7 @@ mod tests {
             l1d_mshrs: 1,
             l2_mshrs: 1,
             llc_mshrs: 1,
-            ..CoreConfig::default()
+            ..program_order()
         });
         let more = CoreConfig {
             l1d_mshrs: 2,
@@ -2031,7 +2041,7 @@ mod tests {
         ] {
             let cfg = CoreConfig {
                 resource_grant: grant,
-                ..CoreConfig::default()
+                ..program_order()
             };
             let n = 8;
             let independent: Vec<_> = (0..n).map(miss).collect();
@@ -2071,7 +2081,7 @@ mod tests {
             for n in 1..=9u64 {
                 let cfg = CoreConfig {
                     page_walkers: walkers,
-                    ..CoreConfig::default()
+                    ..program_order()
                 };
                 let refs: Vec<_> = (0..n).map(|i| walked(hit(i), 1000)).collect();
                 let cycles = run(&cfg, &refs).cycles();
@@ -2090,11 +2100,11 @@ mod tests {
     fn misses_further_apart_than_the_rob_do_not_overlap() {
         let small = CoreConfig {
             rob_entries: 32,
-            ..CoreConfig::default()
+            ..program_order()
         };
         let big = CoreConfig {
             rob_entries: 128,
-            ..CoreConfig::default()
+            ..program_order()
         };
         let n = 6;
         // 33 instructions per miss: two misses never fit in a 32-entry ROB.
@@ -2126,7 +2136,7 @@ mod tests {
             rob_entries: 4,
             dispatch_width: 4,
             retire_width: 4,
-            ..CoreConfig::default()
+            ..program_order()
         };
         // Five one-instruction misses: the fifth waits for the first to retire (at 200).
         let refs: Vec<_> = (0..5).map(miss).collect();
@@ -2137,7 +2147,7 @@ mod tests {
 
     #[test]
     fn a_stores_walk_delays_its_retirement_but_its_data_miss_does_not() {
-        let cfg = CoreConfig::default();
+        let cfg = program_order();
         let store = CoreRef {
             kind: AccessKind::Store,
             ..miss(0)
@@ -2156,7 +2166,7 @@ mod tests {
 
     #[test]
     fn a_reference_to_a_page_being_walked_waits_for_that_walk() {
-        let cfg = CoreConfig::default();
+        let cfg = program_order();
         let first = walked(hit(0), 100);
         // Same page, TLB hit (the entry the walk fills), different line.
         let second = CoreRef { line: 1, ..hit(0) };
@@ -2168,7 +2178,7 @@ mod tests {
 
     #[test]
     fn a_hit_to_a_line_being_filled_waits_for_the_fill() {
-        let cfg = CoreConfig::default();
+        let cfg = program_order();
         let c = run(&cfg, &[miss(0), hit(0)]);
         assert_eq!(c.c.line_merges, 1);
         assert_eq!(c.cycles(), DRAM as f64 + 0.25);
@@ -2179,7 +2189,7 @@ mod tests {
         for mshrs in [1u32, 2, 3, 10] {
             let cfg = CoreConfig {
                 l1d_mshrs: mshrs,
-                ..CoreConfig::default()
+                ..program_order()
             };
             let n = 12u64;
             let refs: Vec<_> = (0..n).map(miss).collect();
@@ -2201,7 +2211,7 @@ mod tests {
                 l1d_mshrs: l1,
                 l2_mshrs: l2,
                 llc_mshrs: llc,
-                ..CoreConfig::default()
+                ..program_order()
             };
             run(&cfg, &refs).cycles()
         };
@@ -2219,7 +2229,7 @@ mod tests {
                 l1d_mshrs: 100,
                 l2_mshrs: 100,
                 llc_mshrs: 100,
-                ..CoreConfig::default()
+                ..program_order()
             };
             // lq misses overlap; the next one waits for the first to retire.
             let refs: Vec<_> = (0..=lq as u64).map(miss).collect();
@@ -2234,7 +2244,7 @@ mod tests {
     fn a_full_load_queue_stalls_the_next_load() {
         let cfg = CoreConfig {
             lq_entries: 2,
-            ..CoreConfig::default()
+            ..program_order()
         };
         let c = run(&cfg, &[miss(0), miss(1), miss(2)]);
         assert!(c.c.lq_full_cycles > 0.0);
@@ -2244,7 +2254,7 @@ mod tests {
 
     #[test]
     fn a_dependence_before_the_start_of_the_trace_is_an_error_naming_the_reference() {
-        let mut c = core(&CoreConfig::default());
+        let mut c = core(&program_order());
         c.reference(&hit(0)).unwrap();
         let err = c.reference(&CoreRef { dep: 3, ..hit(1) }).unwrap_err();
         assert!(
@@ -2257,12 +2267,12 @@ mod tests {
     fn zero_counts_and_a_rob_smaller_than_the_width_are_rejected_by_key() {
         let zero = CoreConfig {
             page_walkers: 0,
-            ..CoreConfig::default()
+            ..program_order()
         };
         assert!(zero.validate().unwrap_err().contains("core.page_walkers"));
         let tiny = CoreConfig {
             rob_entries: 2,
-            ..CoreConfig::default()
+            ..program_order()
         };
         let e = tiny.validate().unwrap_err();
         assert!(
@@ -2386,7 +2396,7 @@ mod tests {
         ) {
             // Under idle gaps every reference still completes after it dispatched and retires
             // in order: cycles are at least the dispatch time of the last instruction.
-            let cfg = gaps(CoreConfig::default());
+            let cfg = gaps(program_order());
             let mut c = core(&cfg);
             let mut last = 0.0;
             for (i, r) in refs.iter().enumerate() {
@@ -2414,7 +2424,7 @@ mod tests {
                 lq_entries: 8,
                 sq_entries: 8,
                 rob_entries: 32,
-                ..CoreConfig::default()
+                ..program_order()
             });
             let mut c = core(&cfg);
             let mut last = 0.0;
@@ -2448,7 +2458,7 @@ mod tests {
                 llc_mshrs: mshrs,
                 lq_entries: 8,
                 sq_entries: 8,
-                ..CoreConfig::default()
+                ..program_order()
             };
             let t = cycles_of(&base, &refs);
             for more in [
