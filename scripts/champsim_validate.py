@@ -80,12 +80,13 @@ CONFIGS = {
 # sequential streams over several arrays conflict in the row buffers as they do in ChampSim.
 XLAT_MATCH = ["mem.dram.address_mapping=line_interleaved"]
 
-# The xlat timing models compared: name -> settings. ``ooo_gaps`` grants walkers and MSHRs in
-# idle intervals, ``ooo_time`` in the time order of the requests (``core.resource_grant``,
-# docs/timing.md).
+# The xlat timing models compared: name -> settings. ``ooo`` grants walkers and MSHRs in
+# program order (the default grant until 2026-11-25, pinned so that the column keeps its
+# meaning), ``ooo_gaps`` in idle intervals, ``ooo_time`` in the time order of the requests (the
+# default) (``core.resource_grant``, docs/timing.md).
 MODELS = {
     "simple": ["timing.model=simple"],
-    "ooo": ["timing.model=ooo"],
+    "ooo": ["timing.model=ooo", "core.resource_grant=program_order"],
     "ooo_gaps": ["timing.model=ooo", "core.resource_grant=idle_gaps"],
     "ooo_time": ["timing.model=ooo", "core.resource_grant=time_order"],
 }

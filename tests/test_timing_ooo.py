@@ -23,11 +23,15 @@ OOO_KEYS = [
 
 
 def test_set_timing_model_ooo_reports_the_core_figures_and_keeps_every_other_counter():
-    simple = json.loads(xlat("run", "--workload", "bfs", *SMALL, "--json").stdout)
-    ooo = json.loads(
-        xlat("run", "--workload", "bfs", *SMALL, "--set", "timing.model=ooo", "--json").stdout
-    )
+    run = ("run", "--workload", "bfs", *SMALL)
+    simple = json.loads(xlat(*run, "--set", "timing.model=simple", "--json").stdout)
+    ooo = json.loads(xlat(*run, "--set", "timing.model=ooo", "--json").stdout)
+    default = json.loads(xlat(*run, "--json").stdout)
     assert ooo["timing"]["model"] == "ooo" and "model" not in simple["timing"]
+    # ooo with walkers and MSHRs granted in request time is the default (issue 23, Scope 4).
+    assert default["config"]["timing"]["model"] == "ooo"
+    assert default["config"]["core"]["resource_grant"] == "time_order"
+    assert default["timing"] == ooo["timing"]
     for key in OOO_KEYS:
         assert ooo["timing"][key] >= 0, key
     assert ooo["config"]["core"]["rob_entries"] == 224

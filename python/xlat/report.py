@@ -36,13 +36,15 @@ from xlat.run import version
 from xlat.store import frame_from_records  # noqa: F401 - reports are drawn from such frames
 
 APPROXIMATIONS = (
-    "Cycle figures come from the core model each run's config names (timing.model): 'simple', "
-    "a first-order formula (base CPI plus exposed translation and data latencies with fixed "
-    "overlap factors; no pipeline or queueing), the default; or 'ooo', an out-of-order core at "
-    "the granularity of memory references (ROB, queues, page walkers, MSHRs, dependences), not "
-    "validated against a cycle-level simulator. Compare designs with them, do not read them as "
-    "absolute times. Memory-reference and walk-access counts are exact for the modeled "
-    "hardware. See docs/timing.md."
+    "Cycle figures come from the core model each run's config names (timing.model): 'ooo', "
+    "the default, an out-of-order core at the granularity of memory references (ROB, queues, "
+    "page walkers, MSHRs, dependences; no front end, execution ports or wrong-path execution), "
+    "within 10 % of ChampSim's IPC and translation effects on five synthetic traces with "
+    "core.resource_grant = 'time_order' (the default); or 'simple', a first-order formula "
+    "(base CPI plus exposed translation and data latencies with fixed overlap factors; no "
+    "pipeline or queueing). Compare designs with them, do not read them as absolute times. "
+    "Memory-reference and walk-access counts are exact for the modeled hardware. See "
+    "docs/timing.md."
 )
 
 #: Figure widths of the ACM/IEEE two-column formats, inches.

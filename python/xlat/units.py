@@ -153,11 +153,12 @@ def stats_text(record: Mapping[str, Any], config: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: Runs whose records together hold every figure a run can produce (each design, the ooo core,
-#: THP, nested translation, two processes on two cores, warm-up, coalescing, range and any-size
-#: TLBs, reservations); small, so the index builds in seconds.
+#: Runs whose records together hold every figure a run can produce (each design under the
+#: default ooo core, the simple core, THP, nested translation, two processes on two cores,
+#: warm-up, coalescing, range and any-size TLBs, reservations); small, so the index builds in
+#: seconds.
 INDEX_RUNS: list[dict[str, Any]] = [
-    {"set": {"timing.model": "ooo"}},
+    {"set": {"timing.model": "simple"}},
     {"set": {"os.thp": "always"}},
     {"set": {"virt.enabled": True}},
     {"workload": "gups,stream", "set": {"sim.cores": 2}},
@@ -303,8 +304,9 @@ def index_markdown(index: Mapping[str, tuple[str | None, Any]], docs: Mapping[st
         "## Index of every key, with its unit",
         "",
         "Generated from the records of every design and of the runs of "
-        "`xlat.units.INDEX_RUNS` (ooo core, THP, nested, two cores, warm-up, TLB "
-        "organizations, reservations); `<N>` is a number (core, histogram bucket), "
+        "`xlat.units.INDEX_RUNS` (every design under the default ooo core, the simple core, "
+        "THP, nested, two cores, warm-up, TLB organizations, reservations); `<N>` is a number "
+        "(core, histogram bucket), "
         "`[i]` a list element (`key::i` in `--stats-format txt`). Units follow the naming "
         "rules in `python/xlat/units.py`; the definition is in the section or page named.",
         "",

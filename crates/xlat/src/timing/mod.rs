@@ -1,7 +1,8 @@
 //! The core timing model: turns instruction counts and exposed latencies into cycles.
 //!
-//! Two models (`timing.model`, documented in `docs/timing.md`): `simple`, the formula below
-//! (the default), and `ooo`, an out-of-order core that schedules every reference (see [`ooo`]).
+//! Two models (`timing.model`, documented in `docs/timing.md`): `ooo` (the default), an
+//! out-of-order core that schedules every reference (see [`ooo`]), and `simple`, the formula
+//! below, kept for speed and comparison (`--set timing.model=simple`).
 //! Both see the same functional simulation; they differ only in the `timing` figures.
 //!
 //! The `simple` model:
@@ -21,10 +22,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum TimingModel {
-    /// The first-order formula (fast; the default).
-    #[default]
+    /// The first-order formula (fast; kept for speed and comparison).
     Simple,
-    /// The out-of-order core of [`ooo`] (parameters under `core.*`).
+    /// The out-of-order core of [`ooo`] (parameters under `core.*`; the default since it
+    /// matched ChampSim under `core.resource_grant = "time_order"`, docs/timing.md).
+    #[default]
     Ooo,
 }
 
@@ -47,7 +49,7 @@ pub struct TimingConfig {
 impl Default for TimingConfig {
     fn default() -> Self {
         TimingConfig {
-            model: TimingModel::Simple,
+            model: TimingModel::Ooo,
             base_cpi: 0.5,
             data_overlap: 0.5,
             translation_overlap: 0.0,
@@ -159,7 +161,7 @@ mod tests {
     #[test]
     fn cycles_follow_the_documented_formula() {
         let cfg = TimingConfig {
-            model: TimingModel::Simple,
+            model: TimingModel::Ooo,
             base_cpi: 0.5,
             data_overlap: 0.25,
             translation_overlap: 0.5,
