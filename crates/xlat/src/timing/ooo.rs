@@ -589,6 +589,25 @@ impl OooCore {
         start
     }
 
+    /// Under `program_order` and `time_order`: one MSHR of every pool of the first `levels`
+    /// levels, from the earliest time at or after `request` all are free, each taken for `len`
+    /// cycles; returns the start.
+    #[inline(always)]
+    fn grant_mshrs_earliest(&mut self, levels: usize, request: f64, len: f64) -> f64 {
+        let mut start = request;
+        for pool in self.mshrs[..levels].iter().flatten() {
+            if let Pool::Earliest(units) = pool {
+                start = fmax(start, units.earliest());
+            }
+        }
+        for pool in self.mshrs[..levels].iter_mut().flatten() {
+            if let Pool::Earliest(units) = pool {
+                units.take_until(start + len);
+            }
+        }
+        start
+    }
+
     /// When instruction `k` retired (or will); 0 for instructions before the start.
     #[inline]
     fn retired_at(&mut self, k: i64) -> f64 {
@@ -746,18 +765,7 @@ impl OooCore {
             let start = if self.gaps {
                 self.grant_mshrs_in_gaps(levels, xlat_done, len)
             } else {
-                let mut start = xlat_done;
-                for pool in self.mshrs[..levels].iter().flatten() {
-                    if let Pool::Earliest(units) = pool {
-                        start = fmax(start, units.earliest());
-                    }
-                }
-                for pool in self.mshrs[..levels].iter_mut().flatten() {
-                    if let Pool::Earliest(units) = pool {
-                        units.take_until(start + len);
-                    }
-                }
-                start
+                self.grant_mshrs_earliest(levels, xlat_done, len)
             };
             let done = start + len;
             self.c.mshr_wait_cycles += start - xlat_done;
@@ -1645,17 +1653,7 @@ impl OooCore {
             ServedBy::Dram => 3,
         };
         let len = r.data_cycles as f64;
-        let mut start = request;
-        for pool in self.mshrs[..levels].iter().flatten() {
-            if let Pool::Earliest(units) = pool {
-                start = fmax(start, units.earliest());
-            }
-        }
-        for pool in self.mshrs[..levels].iter_mut().flatten() {
-            if let Pool::Earliest(units) = pool {
-                units.take_until(start + len);
-            }
-        }
+        let start = self.grant_mshrs_earliest(levels, request, len);
         let done = start + len;
         self.c.mshr_wait_cycles += start - request;
         self.c.miss_busy_cycles += r.data_cycles as f64 - self.l1d_hit_cycles;
