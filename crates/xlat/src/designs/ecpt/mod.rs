@@ -1268,9 +1268,8 @@ mod tests {
         assert!(!phys.take_relocations().is_empty(), "owned data was moved");
     }
 
-    #[test]
-    fn an_unsatisfiable_way_allocation_is_an_error_naming_ecpt_and_the_size() {
-        // 64 MiB of memory fragmented so that no 8 KiB block is free.
+    /// 64 MiB in which every other 4 KiB frame is taken: no free block of 8 KiB or more.
+    fn memory_without_a_free_8k_block() -> PhysMem {
         let mut phys = PhysMem::new(64 << 20);
         let mut held = Vec::new();
         while let Ok(p) = phys.alloc(0, crate::os::FrameUse::Data) {
@@ -1279,6 +1278,12 @@ mod tests {
         for p in held.iter().step_by(2) {
             phys.free(*p, 0, crate::os::FrameUse::Data);
         }
+        phys
+    }
+
+    #[test]
+    fn an_unsatisfiable_way_allocation_is_an_error_naming_ecpt_and_the_size() {
+        let mut phys = memory_without_a_free_8k_block();
         let mut e = Ecpt::new(&EcptConfig::default(), &mut phys).unwrap();
         let err = e.map(&mut phys, 0, m(5, 1, PageSize::Size4K)).unwrap_err();
         assert!(err.0.contains("ecpt") && err.0.contains("8KiB"), "{err}");
@@ -1296,14 +1301,7 @@ mod tests {
     fn the_optimistic_ech_needs_no_contiguous_block_and_charges_no_allocation() {
         // Memory with no free 8 KiB block (as in the test above, where ECPT must stop): the
         // optimistic ECH builds its ways of single frames, resizes, and finds every page.
-        let mut phys = PhysMem::new(64 << 20);
-        let mut held = Vec::new();
-        while let Ok(p) = phys.alloc(0, crate::os::FrameUse::Data) {
-            held.push(p);
-        }
-        for p in held.iter().step_by(2) {
-            phys.free(*p, 0, crate::os::FrameUse::Data);
-        }
+        let mut phys = memory_without_a_free_8k_block();
         let mut e = Ecpt::new(&optimistic(), &mut phys).unwrap();
         let mut mem = MemSystem::new(&MemConfig::default());
         let n = 16_000u64;
