@@ -300,9 +300,11 @@ impl Units {
         for _ in 1..self.depth {
             let l = 2 * i + 1;
             let c = l + (h[l + 1] < h[l]) as usize;
-            let move_up = h[c] < done;
-            h[i] = if move_up { h[c] } else { h[i] };
-            i = if move_up { c } else { i };
+            // Selecting the index (not the value) compiles to a conditional move: the host
+            // mispredicted the branch a value select became.
+            let next = if h[c] < done { c } else { i };
+            h[i] = h[next];
+            i = next;
         }
         h[i] = done;
     }
@@ -494,7 +496,20 @@ pub struct OooCore {
     c: CoreCounters,
     /// `core.resource_grant = "time_order"`: the references whose grants are still to be made.
     tord: Option<Box<TimeOrder>>,
+    /// References given but not yet accounted, in program order (at most [`BATCH`]).
+    batch: Vec<CoreRef>,
+    /// References given so far (accounted or in `batch`).
+    given: u64,
 }
+
+/// References the core takes before it accounts them, all at once.
+///
+/// The engine's work on a reference (caches, TLBs, page tables) evicts the model's few
+/// records from the host's L1 cache, and the model's evicts the engine's: accounting a batch at
+/// once keeps each side's state in the cache while it works. The results do not change: the
+/// model only reads the references, in program order, and everything that reads the model
+/// ([`OooCore::clock`], [`OooCore::settled`]) accounts the batch first.
+const BATCH: usize = 256;
 
 impl OooCore {
     /// A core at cycle 0 with empty queues; `l1d_hit_cycles` is the L1D latency (the part of a
@@ -546,6 +561,8 @@ impl OooCore {
             walks: InFlight::new(),
             fills: InFlight::new(),
             c: CoreCounters::default(),
+            batch: Vec::with_capacity(BATCH),
+            given: 0,
             tord: (grant == ResourceGrant::TimeOrder).then(|| {
                 Box::new(TimeOrder::new(
                     (cfg.rob_entries as usize + 1) * REFS_PER_INSTRUCTION,
@@ -639,22 +656,47 @@ impl OooCore {
         )
     }
 
-    /// Account one reference (in program order). Errors name the reference when its
-    /// dependence points before the first reference.
+    /// Take one reference (in program order); it is accounted with the next batch (see
+    /// [`BATCH`]). Errors name the reference when its dependence points before the first
+    /// reference.
     #[inline]
     pub fn reference(&mut self, r: &CoreRef) -> Result<(), String> {
-        if r.dep as u64 > self.refs {
+        if r.dep as u64 > self.given {
             return Err(format!(
                 "reference #{} depends on the reference {} before it, which is before the \
                  start of the trace",
-                self.refs, r.dep
+                self.given, r.dep
             ));
         }
-        if let Some(mut t) = self.tord.take() {
-            self.front_in_time_order(&mut t, r);
-            self.tord = Some(t);
-            return Ok(());
+        self.given += 1;
+        self.batch.push(*r);
+        if self.batch.len() >= BATCH {
+            self.account_batch();
         }
+        Ok(())
+    }
+
+    /// Account every reference taken but not accounted yet.
+    fn account_batch(&mut self) {
+        // Taken out and put back, so that its buffer is reused (no allocation).
+        let mut batch = std::mem::take(&mut self.batch);
+        if let Some(mut t) = self.tord.take() {
+            for r in &batch {
+                self.front_in_time_order(&mut t, r);
+            }
+            self.tord = Some(t);
+        } else {
+            for r in &batch {
+                self.account(r);
+            }
+        }
+        batch.clear();
+        self.batch = batch;
+    }
+
+    /// Account one reference (in program order) under `program_order` or `idle_gaps`.
+    #[inline]
+    fn account(&mut self, r: &CoreRef) {
         let n = r.instrs as u64;
         let is_mem = r.kind != AccessKind::IFetch;
         // Dispatch of the instructions up to this reference.
@@ -755,12 +797,7 @@ impl OooCore {
                 _ => done,
             }
         } else {
-            let levels = match r.data_level {
-                ServedBy::L1 => 0,
-                ServedBy::L2 => 1,
-                ServedBy::Llc => 2,
-                ServedBy::Dram => 3,
-            };
+            let levels = miss_levels(r.data_level);
             let len = r.data_cycles as f64;
             let start = if self.gaps {
                 self.grant_mshrs_in_gaps(levels, xlat_done, len)
@@ -854,7 +891,6 @@ impl OooCore {
         }
         self.done.set(self.refs, complete);
         self.refs += 1;
-        Ok(())
     }
 
     /// Cycles retirement stood still at the ROB head behind a translation.
@@ -862,19 +898,22 @@ impl OooCore {
         self.c.head_translation_cycles
     }
 
-    /// Cycles of the run so far: the last instruction's retirement. Under `time_order`, of the
-    /// last instruction retired so far: the newest references (at most a ROB's worth) may wait
-    /// for their grants until later references need them ([`OooCore::settled`] retires them).
+    /// Cycles of the run so far: the last instruction's retirement, of the references accounted
+    /// (the last batch may wait, see [`BATCH`]). Under `time_order`, of the last instruction
+    /// retired so far: the newest references (at most a ROB's worth) may wait for their grants
+    /// until later references need them. [`OooCore::settled`] accounts and retires them all.
     pub fn cycles(&self) -> f64 {
         self.last_retire
     }
 
     /// The core's time as the multi-core scheduler and the time slices read it, between
-    /// references: under `time_order`, the dispatch of the last reference read (final once it
-    /// is read; its retirement may wait for later references, and how far retirement has
-    /// caught up is the model's bookkeeping, which must not decide results); otherwise
-    /// [`OooCore::cycles`] (every reference read has retired).
-    pub fn clock(&self) -> f64 {
+    /// references (the batch taken so far is accounted first): under `time_order`, the
+    /// dispatch of the last reference read (final once it is read; its retirement may wait for
+    /// later references, and how far retirement has caught up is the model's bookkeeping,
+    /// which must not decide results); otherwise [`OooCore::cycles`] (every reference read has
+    /// retired).
+    pub fn clock(&mut self) -> f64 {
+        self.account_batch();
         if self.tord.is_some() {
             fmax(self.last_dispatch, 0.0)
         } else {
@@ -910,7 +949,7 @@ impl OooCore {
 }
 
 /// No reference (an empty waiter list).
-const NONE: u64 = u64::MAX;
+const NONE: u32 = u32::MAX;
 
 /// Where a reference stands under `core.resource_grant = "time_order"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -930,33 +969,91 @@ enum Stage {
 }
 
 /// A reference read (dispatched) but not yet retired, under `time_order`.
+///
+/// Two cache lines, aligned: the model's host time went largely to cache misses on the
+/// records between a reference's read and its grants, so the record holds only what the
+/// grants and retirement read (times first), and waiter links are reference numbers modulo
+/// 2^32 (every reference linked is in flight, and far fewer than 2^32 are: see
+/// [`TimeOrder::full`]).
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
 struct Pend {
-    r: CoreRef,
-    new_group: bool,
-    first: u64,
-    n: u64,
-    dispatch_first: f64,
-    dispatch_mem: f64,
     /// Dispatched and address known (raised when its dependence completes).
     issue: f64,
     xlat_done: f64,
     data_done: f64,
     /// When it completes; NaN until known.
     complete: f64,
-    stage: Stage,
+    dispatch_mem: f64,
+    /// Dispatch of its group's first instruction (read for a new group only).
+    dispatch_first: f64,
     /// Completion of the walk (of the fill) in flight this reference may merge with: NaN while
     /// that walk (fill) is not granted, -inf when there is none.
     walk_owner_done: f64,
     fill_owner_done: f64,
+    /// `CoreRef::xlat_cycles` and `CoreRef::walk_cycles`.
+    xlat_cycles: u64,
+    walk_cycles: u64,
+    /// Instructions of its group (0: a further operand of the previous instruction).
+    n: u32,
+    data_cycles: u32,
+    /// Its page's slot in `TimeOrder::walk_owners`, its line's in `TimeOrder::fill_owners`.
+    walk_slot: u16,
+    fill_slot: u16,
+    kind: AccessKind,
+    data_level: ServedBy,
+    stage: Stage,
+    new_group: bool,
     /// Heads of the lists of references waiting for this one to complete, for its walk, for
     /// its fill; and this reference's links in the lists it waits in.
-    dep_waiters: u64,
-    walk_waiters: u64,
-    fill_waiters: u64,
-    next_dep: u64,
-    next_walk: u64,
-    next_fill: u64,
+    dep_waiters: u32,
+    walk_waiters: u32,
+    fill_waiters: u32,
+    next_dep: u32,
+    next_walk: u32,
+    next_fill: u32,
+}
+
+impl Default for Pend {
+    fn default() -> Self {
+        Pend {
+            issue: 0.0,
+            xlat_done: 0.0,
+            data_done: 0.0,
+            complete: 0.0,
+            dispatch_mem: 0.0,
+            dispatch_first: 0.0,
+            walk_owner_done: f64::NEG_INFINITY,
+            fill_owner_done: f64::NEG_INFINITY,
+            xlat_cycles: 0,
+            walk_cycles: 0,
+            n: 0,
+            data_cycles: 0,
+            walk_slot: 0,
+            fill_slot: 0,
+            kind: AccessKind::Load,
+            data_level: ServedBy::L1,
+            stage: Stage::Done,
+            new_group: true,
+            dep_waiters: NONE,
+            walk_waiters: NONE,
+            fill_waiters: NONE,
+            next_dep: NONE,
+            next_walk: NONE,
+            next_fill: NONE,
+        }
+    }
+}
+
+/// The levels a data access at `level` holds an MSHR of (0 for an L1D hit).
+#[inline(always)]
+fn miss_levels(level: ServedBy) -> usize {
+    match level {
+        ServedBy::L1 => 0,
+        ServedBy::L2 => 1,
+        ServedBy::Llc => 2,
+        ServedBy::Dram => 3,
+    }
 }
 
 /// The requests waiting for a grant under `time_order`: reference `r` asks at time `t` for a
@@ -1026,21 +1123,6 @@ impl RequestQueue {
         );
     }
 
-    /// The queue whose front is the earliest request, if any.
-    #[inline(always)]
-    fn first(&mut self) -> Option<&mut VecDeque<(i64, u64)>> {
-        match (self.walks.front(), self.data.front()) {
-            (Some(w), Some(d)) => Some(if w < d {
-                &mut self.walks
-            } else {
-                &mut self.data
-            }),
-            (Some(_), None) => Some(&mut self.walks),
-            (None, Some(_)) => Some(&mut self.data),
-            (None, None) => None,
-        }
-    }
-
     /// The earliest request's time.
     #[inline(always)]
     fn earliest(&self) -> Option<f64> {
@@ -1054,7 +1136,12 @@ impl RequestQueue {
     /// The earliest request `(t, r)`, removed.
     #[inline]
     fn pop(&mut self) -> Option<(f64, u64)> {
-        let (k, r) = self.first()?.pop_front()?;
+        let q = match (self.walks.front(), self.data.front()) {
+            (Some(w), Some(d)) if w < d => &mut self.walks,
+            (Some(_), None) => &mut self.walks,
+            _ => &mut self.data,
+        };
+        let (k, r) = q.pop_front()?;
         Some((Self::time(k), r))
     }
 }
@@ -1063,8 +1150,7 @@ impl RequestQueue {
 #[derive(Clone, Copy, Debug)]
 struct Retiring {
     kind: AccessKind,
-    first: u64,
-    n: u64,
+    n: u32,
     new_group: bool,
     dispatch_first: f64,
     issue: f64,
@@ -1090,12 +1176,19 @@ struct Retiring {
 /// Grants are therefore made in non-decreasing request time (a test checks it), except an
 /// instruction fetch's: it issues at the previous reference's dispatch (ahead of its own), and
 /// its grants are made at once (the instructions after it wait for its line), so it may ask
-/// for a time before grants already made and is then served at the earliest free unit. The window
-/// of references read but not retired is bounded by the ROB (the `pend` ring).
+/// for a time before grants already made and is then served at the earliest free unit.
+///
+/// The references read but not retired (the window) are at most `window_mask` (the ROB bounds
+/// them anyway: a reference further back is retired to make room). Their records are kept in
+/// the `pend` ring, which starts small and doubles when the window outgrows it (so that the
+/// records in use stay in the host's nearest caches); a dependence reaches `window_mask`
+/// references back, to a retired reference's completion in `OooCore::done`.
 #[derive(Clone, Debug)]
 struct TimeOrder {
     pend: Vec<Pend>,
+    /// `pend.len() - 1` (a power of two minus one).
     mask: u64,
+    window_mask: u64,
     queue: RequestQueue,
     /// References retired, and the instructions, loads and stores among them.
     retired: u64,
@@ -1115,43 +1208,17 @@ struct TimeOrder {
     grants_back_in_time: u64,
 }
 
+/// Records the `pend` ring starts with (it doubles as needed, up to the window).
+const PEND_START: usize = 128;
+
 impl TimeOrder {
     fn new(window: usize) -> Self {
-        let len = window.max(2).next_power_of_two();
-        let blank = Pend {
-            r: CoreRef {
-                kind: AccessKind::Load,
-                vpn: 0,
-                line: 0,
-                instrs: 0,
-                dep: 0,
-                xlat_cycles: 0,
-                walk_cycles: 0,
-                data_cycles: 0,
-                data_level: ServedBy::L1,
-            },
-            new_group: true,
-            first: 0,
-            n: 0,
-            dispatch_first: 0.0,
-            dispatch_mem: 0.0,
-            issue: 0.0,
-            xlat_done: 0.0,
-            data_done: 0.0,
-            complete: 0.0,
-            stage: Stage::Done,
-            walk_owner_done: f64::NEG_INFINITY,
-            fill_owner_done: f64::NEG_INFINITY,
-            dep_waiters: NONE,
-            walk_waiters: NONE,
-            fill_waiters: NONE,
-            next_dep: NONE,
-            next_walk: NONE,
-            next_fill: NONE,
-        };
+        let window = window.max(2).next_power_of_two();
+        let len = window.min(PEND_START);
         TimeOrder {
-            pend: vec![blank; len],
+            pend: vec![Pend::default(); len],
             mask: len as u64 - 1,
+            window_mask: window as u64 - 1,
             queue: RequestQueue::with_capacity(len),
             retired: 0,
             retired_instrs: 0,
@@ -1170,15 +1237,48 @@ impl TimeOrder {
         &mut self.pend[(i & self.mask) as usize]
     }
 
+    /// The reference number whose low 32 bits are `link`: every reference linked is in
+    /// flight, at most `window_mask` (far below 2^31) past the oldest not retired.
+    #[inline(always)]
+    fn full(&self, link: u32) -> u64 {
+        self.retired + link.wrapping_sub(self.retired as u32) as u64
+    }
+
+    /// Double the `pend` ring, keeping the records of references `retired..read`.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, read: u64) {
+        let len = self.pend.len() * 2;
+        let mask = len as u64 - 1;
+        let mut pend = vec![Pend::default(); len];
+        for i in self.retired..read {
+            pend[(i & mask) as usize] = self.pend[(i & self.mask) as usize];
+        }
+        self.pend = pend;
+        self.mask = mask;
+    }
+
+    /// When reference `d` (at most `window_mask` before the one being read) completes; NaN
+    /// while not known. `done` is `OooCore::done` (retired references' completions).
+    #[inline(always)]
+    fn completion(&mut self, d: u64, done: &Ring<f64>) -> f64 {
+        if d >= self.retired {
+            self.p(d).complete
+        } else {
+            done.get(d)
+        }
+    }
+
     /// Carry on the waiters of `e`'s completion (its `complete` is set).
     fn wake_dep(&mut self, e: u64) {
         let done = self.p(e).complete;
         let mut w = std::mem::replace(&mut self.p(e).dep_waiters, NONE);
         while w != NONE {
-            let p = self.p(w);
+            let full = self.full(w);
+            let p = self.p(full);
             p.issue = fmax(p.issue, done);
             let next = std::mem::replace(&mut p.next_dep, NONE);
-            self.work.push(w);
+            self.work.push(full);
             w = next;
         }
     }
@@ -1197,7 +1297,8 @@ impl TimeOrder {
         };
         let mut w = std::mem::replace(head, NONE);
         while w != NONE {
-            let p = self.p(w);
+            let full = self.full(w);
+            let p = self.p(full);
             let next = if walk {
                 p.walk_owner_done = done;
                 std::mem::replace(&mut p.next_walk, NONE)
@@ -1211,7 +1312,7 @@ impl TimeOrder {
                 Stage::FillOwner
             };
             if p.stage == parked {
-                self.work.push(w);
+                self.work.push(full);
             }
             w = next;
         }
@@ -1222,9 +1323,12 @@ impl OooCore {
     /// `time_order`: read reference `r` (in program order): dispatch it, queue what it requests.
     fn front_in_time_order(&mut self, t: &mut TimeOrder, r: &CoreRef) {
         let idx = self.refs;
-        // Keep the window within the ring (the ROB bounds it anyway).
-        while idx - t.retired >= t.mask {
+        // Keep the window within `window_mask` (the ROB bounds it anyway), and within the ring.
+        while idx - t.retired >= t.window_mask {
             self.retire_one_in_time_order(t);
+        }
+        while idx - t.retired >= t.mask {
+            t.grow(idx);
         }
         let n = r.instrs as u64;
         let is_mem = r.kind != AccessKind::IFetch;
@@ -1291,45 +1395,52 @@ impl OooCore {
         // later; granting early only keeps the queue short and lets a reference whose request
         // comes at its dispatch be granted as soon as it is read.
         self.grant_until(t, issue);
+        let n = n as u32;
         if is_mem && r.walk_cycles == 0 {
             while t.retired < idx && t.p(t.retired).stage == Stage::Done {
                 self.retire_one_in_time_order(t);
             }
-            if self.settle_at_once(t, r, idx, new_group, first, n, dispatch_first, dispatch_mem) {
+            if self.settle_at_once(t, r, idx, new_group, n, dispatch_first, dispatch_mem) {
+                self.instrs = first + n as u64;
                 return;
             }
         }
-        {
-            let p = t.p(idx);
-            p.r = *r;
-            p.new_group = new_group;
-            p.first = first;
-            p.n = n;
-            p.dispatch_first = dispatch_first;
-            p.dispatch_mem = dispatch_mem;
-            p.issue = issue;
-            p.xlat_done = f64::NAN;
-            p.data_done = f64::NAN;
-            p.complete = f64::NAN;
-            p.stage = Stage::Dep;
-            p.walk_owner_done = f64::NEG_INFINITY;
-            p.fill_owner_done = f64::NEG_INFINITY;
-            p.dep_waiters = NONE;
-            p.walk_waiters = NONE;
-            p.fill_waiters = NONE;
-            p.next_dep = NONE;
-            p.next_walk = NONE;
-            p.next_fill = NONE;
-        }
+        let ws = InFlight::slot(r.vpn);
+        let fs = InFlight::slot(r.line);
+        *t.p(idx) = Pend {
+            issue,
+            xlat_done: f64::NAN,
+            data_done: f64::NAN,
+            complete: f64::NAN,
+            dispatch_mem,
+            dispatch_first,
+            walk_owner_done: f64::NEG_INFINITY,
+            fill_owner_done: f64::NEG_INFINITY,
+            xlat_cycles: r.xlat_cycles,
+            walk_cycles: r.walk_cycles,
+            n,
+            data_cycles: r.data_cycles,
+            walk_slot: ws as u16,
+            fill_slot: fs as u16,
+            kind: r.kind,
+            data_level: r.data_level,
+            stage: Stage::Dep,
+            new_group,
+            dep_waiters: NONE,
+            walk_waiters: NONE,
+            fill_waiters: NONE,
+            next_dep: NONE,
+            next_walk: NONE,
+            next_fill: NONE,
+        };
         // The walk and the fill in flight this reference merges with are the latest ones
         // before it in program order, as under the other schemes.
-        let ws = InFlight::slot(r.vpn);
         if r.walk_cycles > 0 {
             t.walk_owners[ws] = (r.vpn, idx, f64::NAN);
         } else if t.walk_owners[ws].0 == r.vpn {
             let (_, e, done) = t.walk_owners[ws];
             if done.is_nan() {
-                let head = std::mem::replace(&mut t.p(e).walk_waiters, idx);
+                let head = std::mem::replace(&mut t.p(e).walk_waiters, idx as u32);
                 let p = t.p(idx);
                 p.next_walk = head;
                 p.walk_owner_done = f64::NAN;
@@ -1337,13 +1448,12 @@ impl OooCore {
                 t.p(idx).walk_owner_done = done;
             }
         }
-        let fs = InFlight::slot(r.line);
         if r.data_level != ServedBy::L1 {
             t.fill_owners[fs] = (r.line, idx, f64::NAN);
         } else if t.fill_owners[fs].0 == r.line {
             let (_, e, done) = t.fill_owners[fs];
             if done.is_nan() {
-                let head = std::mem::replace(&mut t.p(e).fill_waiters, idx);
+                let head = std::mem::replace(&mut t.p(e).fill_waiters, idx as u32);
                 let p = t.p(idx);
                 p.next_fill = head;
                 p.fill_owner_done = f64::NAN;
@@ -1351,7 +1461,7 @@ impl OooCore {
                 t.p(idx).fill_owner_done = done;
             }
         }
-        self.instrs = first + n;
+        self.instrs = first + n as u64;
         self.last_dispatch = dispatch_mem;
         self.refs += 1;
         match r.kind {
@@ -1360,11 +1470,11 @@ impl OooCore {
             AccessKind::IFetch => {}
         }
         let mut parked = false;
-        if r.dep > 0 && (r.dep as u64) <= t.mask {
+        if r.dep > 0 && (r.dep as u64) <= t.window_mask {
             let d = idx - r.dep as u64;
-            let done = t.p(d).complete;
+            let done = t.completion(d, &self.done);
             if done.is_nan() {
-                let head = std::mem::replace(&mut t.p(d).dep_waiters, idx);
+                let head = std::mem::replace(&mut t.p(d).dep_waiters, idx as u32);
                 t.p(idx).next_dep = head;
                 parked = true;
             } else {
@@ -1396,7 +1506,8 @@ impl OooCore {
     /// than its dispatch (an L1D hit, or a miss requested at its dispatch, which no request can
     /// precede any more, see the caller), the general path would settle it at once (and
     /// retire it if every reference before it has retired): do the same without the work list
-    /// and the queue, and return true. Otherwise change nothing and return false.
+    /// and the queue, and return true (the caller counts its instructions). Otherwise change
+    /// nothing and return false.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn settle_at_once(
@@ -1405,8 +1516,7 @@ impl OooCore {
         r: &CoreRef,
         idx: u64,
         new_group: bool,
-        first: u64,
-        n: u64,
+        n: u32,
         dispatch_first: f64,
         dispatch_mem: f64,
     ) -> bool {
@@ -1421,8 +1531,8 @@ impl OooCore {
             (line, _, done) if !miss && line == r.line => done,
             _ => f64::NEG_INFINITY,
         };
-        let dep_done = if r.dep > 0 && (r.dep as u64) <= t.mask {
-            t.p(idx - r.dep as u64).complete
+        let dep_done = if r.dep > 0 && (r.dep as u64) <= t.window_mask {
+            t.completion(idx - r.dep as u64, &self.done)
         } else {
             f64::NEG_INFINITY
         };
@@ -1441,7 +1551,6 @@ impl OooCore {
             return false;
         }
         self.c.walk_merges += walk_merge as u64;
-        self.instrs = first + n;
         self.last_dispatch = dispatch_mem;
         self.refs += 1;
         match r.kind {
@@ -1454,7 +1563,7 @@ impl OooCore {
                 t.grants_back_in_time += 1;
             }
             t.last_grant = fmax(t.last_grant, xlat_done);
-            self.grant_data(t, xlat_done, idx, r)
+            self.grant_data(t, xlat_done, idx, r.data_level, r.data_cycles, fs)
         } else {
             let own = xlat_done + r.data_cycles as f64;
             if fill_owner_done > own {
@@ -1468,42 +1577,41 @@ impl OooCore {
             AccessKind::Store => fmax(xlat_done, dispatch_mem + 1.0),
             _ => fmax(data_done, dispatch_mem + 1.0),
         };
+        let x = Retiring {
+            kind: r.kind,
+            n,
+            new_group,
+            dispatch_first,
+            issue,
+            xlat_done,
+            data_done,
+            complete,
+        };
         if t.retired == idx {
-            // Later references read their dependence's completion from the pending ring.
-            let p = t.p(idx);
-            p.complete = complete;
-            p.stage = Stage::Done;
-            self.retire_record(
-                t,
-                &Retiring {
-                    kind: r.kind,
-                    first,
-                    n,
-                    new_group,
-                    dispatch_first,
-                    issue,
-                    xlat_done,
-                    data_done,
-                    complete,
-                },
-            );
+            // Later references read its completion from `done`, where retiring puts it.
+            self.retire_record(t, &x);
         } else {
             // Retired later, in order, from the pending record; nothing waits on it (its
             // completion and its fill are known), so its waiter lists stay empty.
             *t.p(idx) = Pend {
-                r: *r,
-                new_group,
-                first,
-                n,
-                dispatch_first,
-                dispatch_mem,
                 issue,
                 xlat_done,
                 data_done,
                 complete,
-                stage: Stage::Done,
+                dispatch_mem,
+                dispatch_first,
                 walk_owner_done,
                 fill_owner_done,
+                xlat_cycles: r.xlat_cycles,
+                walk_cycles: 0,
+                n,
+                data_cycles: r.data_cycles,
+                walk_slot: ws as u16,
+                fill_slot: fs as u16,
+                kind: r.kind,
+                data_level: r.data_level,
+                stage: Stage::Done,
+                new_group,
                 dep_waiters: NONE,
                 walk_waiters: NONE,
                 fill_waiters: NONE,
@@ -1523,12 +1631,12 @@ impl OooCore {
             let p = t.p(i);
             match p.stage {
                 Stage::Dep => {
-                    if p.r.walk_cycles > 0 {
+                    if p.walk_cycles > 0 {
                         p.stage = Stage::Walk;
-                        let request = p.issue + (p.r.xlat_cycles - p.r.walk_cycles) as f64;
+                        let request = p.issue + (p.xlat_cycles - p.walk_cycles) as f64;
                         t.queue.push(request, i, true);
                     } else {
-                        p.xlat_done = p.issue + p.r.xlat_cycles as f64;
+                        p.xlat_done = p.issue + p.xlat_cycles as f64;
                         if p.walk_owner_done.is_nan() {
                             p.stage = Stage::WalkOwner;
                         } else {
@@ -1549,19 +1657,19 @@ impl OooCore {
     /// (if any), then request its data.
     fn translated(&mut self, t: &mut TimeOrder, i: u64) {
         let p = t.p(i);
-        if p.r.walk_cycles == 0 && p.walk_owner_done > p.xlat_done {
+        if p.walk_cycles == 0 && p.walk_owner_done > p.xlat_done {
             p.xlat_done = p.walk_owner_done;
             self.c.walk_merges += 1;
         }
         let xlat_done = p.xlat_done;
-        if p.r.kind == AccessKind::Store {
+        if p.kind == AccessKind::Store {
             // A store completes when translated.
             p.complete = fmax(xlat_done, p.dispatch_mem + 1.0);
             t.wake_dep(i);
         }
         let p = t.p(i);
-        if p.r.data_level == ServedBy::L1 {
-            p.data_done = xlat_done + p.r.data_cycles as f64;
+        if p.data_level == ServedBy::L1 {
+            p.data_done = xlat_done + p.data_cycles as f64;
             if p.fill_owner_done.is_nan() {
                 p.stage = Stage::FillOwner;
             } else {
@@ -1576,13 +1684,13 @@ impl OooCore {
     /// Reference `i`'s data time is known (for an L1D hit, before merging with a fill).
     fn data_known(&mut self, t: &mut TimeOrder, i: u64) {
         let p = t.p(i);
-        if p.r.data_level == ServedBy::L1 && p.fill_owner_done > p.data_done {
+        if p.data_level == ServedBy::L1 && p.fill_owner_done > p.data_done {
             p.data_done = p.fill_owner_done;
             self.c.line_merges += 1;
         }
         p.stage = Stage::Done;
-        if p.r.kind != AccessKind::Store {
-            let own = match p.r.kind {
+        if p.kind != AccessKind::Store {
+            let own = match p.kind {
                 AccessKind::Load => p.data_done,
                 _ => p.dispatch_mem + 1.0,
             };
@@ -1605,17 +1713,19 @@ impl OooCore {
             unreachable!("time_order: a reference waits but nothing is requested");
         };
         let p = t.p(i);
-        let (r, stage) = (p.r, p.stage);
+        let (kind, stage, walk_cycles, ws) = (p.kind, p.stage, p.walk_cycles, p.walk_slot);
+        let (level, data_cycles, fs) = (p.data_level, p.data_cycles, p.fill_slot);
         // An instruction fetch issues at the previous reference's dispatch, ahead of its own,
         // so it alone may ask for a time before grants already made (see `TimeOrder`).
-        if r.kind != AccessKind::IFetch {
+        if kind != AccessKind::IFetch {
             if request < t.last_grant {
                 t.grants_back_in_time += 1;
             }
             t.last_grant = fmax(t.last_grant, request);
         }
         if stage == Stage::Walk {
-            let len = r.walk_cycles as f64;
+            let ws = ws as usize;
+            let len = walk_cycles as f64;
             let Pool::Earliest(units) = &mut self.walkers else {
                 unreachable!("time_order pools are first come, first served");
             };
@@ -1626,15 +1736,15 @@ impl OooCore {
             self.c.walk_busy_cycles += len;
             self.c.walks += 1;
             t.p(i).xlat_done = done;
-            let ws = InFlight::slot(r.vpn);
-            if t.walk_owners[ws].0 == r.vpn && t.walk_owners[ws].1 == i {
+            // The slot still names `i` unless a later walk of a page there took it over.
+            if t.walk_owners[ws].1 == i {
                 t.walk_owners[ws].2 = done;
             }
             t.wake_owner(i, true);
             self.translated(t, i);
         } else {
             debug_assert_eq!(stage, Stage::Data);
-            let done = self.grant_data(t, request, i, &r);
+            let done = self.grant_data(t, request, i, level, data_cycles, fs as usize);
             t.p(i).data_done = done;
             t.wake_owner(i, false);
             self.data_known(t, i);
@@ -1642,24 +1752,27 @@ impl OooCore {
         self.carry_on(t);
     }
 
-    /// Grant reference `i`'s data miss `r` requested at `request`: one MSHR of every level it
+    /// Grant reference `i`'s data miss (served at `level` in `data_cycles`, its line in slot
+    /// `fill_slot` of the fill owners) requested at `request`: one MSHR of every level it
     /// passes, from the earliest time all are free; returns when the fill completes.
     #[inline]
-    fn grant_data(&mut self, t: &mut TimeOrder, request: f64, i: u64, r: &CoreRef) -> f64 {
-        let levels = match r.data_level {
-            ServedBy::L1 => 0,
-            ServedBy::L2 => 1,
-            ServedBy::Llc => 2,
-            ServedBy::Dram => 3,
-        };
-        let len = r.data_cycles as f64;
-        let start = self.grant_mshrs_earliest(levels, request, len);
+    fn grant_data(
+        &mut self,
+        t: &mut TimeOrder,
+        request: f64,
+        i: u64,
+        level: ServedBy,
+        data_cycles: u32,
+        fill_slot: usize,
+    ) -> f64 {
+        let len = data_cycles as f64;
+        let start = self.grant_mshrs_earliest(miss_levels(level), request, len);
         let done = start + len;
         self.c.mshr_wait_cycles += start - request;
-        self.c.miss_busy_cycles += r.data_cycles as f64 - self.l1d_hit_cycles;
-        let fs = InFlight::slot(r.line);
-        if t.fill_owners[fs].0 == r.line && t.fill_owners[fs].1 == i {
-            t.fill_owners[fs].2 = done;
+        self.c.miss_busy_cycles += len - self.l1d_hit_cycles;
+        // The slot still names `i` unless a later miss on a line there took it over.
+        if t.fill_owners[fill_slot].1 == i {
+            t.fill_owners[fill_slot].2 = done;
         }
         done
     }
@@ -1685,19 +1798,18 @@ impl OooCore {
                 // retirement), not by retiring past the references read (which never ended).
                 break;
             }
-            let retired_instrs = t.retired_instrs;
+            let first = t.retired_instrs;
             let p = t.p(t.retired);
-            debug_assert_eq!(p.first, retired_instrs);
-            if k + 1 < p.first + p.n {
+            if k + 1 < first + p.n as u64 {
                 // Every reference before this group has retired: `last_retire` is final.
                 let g = Group {
-                    first: p.first,
-                    n: p.n,
+                    first,
+                    n: p.n as u64,
                     retire_before: self.last_retire,
                     dispatch_first: p.dispatch_first,
                     retire_last: 0.0,
                 };
-                return self.nonmem_retire(&g, k - p.first);
+                return self.nonmem_retire(&g, k - first);
             }
             self.retire_one_in_time_order(t);
         }
@@ -1723,8 +1835,7 @@ impl OooCore {
         }
         let p = t.p(idx);
         let done = Retiring {
-            kind: p.r.kind,
-            first: p.first,
+            kind: p.kind,
             n: p.n,
             new_group: p.new_group,
             dispatch_first: p.dispatch_first,
@@ -1742,7 +1853,6 @@ impl OooCore {
         let idx = t.retired;
         let Retiring {
             kind,
-            first,
             n,
             new_group,
             dispatch_first,
@@ -1751,6 +1861,9 @@ impl OooCore {
             data_done,
             complete,
         } = *x;
+        let n = n as u64;
+        // A new group starts at the first instruction not retired.
+        let first = t.retired_instrs;
         let is_mem = kind != AccessKind::IFetch;
         let retire_before = self.last_retire;
         let head_at = if new_group {
@@ -1820,18 +1933,19 @@ impl OooCore {
     /// The core with every reference read so far retired: under `time_order` the last
     /// references' grants wait until a later reference or the end of the run needs them.
     pub fn settled(&self) -> Cow<'_, OooCore> {
-        match &self.tord {
-            Some(t) if t.retired < self.refs => {
-                let mut c = self.clone();
-                let mut t = c.tord.take().expect("time order state");
-                while t.retired < c.refs {
-                    c.retire_one_in_time_order(&mut t);
-                }
-                c.tord = Some(t);
-                Cow::Owned(c)
-            }
-            _ => Cow::Borrowed(self),
+        let unretired = self.tord.as_ref().is_some_and(|t| t.retired < self.refs);
+        if self.batch.is_empty() && !unretired {
+            return Cow::Borrowed(self);
         }
+        let mut c = self.clone();
+        c.account_batch();
+        if let Some(mut t) = c.tord.take() {
+            while t.retired < c.refs {
+                c.retire_one_in_time_order(&mut t);
+            }
+            c.tord = Some(t);
+        }
+        Cow::Owned(c)
     }
 }
 
@@ -1888,11 +2002,13 @@ mod tests {
         r
     }
 
+    /// The core after `refs`, every one accounted (not settled: see `run_settled`).
     fn run(cfg: &CoreConfig, refs: &[CoreRef]) -> OooCore {
         let mut c = core(cfg);
         for r in refs {
             c.reference(r).unwrap();
         }
+        c.account_batch();
         c
     }
 
