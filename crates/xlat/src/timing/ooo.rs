@@ -1795,11 +1795,22 @@ impl OooCore {
     /// bounds, and a reference dispatched then would request a walker or an MSHR before grants
     /// already made (the defect the property test
     /// `time_order_grants_follow_request_time_and_keep_program_facts` found).
+    #[inline(always)]
     fn retired_at_in_time_order(&mut self, t: &mut TimeOrder, k: i64) -> f64 {
         if k < 0 {
             return 0.0;
         }
-        let k = k as u64;
+        // The common case: `k` retired, and not as the last instruction of the newest group
+        // retired (whose further operands may still be to retire): nothing to retire.
+        if (k as u64) + 1 < t.retired_instrs {
+            return self.retired_at(k);
+        }
+        self.retire_until_instruction(t, k as u64)
+    }
+
+    /// [`OooCore::retired_at_in_time_order`] for an instruction `k` not surely retired yet.
+    #[inline(never)]
+    fn retire_until_instruction(&mut self, t: &mut TimeOrder, k: u64) -> f64 {
         while k >= t.retired_instrs {
             if t.retired == self.refs {
                 // `k` is in the group being read (one longer than the ROB), after every
