@@ -1024,26 +1024,61 @@ struct Pend {
 }
 
 impl Default for Pend {
+    /// A slot never used: a done reference with no waiters.
     fn default() -> Self {
+        let none = CoreRef {
+            kind: AccessKind::Load,
+            vpn: 0,
+            line: 0,
+            instrs: 0,
+            dep: 0,
+            xlat_cycles: 0,
+            walk_cycles: 0,
+            data_cycles: 0,
+            data_level: ServedBy::L1,
+        };
         Pend {
-            issue: 0.0,
             xlat_done: 0.0,
             data_done: 0.0,
             complete: 0.0,
-            dispatch_mem: 0.0,
-            dispatch_first: 0.0,
+            stage: Stage::Done,
+            ..Pend::read(&none, 0, true, 0.0, 0.0, 0.0)
+        }
+    }
+}
+
+impl Pend {
+    /// The record of reference `r` as it is read: dispatched (its group of `n` instructions
+    /// from `dispatch_first`, the reference at `dispatch_mem`), issuing at `issue`, nothing
+    /// known yet (times NaN, stage `Dep`), waiting in no list.
+    #[inline(always)]
+    fn read(
+        r: &CoreRef,
+        n: u32,
+        new_group: bool,
+        dispatch_first: f64,
+        dispatch_mem: f64,
+        issue: f64,
+    ) -> Pend {
+        Pend {
+            issue,
+            xlat_done: f64::NAN,
+            data_done: f64::NAN,
+            complete: f64::NAN,
+            dispatch_mem,
+            dispatch_first,
             walk_owner_done: f64::NEG_INFINITY,
             fill_owner_done: f64::NEG_INFINITY,
-            xlat_cycles: 0,
-            walk_cycles: 0,
-            n: 0,
-            data_cycles: 0,
-            walk_slot: 0,
-            fill_slot: 0,
-            kind: AccessKind::Load,
-            data_level: ServedBy::L1,
-            stage: Stage::Done,
-            new_group: true,
+            xlat_cycles: r.xlat_cycles,
+            walk_cycles: r.walk_cycles,
+            n,
+            data_cycles: r.data_cycles,
+            walk_slot: InFlight::slot(r.vpn) as u16,
+            fill_slot: InFlight::slot(r.line) as u16,
+            kind: r.kind,
+            data_level: r.data_level,
+            stage: Stage::Dep,
+            new_group,
             dep_waiters: NONE,
             walk_waiters: NONE,
             fill_waiters: NONE,
@@ -1416,32 +1451,7 @@ impl OooCore {
         }
         let ws = InFlight::slot(r.vpn);
         let fs = InFlight::slot(r.line);
-        *t.p(idx) = Pend {
-            issue,
-            xlat_done: f64::NAN,
-            data_done: f64::NAN,
-            complete: f64::NAN,
-            dispatch_mem,
-            dispatch_first,
-            walk_owner_done: f64::NEG_INFINITY,
-            fill_owner_done: f64::NEG_INFINITY,
-            xlat_cycles: r.xlat_cycles,
-            walk_cycles: r.walk_cycles,
-            n,
-            data_cycles: r.data_cycles,
-            walk_slot: ws as u16,
-            fill_slot: fs as u16,
-            kind: r.kind,
-            data_level: r.data_level,
-            stage: Stage::Dep,
-            new_group,
-            dep_waiters: NONE,
-            walk_waiters: NONE,
-            fill_waiters: NONE,
-            next_dep: NONE,
-            next_walk: NONE,
-            next_fill: NONE,
-        };
+        *t.p(idx) = Pend::read(r, n, new_group, dispatch_first, dispatch_mem, issue);
         // The walk and the fill in flight this reference merges with are the latest ones
         // before it in program order, as under the other schemes.
         if r.walk_cycles > 0 {
@@ -1603,30 +1613,13 @@ impl OooCore {
             // Retired later, in order, from the pending record; nothing waits on it (its
             // completion and its fill are known), so its waiter lists stay empty.
             *t.p(idx) = Pend {
-                issue,
                 xlat_done,
                 data_done,
                 complete,
-                dispatch_mem,
-                dispatch_first,
                 walk_owner_done,
                 fill_owner_done,
-                xlat_cycles: r.xlat_cycles,
-                walk_cycles: 0,
-                n,
-                data_cycles: r.data_cycles,
-                walk_slot: ws as u16,
-                fill_slot: fs as u16,
-                kind: r.kind,
-                data_level: r.data_level,
                 stage: Stage::Done,
-                new_group,
-                dep_waiters: NONE,
-                walk_waiters: NONE,
-                fill_waiters: NONE,
-                next_dep: NONE,
-                next_walk: NONE,
-                next_fill: NONE,
+                ..Pend::read(r, n, new_group, dispatch_first, dispatch_mem, issue)
             };
         }
         true
