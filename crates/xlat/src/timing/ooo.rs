@@ -223,20 +223,6 @@ pub struct CoreRef {
     pub data_level: ServedBy,
 }
 
-/// One run of instructions ending at a reference, kept while any of it may be in the ROB (to
-/// answer "when did instruction `k` retire?").
-#[derive(Clone, Copy, Debug, Default)]
-struct Group {
-    first: u64,
-    n: u64,
-    /// Retire time of the instruction before the group.
-    retire_before: f64,
-    /// Dispatch time of the group's first instruction.
-    dispatch_first: f64,
-    /// Retire time of the group's last instruction.
-    retire_last: f64,
-}
-
 /// A fixed ring of the last `len` (a power of two) values, indexed by a running counter.
 #[derive(Clone, Debug)]
 struct Ring<T> {
@@ -485,10 +471,12 @@ pub struct OooCore {
     last_drain: f64,
     /// The instruction front end is stalled until then (an instruction fetch's miss).
     fetch_ready: f64,
-    groups: Ring<Group>,
-    /// Index of the oldest group that may still be queried, and one past the newest.
-    group_head: u64,
-    group_tail: u64,
+    /// Retirement time of each of the last instructions whose retirement is known (at least
+    /// `core.rob_entries + 1` of them: a ROB check asks for an instruction at most that far
+    /// back), to answer "when did instruction `k` retire?" with one read.
+    retire_times: Ring<f64>,
+    /// Instructions whose retirement time is recorded (in `retire_times`), all before this one.
+    recorded: u64,
     /// Completion time of the last references (dependence targets).
     done: Ring<f64>,
     lq: Ring<f64>,
@@ -544,9 +532,8 @@ impl OooCore {
             last_retire: 0.0,
             last_drain: 0.0,
             fetch_ready: 0.0,
-            groups: Ring::new(cfg.rob_entries as usize + 2),
-            group_head: 0,
-            group_tail: 0,
+            retire_times: Ring::new(cfg.rob_entries as usize + 1),
+            recorded: 0,
             // A dependence further back than the references the ROB can hold is on a retired
             // (complete) reference. An instruction makes at most REFS_PER_INSTRUCTION
             // references (ChampSim records: 4 loads and 2 stores).
@@ -634,35 +621,52 @@ impl OooCore {
         start
     }
 
-    /// When instruction `k` retired (or will); 0 for instructions before the start.
-    #[inline]
-    fn retired_at(&mut self, k: i64) -> f64 {
+    /// When instruction `k` retired (or will); 0 for instructions before the start, the last
+    /// retirement for an instruction not recorded yet (one of the group being dispatched).
+    #[inline(always)]
+    fn retired_at(&self, k: i64) -> f64 {
         if k < 0 {
-            return 0.0;
+            0.0
+        } else if (k as u64) < self.recorded {
+            self.retire_times.get(k as u64)
+        } else {
+            self.last_retire
         }
-        let k = k as u64;
-        while self.group_head < self.group_tail {
-            let g = self.groups.get(self.group_head);
-            if g.first + g.n > k {
-                let j = k - g.first;
-                return if j + 1 == g.n {
-                    g.retire_last
-                } else {
-                    self.nonmem_retire(&g, j)
-                };
-            }
-            self.group_head += 1;
-        }
-        self.last_retire
     }
 
-    /// Retire time of non-memory instruction `j` of group `g`.
+    /// Retire time of non-memory instruction `j` of a group dispatched from `dispatch_first`
+    /// whose previous instruction retired at `retire_before`: in order after it at the retire
+    /// width, and not before it completed (one cycle after its dispatch at the dispatch width).
     #[inline(always)]
-    fn nonmem_retire(&self, g: &Group, j: u64) -> f64 {
+    fn nonmem_retire(&self, retire_before: f64, dispatch_first: f64, j: u64) -> f64 {
+        // `i64`, not `u64`, to `f64`: one instruction below AVX-512 (the value is the same).
         fmax(
-            g.retire_before + (j + 1) as f64 * self.inv_retire,
-            g.dispatch_first + 1.0 + j as f64 * self.nonmem_step,
+            retire_before + (j + 1) as i64 as f64 * self.inv_retire,
+            dispatch_first + 1.0 + j as i64 as f64 * self.nonmem_step,
         )
+    }
+
+    /// Record the retirement of a group of `n` (>= 1) instructions from `first` (the next one
+    /// not recorded): its non-memory instructions as [`OooCore::nonmem_retire`] says, its last
+    /// (the memory instruction) at `retire`. Only the ring's length of them can still be asked
+    /// for.
+    #[inline(always)]
+    fn record_group(
+        &mut self,
+        first: u64,
+        n: u64,
+        retire_before: f64,
+        dispatch_first: f64,
+        retire: f64,
+    ) {
+        debug_assert_eq!(first, self.recorded);
+        let len = self.retire_times.len();
+        for j in (n - 1).saturating_sub(len)..n - 1 {
+            let x = self.nonmem_retire(retire_before, dispatch_first, j);
+            self.retire_times.set(first + j, x);
+        }
+        self.retire_times.set(first + n - 1, retire);
+        self.recorded = first + n;
     }
 
     /// Take one reference (in program order); it is accounted with the next batch (see
@@ -709,7 +713,7 @@ impl OooCore {
         let n = r.instrs as u64;
         let is_mem = r.kind != AccessKind::IFetch;
         // Dispatch of the instructions up to this reference.
-        let new_group = n > 0 || self.group_head == self.group_tail || !is_mem;
+        let new_group = n > 0 || self.refs == 0 || !is_mem;
         let n = if new_group { n.max(1) } else { 0 };
         let (first, dispatch_first, mut dispatch_mem) = if new_group {
             let first = self.instrs;
@@ -837,15 +841,8 @@ impl OooCore {
         // Retirement, in order.
         let retire_before = self.last_retire;
         let head_at = if new_group {
-            let g = Group {
-                first,
-                n,
-                retire_before,
-                dispatch_first,
-                retire_last: 0.0,
-            };
             let prefix_last = if n > 1 {
-                self.nonmem_retire(&g, n - 2)
+                self.nonmem_retire(retire_before, dispatch_first, n - 2)
             } else {
                 retire_before
             };
@@ -863,24 +860,10 @@ impl OooCore {
             }
         }
         if new_group {
-            self.groups.set(
-                self.group_tail,
-                Group {
-                    first,
-                    n,
-                    retire_before,
-                    dispatch_first,
-                    retire_last: retire,
-                },
-            );
-            self.group_tail += 1;
-            if self.group_tail - self.group_head > self.groups.len() {
-                self.group_head = self.group_tail - self.groups.len();
-            }
+            self.record_group(first, n, retire_before, dispatch_first, retire);
         } else {
-            let mut g = self.groups.get(self.group_tail - 1);
-            g.retire_last = retire;
-            self.groups.set(self.group_tail - 1, g);
+            // A further operand: the instruction retires with it.
+            self.retire_times.set(self.recorded - 1, retire);
         }
         self.instrs = first + n;
         self.last_dispatch = dispatch_mem;
@@ -1815,14 +1798,8 @@ impl OooCore {
             let p = t.p(t.retired);
             if k + 1 < first + p.n as u64 {
                 // Every reference before this group has retired: `last_retire` is final.
-                let g = Group {
-                    first,
-                    n: p.n as u64,
-                    retire_before: self.last_retire,
-                    dispatch_first: p.dispatch_first,
-                    retire_last: 0.0,
-                };
-                return self.nonmem_retire(&g, k - first);
+                let dispatch_first = p.dispatch_first;
+                return self.nonmem_retire(self.last_retire, dispatch_first, k - first);
             }
             self.retire_one_in_time_order(t);
         }
@@ -1880,15 +1857,8 @@ impl OooCore {
         let is_mem = kind != AccessKind::IFetch;
         let retire_before = self.last_retire;
         let head_at = if new_group {
-            let g = Group {
-                first,
-                n,
-                retire_before,
-                dispatch_first,
-                retire_last: 0.0,
-            };
             let prefix_last = if n > 1 {
-                self.nonmem_retire(&g, n - 2)
+                self.nonmem_retire(retire_before, dispatch_first, n - 2)
             } else {
                 retire_before
             };
@@ -1905,25 +1875,11 @@ impl OooCore {
             }
         }
         if new_group {
-            self.groups.set(
-                self.group_tail,
-                Group {
-                    first,
-                    n,
-                    retire_before,
-                    dispatch_first,
-                    retire_last: retire,
-                },
-            );
-            self.group_tail += 1;
-            if self.group_tail - self.group_head > self.groups.len() {
-                self.group_head = self.group_tail - self.groups.len();
-            }
+            self.record_group(first, n, retire_before, dispatch_first, retire);
             t.retired_instrs = first + n;
-        } else if self.group_tail > 0 {
-            let mut g = self.groups.get(self.group_tail - 1);
-            g.retire_last = retire;
-            self.groups.set(self.group_tail - 1, g);
+        } else if self.recorded > 0 {
+            // A further operand: the instruction retires with it.
+            self.retire_times.set(self.recorded - 1, retire);
         }
         self.last_retire = retire;
         match kind {
