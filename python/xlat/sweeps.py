@@ -448,15 +448,30 @@ def _now() -> str:
     return datetime.now(timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
 
 
-def execute(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Run one simulation (what a Ray task does): the record, or the error as text."""
+def execute(kwargs: dict[str, Any], timing_thread: str | None = None) -> dict[str, Any]:
+    """Run one simulation (what a Ray task does): the record, or the error as text.
+
+    ``timing_thread`` (``"on"``/``"off"``), when given, sets ``XLAT_TIMING_THREAD`` for the
+    run: whether its out-of-order core may take a CPU of its own (results do not depend on it).
+
+    >>> execute({"design": "nonexistent"}, timing_thread="off")["error"].split(":")[0]
+    'XlatError'
+    """
     from xlat.run import run
 
+    before = os.environ.get("XLAT_TIMING_THREAD")
+    if timing_thread is not None:
+        os.environ["XLAT_TIMING_THREAD"] = timing_thread
     started = _now()
     try:
         record, error = run(**kwargs), None
     except Exception as e:  # noqa: BLE001 - any failure is stored as the run's error
         record, error = None, f"{type(e).__name__}: {e}"
+    finally:
+        if before is None:
+            os.environ.pop("XLAT_TIMING_THREAD", None)
+        else:
+            os.environ["XLAT_TIMING_THREAD"] = before
     return {"record": record, "error": error, "started_at": started, "finished_at": _now()}
 
 
@@ -637,6 +652,24 @@ def _init_ray(address: str | None, workers: int | None) -> int:
     return n
 
 
+def _timing_thread(ray: Any, window: int) -> str | None:
+    """``XLAT_TIMING_THREAD`` for the runs of a sweep keeping ``window`` runs in flight:
+    ``"off"`` when the runs alone fill the CPUs (a second thread per run would only compete
+    with the other runs), else ``None`` (each run decides, see docs/timing.md, "Speed"). An
+    explicit ``XLAT_TIMING_THREAD`` in the environment is left to the runs.
+
+    >>> class Cluster:
+    ...     def cluster_resources(self):
+    ...         return {"CPU": 4.0}
+    >>> _timing_thread(Cluster(), 4), _timing_thread(Cluster(), 2)
+    ('off', None)
+    """
+    if "XLAT_TIMING_THREAD" in os.environ:
+        return None
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    return "off" if 2 * window > cpus else None
+
+
 def run_sweep(
     spec: Spec,
     db: str | Path = DEFAULT_DB,
@@ -686,6 +719,7 @@ def run_sweep(
     else:
         window = _init_ray(address, workers)
     task = ray.remote(max_retries=TASK_RETRIES)(execute)
+    threads = _timing_thread(ray, window)
     bar = SweepProgress(len(todo), progress)
     inflight: dict[Any, tuple[Run, float]] = {}
     queue = iter(todo)
@@ -703,7 +737,7 @@ def run_sweep(
                 if run is None:
                     exhausted = True
                     break
-                inflight[task.remote(run.kwargs())] = (run, time.monotonic())
+                inflight[task.remote(run.kwargs(), threads)] = (run, time.monotonic())
             if not inflight:
                 break
             ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.5)

@@ -14,6 +14,7 @@ use crate::mmu::{Mmu, TlbOutcome};
 use crate::os::{MapChange, Os, OsError};
 use crate::stats::{ratio, Stats, StatsExt};
 use crate::timing::ooo::{CoreRef, OooCore};
+use crate::timing::CoreModel;
 use crate::timing::{Timing, TimingModel};
 use crate::trace::{AccessKind, Event, EventSource, SourceError};
 use serde_json::Value;
@@ -98,8 +99,9 @@ struct Sim<D: Design> {
     design: D,
     timing: Timing,
     /// The out-of-order core when `timing.model = "ooo"`; it sees every reference with the
-    /// latencies computed here and changes nothing else.
-    core: Option<OooCore>,
+    /// latencies computed here and changes nothing else (so it may run on a thread of its own,
+    /// see [`CoreModel`]).
+    core: Option<CoreModel>,
     /// Instruction count and dependence of the reference being simulated (for `core`).
     cur_instrs: u32,
     cur_dep: u16,
@@ -134,6 +136,8 @@ struct MakeSim {
     more: Vec<Box<dyn EventSource>>,
     /// The host of a nested run (`virt.enabled`); attached to the memory system.
     nested: Option<Box<dyn crate::virt::HostTranslate>>,
+    /// Put a one-core run's out-of-order core on a thread of its own (`XLAT_TIMING_THREAD`).
+    timing_thread: bool,
 }
 
 type RunnerFactory = Box<dyn FnOnce(Os) -> Result<Box<dyn Runner>, OsError> + Send>;
@@ -146,9 +150,18 @@ impl DesignVisitor for MakeSim {
             source,
             more,
             nested,
+            timing_thread,
         } = self;
         Box::new(move |os: Os| -> Result<Box<dyn Runner>, OsError> {
-            Ok(Box::new(Sim::build(cfg, source, more, nested, design, os)?))
+            Ok(Box::new(Sim::build(
+                cfg,
+                source,
+                more,
+                nested,
+                design,
+                os,
+                timing_thread,
+            )?))
         })
     }
 }
@@ -163,6 +176,7 @@ impl<D: Design> Sim<D> {
         nested: Option<Box<dyn crate::virt::HostTranslate>>,
         mut design: D,
         mut os: Os,
+        timing_thread: bool,
     ) -> Result<Sim<D>, OsError> {
         os.set_page_sizes(design.page_sizes())?;
         os.set_va_bits(design.va_bits().unwrap_or(cfg.machine_va_bits()));
@@ -181,8 +195,14 @@ impl<D: Design> Sim<D> {
             mmu,
             mem,
             l1_oracle_native: cfg.sim.oracle && !cfg.virt.enabled,
-            core: (cfg.timing.model == TimingModel::Ooo)
-                .then(|| OooCore::new(&cfg.core, cfg.mem.l1d.latency_cycles)),
+            // Only a one-core run: a machine's scheduler reads every core's clock between turns.
+            core: (cfg.timing.model == TimingModel::Ooo).then(|| {
+                CoreModel::new(
+                    &cfg.core,
+                    cfg.mem.l1d.latency_cycles,
+                    timing_thread && machine.is_none(),
+                )
+            }),
             cur_instrs: 0,
             cur_dep: 0,
             cfg,
@@ -1027,7 +1047,7 @@ impl<D: Design> Runner for Sim<D> {
                 + self.mem.nested.as_ref().map_or(0, |h| {
                     h.os_cycles(self.cfg.timing.page_fault_cycles)
                 }),
-            self.core.as_ref(),
+            self.core.as_ref().map(CoreModel::snapshot).as_deref(),
             &mut r,
         );
         {
@@ -1063,6 +1083,10 @@ impl<D: Design> Runner for Sim<D> {
                     0.0
                 },
             );
+            s.insert(
+                "timing_thread".into(),
+                Value::from(self.core.as_ref().is_some_and(CoreModel::threaded)),
+            );
         }
         r.insert("config".into(), self.cfg.to_json());
         Value::Object(r)
@@ -1086,7 +1110,7 @@ struct CoreState {
     mmu: Mmu,
     mem: PrivateCaches,
     timing: Timing,
-    core: Option<OooCore>,
+    core: Option<CoreModel>,
     c: Counters,
 }
 
@@ -1220,7 +1244,7 @@ impl Machine {
             mem: PrivateCaches::new(&cfg.mem),
             timing: Timing::default(),
             core: (cfg.timing.model == TimingModel::Ooo)
-                .then(|| OooCore::new(&cfg.core, cfg.mem.l1d.latency_cycles)),
+                .then(|| CoreModel::new(&cfg.core, cfg.mem.l1d.latency_cycles, false)),
             c: Counters::default(),
         };
         let spare = |core| ProcState {
@@ -1766,7 +1790,7 @@ impl<D: Design> Sim<D> {
                     &self.c,
                     &self.mmu,
                     &self.timing,
-                    self.core.as_ref(),
+                    self.core.as_ref().map(CoreModel::snapshot).as_deref(),
                     self.mem.private(),
                     s.ipi_cycles,
                 )
@@ -1778,7 +1802,7 @@ impl<D: Design> Sim<D> {
                     &st.c,
                     &st.mmu,
                     &st.timing,
-                    st.core.as_ref(),
+                    st.core.as_ref().map(CoreModel::snapshot).as_deref(),
                     &st.mem,
                     s.ipi_cycles,
                 )
@@ -2066,6 +2090,7 @@ impl Simulation {
                 source,
                 more,
                 nested,
+                timing_thread: crate::timing::thread_wanted().map_err(SimError::Config)?,
             },
         )
         .map_err(|e| SimError::Os { event: 0, error: e })?;
@@ -2371,6 +2396,7 @@ mod tests {
             source,
             more: Vec::new(),
             nested: None,
+            timing_thread: false,
         }
         .visit(design)(os)
         .unwrap();
@@ -2453,6 +2479,7 @@ mod tests {
                 source,
                 more: Vec::new(),
                 nested: None,
+                timing_thread: false,
             }
             .visit(design)(os)
             .unwrap();
@@ -3018,6 +3045,7 @@ mod tests {
             None,
             design,
             os,
+            false,
         )
         .unwrap();
         while !sim.step(1000).unwrap() {}

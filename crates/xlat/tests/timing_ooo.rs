@@ -131,3 +131,36 @@ fn zero_core_parameters_are_rejected_naming_the_key() {
         .0;
     assert!(err.contains("model"), "{err}");
 }
+
+#[test]
+fn the_core_on_a_thread_of_its_own_gives_the_records_of_the_core_on_the_engines_thread() {
+    // Long enough for several hand-overs to the worker (batches of 16 384 references), and
+    // with a warm-up, whose snapshot is taken from the worker mid-run.
+    let run = |design: &str, workload: &str, warmup: bool, thread: bool| {
+        let mut cfg = config(design, workload, "ooo", 60_000);
+        if warmup {
+            cfg.sim.warmup_refs = 10_000;
+        }
+        xlat::timing::set_timing_thread(Some(thread));
+        let r = xlat::run_workload(&cfg).unwrap();
+        xlat::timing::set_timing_thread(None);
+        r
+    };
+    for (design, workload) in [("radix", "gups"), ("ecpt", "bfs"), ("utopia", "kv")] {
+        for warmup in [false, true] {
+            let there = run(design, workload, warmup, true);
+            let here = run(design, workload, warmup, false);
+            assert_eq!(there["sim"]["timing_thread"], true, "{design} {workload}");
+            assert_eq!(here["sim"]["timing_thread"], false, "{design} {workload}");
+            let strip = |mut r: Value| {
+                r.as_object_mut().unwrap().remove("sim");
+                r
+            };
+            assert_eq!(
+                strip(there),
+                strip(here),
+                "{design} on {workload}, warm-up {warmup}"
+            );
+        }
+    }
+}

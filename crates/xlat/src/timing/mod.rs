@@ -13,7 +13,10 @@
 //! and page walks) and `data_stall_cycles` every cycle of a data reference beyond an L1D hit.
 //! It is a first-order model: no pipeline, no queueing, overlap as a fixed fraction.
 
+mod model_thread;
 pub mod ooo;
+
+pub use model_thread::{set_timing_thread, thread_wanted, CoreModel, ModelThread};
 
 use crate::stats::{Stats, StatsExt};
 use serde::{Deserialize, Serialize};

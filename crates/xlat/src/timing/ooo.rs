@@ -706,17 +706,42 @@ impl OooCore {
     /// reference.
     #[inline]
     pub fn reference(&mut self, r: &CoreRef) -> Result<(), String> {
-        if r.dep as u64 > self.given {
-            return Err(format!(
-                "reference #{} depends on the reference {} before it, which is before the \
-                 start of the trace",
-                self.given, r.dep
-            ));
-        }
+        Self::check_dependence(r, self.given)?;
         self.given += 1;
         self.batch.push(*r);
         if self.batch.len() >= BATCH {
             self.account_batch();
+        }
+        Ok(())
+    }
+
+    /// Take references `refs` (in program order, after those taken so far) whose dependences
+    /// the caller has checked as [`OooCore::reference`] checks them: the same as calling
+    /// `reference` on each, without copying them into the batch first (the model's worker
+    /// thread, [`super::CoreModel`], takes them so).
+    pub fn take_refs(&mut self, refs: &[CoreRef]) {
+        self.account_batch();
+        self.given += refs.len() as u64;
+        if let Some(mut t) = self.tord.take() {
+            self.account_in_time_order(&mut t, refs);
+            self.tord = Some(t);
+        } else {
+            for r in refs {
+                self.account(r);
+            }
+        }
+    }
+
+    /// The error [`OooCore::reference`] gives for reference number `given` (0-based) whose
+    /// dependence reaches before the first reference, if it does.
+    #[inline(always)]
+    pub(crate) fn check_dependence(r: &CoreRef, given: u64) -> Result<(), String> {
+        if r.dep as u64 > given {
+            return Err(format!(
+                "reference #{given} depends on the reference {} before it, which is before the \
+                 start of the trace",
+                r.dep
+            ));
         }
         Ok(())
     }
@@ -1530,112 +1555,10 @@ impl OooCore {
         while t.retired < idx && t.p(t.retired).stage == Stage::Done {
             self.retire_one_in_time_order(t);
         }
-        // Granting may have changed the owners (a later walk or miss of their slot does not
-        // come before this reference is read, so only their completions).
-        let walk_owner_done = match t.walk_owners[ws] {
-            (vpn, _, done) if vpn == r.vpn => done,
-            _ => f64::NEG_INFINITY,
-        };
-        let fill_owner_done = match t.fill_owners[fs] {
-            (line, _, done) if !miss && line == r.line => done,
-            _ => f64::NEG_INFINITY,
-        };
-        let dep_done = if dep_far {
-            f64::NEG_INFINITY
-        } else {
-            t.completion(idx - r.dep as u64, &self.done)
-        };
-        let issue = fmax(dm, dep_done);
-        let own_xlat = issue + r.xlat_cycles as f64;
-        let walk_merge = walk_owner_done > own_xlat;
-        let xlat_done = if walk_merge {
-            walk_owner_done
-        } else {
-            own_xlat
-        };
-        if miss && xlat_done > dm {
+        if !self.settle_at_once(t, r, idx, new_group, n as u32, dispatch_first, dm) {
+            // The general path repeats the dispatch (the same values: nothing it reads has
+            // changed but retirements it does not need) and goes on from there.
             return false;
-        }
-        // Settled (as `settle_at_once`).
-        self.c.walk_merges += walk_merge as u64;
-        self.last_dispatch = dm;
-        self.refs += 1;
-        if load {
-            self.loads += 1;
-        } else {
-            self.stores += 1;
-        }
-        let data_done = if miss {
-            t.fill_owners[fs] = (r.line, idx, f64::NAN);
-            if xlat_done < t.last_grant {
-                t.grants_back_in_time += 1;
-            }
-            t.last_grant = fmax(t.last_grant, xlat_done);
-            self.grant_data(t, xlat_done, idx, r.data_level, r.data_cycles, fs)
-        } else {
-            let own = xlat_done + r.data_cycles as f64;
-            if fill_owner_done > own {
-                self.c.line_merges += 1;
-                fill_owner_done
-            } else {
-                own
-            }
-        };
-        let complete = if load {
-            fmax(data_done, dm + 1.0)
-        } else {
-            fmax(xlat_done, dm + 1.0)
-        };
-        if t.retired == idx {
-            // Retired at once (as `retire_record`).
-            let retire_before = self.last_retire;
-            let head_at = if new_group {
-                let prefix_last = if n > 1 {
-                    self.nonmem_retire(retire_before, dispatch_first, n - 2)
-                } else {
-                    retire_before
-                };
-                prefix_last + self.inv_retire
-            } else {
-                retire_before
-            };
-            let retire = fmax(head_at, complete);
-            if retire > head_at {
-                let overlap = |a: f64, b: f64| fmax(b.min(retire) - fmax(a, head_at), 0.0);
-                self.c.head_translation_cycles += overlap(issue, xlat_done);
-                if load {
-                    self.c.head_data_cycles += overlap(xlat_done, data_done);
-                }
-            }
-            if new_group {
-                let first = t.retired_instrs;
-                self.record_group(first, n, retire_before, dispatch_first, retire);
-                t.retired_instrs = first + n;
-            } else if self.recorded > 0 {
-                self.retire_times.set(self.recorded - 1, retire);
-            }
-            self.last_retire = retire;
-            if load {
-                self.lq.set(t.retired_loads, retire);
-                t.retired_loads += 1;
-            } else {
-                let drain = fmax(fmax(retire, data_done), self.last_drain + 1.0);
-                self.sq.set(t.retired_stores, drain);
-                self.last_drain = drain;
-                t.retired_stores += 1;
-            }
-            self.done.set(idx, complete);
-            t.retired += 1;
-        } else {
-            // Retired later, in order, from its record (nothing waits on it).
-            t.park_done(
-                r,
-                idx,
-                [dispatch_first, dm, issue, xlat_done, data_done, complete],
-                [walk_owner_done, fill_owner_done],
-                n as u32,
-                new_group,
-            );
         }
         self.instrs = first + n;
         if rob_first > 0.0 {
@@ -1819,7 +1742,7 @@ impl OooCore {
     /// and the queue, and return true (the caller counts its instructions). Otherwise change
     /// nothing and return false.
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn settle_at_once(
         &mut self,
         t: &mut TimeOrder,
@@ -1903,15 +1826,21 @@ impl OooCore {
         } else {
             // Retired later, in order, from the pending record; nothing waits on it (its
             // completion and its fill are known), so its waiter lists stay empty.
-            *t.p(idx) = Pend {
-                xlat_done,
-                data_done,
-                complete,
-                walk_owner_done,
-                fill_owner_done,
-                stage: Stage::Done,
-                ..Pend::read(r, n, new_group, dispatch_first, dispatch_mem, issue)
-            };
+            t.park_done(
+                r,
+                idx,
+                [
+                    dispatch_first,
+                    dispatch_mem,
+                    issue,
+                    xlat_done,
+                    data_done,
+                    complete,
+                ],
+                [walk_owner_done, fill_owner_done],
+                n,
+                new_group,
+            );
         }
         true
     }
@@ -2149,7 +2078,7 @@ impl OooCore {
     }
 
     /// Retire the oldest reference not retired, `x`, which is done.
-    #[inline]
+    #[inline(always)]
     fn retire_record(&mut self, t: &mut TimeOrder, x: &Retiring) {
         let idx = t.retired;
         let Retiring {
