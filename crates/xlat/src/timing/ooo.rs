@@ -1484,33 +1484,37 @@ impl OooCore {
         let new_group = n > 0 || idx == 0;
         let n = if new_group { n.max(1) } else { 0 };
         let first = self.instrs;
+        // Instruction `i` dispatches at `at` or when the one a ROB earlier retired, whichever
+        // is later: (the stall, the dispatch), or `None` when that one may not have retired.
+        let rob_wait = |i: u64, at: f64| {
+            let k = i as i64 - self.rob as i64;
+            if k < 0 {
+                Some((0.0, at))
+            } else if k as u64 + 1 >= t.retired_instrs {
+                None
+            } else {
+                let rob_free = self.retire_times.get(k as u64);
+                Some(if rob_free > at {
+                    (rob_free - at, rob_free)
+                } else {
+                    (0.0, at)
+                })
+            }
+        };
         let (mut rob_first, mut rob_last) = (0.0, 0.0);
         let (dispatch_first, mut dispatch_mem) = if new_group {
-            let mut d = fmax(self.last_dispatch + self.inv_dispatch, self.fetch_ready);
-            let k = first as i64 - self.rob as i64;
-            if k >= 0 {
-                if k as u64 + 1 >= t.retired_instrs {
-                    return false;
-                }
-                let rob_free = self.retire_times.get(k as u64);
-                if rob_free > d {
-                    rob_first = rob_free - d;
-                    d = rob_free;
-                }
-            }
+            let d = fmax(self.last_dispatch + self.inv_dispatch, self.fetch_ready);
+            let Some((stall, d)) = rob_wait(first, d) else {
+                return false;
+            };
+            rob_first = stall;
             let mut dm = d + (n - 1) as f64 * self.inv_dispatch;
             if n > 1 {
-                let k = (first + n - 1) as i64 - self.rob as i64;
-                if k >= 0 {
-                    if k as u64 + 1 >= t.retired_instrs {
-                        return false;
-                    }
-                    let rob_free = self.retire_times.get(k as u64);
-                    if rob_free > dm {
-                        rob_last = rob_free - dm;
-                        dm = rob_free;
-                    }
-                }
+                let Some((stall, at)) = rob_wait(first + n - 1, dm) else {
+                    return false;
+                };
+                rob_last = stall;
+                dm = at;
             }
             (d, dm)
         } else {
