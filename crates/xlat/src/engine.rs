@@ -1991,6 +1991,8 @@ impl<D: Design> Sim<D> {
                     0.0
                 },
             );
+            // A machine's cores stay on the engine's thread (see `CoreModel`).
+            s.insert("timing_thread".into(), Value::from(false));
         }
         r.insert("config".into(), cfg.to_json());
         Value::Object(r)
