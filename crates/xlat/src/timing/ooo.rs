@@ -722,14 +722,7 @@ impl OooCore {
     pub fn take_refs(&mut self, refs: &[CoreRef]) {
         self.account_batch();
         self.given += refs.len() as u64;
-        if let Some(mut t) = self.tord.take() {
-            self.account_in_time_order(&mut t, refs);
-            self.tord = Some(t);
-        } else {
-            for r in refs {
-                self.account(r);
-            }
-        }
+        self.account_refs(refs);
     }
 
     /// The error [`OooCore::reference`] gives for reference number `given` (0-based) whose
@@ -750,25 +743,28 @@ impl OooCore {
     fn account_batch(&mut self) {
         // Taken out and put back, so that its buffer is reused (no allocation).
         let mut batch = std::mem::take(&mut self.batch);
+        self.account_refs(&batch);
+        batch.clear();
+        self.batch = batch;
+    }
+
+    /// Account references `refs` (in program order, after those accounted so far).
+    fn account_refs(&mut self, refs: &[CoreRef]) {
         if let Some(mut t) = self.tord.take() {
-            self.account_in_time_order(&mut t, &batch);
+            self.account_in_time_order(&mut t, refs);
             self.tord = Some(t);
         } else {
-            for r in &batch {
+            for r in refs {
                 self.account(r);
             }
         }
-        batch.clear();
-        self.batch = batch;
     }
 
     /// Account references (in program order) under `time_order`.
     #[inline(never)]
     fn account_in_time_order(&mut self, t: &mut TimeOrder, batch: &[CoreRef]) {
         for r in batch {
-            if !self.fast_lane(t, r) {
-                self.front_in_time_order(t, r);
-            }
+            self.front_in_time_order(t, r);
         }
     }
 
@@ -1445,144 +1441,8 @@ impl TimeOrder {
 }
 
 impl OooCore {
-    /// `time_order`'s common case in one pass: reference `r` (a load or a store that does not
-    /// walk) is dispatched, settled and retired as [`OooCore::front_in_time_order`] would do it
-    /// (the same operations in the same order, with the general path's branches that cannot
-    /// be taken here left out). Returns false, having changed nothing that
-    /// `front_in_time_order` would not change in the same way before reaching the same point,
-    /// when the reference needs the general path: a dispatch that must retire references first,
-    /// a wait (for its dependence, a walk or a fill not granted yet), or a miss requested after
-    /// its dispatch. Speed only: results are those of the general path (a differential test).
-    #[inline(always)]
-    fn fast_lane(&mut self, t: &mut TimeOrder, r: &CoreRef) -> bool {
-        if r.kind == AccessKind::IFetch || r.walk_cycles > 0 {
-            return false;
-        }
-        let idx = self.refs;
-        if idx - t.retired >= t.mask {
-            return false;
-        }
-        // What it may wait for. A walk, fill or dependence not granted yet is left to the
-        // general path even where the grants up to this dispatch would grant it (rare; the
-        // result is the same).
-        let ws = InFlight::slot(r.vpn);
-        let fs = InFlight::slot(r.line);
-        let miss = r.data_level != ServedBy::L1;
-        let walk_owner = t.walk_owners[ws];
-        let fill_owner = t.fill_owners[fs];
-        let dep_far = r.dep == 0 || r.dep as u64 > t.window_mask;
-        if (walk_owner.0 == r.vpn && walk_owner.2.is_nan())
-            || (!miss && fill_owner.0 == r.line && fill_owner.2.is_nan())
-            || (!dep_far && t.completion(idx - r.dep as u64, &self.done).is_nan())
-        {
-            return false;
-        }
-        // Dispatch, without retiring anything (else the general path does it). The stalls are
-        // added once the reference is settled, each as the general path adds it (f64 sums in
-        // the same order).
-        let n = r.instrs as u64;
-        let new_group = n > 0 || idx == 0;
-        let n = if new_group { n.max(1) } else { 0 };
-        let first = self.instrs;
-        // Instruction `i` dispatches at `at` or when the one a ROB earlier retired, whichever
-        // is later: (the stall, the dispatch), or `None` when that one may not have retired.
-        let rob_wait = |i: u64, at: f64| {
-            let k = i as i64 - self.rob as i64;
-            if k < 0 {
-                Some((0.0, at))
-            } else if k as u64 + 1 >= t.retired_instrs {
-                None
-            } else {
-                let rob_free = self.retire_times.get(k as u64);
-                Some(if rob_free > at {
-                    (rob_free - at, rob_free)
-                } else {
-                    (0.0, at)
-                })
-            }
-        };
-        let (mut rob_first, mut rob_last) = (0.0, 0.0);
-        let (dispatch_first, mut dispatch_mem) = if new_group {
-            let d = fmax(self.last_dispatch + self.inv_dispatch, self.fetch_ready);
-            let Some((stall, d)) = rob_wait(first, d) else {
-                return false;
-            };
-            rob_first = stall;
-            let mut dm = d + (n - 1) as f64 * self.inv_dispatch;
-            if n > 1 {
-                let Some((stall, at)) = rob_wait(first + n - 1, dm) else {
-                    return false;
-                };
-                rob_last = stall;
-                dm = at;
-            }
-            (d, dm)
-        } else {
-            let d = fmax(self.last_dispatch, self.fetch_ready);
-            (d, d)
-        };
-        let load = r.kind == AccessKind::Load;
-        let (queue_full, queue_k) = if load {
-            (
-                self.loads >= self.lq_len,
-                self.loads.wrapping_sub(self.lq_len),
-            )
-        } else {
-            (
-                self.stores >= self.sq_len,
-                self.stores.wrapping_sub(self.sq_len),
-            )
-        };
-        let mut queue_wait = 0.0;
-        if queue_full {
-            let (retired, ring) = if load {
-                (t.retired_loads, &self.lq)
-            } else {
-                (t.retired_stores, &self.sq)
-            };
-            if retired <= queue_k {
-                return false;
-            }
-            let free = ring.get(queue_k);
-            if free > dispatch_mem {
-                queue_wait = free - dispatch_mem;
-                dispatch_mem = free;
-            }
-        }
-        // From here on as the general path: grant up to the dispatch, retire what is done,
-        // settle. Until the reference is settled, nothing is changed that the general path
-        // would not change the same way (it then repeats the dispatch, with the same values).
-        let dm = dispatch_mem;
-        if t.queue.earliest() <= dm {
-            self.grant_until(t, dm);
-        }
-        while t.retired < idx && t.p(t.retired).stage == Stage::Done {
-            self.retire_one_in_time_order(t);
-        }
-        if !self.settle_at_once(t, r, idx, new_group, n as u32, dispatch_first, dm) {
-            // The general path repeats the dispatch (the same values: nothing it reads has
-            // changed but retirements it does not need) and goes on from there.
-            return false;
-        }
-        self.instrs = first + n;
-        if rob_first > 0.0 {
-            self.c.rob_full_cycles += rob_first;
-        }
-        if rob_last > 0.0 {
-            self.c.rob_full_cycles += rob_last;
-        }
-        if queue_wait > 0.0 {
-            if load {
-                self.c.lq_full_cycles += queue_wait;
-            } else {
-                self.c.sq_full_cycles += queue_wait;
-            }
-        }
-        true
-    }
-
     /// `time_order`: read reference `r` (in program order): dispatch it, queue what it requests.
-    #[inline(never)]
+    #[inline(always)]
     fn front_in_time_order(&mut self, t: &mut TimeOrder, r: &CoreRef) {
         let idx = self.refs;
         // Keep the window within `window_mask` (the ROB bounds it anyway), and within the ring.
