@@ -27,6 +27,10 @@ setup: $(VENV)/.ready
 # instructions scheduled for Zen 5; see the script). Building v4 needs no AVX-512 on the build machine.
 # XLAT_NATIVE=1 builds `_core` for this host's CPU instead, and neither `_core_v3` nor `_core_v4`.
 ISA_LEVELS := v3 v4
+# The host's target triple, given to cargo as `--target` for the ISA builds: with an explicit
+# target, RUSTFLAGS apply to the core only and not to build scripts and proc-macros, which run on
+# this machine (a v4 build script faults with SIGILL on a CPU without AVX-512, e.g. Zen 3).
+HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 build: setup vgtool
 ifeq ($(XLAT_NATIVE),1)
 	RUSTFLAGS="-C target-cpu=native" $(VENV)/bin/maturin develop --release --quiet
@@ -36,8 +40,8 @@ else
 	for level in $(ISA_LEVELS); do \
 	  flags=$$(scripts/isa_rustflags.sh $$level) || exit 1; \
 	  RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
-	    cargo build --release --quiet -p xlat-py --features isa-$$level,pyo3/extension-module \
-	  && cp target/cpu-x86-64-$$level/release/lib_core.so python/xlat/_core_$$level.abi3.so \
+	    cargo build --release --quiet --target $(HOST_TRIPLE) -p xlat-py --features isa-$$level,pyo3/extension-module \
+	  && cp target/cpu-x86-64-$$level/$(HOST_TRIPLE)/release/lib_core.so python/xlat/_core_$$level.abi3.so \
 	  || exit 1; \
 	done
 endif
@@ -87,7 +91,7 @@ test-rust:
 	for level in v3 $$(grep -qw avx512f /proc/cpuinfo && echo v4); do \
 	  flags=$$(scripts/isa_rustflags.sh $$level) || exit 1; \
 	  RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
-	    cargo test -p xlat --release --lib --test golden -q || exit 1; \
+	    cargo test -p xlat --release --target $(HOST_TRIPLE) --lib --test golden -q || exit 1; \
 	done
 
 test-python: build browser
@@ -111,7 +115,7 @@ else
 	if [ "$$level" = portable ]; then cargo bench -p xlat --bench throughput; \
 	else flags=$$(scripts/isa_rustflags.sh $$level) || exit 1; \
 	  RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
-	  cargo bench -p xlat --bench throughput; fi
+	  cargo bench -p xlat --target $(HOST_TRIPLE) --bench throughput; fi
 endif
 
 lint: setup
