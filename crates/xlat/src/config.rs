@@ -21,6 +21,8 @@ use crate::virt::VirtConfig;
 use crate::workloads::WorkloadConfig;
 use serde::{Deserialize, Serialize};
 
+pub use crate::suggest::closest;
+
 /// Settings of the simulation run itself.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -527,35 +529,6 @@ fn coerce_like(old: &toml::Value, new: toml::Value, key: &str) -> Result<toml::V
         (V::Boolean(_), _) => return Err(bad("true or false")),
         _ => return Err(bad(old.type_str())),
     })
-}
-
-/// The candidate closest to `word` by edit distance, if reasonably close.
-pub fn closest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let mut best: Option<(usize, &str)> = None;
-    for c in candidates {
-        let d = edit_distance(word, c);
-        if best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, c));
-        }
-    }
-    best.filter(|(d, c)| *d <= (c.len().max(word.len()) / 2).max(2))
-        .map(|(_, c)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for i in 1..=a.len() {
-        cur[0] = i;
-        for j in 1..=b.len() {
-            let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub mod recency;
 pub mod rng;
 pub mod simd;
 pub mod stats;
+pub mod suggest;
 pub mod timing;
 pub mod trace;
 pub mod virt;

@@ -105,7 +105,7 @@ impl WorkloadConfig {
                 return Err(format!(
                     "workload.name: unknown workload '{}'{}; built-in workloads: {}",
                     name,
-                    crate::config::closest(name, names.iter().copied())
+                    crate::suggest::closest(name, names.iter().copied())
                         .map(|c| format!(" (did you mean '{c}'?)"))
                         .unwrap_or_default(),
                     names.join(", ")
