@@ -4,10 +4,11 @@
 //! a constant whatever the footprint (every per-element value is a seeded pure function).
 //! Sources of truth and approximations: docs/workloads.md.
 
+use super::config::WorkloadConfig;
 use super::heap::AddressSpace;
 use super::implicit::{mix, unit, Bijection};
-use super::programs::{back_to, Zipf};
-use super::{load, load_after, store, store_after, touch_pages, Burst, Program, WorkloadConfig};
+use super::program::{back_to, load, load_after, store, store_after, touch_pages, Burst, Program};
+use super::programs::Zipf;
 use crate::rng::Rng;
 use crate::trace::Event;
 

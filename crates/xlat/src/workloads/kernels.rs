@@ -4,13 +4,12 @@
 //! refs, seed), host memory bounded by the footprint (bitmaps and the graph's degree index at
 //! most), never by the run's length. Sources of truth and approximations: docs/workloads.md.
 
+use super::config::WorkloadConfig;
+use super::graphs::{alloc_csr, graph, random_source, reset_sweep, CsrAddrs, EDGE_CHUNK};
 use super::heap::AddressSpace;
 use super::implicit::{mix, unit, Bijection, Bitmap, ImplicitGraph};
-use super::programs::{
-    alloc_csr, back_to, bucket_of, graph, linear_probing_displacements, random_source, reset_sweep,
-    CsrAddrs, Zipf, DISPLACEMENT_SAMPLE, EDGE_CHUNK,
-};
-use super::{load, load_after, store, store_after, touch_pages, Burst, Program, WorkloadConfig};
+use super::program::{back_to, load, load_after, store, store_after, touch_pages, Burst, Program};
+use super::programs::{bucket_of, linear_probing_displacements, Zipf, DISPLACEMENT_SAMPLE};
 use crate::rng::Rng;
 use crate::trace::Event;
 

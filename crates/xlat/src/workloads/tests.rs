@@ -1,10 +1,11 @@
 //! Tests of the built-in workloads.
 
 use super::implicit::ImplicitGraph;
+use super::program::{store, touch_pages};
 use super::programs::Zipf;
 use super::*;
 use crate::rng::Rng;
-use crate::trace::Event;
+use crate::trace::{AccessKind, Event};
 
 fn cfg(name: &str, footprint: u64) -> WorkloadConfig {
     WorkloadConfig {
