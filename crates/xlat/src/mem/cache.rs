@@ -4,10 +4,38 @@
 //! Contract: at most `ways` lines per set; `lookup` never changes which lines are present (only
 //! recency and the dirty bit); `fill` is only called after a miss at this level; the kind of a line is
 //! the kind of the access that filled it (a later access of the other kind does not change it).
+//!
+//! Owns the shape of one level's configuration ([`CacheLevelConfig`], composed into `[mem]` by
+//! `mem/mod.rs`); calls only the host-speed helpers (`aligned`, `recency`, `simd`, `prefetch`),
+//! never the hierarchy around it.
 
-use super::{CacheLevelConfig, ReplacementPolicy};
 use crate::aligned::{LineAligned, SetIndex};
 use crate::recency::{move_to_front, LruWord, NIBBLE_MAX_WAYS};
+use serde::{Deserialize, Serialize};
+
+/// Replacement policy of a cache.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplacementPolicy {
+    /// Least recently used.
+    Lru,
+    /// Static re-reference interval prediction (2-bit RRPV, insertion at 2).
+    Srrip,
+}
+
+/// One cache level.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CacheLevelConfig {
+    /// Capacity in bytes.
+    pub size_bytes: u64,
+    /// Associativity.
+    pub ways: u32,
+    /// Hit latency in core cycles.
+    pub latency_cycles: u32,
+    /// Replacement policy.
+    pub policy: ReplacementPolicy,
+}
 
 /// Line kind: program data.
 pub const DATA: u8 = 0;

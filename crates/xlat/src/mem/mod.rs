@@ -39,36 +39,15 @@
 pub mod cache;
 pub mod dram;
 
+pub use cache::{CacheLevelConfig, ReplacementPolicy};
+pub use dram::{DramConfig, DramMapping};
+
 use cache::{Cache, Evicted, DATA, PT};
 use dram::Dram;
 
 use crate::addr::Paddr;
 use crate::stats::{ratio, Stats, StatsExt};
 use serde::{Deserialize, Serialize};
-
-/// Replacement policy of a cache.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ReplacementPolicy {
-    /// Least recently used.
-    Lru,
-    /// Static re-reference interval prediction (2-bit RRPV, insertion at 2).
-    Srrip,
-}
-
-/// One cache level.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct CacheLevelConfig {
-    /// Capacity in bytes.
-    pub size_bytes: u64,
-    /// Associativity.
-    pub ways: u32,
-    /// Hit latency in core cycles.
-    pub latency_cycles: u32,
-    /// Replacement policy.
-    pub policy: ReplacementPolicy,
-}
 
 /// Where page-walk references enter the cache hierarchy.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -78,65 +57,6 @@ pub enum WalkEntry {
     L1,
     /// At L2 (default; the papers' setting).
     L2,
-}
-
-/// DRAM timing and organisation.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct DramConfig {
-    /// Channels.
-    pub channels: u32,
-    /// Banks per channel (ranks x bank groups x banks).
-    pub banks_per_channel: u32,
-    /// Row-buffer size in bytes.
-    pub row_bytes: u64,
-    /// CAS latency (tCL) in DRAM clock cycles.
-    pub t_cl: u32,
-    /// RAS-to-CAS delay (tRCD) in DRAM clock cycles.
-    pub t_rcd: u32,
-    /// Row precharge (tRP) in DRAM clock cycles.
-    pub t_rp: u32,
-    /// DRAM command clock in MHz (DDR4-3200: 1600).
-    pub dram_clock_mhz: u32,
-    /// Core clock in MHz, to turn DRAM cycles into core cycles.
-    pub core_clock_mhz: u32,
-    /// Fixed controller + interconnect latency in core cycles added to every DRAM access.
-    pub controller_cycles: u32,
-    /// How a line's address picks its channel, bank and row (see [`DramMapping`]).
-    pub address_mapping: DramMapping,
-}
-
-/// `mem.dram.address_mapping`: which address bits pick the channel, the bank and the row.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum DramMapping {
-    /// The consecutive lines of a row first, then channel, then bank (XORed with the low row
-    /// bits), then row: a sequential stream stays in one open row for `row_bytes`.
-    #[default]
-    RowContiguous,
-    /// Channel, then bank, then the row's columns, then row, from the line address up, with no
-    /// XOR: consecutive lines go to different channels and banks, so streams over several
-    /// arrays meet in every bank and conflict in its row buffer. ChampSim's mapping (its
-    /// `DRAM_ADDRESS_MAPPING`: offset, channel, bank group, bank, column, rank, row), for the
-    /// ChampSim validation (docs/timing.md).
-    LineInterleaved,
-}
-
-impl Default for DramConfig {
-    fn default() -> Self {
-        DramConfig {
-            channels: 2,
-            banks_per_channel: 16,
-            row_bytes: 8192,
-            t_cl: 22,
-            t_rcd: 22,
-            t_rp: 22,
-            dram_clock_mhz: 1600,
-            core_clock_mhz: 2600,
-            controller_cycles: 40,
-            address_mapping: DramMapping::RowContiguous,
-        }
-    }
 }
 
 /// Caches and DRAM.
