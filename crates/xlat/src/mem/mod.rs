@@ -16,6 +16,13 @@
 //! - DRAM: see [`dram`] (channels, banks, open-page row buffers, DDR4-3200-like defaults).
 //! - Every line carries the kind of the access that filled it (data or page table).
 //!
+//! ## Nested translation
+//! In a nested run (`virt.enabled`) the memory system holds the host ([`HostTranslate`], built
+//! by `crate::virt`): every page-table reference carries a guest-physical address, which the
+//! host translates (its own walk's references come back here without the hook) before the
+//! read is made at the host-physical address. The trait is defined here, with the hook, so
+//! that this module depends only on the address, OS-error and TLB-entry types below it.
+//!
 //! ## Configuration
 //! `mem.l1d`, `mem.l2`, `mem.llc` (`size_bytes`, `ways`, `latency_cycles`, `policy`),
 //! `mem.walk_entry` (`l2` | `l1`), `mem.dram.*` (see [`DramConfig`]).
@@ -45,7 +52,9 @@ pub use dram::{DramConfig, DramMapping};
 use cache::{Cache, Evicted, DATA, PT};
 use dram::Dram;
 
-use crate::addr::Paddr;
+use crate::addr::{Mapping, Paddr, PageSizeSet, Pfn};
+use crate::mmu::CoalescedSpan;
+use crate::os::OsError;
 use crate::stats::{ratio, Stats, StatsExt};
 use serde::{Deserialize, Serialize};
 
@@ -194,7 +203,7 @@ pub struct MemSystem {
     /// Nested translation (`virt.enabled`, one core, see `crate::virt`): the host that translates the
     /// guest-physical address of every page-table reference first. `None` natively; taken out
     /// while the host walks, so the host's own references go straight to memory.
-    pub(crate) nested: Option<Box<dyn crate::virt::HostTranslate>>,
+    pub(crate) nested: Option<Box<dyn HostTranslate>>,
 }
 
 /// How often (in hierarchy accesses) the page-table share of each cache is sampled.
@@ -434,6 +443,87 @@ impl PrivateCaches {
                 self.pt_served_cycles[i],
             );
         }
+    }
+}
+
+/// A host-side failure during nested translation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostError {
+    /// The host OS model refused (out of memory, ...).
+    Os(OsError),
+    /// A translation disagreed with an OS model (a simulator bug).
+    Oracle(String),
+}
+
+/// The host side of nested translation, as the memory system (guest page-table references)
+/// and the engine (data pages, oracle, daemons, stats) use it. Implemented by
+/// [`crate::virt::Host`] for every registered host design; defined here, beside the hook
+/// ([`MemSystem`]'s `nested`) that holds it, so that the memory system does not depend on the
+/// nested-translation model above it.
+///
+/// Contract:
+/// - `translate_pt` / `translate_data` return the host translation of a guest-physical
+///   frame, faulting it in on the host when unmapped; every reference of a host walk goes
+///   through the `mem` they get (which has no nested hook while they run);
+/// - a failure is kept and reported by [`HostTranslate::take_error`] (the caller's memory
+///   reference cannot fail), after which results are meaningless and the run must stop;
+/// - a host unmap sets the flag [`HostTranslate::take_flush`] reports: the caller must then
+///   drop every combined translation it caches.
+pub trait HostTranslate: Send {
+    /// The host-physical address of guest page-table address `gpa` and the cycles the host
+    /// translation took (nested TLB and host walk).
+    fn translate_pt(&mut self, gpa: Paddr, mem: &mut MemSystem) -> (Paddr, u32);
+    /// The host mapping covering guest frame `gpfn` (the data page of a 2-D walk), the
+    /// cycles and the host page-table references it took. With `charged = false` (a guest
+    /// design without walks, `perfect_tlb`) the host OS's mapping is used without a walk.
+    fn translate_data(
+        &mut self,
+        gpfn: Pfn,
+        mem: &mut MemSystem,
+        charged: bool,
+    ) -> Option<(Mapping, u32, u32)>;
+    /// The host OS's mapping of guest frame `gpfn` (the oracle's second half).
+    fn host_mapping(&self, gpfn: Pfn) -> Option<Mapping>;
+    /// The host design's contiguous group (`tlb.coalescing = "contiguous_bit"`) holding the
+    /// host mapping of `gpfn`, if its entry is marked (what a host walk reads).
+    fn host_span(&self, gpfn: Pfn) -> Option<CoalescedSpan>;
+    /// Page sizes the host may map.
+    fn page_sizes(&self) -> PageSizeSet;
+    /// Count one guest page-table read (made at its host-physical address).
+    fn count_guest_read(&mut self);
+    /// Host page-table references issued since the last call.
+    fn take_pending_refs(&mut self) -> u32;
+    /// Count a finished 2-D walk of `cycles` (`post_fault`: repeated after a guest fault).
+    fn count_walk(&mut self, cycles: u32, post_fault: bool);
+    /// The failure since the last call, if any.
+    fn take_error(&mut self) -> Option<HostError>;
+    /// Whether the host unmapped something since the last call.
+    fn take_flush(&mut self) -> bool;
+    /// Whether the host OS runs background daemons.
+    fn has_daemons(&self) -> bool;
+    /// Run the host's daemons due at `now_cycles`.
+    fn tick(&mut self, now_cycles: u64, mem: &mut MemSystem);
+    /// OS cycles the host spent (its page faults at `page_fault_cycles` each, daemons, moves,
+    /// its design's page-table work).
+    fn os_cycles(&self, page_fault_cycles: u64) -> u64;
+    /// Write the `virt` section.
+    fn stats(&self, out: &mut Stats);
+}
+
+impl MemSystem {
+    /// A guest page-table read in a nested run: translate its guest-physical address through
+    /// the host (with the hook taken out, so that the host walk's own references go straight
+    /// to memory), then read it at its host-physical address.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn nested_pt_access(&mut self, gpa: Paddr) -> MemAccess {
+        let mut host = self.nested.take().expect("called only with a nested hook");
+        let (hpa, cycles) = host.translate_pt(gpa, self);
+        host.count_guest_read();
+        let mut a = self.pt_access(hpa);
+        self.nested = Some(host);
+        a.latency_cycles += cycles;
+        a
     }
 }
 
