@@ -2078,7 +2078,16 @@ impl Simulation {
             Os::new(&cfg.os, cfg.sim.seed).map_err(|e| SimError::Os { event: 0, error: e })?;
         // Nested runs: the host OS and design that map guest-physical memory (virt/).
         let nested = if cfg.virt.enabled {
-            Some(crate::virt::build_host(cfg, os.phys.total_bytes()).map_err(SimError::Config)?)
+            Some(
+                crate::virt::build_host(
+                    &cfg.virt,
+                    &cfg.mem,
+                    cfg.sim.seed,
+                    cfg.sim.oracle,
+                    os.phys.total_bytes(),
+                )
+                .map_err(SimError::Config)?,
+            )
         } else {
             None
         };

@@ -68,10 +68,9 @@
 //! AMD64 APM Vol. 2 §15.25 (nested paging).
 
 use crate::addr::{Asid, Mapping, Paddr, PageSize, PageSizeSet, Pfn, Vaddr, Vpn, BASE_PAGE_BYTES};
-use crate::config::Config;
 use crate::designs::{build_and_visit, Design, DesignVisitor, DesignsConfig, WalkResult};
-use crate::mem::MemSystem;
 pub use crate::mem::{HostError, HostTranslate};
+use crate::mem::{MemConfig, MemSystem};
 use crate::mmu::{CoalesceRequest, CoalescedSpan, Mmu};
 use crate::os::{MapChange, Os, OsConfig, OsError, PhysMem, PlaceRequest, Placer};
 use crate::stats::{ratio, Stats, StatsExt};
@@ -534,7 +533,9 @@ impl<H: Design> HostTranslate for Host<H> {
 /// Builds a [`Host`] once the host design exists (the design's constructor borrows the host
 /// OS's physical memory, so the OS is handed over afterwards).
 struct MakeHost {
-    cfg: Config,
+    virt: VirtConfig,
+    mem: MemConfig,
+    oracle: bool,
     guest_phys_bytes: u64,
 }
 
@@ -544,12 +545,14 @@ impl DesignVisitor for MakeHost {
     type Output = HostFactory;
     fn visit<H: Design + 'static>(self, design: H) -> HostFactory {
         let MakeHost {
-            cfg,
+            virt,
+            mem,
+            oracle,
             guest_phys_bytes,
         } = self;
         Box::new(
             move |mut os: Os| -> Result<Box<dyn HostTranslate>, String> {
-                let v = &cfg.virt;
+                let v = &virt;
                 if H::PERFECT_TLB {
                     return Err(format!(
                         "virt.host_design = '{}' cannot be a host: it has no table to walk for \
@@ -567,7 +570,7 @@ impl DesignVisitor for MakeHost {
                     asid,
                     ntlb: Ntlb::new(v.ntlb_entries, v.ntlb_latency_cycles),
                     ntlb_data: v.ntlb_data,
-                    oracle: cfg.sim.oracle,
+                    oracle,
                     guest_phys_bytes,
                     changes: Vec::new(),
                     batch: Vec::new(),
@@ -578,7 +581,7 @@ impl DesignVisitor for MakeHost {
                 };
                 // Setting up the VM happens before the run: host faults and moves here touch no
                 // simulated cache that a result depends on (the scratch hierarchy is dropped).
-                let mut scratch = MemSystem::new(&cfg.mem);
+                let mut scratch = MemSystem::new(&mem);
                 host.os
                     .mmap(
                         asid,
@@ -607,10 +610,17 @@ impl DesignVisitor for MakeHost {
     }
 }
 
-/// Build the host of a nested run (`cfg.virt.enabled`) for a guest with `guest_phys_bytes`
-/// of guest-physical memory. Errors name the `virt.*` key at fault.
-pub fn build_host(cfg: &Config, guest_phys_bytes: u64) -> Result<Box<dyn HostTranslate>, String> {
-    let v = &cfg.virt;
+/// Build the host of a nested run (`virt.enabled`) for a guest with `guest_phys_bytes` of
+/// guest-physical memory: `v` is the run's `[virt]` section, `mem` its `[mem]` section (the
+/// scratch hierarchy the VM is set up through), `seed` and `oracle` its `sim.seed` and
+/// `sim.oracle`. Errors name the `virt.*` key at fault.
+pub fn build_host(
+    v: &VirtConfig,
+    mem: &MemConfig,
+    seed: u64,
+    oracle: bool,
+    guest_phys_bytes: u64,
+) -> Result<Box<dyn HostTranslate>, String> {
     if v.host_os.phys_mem_bytes < guest_phys_bytes {
         return Err(format!(
             "virt.host_os.phys_mem_bytes ({}) is smaller than the guest-physical memory ({} \
@@ -619,14 +629,16 @@ pub fn build_host(cfg: &Config, guest_phys_bytes: u64) -> Result<Box<dyn HostTra
         ));
     }
     // A seed of its own, so the host's fragmentation is not a copy of the guest's.
-    let mut os = Os::new(&v.host_os, cfg.sim.seed ^ 0x5649_5254_484f_5354)
+    let mut os = Os::new(&v.host_os, seed ^ 0x5649_5254_484f_5354)
         .map_err(|e| format!("virt.host_os: {e}"))?;
     let factory = build_and_visit(
         &v.host_design,
         &v.host,
         &mut os.phys,
         MakeHost {
-            cfg: cfg.clone(),
+            virt: v.clone(),
+            mem: mem.clone(),
+            oracle,
             guest_phys_bytes,
         },
     )

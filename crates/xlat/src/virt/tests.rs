@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::Config;
 use crate::engine::{run, run_workload, SimError};
 use crate::trace::{Event, EventSource, SourceError};
 use serde_json::Value;
