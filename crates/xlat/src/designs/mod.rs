@@ -27,7 +27,7 @@ pub mod utopia;
 
 use crate::addr::{Asid, Mapping, PageSizeSet, Pfn, Vpn, BASE_PAGE_BYTES};
 use crate::mem::MemSystem;
-use crate::mmu::{CoalesceRequest, CoalescedSpan, VaRange};
+use crate::mmu::{CoalesceRequest, CoalescedSpan, FillHints, VaRange};
 use crate::os::{FrameUse, OsError, PhysMem};
 use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
@@ -230,6 +230,24 @@ pub trait Design: Sized + Send {
     /// context switches (`switch.mmu_cache_misses_in_window`).
     fn mmu_cache_misses(&self) -> u64 {
         0
+    }
+}
+
+/// The MMU reaches every design through this one impl: its fill hints are the design's
+/// coalescing and range hooks.
+impl<D: Design> FillHints for D {
+    #[inline]
+    fn coalesced_span(
+        &self,
+        asid: Asid,
+        m: Mapping,
+        req: CoalesceRequest,
+    ) -> Option<CoalescedSpan> {
+        Design::coalesced(self, asid, m, req)
+    }
+    #[inline]
+    fn range_holding(&self, asid: Asid, vpn: Vpn) -> Option<VaRange> {
+        Design::range(self, asid, vpn)
     }
 }
 

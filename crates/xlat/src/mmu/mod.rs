@@ -18,7 +18,6 @@ pub mod range;
 pub mod tlb;
 
 use crate::addr::{Asid, Mapping, PageSize, Pfn, Vpn};
-use crate::designs::Design;
 use crate::stats::{ratio, Stats, StatsExt};
 pub use range::{RangeTlb, VaRange};
 use serde::{Deserialize, Serialize};
@@ -84,7 +83,7 @@ pub enum Coalescing {
     Colt,
 }
 
-/// What the MMU asks a design for after a walk (see [`Design::coalesced`]).
+/// What the MMU asks the walked table for after a walk (see [`FillHints::coalesced_span`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CoalesceRequest {
     /// The 16-page contiguous-bit span holding the walked page, if its entry is marked.
@@ -175,7 +174,7 @@ pub struct TlbConfig {
     /// The L2 TLB's separate 1 GiB entries (`l2_organization = "split_1g"` only).
     pub l2_1g: TlbLevelConfig,
     /// Range TLB beside the L2 (`entries = 0`: none; fully associative, so `ways` is 0 or
-    /// `entries`). Filled by designs with range translations ([`Design::range`]).
+    /// `entries`). Filled by designs with range translations ([`FillHints::range_holding`]).
     pub range: TlbLevelConfig,
     /// Entry coalescing.
     pub coalescing: Coalescing,
@@ -267,6 +266,26 @@ impl TlbConfig {
             || self.l2_organization != L2Organization::Unified
             || self.range.entries > 0
     }
+}
+
+/// What the TLBs may cache beyond the translation a walk found: the coalesced entry holding it
+/// and the range holding the walked address. The one interface between the MMU and the
+/// translation designs: implemented for every design, once, in `designs/mod.rs` (from its
+/// `Design::coalesced` and `Design::range` hooks, whose contracts these are); the MMU never
+/// names a design.
+pub trait FillHints {
+    /// The coalesced entry the hardware would build from what the walk that found `m` read
+    /// (`req` says which kind), or `None` to cache `m` alone.
+    ///
+    /// Contract: a returned span holds `m` as one of its base pages and every other base page
+    /// of it is mapped now as the span implies; changes no state.
+    fn coalesced_span(&self, asid: Asid, m: Mapping, req: CoalesceRequest)
+        -> Option<CoalescedSpan>;
+    /// The range translation holding `vpn`, if the design has ranges.
+    ///
+    /// Contract: a returned range holds `vpn` and every base page in it is mapped now to the
+    /// frame the range implies; changes no state.
+    fn range_holding(&self, asid: Asid, vpn: Vpn) -> Option<VaRange>;
 }
 
 /// Where a TLB lookup was satisfied.
@@ -506,10 +525,11 @@ impl Mmu {
     }
 
     /// Install the translation `m` a walk of `design` for `vpn` just found: as it is, or, with
-    /// coalescing on, as the coalesced entry the design reports for it ([`Design::coalesced`]);
-    /// with a range TLB, also the design's range holding `vpn` ([`Design::range`]), if any.
+    /// coalescing on, as the coalesced entry the design reports for it
+    /// ([`FillHints::coalesced_span`]); with a range TLB, also the design's range holding `vpn`
+    /// ([`FillHints::range_holding`]), if any.
     #[inline]
-    pub fn fill_walked<D: Design>(
+    pub fn fill_walked<D: FillHints>(
         &mut self,
         design: &D,
         asid: Asid,
@@ -522,7 +542,7 @@ impl Mmu {
         }
         let span = self
             .coalesce
-            .and_then(|req| design.coalesced(asid, m, req))
+            .and_then(|req| design.coalesced_span(asid, m, req))
             .filter(|s| {
                 // A span must be a real one holding exactly the walked page: anything else is a
                 // design bug, and is not cached (a wrong neighbour would be caught by the oracle
@@ -543,7 +563,7 @@ impl Mmu {
         }
         if self.range.is_some() {
             // A range not holding `vpn` is a design bug; it is not cached.
-            if let Some(r) = design.range(asid, vpn).filter(|r| r.contains(vpn)) {
+            if let Some(r) = design.range_holding(asid, vpn).filter(|r| r.contains(vpn)) {
                 if let Some(t) = self.range.as_mut() {
                     t.fill(asid, r);
                 }
@@ -735,7 +755,7 @@ impl Mmu {
 mod tests {
     use super::*;
     use crate::designs::radix::{Radix, RadixConfig};
-    use crate::designs::{PtFootprint, WalkResult};
+    use crate::designs::{Design, PtFootprint, WalkResult};
     use crate::mem::{MemConfig, MemSystem};
     use crate::os::{OsError, PhysMem};
     use proptest::prelude::*;
