@@ -8,7 +8,7 @@
 //! whoever checks a translation sees the page the OS mapped.
 
 use super::assoc::AssocCache;
-use super::CoalescedSpan;
+use super::span::CoalescedSpan;
 use crate::addr::{Asid, Mapping, PageSize, Pfn, Vpn};
 
 /// Value layout: bits 0..56 the (first) PFN, bits 56..62 the base-page order of a coalesced
