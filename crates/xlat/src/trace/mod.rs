@@ -14,6 +14,7 @@ pub mod info;
 pub mod lackey;
 pub mod native;
 mod open;
+mod summary;
 mod varint;
 pub mod vgstream;
 

@@ -6,9 +6,9 @@
 //! every node and every GPT lives in blocks obtained from the buddy allocator through
 //! [`PtMemory`], freed when the structure is rebuilt.
 
+use super::config::LvmConfig;
 use super::model::{fit_leaf_model, lines_to_reach, search_offset, spline_segments};
 use super::model::{Fixed, LinearModel, ONE};
-use super::LvmConfig;
 use crate::addr::{Mapping, Paddr, PageSize, Pfn, Vpn, BASE_PAGE_BYTES, PTE_BYTES};
 use crate::designs::PtMemory;
 use crate::os::{OsError, PhysMem};

@@ -1,4 +1,4 @@
-use super::restseg::set_index;
+use super::restseg::{set_index, RestSegHash};
 use super::*;
 use crate::mem::{MemConfig, MemSystem};
 use crate::os::pagemap::PageMap;
