@@ -26,6 +26,7 @@ from xlat.report import core_table, figure_width, format_table, table_rows, writ
 from xlat.run import (
     compare,
     cpu_description,
+    cpu_dirs,
     cpus,
     designs,
     load_preset,
@@ -327,6 +328,12 @@ def cpu_rows() -> list[dict[str, str]]:
 
 
 def cmd_cpus(args: argparse.Namespace) -> int:
+    if not cpus():
+        raise _core.XlatError(
+            f"no CPU presets found (looked for *.toml in {', '.join(map(str, cpu_dirs()))}); this "
+            "installation of xlat lacks its data files: reinstall it from a wheel made by "
+            "`make wheel`"
+        )
     if args.names:
         print("\n".join(cpus()))
         return 0

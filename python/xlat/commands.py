@@ -37,7 +37,9 @@ USAGE_ERRORS = (SpecError, SweepError, QueryError, StoreError)
 def add_parsers(sub) -> None:
     """Register the subcommands on the ``xlat`` subparsers object."""
     p = sub.add_parser("sweep", help="run a grid of designs x workloads x parameters on Ray")
-    p.add_argument("spec", help="sweep spec (TOML; see docs/sweeps.md)")
+    p.add_argument(
+        "spec", help="sweep spec: a TOML file (docs/sweeps.md), or a shipped example's name (demo)"
+    )
     p.add_argument("--db", default=DEFAULT_DB, help=f"result database (default {DEFAULT_DB})")
     p.add_argument("--workers", type=int, help="parallel runs (default: cores, or cluster CPUs)")
     p.add_argument(
@@ -55,8 +57,12 @@ def add_parsers(sub) -> None:
     p = sub.add_parser(
         "reproduce", help="run a paper's experiments and compare its claims (data/claims/)"
     )
-    p.add_argument("paper", help="paper name (mehpt, ...) or all")
-    p.add_argument("--list", action="store_true", help="list the paper's experiments and claims")
+    p.add_argument("paper", nargs="?", help="paper name (mehpt, ...) or all")
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="list the paper's experiments and claims (every paper's without a name)",
+    )
     p.add_argument(
         "--quick", action="store_true", help="small version for CI: fails if a direction flips"
     )

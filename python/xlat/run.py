@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from xlat import _core
+from xlat._data import data_dir
 from xlat.records import flatten, get_path, speedups  # noqa: F401 - the API names them here
 from xlat.store import frame_from_records
 
@@ -62,9 +63,9 @@ def version() -> str:
 
 
 def preset_dirs() -> list[Path]:
-    """Folders searched for preset names: ``./configs`` then the repository's ``configs``."""
-    here = Path(__file__).resolve()
-    return [Path.cwd() / "configs", here.parents[2] / "configs"]
+    """Folders searched for preset names: ``./configs``, then the presets the package ships
+    (:func:`xlat._data.data_dir`)."""
+    return [Path.cwd() / "configs", data_dir() / "configs"]
 
 
 def load_preset(preset: str | None) -> tuple[str | None, str]:
@@ -105,7 +106,7 @@ CPU_SECTIONS = ("tlb", "mem", "core", "timing", "radix")
 
 
 def cpu_dirs() -> list[Path]:
-    """Folders searched for CPU presets: ``./configs/cpus`` then the repository's."""
+    """Folders searched for CPU presets: ``./configs/cpus``, then the package's."""
     return list(dict.fromkeys(d.resolve() / "cpus" for d in preset_dirs()))
 
 
@@ -325,6 +326,71 @@ def resolve_config(preset: str | None = None, cpu: str | None = None, **kwargs: 
     return _core.resolve_config(text, origin, overrides, layers)
 
 
+#: Host memory the simulator holds per mapped page (the OS model's page tables, mapping and
+#: frame state), a little under what was measured (113-129 bytes: radix, ideal and ecpt,
+#: 1 M pages of gups at 16 GiB; docs/performance.md).
+HOST_BYTES_PER_PAGE = 100
+
+
+def host_memory_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """This machine's physical memory plus swap (``MemTotal`` + ``SwapTotal``), or None when
+    unknown (not Linux).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix="meminfo", delete=False) as f:
+    ...     _ = f.write("MemTotal: 1024 kB\\nMemFree: 5 kB\\nSwapTotal: 1024 kB\\n")
+    >>> host_memory_bytes(f.name)
+    2097152
+    """
+    try:
+        with open(meminfo) as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return sum(int(fields[k].split()[0]) * 1024 for k in ("MemTotal", "SwapTotal"))
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def check_host_memory(config: Mapping[str, Any], available: int | None) -> None:
+    """Refuse, before it starts, a run whose mapped pages cannot fit this machine's memory plus
+    swap (``available`` bytes; None: no check). A run maps at most one new page per reference,
+    the warm-up's included (``sim.refs`` + ``sim.warmup_refs``), and at most its processes'
+    footprints; each costs the simulator about :data:`HOST_BYTES_PER_PAGE` bytes. Without this
+    the host would run out of memory partway through (the simulated machine's own limit,
+    ``os.phys_mem_bytes`` + ``os.swap.bytes``, is the core's check).
+
+    Examples
+    --------
+    >>> cfg = {"sim": {"refs": 10**9, "warmup_refs": 10**9},
+    ...        "workload": {"name": "gups", "footprint": 16 << 40}}
+    >>> check_host_memory(cfg, 64 << 30)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    _core.XlatError: the run may map 2,000,000,000 pages (sim.refs = 1,000,000,000 ...
+    >>> check_host_memory(cfg, 256 << 30)
+    """
+    sim, workload = config.get("sim", {}), config.get("workload", {})
+    if available is None:
+        return
+    processes = len([n for n in str(workload.get("name", "")).split(",") if n]) or 1
+    footprint_pages = int(workload.get("footprint", 0)) // 4096 * processes
+    refs, warmup = int(sim.get("refs", 0)), int(sim.get("warmup_refs", 0))
+    pages = min(footprint_pages, refs + warmup)
+    need = pages * HOST_BYTES_PER_PAGE
+    if need > available:
+        gib = 1 << 30
+        raise _core.XlatError(
+            f"the run may map {pages:,} pages (sim.refs = {refs:,} plus sim.warmup_refs = "
+            f"{warmup:,} references, workload.footprint = "
+            f"{int(workload.get('footprint', 0)) / gib:g} GiB x {processes} process(es)), and "
+            "the simulator holds about "
+            f"{HOST_BYTES_PER_PAGE} bytes per mapped page: {need / gib:.1f} GiB, more than this "
+            f"machine's memory plus swap ({available / gib:.1f} GiB); lower the references, "
+            "the warm-up or the footprint"
+        )
+
+
 class SetupNotice:
     """While a run is set up (a workload built, traces opened: the core releases the GIL),
     a line on stderr naming the phase and the seconds so far, so a long setup shows life.
@@ -522,6 +588,9 @@ def run(
     if trace is not None and refs is None:
         overrides.insert(0, ("sim.refs", str(TRACE_NO_LIMIT)))
     _, layers, overrides = select_cpu(cpu, text, overrides)
+    if trace is None:
+        resolved = tomllib.loads(_core.resolve_config(text, origin, overrides, layers))
+        check_host_memory(resolved, host_memory_bytes())
     label = design or dict(overrides).get("sim.design", "")
     what = "opening the trace" if trace is not None else "building the workload"
     with SetupNotice(label, what, progress):

@@ -20,6 +20,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -319,8 +320,19 @@ def load_spec(path: str | Path) -> Spec:
     Traceback (most recent call last):
     ...
     xlat.sweeps.SpecError: .../s.toml: 'seeds' must be a non-empty list of non-negative ...
+
+    A bare name that is no file (``demo``) is a sweep example: ``configs/sweeps/NAME.toml`` in
+    this folder, else in the package's data.
+
+    >>> load_spec("demo").origin.endswith("configs/sweeps/demo.toml")
+    True
     """
     path = Path(path)
+    if not path.exists() and "/" not in str(path) and not str(path).endswith(".toml"):
+        from xlat.run import preset_dirs
+
+        found = [d / "sweeps" / f"{path}.toml" for d in preset_dirs()]
+        path = next((p for p in found if p.is_file()), path)
     if path.is_dir():
         raise SpecError(f"{path}: is a directory, not a sweep spec (a TOML file)")
     try:
@@ -597,13 +609,49 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         raise SweepError(f"cannot reach the Ray cluster at {address} ({e})") from None
 
 
+#: The ``ray`` extra's requirement (pyproject.toml), for when the package metadata is absent.
+RAY_REQUIREMENT = "ray[client]>=2.9"
+
+
+def ray_install_hint(direct_url: str | None = None, requirement: str | None = None) -> str:
+    """The pip command that installs Ray for sweeps: the wheel this package was installed from
+    with its ``ray`` extra (pip records the file in ``direct_url.json``), else Ray itself.
+    ``xlat`` is no package name on any index, so ``pip install 'xlat[ray]'`` is never said.
+
+    Examples
+    --------
+    >>> url = '{"url": "file:///tmp/dist/xlat-0.1.0-cp39-abi3-linux_x86_64.whl"}'
+    >>> ray_install_hint(url, "ray[client]>=2.9")
+    'pip install "/tmp/dist/xlat-0.1.0-cp39-abi3-linux_x86_64.whl[ray]"'
+    >>> ray_install_hint('{"url": "file:///src/xlat", "dir_info": {"editable": true}}', "ray>=2")
+    'pip install "ray>=2"'
+    """
+    from urllib.parse import unquote, urlparse
+
+    if direct_url is None or requirement is None:
+        import importlib.metadata as md
+
+        try:
+            dist = md.distribution("xlat")
+            direct_url = dist.read_text("direct_url.json") if direct_url is None else direct_url
+            is_ray = re.compile(r"extra\s*==\s*['\"]ray['\"]").search
+            extra = [r for r in dist.requires or [] if is_ray(r)]
+            requirement = requirement or (extra[0].split(";")[0].strip() if extra else None)
+        except md.PackageNotFoundError:
+            pass
+    url = json.loads(direct_url).get("url", "") if direct_url else ""
+    if url.startswith("file://") and url.endswith(".whl"):
+        return f'pip install "{unquote(urlparse(url).path)}[ray]"'
+    return f'pip install "{requirement or RAY_REQUIREMENT}"'
+
+
 def _import_ray():
     """Ray, or a clear error: single runs need no Ray, sweeps do (the ``ray`` extra)."""
     try:
         import ray
     except ImportError:
         raise SweepError(
-            "sweeps run on Ray, which is not installed here: pip install 'xlat[ray]' "
+            f"sweeps run on Ray, which is not installed here: {ray_install_hint()} "
             "(single runs, compare, results and reports work without it)"
         ) from None
     return ray

@@ -1,4 +1,5 @@
-"""The ``xlat trace`` commands (``info``, ``record``) and the ``--trace`` option of run/compare.
+"""The ``xlat trace`` commands (``info``, ``record``, ``setup``) and the ``--trace`` option of
+run/compare.
 
 Kept apart from :mod:`xlat.cli`, which only registers them::
 
@@ -102,7 +103,9 @@ def check_trace_kwargs(trace: str | list[str] | None, trace_format: str | None) 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``xlat trace`` and its subcommands."""
-    p = sub.add_parser("trace", help="trace files: summarize, record real programs")
+    p = sub.add_parser(
+        "trace", help="trace files: summarize, record real programs (setup: build the recorder)"
+    )
     tsub = p.add_subparsers(dest="trace_command", required=True)
     i = tsub.add_parser(
         "info", help="counts, instructions, footprint, VMAs and read/write mix of a trace"
