@@ -27,6 +27,8 @@ setup: $(VENV)/.ready
 # instructions scheduled for Zen 5; see the script). Building v4 needs no AVX-512 on the build machine.
 # All three are linked against glibc 2.17's symbol versions by zig (ZIG_ENV, scripts/zigcc), so
 # that `make wheel` packages these very builds (manylinux2014) without compiling anything again.
+# The v3/v4 libraries are copied under another name and renamed into place: a `cp` over a
+# library a running process has loaded (a test run) crashes that process with SIGBUS.
 # XLAT_NATIVE=1 builds `_core` for this host's CPU instead (linked for this host's glibc), and
 # neither `_core_v3` nor `_core_v4`.
 ISA_LEVELS := v3 v4
@@ -50,7 +52,8 @@ else
 	  flags=$$(scripts/isa_rustflags.sh $$level) || exit 1; \
 	  $(ZIG_ENV) RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
 	    cargo build --release --quiet --target $(HOST_TRIPLE) -p xlat-py --features isa-$$level,pyo3/extension-module \
-	  && cp target/cpu-x86-64-$$level/$(HOST_TRIPLE)/release/lib_core.so python/xlat/_core_$$level.abi3.so \
+	  && cp target/cpu-x86-64-$$level/$(HOST_TRIPLE)/release/lib_core.so python/xlat/_core_$$level.tmp \
+	  && mv -f python/xlat/_core_$$level.tmp python/xlat/_core_$$level.abi3.so \
 	  || exit 1; \
 	done
 endif
