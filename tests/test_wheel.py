@@ -114,7 +114,9 @@ def test_the_wheel_installs_in_a_fresh_venv_and_everything_a_clone_does_works(
         return proc
 
     # Without the ray extra first: a sweep says the exact pip command, which then works.
-    step("pip install", [str(py), "-m", "pip", "install", "--quiet", str(wheel)])
+    # (--no-compile: pip does not byte-compile all of Ray, pandas and matplotlib up front.)
+    pip = [str(py), "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check"]
+    step("pip install", [*pip, str(wheel)])
     spec = work / "grid.toml"
     spec.write_text(
         'designs = ["radix", "ideal"]\nworkloads = ["gups"]\nfootprint = "16MiB"\nrefs = "20k"\n'
@@ -123,7 +125,7 @@ def test_the_wheel_installs_in_a_fresh_venv_and_everything_a_clone_does_works(
     proc = subprocess.run(sweep, cwd=work, env=env, capture_output=True, text=True, timeout=120)
     hint = f'pip install "{wheel}[ray]"'
     assert proc.returncode == 2 and hint in proc.stderr, proc.stderr
-    step("pip install [ray]", [str(py), "-m", "pip", "install", "--quiet", f"{wheel}[ray]"])
+    step("pip install [ray]", [*pip, f"{wheel}[ray]"])
 
     where = step("import", [str(py), "-c", "import xlat; print(xlat.__file__)"]).stdout
     assert str(env_dir) in where and str(ROOT) not in where
