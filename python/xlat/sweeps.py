@@ -31,7 +31,7 @@ from typing import Any
 
 from xlat import _core
 from xlat.records import config_labels
-from xlat.run import TRACE_NO_LIMIT, resolve_config, version
+from xlat.run import TRACE_NO_LIMIT, resolve_config, trace_footprint, version
 from xlat.run import cpus as cpu_presets
 from xlat.run import designs as registered_designs
 from xlat.run import workloads as builtin_workloads
@@ -328,6 +328,9 @@ def _trace_files(value: Any, origin: str, fail) -> list[tuple[str, str]]:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
         out.append((str(path.resolve()), digest.hexdigest()))
+        # Once here rather than in every worker's first run: the trace's own footprint, which
+        # labels its runs (cached under the hash; see xlat.run.trace_footprint).
+        trace_footprint(out[-1][0], out[-1][1])
     if len({p for p, _ in out}) != len(out):
         raise fail(f"'traces' lists a file twice: {value!r}")
     return out
