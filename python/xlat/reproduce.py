@@ -671,7 +671,7 @@ def main(args) -> int:
 def _reproduce_papers(args, names: list[str]) -> int:
     status = 0
     for n in names:
-        progress = "none" if args.quiet else "lines"
+        progress = "errors" if args.quiet else "lines"
         result = reproduce(n, args.quick, args.db, args.workers, progress, keep_ray=True)
         command = f"xlat reproduce {n}" + (" --quick" if args.quick else "")
         if args.out:
