@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all setup build wheel vgtool demo report-docs results-docs test test-rust test-python browser bench lint fmt clean
+.PHONY: all setup build wheel package vgtool demo report-docs results-docs test test-rust test-python test-browser bench lint fmt clean
 
 all: build
 
@@ -25,42 +25,66 @@ setup: $(VENV)/.ready
 # portable x86-64; `_core_v3`, x86-64-v3 (AVX2); `_core_v4`, x86-64-v4 (AVX-512); the last two in
 # the target dirs the v3/v4 tests use, with scripts/isa_rustflags.sh's flags (v4: the level's
 # instructions scheduled for Zen 5; see the script). Building v4 needs no AVX-512 on the build machine.
-# XLAT_NATIVE=1 builds `_core` for this host's CPU instead, and neither `_core_v3` nor `_core_v4`.
+# All three are linked against glibc 2.17's symbol versions by zig (ZIG_ENV, scripts/zigcc), so
+# that `make wheel` packages these very builds (manylinux2014) without compiling anything again.
+# The v3/v4 libraries are copied under another name and renamed into place: a `cp` over a
+# library a running process has loaded (a test run) crashes that process with SIGBUS.
+# XLAT_NATIVE=1 builds `_core` for this host's CPU instead (linked for this host's glibc), and
+# neither `_core_v3` nor `_core_v4`.
 ISA_LEVELS := v3 v4
 # The host's target triple, given to cargo as `--target` for the ISA builds: with an explicit
 # target, RUSTFLAGS apply to the core only and not to build scripts and proc-macros, which run on
 # this machine (a v4 build script faults with SIGILL on a CPU without AVX-512, e.g. Zen 3).
 HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
-build: setup vgtool
+# zig (PyPI's ziglang, in the venv) as the C compiler and linker of the host triple; every cargo
+# command on the extension's target dirs gets the same variables, or cargo would rebuild the
+# crates each time the variables change (the C parts of zstd and liblzma, and all above them).
+TRIPLE_VAR := $(subst -,_,$(HOST_TRIPLE))
+ZIG_ENV := CARGO_TARGET_$(shell echo $(TRIPLE_VAR) | tr a-z A-Z)_LINKER=$(abspath scripts/zigcc) \
+  CC_$(TRIPLE_VAR)=$(abspath scripts/zigcc)
+build: setup
 ifeq ($(XLAT_NATIVE),1)
 	RUSTFLAGS="-C target-cpu=native" $(VENV)/bin/maturin develop --release --quiet
 	rm -f python/xlat/_core_v3*.so python/xlat/_core_v4*.so
 else
-	$(VENV)/bin/maturin develop --release --quiet
+	$(ZIG_ENV) $(VENV)/bin/maturin develop --release --quiet --target $(HOST_TRIPLE)
 	for level in $(ISA_LEVELS); do \
 	  flags=$$(scripts/isa_rustflags.sh $$level) || exit 1; \
-	  RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
+	  $(ZIG_ENV) RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
 	    cargo build --release --quiet --target $(HOST_TRIPLE) -p xlat-py --features isa-$$level,pyo3/extension-module \
-	  && cp target/cpu-x86-64-$$level/$(HOST_TRIPLE)/release/lib_core.so python/xlat/_core_$$level.abi3.so \
+	  && cp target/cpu-x86-64-$$level/$(HOST_TRIPLE)/release/lib_core.so python/xlat/_core_$$level.tmp \
+	  && mv -f python/xlat/_core_$$level.tmp python/xlat/_core_$$level.abi3.so \
 	  || exit 1; \
 	done
 endif
+	@$(MAKE) --no-print-directory vgtool
 
-# A wheel for `pip install` anywhere: abi3 (Python >= 3.9), the three builds of the core
-# (portable, x86-64-v3 and x86-64-v4; python/xlat/_isa.py picks at import), liblzma linked
-# statically; tagged with the oldest manylinux glibc it runs on. Sweeps need the `ray` extra: pip install 'dist/xlat-...whl[ray]'.
+# A wheel for `pip install` anywhere: abi3 (Python >= 3.9), manylinux2014 (glibc >= 2.17), the
+# three builds of the core `make build` made (portable, x86-64-v3 and x86-64-v4;
+# python/xlat/_isa.py picks at import), liblzma linked statically, the presets, claims and the
+# recorder's source as package data (python/xlat/data). Packaging reuses `make build`'s
+# compiled core (same target, same ZIG_ENV); auditwheel then checks every library in the wheel
+# against the tag. Sweeps need the `ray` extra: pip install "dist/xlat-<version>-...whl[ray]".
 wheel: build
 ifeq ($(XLAT_NATIVE),1)
 	@echo "a wheel must run on any x86-64 CPU: build it without XLAT_NATIVE=1" >&2; exit 2
 endif
-	$(VENV)/bin/maturin build --release --quiet -o dist
-	@ls -1 dist/*.whl
+	@$(MAKE) --no-print-directory package DIST=dist
 
-# The xlat valgrind tool (GPL-2 helper, tools/xlat-vgtool): rebuilt when its source changes.
-VGTOOL := tools/xlat-vgtool/build/lib/xlat-amd64-linux
-vgtool: $(VGTOOL)
-$(VGTOOL): tools/xlat-vgtool/xl_main.c tools/xlat-vgtool/build.sh
-	@bash tools/xlat-vgtool/build.sh || echo "warning: xlat valgrind tool not built (see above); 'xlat trace record' will fall back to valgrind's lackey (about 1 M refs/s)"
+# Package what `make build` built into $(DIST) and check it (scripts/check_wheel.py: auditwheel's
+# tag from every library in the wheel, and the package data). The cargo invocation is `make
+# build`'s, so nothing is compiled when the build is current (tests/test_wheel.py uses this).
+DIST ?= dist
+WHEEL_FLAGS := --release --target $(HOST_TRIPLE) --compatibility manylinux2014 --auditwheel check
+package:
+	rm -f $(DIST)/xlat-*.whl
+	$(ZIG_ENV) $(VENV)/bin/maturin build $(WHEEL_FLAGS) --quiet -o $(DIST)
+	$(PY) scripts/check_wheel.py $(DIST)/xlat-*.whl
+
+# The xlat valgrind tool (GPL-2 helper, python/xlat/data/vgtool): built into the user's cache
+# folder by `xlat trace setup` (`xlat trace record` builds it on first use too).
+vgtool:
+	@$(VENV)/bin/xlat trace setup || echo "warning: xlat valgrind tool not built (see above); 'xlat trace record' will fall back to valgrind's lackey (about 1 M refs/s)"
 
 # The main job: sweep every registered design over four workloads x THP off/on on Ray, store the
 # runs in out/demo.duckdb, print the speedup table and write the report from the store.
@@ -86,23 +110,28 @@ test: build test-rust test-python
 # by the build's target CPU: the default build is portable; the AVX2 one (x86-64-v3, which the
 # package loads on CPUs that have it) and, on a host with AVX-512, the AVX-512 one must give the
 # same figures (unit tests and the golden snapshots).
-test-rust:
+test-rust: setup
 	cargo test -p xlat --release
 	for level in v3 $$(grep -qw avx512f /proc/cpuinfo && echo v4); do \
 	  flags=$$(scripts/isa_rustflags.sh $$level) || exit 1; \
-	  RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
+	  $(ZIG_ENV) RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
 	    cargo test -p xlat --release --target $(HOST_TRIPLE) --lib --test golden -q || exit 1; \
 	done
 
-test-python: build browser
-	$(PY) -m pytest -q tests python/xlat docs/sweeps.md docs/notebook.md --doctest-modules --doctest-glob='sweeps.md' --doctest-glob='notebook.md'
+test-python: build
+	$(PY) -m pytest -q -rs tests python/xlat docs/sweeps.md docs/notebook.md --doctest-modules --doctest-glob='sweeps.md' --doctest-glob='notebook.md'
 
-# Debian's chromium for the report's browser test, installed only if missing and apt is usable
-# (otherwise that one test is skipped with the reason).
-browser:
-	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 \
-	  && [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
-	  || echo "chromium not installed (needs apt-get as root): the browser test will be skipped"
+# The report's browser test needs Chromium, which `make test` never installs (it is skipped, with
+# its reason, when Chromium is missing): this target installs Debian's chromium (apt-get as
+# root; about 115 packages, 350 MB) when it is missing, then runs that test. .ci/run installs it
+# for CI.
+test-browser: build
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  || { echo "test-browser: chromium is missing and cannot be installed here (needs apt-get as root)" >&2; exit 2; }; \
+	  echo "installing Debian's chromium (about 350 MB)..."; \
+	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+	$(PY) -m pytest -q -rs tests/test_report.py -k chromium
 
 # Benchmarks the build the package loads here (python/xlat/_isa.py): x86-64-v4 on a CPU with the
 # AVX-512 subsets it uses, else x86-64-v3 on one with AVX2/BMI2/FMA, else portable;
@@ -114,7 +143,7 @@ else
 	level=$$(python3 python/xlat/_isa.py); \
 	if [ "$$level" = portable ]; then cargo bench -p xlat --bench throughput; \
 	else flags=$$(scripts/isa_rustflags.sh $$level) || exit 1; \
-	  RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
+	  $(ZIG_ENV) RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
 	  cargo bench -p xlat --target $(HOST_TRIPLE) --bench throughput; fi
 endif
 

@@ -41,3 +41,17 @@ def run_json():
         return json.loads(xlat("run", *args, "--json").stdout)
 
     return go
+
+
+@pytest.fixture(scope="session")
+def mehpt_quick(tmp_path_factory):
+    """`xlat reproduce mehpt --quick` run once per session from this tree: ``(process, store,
+    report folder)``. The wheel test resumes from a copy of the store (its runs are keyed by the
+    resolved configuration, not by where the package is installed), so the quick runs are
+    simulated once, not once per installation."""
+    out = tmp_path_factory.mktemp("reproduce-mehpt")
+    db = out / "r.duckdb"
+    proc = xlat(
+        "reproduce", "mehpt", "--quick", "--db", str(db), "--out", str(out), "-q", check=False
+    )
+    return proc, db, out

@@ -350,7 +350,18 @@ def test_trace_runs_are_not_multiplied_by_the_footprint_axis():
 # Structure -------------------------------------------------------------------------------------
 
 #: The Python front's modules in dependency order: each may import only those before it.
-FRONT_ORDER = ["_core", "records", "store", "run", "sweeps", "query", "report", "commands", "cli"]
+FRONT_ORDER = [
+    "_core",
+    "records",
+    "values",
+    "store",
+    "run",
+    "sweeps",
+    "query",
+    "report",
+    "commands",
+    "cli",
+]
 
 
 def test_the_python_front_imports_in_one_direction():

@@ -306,8 +306,8 @@ def _chromium() -> str | None:
 
 @pytest.mark.skipif(
     _chromium() is None,
-    reason="Debian's chromium is not installed (make test "
-    "installs it with apt-get where apt is available)",
+    reason="chromium is not installed: `make test-browser` installs Debian's chromium (as "
+    "root, about 350 MB) and runs this test; .ci/run installs it for CI",
 )
 def test_the_report_renders_in_headless_chromium_with_every_figure_and_no_console_error(
     store_report, tmp_path

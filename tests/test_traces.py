@@ -124,29 +124,65 @@ def test_the_tool_is_found_or_its_absence_is_explained():
 
 
 @need_valgrind
-def test_recording_without_the_tool_or_its_source_says_how_to_build_it(tmp_path, monkeypatch):
-    # As in an installed wheel: no built tool, no tools/ directory to build it from.
-    monkeypatch.setenv("XLAT_VGTOOL_LIB", str(tmp_path / "nolib"))
+def test_recording_without_the_tools_source_says_the_installation_lacks_it(tmp_path, monkeypatch):
+    # An installation whose package data is gone: no built tool, no source to build it from.
+    monkeypatch.delenv("XLAT_VGTOOL_LIB", raising=False)
+    monkeypatch.setenv("XLAT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(record, "TOOL_DIR", tmp_path / "no-source")
     with pytest.raises(record.RecordError) as e:
         record.record(["true"], str(tmp_path / "t.xlat"), tool="xlat")
     msg = str(e.value)
-    assert "not in this installation" in msg and "make vgtool" in msg
-    assert "XLAT_VGTOOL_LIB" in msg and "build.sh" in msg
+    assert "missing from this installation" in msg and "reinstall" in msg
     assert not (tmp_path / "t.xlat").exists()
 
 
-@need_valgrind
-def test_a_failed_tool_build_gives_its_reason_and_the_build_command(tmp_path, monkeypatch):
+def _failing_source(tmp_path: Path, lines: int) -> Path:
     src = tmp_path / "src"
     src.mkdir()
-    (src / "build.sh").write_text("echo 'valgrind.pc not found: no tool libraries' >&2; exit 1\n")
-    monkeypatch.setenv("XLAT_VGTOOL_LIB", str(tmp_path / "nolib"))
-    monkeypatch.setattr(record, "TOOL_DIR", src)
+    body = "".join(f"echo 'compiler line {i}' >&2\n" for i in range(lines))
+    (src / "build.sh").write_text(
+        f"{body}echo 'valgrind.pc not found: no tool libraries' >&2\nexit 1\n"
+    )
+    return src
+
+
+@need_valgrind
+def test_a_failed_tool_build_gives_its_reason_and_what_the_build_needs(tmp_path, monkeypatch):
+    monkeypatch.delenv("XLAT_VGTOOL_LIB", raising=False)
+    monkeypatch.setenv("XLAT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(record, "TOOL_DIR", _failing_source(tmp_path, 0))
     with pytest.raises(record.RecordError) as e:
         record.record(["true"], str(tmp_path / "t.xlat"), tool="xlat")
     msg = str(e.value)
-    assert "valgrind.pc not found" in msg and "make vgtool" in msg
+    assert "valgrind.pc not found" in msg and "apt-get install valgrind" in msg
+    assert "xlat trace setup" in msg
+
+
+@need_valgrind
+def test_the_lackey_fallback_warns_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("XLAT_VGTOOL_LIB", raising=False)
+    monkeypatch.setenv("XLAT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(record, "TOOL_DIR", _failing_source(tmp_path, 6))
+    summary = record.record(["true"], str(tmp_path / "t.xlat"), tool="auto")
+    assert summary["exit_status"] == 0
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    warning = [ln for ln in err if ln.startswith("xlat: warning:")]
+    assert len(warning) == 1 and "valgrind.pc not found" in warning[0] and "lackey" in warning[0]
+    assert not any("compiler line" in ln for ln in err)
+
+
+@need_valgrind
+def test_the_first_recording_builds_the_tool_into_the_cache_and_says_so_once(tmp_path, monkeypatch):
+    monkeypatch.delenv("XLAT_VGTOOL_LIB", raising=False)
+    monkeypatch.setenv("XLAT_CACHE_DIR", str(tmp_path / "cache"))
+    first = xlat("trace", "record", "-o", str(tmp_path / "a.xlat"), "--", "/bin/true").stderr
+    assert f"building the valgrind recording tool into {tmp_path / 'cache'}" in first
+    again = xlat("trace", "record", "-o", str(tmp_path / "b.xlat"), "--", "/bin/true").stderr
+    assert "building" not in again
+    setup = xlat("trace", "setup").stderr
+    assert "the recording tool is built" in setup and str(tmp_path / "cache") in setup
+    info = json.loads(_core.trace_info(str(tmp_path / "b.xlat")))
+    assert info["trace"]["meta"]["recorder"] == "xlat-vgtool"
 
 
 @need_valgrind

@@ -134,8 +134,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run ``xlat analyze gaps``."""
     if args.snapshot:
+        from xlat.snapshot import snapshot_problem
+
         try:
             snap = json.loads(Path(args.snapshot).read_text())
+            problem = snapshot_problem(snap)
+            if problem:
+                raise ValueError(f"not an xlat snapshot: {problem}")
             runs = snapshot_runs(snap)
         except (OSError, ValueError) as e:
             print(f"xlat: error: {args.snapshot}: {e}", file=sys.stderr)
@@ -152,6 +157,18 @@ def main(args: argparse.Namespace) -> int:
         ):
             if value is not None:
                 overrides.append((key, value))
+        from xlat.trace_cli import file_problem
+        from xlat.values import check_inputs
+
+        problem = file_problem(args.trace) if args.trace else None
+        if problem:
+            print(f"xlat: error: --trace {args.trace}: {problem}", file=sys.stderr)
+            return 2
+        try:
+            check_inputs(overrides)
+        except _core.XlatError as e:
+            print(f"xlat: error: {e}", file=sys.stderr)
+            return 2
         runs = _core.touched_page_runs(overrides, args.trace, args.trace_format)
         source = args.trace or f"workload {args.workload}"
     g = gap_analysis(runs)

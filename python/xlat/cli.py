@@ -12,7 +12,8 @@ Forms scripts rely on (kept exactly so)::
     xlat results [--db PATH] [--where design=radix] [--speedup-over radix] [--format csv]
     xlat report [results.duckdb | compare.json] [--out DIR]
 
-Exit codes: 0 success, 1 simulation error (trace, OS model, oracle), 2 bad usage or configuration.
+Exit codes: 0 success, 1 simulation error (trace, OS model, oracle) or a system problem (a full
+disk), 2 bad usage or configuration, 3 an internal error (a bug; ``--debug`` prints the traceback).
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 
 from xlat import _core, analyze, commands, snapshot, trace_cli
 from xlat.report import core_table, figure_width, format_table, table_rows, write_report
 from xlat.run import (
     compare,
     cpu_description,
+    cpu_dirs,
     cpus,
     designs,
     load_preset,
@@ -115,6 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--version", action=_VersionAction, help="print the version (and git commit) and exit"
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the Python traceback of an unexpected error (anywhere on the command line)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -327,6 +335,12 @@ def cpu_rows() -> list[dict[str, str]]:
 
 
 def cmd_cpus(args: argparse.Namespace) -> int:
+    if not cpus():
+        raise _core.XlatError(
+            f"no CPU presets found (looked for *.toml in {', '.join(map(str, cpu_dirs()))}); this "
+            "installation of xlat lacks its data files: reinstall it from a wheel made by "
+            "`make wheel`"
+        )
     if args.names:
         print("\n".join(cpus()))
         return 0
@@ -386,9 +400,68 @@ def _show_warnings_as_xlat_lines() -> None:
     warnings.showwarning = show
 
 
+def _take_debug(argv: list[str]) -> tuple[list[str], bool]:
+    """``argv`` without ``--debug`` (wherever it stands before a ``--``), and whether it was there.
+
+    Examples
+    --------
+    >>> _take_debug(["run", "--debug", "--json"])
+    (['run', '--json'], True)
+    >>> _take_debug(["trace", "record", "--", "prog", "--debug"])
+    (['trace', 'record', '--', 'prog', '--debug'], False)
+    """
+    end = argv.index("--") if "--" in argv else len(argv)
+    head = [a for a in argv[:end] if a != "--debug"]
+    return head + argv[end:], len(head) != end
+
+
+#: Exit code of an unexpected error (a bug in xlat; ``--debug`` prints its traceback).
+EXIT_INTERNAL = 3
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``xlat`` command; returns the exit code."""
-    argv = _join_dash_values(sys.argv[1:] if argv is None else list(argv))
+    """Entry point of the ``xlat`` command; returns the exit code.
+
+    No Python traceback reaches the user: an error the commands do not turn into their own
+    message is one ``xlat: error:`` line (exit code 1 for a system problem such as a full disk,
+    :data:`EXIT_INTERNAL` for a bug), with the traceback only under ``--debug``."""
+    argv, debug = _take_debug(sys.argv[1:] if argv is None else list(argv))
+    try:
+        return _main(_join_dash_values(argv))
+    except Exception as e:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        if debug:
+            traceback.print_exc()
+        code, text = unexpected_error(e)
+        hint = "" if debug else " (--debug prints the traceback)"
+        print(f"xlat: error: {text}{hint}", file=sys.stderr)
+        return code
+
+
+def unexpected_error(e: BaseException) -> tuple[int, str]:
+    """Exit code and message of an error no command turned into its own message.
+
+    Examples
+    --------
+    >>> unexpected_error(OSError(28, "No space left on device", "/d/x.json"))
+    (1, '/d/x.json: No space left on device')
+    >>> unexpected_error(KeyError("vmas"))  # doctest: +ELLIPSIS
+    (3, "internal error (a bug in xlat, please report it): KeyError: 'vmas'")
+    """
+    if isinstance(e, OSError):
+        where = f"{e.filename}: " if e.filename else ""
+        return 1, f"{where}{e.strerror or e}"
+    if isinstance(e, MemoryError):
+        return 1, "out of memory"
+    if isinstance(e, RecursionError):
+        return 2, "the input is nested too deeply to read"
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return EXIT_INTERNAL, (
+        f"internal error (a bug in xlat, please report it): {type(e).__name__}"
+        + (f": {first}" if first else "")
+    )
+
+
+def _main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     _show_warnings_as_xlat_lines()
     try:

@@ -28,7 +28,7 @@ from xlat.query import (
     write_frame,
 )
 from xlat.store import DEFAULT_DB, StoreError
-from xlat.sweeps import SpecError, SweepError, expand, load_spec, run_sweep
+from xlat.sweeps import MAX_RUNS, SpecError, SweepError, iter_runs, load_spec, run_sweep
 
 #: Exceptions of these commands that are the user's to fix (exit code 2).
 USAGE_ERRORS = (SpecError, SweepError, QueryError, StoreError)
@@ -37,7 +37,9 @@ USAGE_ERRORS = (SpecError, SweepError, QueryError, StoreError)
 def add_parsers(sub) -> None:
     """Register the subcommands on the ``xlat`` subparsers object."""
     p = sub.add_parser("sweep", help="run a grid of designs x workloads x parameters on Ray")
-    p.add_argument("spec", help="sweep spec (TOML; see docs/sweeps.md)")
+    p.add_argument(
+        "spec", help="sweep spec: a TOML file (docs/sweeps.md), or a shipped example's name (demo)"
+    )
     p.add_argument("--db", default=DEFAULT_DB, help=f"result database (default {DEFAULT_DB})")
     p.add_argument("--workers", type=int, help="parallel runs (default: cores, or cluster CPUs)")
     p.add_argument(
@@ -49,21 +51,36 @@ def add_parsers(sub) -> None:
         "--dry-run", action="store_true", help="list the runs and whether each is stored"
     )
     p.add_argument("--force", action="store_true", help="rerun runs already stored")
+    p.add_argument(
+        "--max-runs",
+        type=int,
+        metavar="N",
+        help=f"most runs the grid may have (default: the spec's max_runs, else {MAX_RUNS:,}; "
+        "0: no limit); a larger grid is refused with its size before anything runs",
+    )
     p.add_argument("--progress", action="store_true", help="live progress bar even if not a tty")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument(
+        "--quiet", "-q", action="store_true", help="no progress output; failed runs still print"
+    )
 
     p = sub.add_parser(
         "reproduce", help="run a paper's experiments and compare its claims (data/claims/)"
     )
-    p.add_argument("paper", help="paper name (mehpt, ...) or all")
-    p.add_argument("--list", action="store_true", help="list the paper's experiments and claims")
+    p.add_argument("paper", nargs="?", help="paper name (mehpt, ...) or all")
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="list the paper's experiments and claims (every paper's without a name)",
+    )
     p.add_argument(
         "--quick", action="store_true", help="small version for CI: fails if a direction flips"
     )
     p.add_argument("--db", default="out/reproduce.duckdb", help="result store (resumable)")
     p.add_argument("--out", default="out", help="folder of the report (reproduce-PAPER.md)")
     p.add_argument("--workers", type=int, help="parallel runs (default: cores)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    p.add_argument(
+        "--quiet", "-q", action="store_true", help="no progress lines; failed runs still print"
+    )
 
     p = sub.add_parser("results", help="query the result database")
     p.add_argument("--db", default=DEFAULT_DB, help=f"result database (default {DEFAULT_DB})")
@@ -103,6 +120,12 @@ def add_parsers(sub) -> None:
         "printing it; plain queries write every column unless --columns names some",
     )
     p.add_argument("--spec", help="only the runs of this sweep spec (TOML)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="check every stored row against its record (labels, finite figures, one row per "
+        "run); exit 1 listing the rows that disagree",
+    )
 
     p = sub.add_parser("report", help="HTML page + PNG/PDF figures from the store or compare JSON")
     p.add_argument(
@@ -144,27 +167,32 @@ def _csv(text: str | None) -> list[str] | None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
-    if args.workers is not None and args.workers < 1:
-        raise SpecError(f"--workers must be at least 1, got {args.workers}")
+    check_workers(args.workers)
+    if args.max_runs is not None and args.max_runs < 0:
+        raise SpecError(f"--max-runs must be 0 (no limit) or more, got {args.max_runs}")
     if args.dry_run:
         from xlat.store import Store
 
-        runs = expand(spec)
-        stored = Store(args.db).stored(r.config_hash for r in runs)
-        for r in runs:
+        stored = Store(args.db).stored()
+        total = todo = 0
+        # One line per run as it is resolved: a large grid shows at once and holds no list.
+        for r in iter_runs(spec, args.max_runs):
             state = stored.get(r.config_hash, {}).get("status") or "new"
-            print(f"{r.config_hash[:12]}  {state:<6}  {r.label()}")
-        todo = sum(stored.get(r.config_hash, {}).get("status") != "ok" or args.force for r in runs)
-        print(f"{len(runs)} runs, {todo} to run", file=sys.stderr)
+            print(f"{r.config_hash[:12]}  {state:<6}  {r.label()}", flush=total < 100)
+            total += 1
+            todo += state != "ok" or args.force
+        print(f"{total} runs, {todo} to run", file=sys.stderr)
         return 0
     if args.quiet:
-        mode = "none"
+        mode = "errors"  # --quiet: no progress, but every failed run is named with its error
     elif args.progress or sys.stderr.isatty():
         mode = "bar"
     else:
         mode = "lines"
     where = f" on {args.address}" if args.address else ""
-    summary = run_sweep(spec, args.db, args.workers, args.address, args.force, mode)
+    summary = run_sweep(
+        spec, args.db, args.workers, args.address, args.force, mode, max_runs=args.max_runs
+    )
     if summary["interrupted"]:
         print(
             f"xlat: interrupted: {summary['ok'] + summary['failed']} runs finished and were "
@@ -195,6 +223,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 1 if summary["failed"] else 0
 
 
+#: Most runs in flight ``--workers`` may ask for (Ray refuses absurd CPU counts with a traceback).
+MAX_WORKERS = 100_000
+
+
+def check_workers(workers: int | None) -> None:
+    """``--workers`` of ``sweep`` and ``reproduce``: at least 1, at most :data:`MAX_WORKERS`."""
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise SpecError(f"--workers must be at least 1 and at most {MAX_WORKERS:,}, got {workers}")
+
+
 def add_metric(p: argparse.ArgumentParser) -> None:
     """The ``--metric`` option of the commands that show speedups."""
     p.add_argument(
@@ -208,6 +246,8 @@ def add_metric(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
+    if args.check:
+        return _check(args)
     status = None if args.status == "all" else args.status
     out = results(
         args.db,
@@ -245,6 +285,24 @@ def cmd_results(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     except BrokenPipeError:  # `xlat results | head`: the reader is gone, which is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """``xlat results --check``: one line per problem on stdout, a summary on stderr."""
+    from xlat.query import check_store
+
+    n, problems = check_store(args.db)
+    for line in problems:
+        print(line)
+    if problems:
+        print(f"{args.db}: {n} rows checked, {len(problems)} problems", file=sys.stderr)
+        return 1
+    print(
+        f"{args.db}: {n} rows checked: one row per run, every label agrees with its record, "
+        "every figure is a finite number",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -307,6 +365,7 @@ def report_dir_error(out: str, e: OSError) -> str:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from xlat import reproduce
 
+    check_workers(args.workers)
     try:
         return reproduce.main(args)
     except reproduce.ReproduceError as e:

@@ -545,9 +545,21 @@ def write_frame(df, path: str | Path, fmt: str | None = None) -> int:
         os.replace(tmp, path)
     except OSError as e:
         raise QueryError(f"{path}: cannot write: {e.strerror or e}") from None
+    except duckdb_errors() as e:  # DuckDB writing the Parquet file: a full disk, a read-only one
+        raise QueryError(f"{path}: cannot write: {str(e).strip().splitlines()[0]}") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # a read-only folder refuses even to look: nothing was written there
     return len(df)
+
+
+def duckdb_errors() -> tuple[type[BaseException], ...]:
+    """DuckDB's base exception class (for ``except``), without importing DuckDB twice."""
+    import duckdb
+
+    return (duckdb.Error,)
 
 
 def export(
@@ -573,8 +585,103 @@ def export(
     return write_frame(load_rows(db, where, status), path, fmt)
 
 
+#: Columns a store check compares with what the row's record says (:func:`label_columns`).
+CHECKED_LABELS = (
+    "design",
+    "workload",
+    "seed",
+    "trace",
+    "trace_sha256",
+    "config.workload.name",
+    "config.workload.footprint",
+)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as stored values: NULL and NaN are one, numbers compare by value."""
+
+    def norm(v: Any) -> Any:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return None
+        if hasattr(v, "item"):  # numpy scalars
+            v = v.item()
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v
+
+    return norm(a) == norm(b)
+
+
+def check_store(db: str | Path = DEFAULT_DB) -> tuple[int, list[str]]:
+    """Check every stored row against its record; returns (rows checked, problems).
+
+    A problem is a line naming the row (its key's first 12 characters and its labels) and what
+    is wrong: a run stored more than once; a successful row without its record, or whose
+    label columns (:data:`CHECKED_LABELS`) disagree with what the record says
+    (:func:`xlat.records.label_columns`: a trace run labelled with the built-in workload's
+    name or footprint, say); a figure of its record that is not a finite number
+    (:func:`xlat.values.bad_figures`); or a key that is not the hash of its configuration and
+    labels. ``xlat results --check`` prints them.
+
+    Examples
+    --------
+    >>> import tempfile, os, xlat
+    >>> db = os.path.join(tempfile.mkdtemp(), "r.duckdb")
+    >>> _ = xlat.sweep({"designs": ["radix"], "workloads": ["gups"], "footprint": "1MiB",
+    ...                 "refs": "2000"}, db, workers=1)
+    >>> check_store(db)
+    (1, [])
+    """
+    import json
+
+    from xlat.records import label_columns
+    from xlat.store import config_hash
+    from xlat.values import bad_figures
+
+    store = Store(db)
+    cols = store.columns(duplicates_ok=True)  # StoreError for a missing or foreign database
+    wanted = ["config_hash", "status", "config_json", "record_json"]
+    wanted += [c for c in CHECKED_LABELS if c in cols and c not in wanted]
+    df = store.query(
+        f"SELECT {', '.join(map(quote, wanted))} FROM {TABLE} ORDER BY config_hash",
+        duplicates_ok=True,
+    )
+    problems = []
+    counts = df["config_hash"].value_counts()
+    for key, n in counts[counts > 1].items():
+        problems.append(f"{str(key)[:12]}: stored {n} times (one run, one row)")
+    for row in df.to_dict("records"):
+        name = f"{str(row['config_hash'])[:12]} ({row.get('design')} on {row.get('workload')})"
+        if row["status"] != "ok":
+            continue
+        if row["record_json"] is None:
+            problems.append(f"{name}: status ok but no record")
+            continue
+        rec = json.loads(row["record_json"])
+        labels = label_columns(rec)
+        for col in CHECKED_LABELS:
+            if col in labels and col in row and not _same(row[col], labels[col]):
+                problems.append(f"{name}: {col} is {row[col]!r}, its record says {labels[col]!r}")
+        bad = bad_figures(rec)
+        if bad:
+            problems.append(f"{name}: figures that are not finite numbers: {', '.join(bad[:5])}")
+        if row["config_json"] is not None:
+            trace_sha = labels["trace_sha256"]
+            key = config_hash(
+                json.loads(row["config_json"]),
+                labels["design"],
+                None if trace_sha else labels["workload"],
+                trace_sha,
+                labels["seed"],
+            )
+            if key != row["config_hash"]:
+                problems.append(f"{name}: its key is not the hash of its configuration and labels")
+    return len(df), problems
+
+
 __all__ = [
     "QueryError",
+    "check_store",
     "StoreError",
     "export",
     "format_frame",

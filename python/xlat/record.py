@@ -1,7 +1,8 @@
 """``xlat trace record``: run a real program under Valgrind and write its references as a
 native trace while it runs.
 
-The program runs under our Valgrind tool (``tools/xlat-vgtool``, built by ``make vgtool``),
+The program runs under our Valgrind tool (source in the package's data, ``vgtool/``; built into
+the user's cache folder by ``xlat trace setup`` or the first recording, see :func:`build_tool`),
 which writes binary records (accesses, mmap/munmap/brk/mprotect/madvise/mremap with results,
 thread switches, exec and exit) into a pipe; the Rust core converts them to the native format as
 they arrive, so no intermediate file is written. ``--trace-children=yes`` makes Valgrind follow
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import hashlib
 import json
 import os
 import resource
@@ -24,9 +26,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from xlat import _core
+from xlat._data import cache_dir, data_dir
 
-ROOT = Path(__file__).resolve().parents[2]
-TOOL_DIR = ROOT / "tools" / "xlat-vgtool"
+#: The tool's source (``build.sh``, ``xl_main.c``), shipped in the package.
+TOOL_DIR = data_dir() / "vgtool"
 
 #: Bytes of the tool's stream converted between two progress updates.
 PUMP_BYTES = 16 << 20
@@ -36,41 +39,70 @@ F_SETPIPE_SZ = 1031
 
 
 class RecordError(Exception):
-    """Recording cannot start (no valgrind, no tool); exit code 2."""
+    """Recording cannot start (no valgrind, no tool); exit code 2. ``output``: a failed tool
+    build's whole output (the message has its last line)."""
+
+    output: str = ""
+
+
+def tool_build_dir() -> Path:
+    """Where :func:`build_tool` puts the tool: ``vgtool-KEY`` in the user's cache folder
+    (:func:`xlat._data.cache_dir`), KEY a hash of the tool's source and of valgrind's version, so
+    that a new xlat or a new valgrind builds it anew."""
+    h = hashlib.sha256()
+    for name in ("build.sh", "xl_main.c"):
+        path = TOOL_DIR / name
+        h.update(path.read_bytes() if path.is_file() else b"")
+    try:
+        h.update(valgrind_version().encode())
+    except RecordError:
+        pass
+    return cache_dir() / f"vgtool-{h.hexdigest()[:12]}"
 
 
 def tool_lib_dir() -> Path | None:
     """The VALGRIND_LIB directory holding our tool, or None when it is not built.
 
-    ``XLAT_VGTOOL_LIB`` overrides the location (``tools/xlat-vgtool/build/lib``).
+    ``XLAT_VGTOOL_LIB`` names another directory (a tool built by hand with ``build.sh``).
     """
     env = os.environ.get("XLAT_VGTOOL_LIB")
-    lib = Path(env) if env else TOOL_DIR / "build" / "lib"
+    lib = Path(env) if env else tool_build_dir() / "lib"
     return lib if (lib / "xlat-amd64-linux").is_file() else None
 
 
-#: How to build the tool by hand, said whenever it is missing.
+#: What building the tool needs, said whenever it cannot be built.
 BUILD_HINT = (
-    "build it from an xlat source tree with `make vgtool` (or `bash tools/xlat-vgtool/build.sh`; "
-    "needs Debian's valgrind package, which has the tool libraries, gcc and pkg-config), then "
-    "run from that tree or set XLAT_VGTOOL_LIB=<tree>/tools/xlat-vgtool/build/lib"
+    "it needs valgrind with its tool libraries (Debian's valgrind package), gcc and pkg-config: "
+    "apt-get install valgrind gcc pkg-config libc6-dev, then `xlat trace setup`"
 )
 
 
 def build_tool() -> Path:
-    """Build the tool (``tools/xlat-vgtool/build.sh``); RecordError with the reason and how to
-    build it by hand on failure (e.g. an installed wheel has no tool source to build)."""
+    """Build the tool into :func:`tool_build_dir` with the packaged ``build.sh``, saying so on
+    stderr (once: later calls find it built); RecordError with the reason and what the build
+    needs on failure."""
     script = TOOL_DIR / "build.sh"
     if not script.is_file():
         raise RecordError(
-            f"the xlat valgrind tool is not built and its source is not in this installation "
-            f"({TOOL_DIR} does not exist); {BUILD_HINT}"
+            f"the xlat valgrind tool's source is missing from this installation ({TOOL_DIR} "
+            "has no build.sh): reinstall xlat"
         )
-    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True)
-    lib = tool_lib_dir()
-    if proc.returncode != 0 or lib is None:
-        reason = proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
-        raise RecordError(f"cannot build the xlat valgrind tool ({script}): {reason}; {BUILD_HINT}")
+    if os.environ.get("XLAT_VGTOOL_LIB"):
+        raise RecordError(
+            f"XLAT_VGTOOL_LIB={os.environ['XLAT_VGTOOL_LIB']} holds no xlat-amd64-linux: "
+            "unset it to build the tool into the cache folder (`xlat trace setup`)"
+        )
+    out = tool_build_dir()
+    print(f"xlat: building the valgrind recording tool into {out} (once)", file=sys.stderr)
+    proc = subprocess.run(["bash", str(script), str(out)], capture_output=True, text=True)
+    lib = out / "lib"
+    if proc.returncode != 0 or not (lib / "xlat-amd64-linux").is_file():
+        output = proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
+        # One line (a compiler's output can be long): build.sh's last line says why.
+        why = output.splitlines()[-1]
+        err = RecordError(f"cannot build the xlat valgrind tool: {why}; {BUILD_HINT}")
+        err.output = output
+        raise err
     return lib
 
 
@@ -83,7 +115,15 @@ def valgrind_version() -> str:
 
 
 def add_parser(tsub: argparse._SubParsersAction) -> None:
-    """Register ``xlat trace record``."""
+    """Register ``xlat trace record`` and ``xlat trace setup``."""
+    tsub.add_parser(
+        "setup",
+        help="build the valgrind recording tool into the user's cache folder (once)",
+        description="Build xlat's valgrind tool from the source the package ships into the "
+        "user's cache folder ($XLAT_CACHE_DIR, else $XDG_CACHE_HOME/xlat, else ~/.cache/xlat), "
+        "or say where it is when already built. `xlat trace record` does it on first use; "
+        "building needs valgrind with its tool libraries, gcc and pkg-config.",
+    )
     r = tsub.add_parser(
         "record",
         help="record a real program's references and memory system calls (valgrind)",
@@ -160,7 +200,10 @@ def record(
         except RecordError as e:
             if tool == "xlat":
                 raise
-            print(f"xlat: warning: {e}; recording with lackey (slow)", file=sys.stderr)
+            print(
+                f"xlat: warning: {e}; recording with valgrind's lackey instead (slow)",
+                file=sys.stderr,
+            )
     meta = {
         "recorder": "xlat-vgtool" if lib else "lackey",
         "valgrind": vg_version,
@@ -251,9 +294,31 @@ def record(
     return counts
 
 
+def setup() -> int:
+    """``xlat trace setup``: exit code 0 when the tool is built (now or before), 2 otherwise
+    (with the build's whole output)."""
+    try:
+        valgrind_version()
+        lib = tool_lib_dir()
+        if lib is None:
+            lib = build_tool()
+            print(f"built {lib / 'xlat-amd64-linux'}", file=sys.stderr)
+        else:
+            print(f"the recording tool is built: {lib / 'xlat-amd64-linux'}", file=sys.stderr)
+    except RecordError as e:
+        if e.output and "\n" in e.output:
+            print(e.output, file=sys.stderr)
+        print(f"xlat: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     """``xlat trace record``: exit code 0 when the trace was written (the program's own exit
-    status is printed and stored in the trace's metadata), 2 when recording could not start."""
+    status is printed and stored in the trace's metadata), 2 when recording could not start.
+    ``xlat trace setup`` too (:func:`setup`)."""
+    if args.trace_command == "setup":
+        return setup()
     command = list(args.program)
     if command and command[0] == "--":
         command = command[1:]

@@ -6,8 +6,8 @@ what every other part of the front derives from it — dotted-path access (:func
 speedups — and imports nothing else of xlat.
 
 Module order of the Python front (each imports only from those before it):
-``records`` -> ``store`` -> ``run`` -> ``sweeps`` -> ``query`` -> ``report`` -> ``commands`` /
-``cli``. A test checks it (tests/test_integrity.py).
+``records`` -> ``values`` -> ``store`` -> ``run`` -> ``sweeps`` -> ``query`` -> ``report`` ->
+``commands`` / ``cli``. A test checks it (tests/test_integrity.py).
 """
 
 from __future__ import annotations
@@ -66,9 +66,34 @@ def config_labels(config: Mapping[str, Any], trace: str | None) -> tuple[str, st
     return str(sim["design"]), str(workload), int(sim["seed"])
 
 
+def record_traces(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The trace sections of a record: its ``trace`` (a run of one trace) or each process's
+    (a multi-programmed run of several traces); empty for a built-in workload.
+
+    Examples
+    --------
+    >>> record_traces({"processes": [{"trace": {"path": "a.xlat"}}, {"trace": {"path": "b"}}]})
+    [{'path': 'a.xlat'}, {'path': 'b'}]
+    >>> record_traces({"workload": "gups"})
+    []
+    """
+    trace = record.get("trace")
+    if isinstance(trace, Mapping):
+        return [trace]
+    processes = record.get("processes")
+    if not isinstance(processes, list):
+        return []
+    return [
+        p["trace"]
+        for p in processes
+        if isinstance(p, Mapping) and isinstance(p.get("trace"), Mapping)
+    ]
+
+
 def record_labels(record: Mapping[str, Any]) -> tuple[str, str, int]:
     """The label columns (design, workload, seed) of a result record, from its resolved
-    configuration (a trace run's workload is the trace file's name).
+    configuration (a trace run's workload is the trace file's name; several traces' names are
+    joined by commas).
 
     Examples
     --------
@@ -76,8 +101,43 @@ def record_labels(record: Mapping[str, Any]) -> tuple[str, str, int]:
     ...     "workload": {"name": "gups"}}, "trace": {"path": "/t/sort.xlat"}})
     ('radix', 'sort.xlat', 1)
     """
-    trace = record.get("trace", {}).get("path")
-    return config_labels(record["config"], trace)
+    traces = record_traces(record)
+    names = ",".join(Path(str(t.get("path", ""))).name for t in traces) if traces else None
+    return config_labels(record["config"], names)
+
+
+def label_columns(record: Mapping[str, Any]) -> dict[str, Any]:
+    """Every column of a stored row that labels what was run, from its record: ``design``,
+    ``workload``, ``seed``, ``trace`` and ``trace_sha256``, and for a trace run the workload
+    columns ``config.workload.name`` (the trace's name, not the built-in workload the unused
+    ``[workload]`` defaults name) and ``config.workload.footprint`` (the trace's own footprint,
+    ``trace.footprint_bytes``: the bytes of the pages it touches, the same for every design and
+    setting; several traces: their sum). A store row agrees with these or is reported by
+    ``xlat results --check``.
+
+    Examples
+    --------
+    >>> rec = {"config": {"sim": {"design": "radix", "seed": 1},
+    ...        "workload": {"name": "gups", "footprint": 1 << 30}},
+    ...        "trace": {"path": "/t/sort.xlat", "sha256": "ab", "footprint_bytes": 8192}}
+    >>> label_columns(rec)["config.workload.name"], label_columns(rec)["config.workload.footprint"]
+    ('sort.xlat', 8192)
+    """
+    design, workload, seed = record_labels(record)
+    traces = record_traces(record)
+    out: dict[str, Any] = {
+        "design": design,
+        "workload": workload,
+        "seed": seed,
+        "trace": ",".join(str(t.get("path")) for t in traces) if traces else None,
+        "trace_sha256": ",".join(str(t.get("sha256")) for t in traces) if traces else None,
+    }
+    if traces:
+        feet = [t.get("footprint_bytes") for t in traces]
+        whole = all(isinstance(f, int) and not isinstance(f, bool) for f in feet)
+        out["config.workload.name"] = workload
+        out["config.workload.footprint"] = sum(feet) if whole else None
+    return out
 
 
 #: What a speedup is a ratio of: ``cycles`` = ``timing.cycles`` (the core's time; OS time

@@ -26,6 +26,7 @@ import csv
 import html
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -1693,6 +1694,10 @@ def write_report(
     ``baseline`` defaults to ``radix`` when present, else the first design; ``width`` is the
     figures' width: ``"column"`` (3.33 in, the default), ``"page"`` (7 in) or inches.
 
+    The files appear whole or not at all: they are written into a temporary folder inside
+    ``out_dir`` and renamed into place once every one is written, so a full disk or an error
+    raises (OSError) and leaves the files of an earlier report as they were.
+
     Examples
     --------
     >>> import tempfile
@@ -1704,13 +1709,33 @@ def write_report(
     >>> "<figure>" in paths["html"].read_text()
     True
     """
-    import pandas as pd
+    import shutil
+    import tempfile
 
     inches = figure_width(width)
     df, baseline = runs_frame(data, baseline)
-    designs = design_order(df["design"].unique())
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".xlat-report-", dir=out))
+    try:
+        paths = _write_report_files(df, baseline, stage, inches, source, latex)
+        for f in sorted(stage.iterdir()):
+            os.replace(f, out / f.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return {
+        k: [out / p.name for p in v] if isinstance(v, list) else out / v.name
+        for k, v in paths.items()
+    }
+
+
+def _write_report_files(
+    df, baseline: str, out: Path, inches: float, source: str | None, latex: bool
+) -> dict[str, Any]:
+    """The files of :func:`write_report`, written into the folder ``out``."""
+    import pandas as pd
+
+    designs = design_order(df["design"].unique())
     records = [json.loads(x) for x in df["record_json"]]
     (out / "results.json").write_text(json.dumps(records, indent=1))
 

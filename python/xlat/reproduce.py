@@ -1,11 +1,13 @@
 """``xlat reproduce PAPER``: a paper's experiments through the sweep machinery, and its headline
 claims beside ours.
 
-A paper is two files in the repository:
+A paper is two files of the package's data (:func:`xlat._data.data_dir`; in a clone also at the
+repository's root, ``configs/`` and ``data/claims/``):
 
 - ``configs/papers/PAPER.toml``: the paper's table of parameters as a preset (the machine, the
   OS state), applied beneath every run of its experiments;
-- ``data/claims/PAPER.toml``: ``title``, ``preset``, ``scaling`` (how the experiments are
+- ``claims/PAPER.toml``: ``title``, ``preset`` (the first file's path, relative to the data
+  folder), ``scaling`` (how the experiments are
   scaled to this machine, printed in the report), then
 
   - ``[[experiment]]`` tables: ``name``, ``figure``, ``description`` and the keys of a sweep spec
@@ -60,6 +62,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from xlat._data import data_dir
 from xlat.sweeps import SpecError, frame_of, parse_spec, run_sweep
 
 try:
@@ -67,8 +70,9 @@ try:
 except ImportError:  # Python < 3.11
     import tomli as tomllib  # type: ignore[no-redef]
 
-ROOT = Path(__file__).resolve().parents[2]
-CLAIMS_DIR = ROOT / "data" / "claims"
+#: The package's data folder: claims in ``claims/``, the papers' presets in ``configs/papers/``.
+DATA = data_dir()
+CLAIMS_DIR = DATA / "claims"
 #: Keys of an experiment that are not sweep-spec keys.
 EXPERIMENT_META = ("name", "figure", "description", "quick", "baseline_experiment")
 CLAIM_KEYS = {
@@ -82,7 +86,7 @@ class ReproduceError(ValueError):
 
 
 def papers() -> list[str]:
-    """Names of the papers with a claims file (``data/claims/*.toml``).
+    """Names of the papers with a claims file (``claims/*.toml`` in the package's data).
 
     Examples
     --------
@@ -90,6 +94,14 @@ def papers() -> list[str]:
     True
     """
     return sorted(p.stem for p in CLAIMS_DIR.glob("*.toml"))
+
+
+def no_papers_message() -> str:
+    """What to say when no paper is installed (an installation without its data files)."""
+    return (
+        f"no papers found: {CLAIMS_DIR} has no claims files (*.toml); this installation of "
+        "xlat lacks its data files: reinstall it from a wheel made by `make wheel`"
+    )
 
 
 def load_paper(name: str) -> dict[str, Any]:
@@ -103,7 +115,10 @@ def load_paper(name: str) -> dict[str, Any]:
     """
     path = CLAIMS_DIR / f"{name}.toml"
     if not path.is_file():
-        raise ReproduceError(f"no paper '{name}': known papers are {', '.join(papers())}")
+        known = ", ".join(papers())
+        if not known:
+            raise ReproduceError(no_papers_message())
+        raise ReproduceError(f"no paper '{name}': known papers are {known}")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
@@ -111,7 +126,7 @@ def load_paper(name: str) -> dict[str, Any]:
     for key in ("title", "preset", "scaling", "experiment", "claim"):
         if key not in data:
             raise ReproduceError(f"{path}: '{key}' is missing")
-    if not (ROOT / data["preset"]).is_file():
+    if not (DATA / data["preset"]).is_file():
         raise ReproduceError(f"{path}: preset '{data['preset']}' not found")
     names = [e.get("name") for e in data["experiment"]]
     for c in data["claim"]:
@@ -167,7 +182,7 @@ def experiment_spec(paper: dict[str, Any], exp: dict[str, Any], quick: bool) -> 
     spec = {k: v for k, v in exp.items() if k not in EXPERIMENT_META}
     if quick:
         spec.update({k: v for k, v in exp.get("quick", {}).items() if k != "skip"})
-    spec["preset"] = str(ROOT / paper["preset"])
+    spec["preset"] = str(DATA / paper["preset"])
     spec["name"] = f"{paper['name']}-{exp['name']}{'-quick' if quick else ''}"
     return spec
 
@@ -624,7 +639,15 @@ def report(result: dict[str, Any], command: str, figures: dict[str, str] | None 
 
 def main(args) -> int:
     """``xlat reproduce`` (see ``commands.add_parsers``)."""
-    names = papers() if args.paper == "all" else [args.paper]
+    paper = args.paper or ("all" if args.list else None)
+    if paper is None:
+        raise ReproduceError(
+            f"name a paper ({', '.join(papers()) or 'none installed'}) or all; "
+            "--list lists them with their experiments and claims"
+        )
+    names = papers() if paper == "all" else [paper]
+    if not names:
+        raise ReproduceError(no_papers_message())
     if args.list:
         for n in names:
             p = load_paper(n)
@@ -648,7 +671,7 @@ def main(args) -> int:
 def _reproduce_papers(args, names: list[str]) -> int:
     status = 0
     for n in names:
-        progress = "none" if args.quiet else "lines"
+        progress = "errors" if args.quiet else "lines"
         result = reproduce(n, args.quick, args.db, args.workers, progress, keep_ray=True)
         command = f"xlat reproduce {n}" + (" --quick" if args.quick else "")
         if args.out:

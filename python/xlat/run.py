@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from xlat import _core
-from xlat.records import flatten, get_path, speedups  # noqa: F401 - the API names them here
+from xlat._data import data_dir
+from xlat.records import flatten, get_path, record_traces, speedups  # noqa: F401 - API names
 from xlat.store import frame_from_records
+from xlat.values import check_inputs, check_record
 
 try:
     import tomllib
@@ -62,9 +64,9 @@ def version() -> str:
 
 
 def preset_dirs() -> list[Path]:
-    """Folders searched for preset names: ``./configs`` then the repository's ``configs``."""
-    here = Path(__file__).resolve()
-    return [Path.cwd() / "configs", here.parents[2] / "configs"]
+    """Folders searched for preset names: ``./configs``, then the presets the package ships
+    (:func:`xlat._data.data_dir`)."""
+    return [Path.cwd() / "configs", data_dir() / "configs"]
 
 
 def load_preset(preset: str | None) -> tuple[str | None, str]:
@@ -89,10 +91,13 @@ def load_preset(preset: str | None) -> tuple[str | None, str]:
     else:
         candidates = [d / f"{preset}.toml" for d in preset_dirs()]
     for path in candidates:
-        if path.is_dir():
-            raise _core.XlatError(f"preset {path}: is a directory, not a TOML file")
-        if path.is_file():
-            return read_text(path, "preset"), str(path)
+        try:
+            if path.is_dir():
+                raise _core.XlatError(f"preset {path}: is a directory, not a TOML file")
+            if path.is_file():
+                return read_text(path, "preset"), str(path)
+        except OSError as e:  # a name too long for the file system, a folder without access
+            raise _core.XlatError(f"preset {path}: cannot read it: {e.strerror or e}") from None
     names = sorted({p.stem for d in preset_dirs() if d.is_dir() for p in d.glob("*.toml")})
     raise _core.XlatError(
         f"preset '{preset}' not found (looked for {', '.join(map(str, candidates))}); "
@@ -105,7 +110,7 @@ CPU_SECTIONS = ("tlb", "mem", "core", "timing", "radix")
 
 
 def cpu_dirs() -> list[Path]:
-    """Folders searched for CPU presets: ``./configs/cpus`` then the repository's."""
+    """Folders searched for CPU presets: ``./configs/cpus``, then the package's."""
     return list(dict.fromkeys(d.resolve() / "cpus" for d in preset_dirs()))
 
 
@@ -113,8 +118,11 @@ def cpu_path(name: str) -> Path | None:
     """The file of CPU preset ``name`` (the first folder of :func:`cpu_dirs` holding it)."""
     for d in cpu_dirs():
         path = d / f"{name}.toml"
-        if path.is_file():
-            return path
+        try:
+            if path.is_file():
+                return path
+        except OSError:  # a name too long for a file name cannot be a preset's
+            return None
     return None
 
 
@@ -322,7 +330,86 @@ def resolve_config(preset: str | None = None, cpu: str | None = None, **kwargs: 
     """
     text, origin = load_preset(preset)
     _, layers, overrides = select_cpu(cpu, text, build_overrides(**kwargs))
+    return checked_config(text, origin, overrides, layers)
+
+
+def checked_config(
+    text: str | None,
+    origin: str,
+    overrides: list[tuple[str, str]],
+    layers: list[tuple[str, str]],
+) -> str:
+    """The resolved configuration of a preset ``text``, its ``overrides`` and base ``layers``,
+    after the value rules of :mod:`xlat.values` (every value one its key takes, every float
+    finite and bounded) have passed every layer and override: XlatError naming the key
+    otherwise. (The defaults pass them: tests/test_values.py.)"""
+    check_inputs(overrides, [*layers, (origin, text)])
     return _core.resolve_config(text, origin, overrides, layers)
+
+
+#: Host memory the simulator holds per mapped page (the OS model's page tables, mapping and
+#: frame state), a little under what was measured (113-129 bytes: radix, ideal and ecpt,
+#: 1 M pages of gups at 16 GiB; docs/performance.md).
+HOST_BYTES_PER_PAGE = 100
+
+
+def host_memory_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """This machine's physical memory plus swap (``MemTotal`` + ``SwapTotal``), or None when
+    unknown (not Linux).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix="meminfo", delete=False) as f:
+    ...     _ = f.write("MemTotal: 1024 kB\\nMemFree: 5 kB\\nSwapTotal: 1024 kB\\n")
+    >>> host_memory_bytes(f.name)
+    2097152
+    """
+    try:
+        with open(meminfo) as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return sum(int(fields[k].split()[0]) * 1024 for k in ("MemTotal", "SwapTotal"))
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def check_host_memory(config: Mapping[str, Any], available: int | None) -> None:
+    """Refuse, before it starts, a run whose mapped pages cannot fit this machine's memory plus
+    swap (``available`` bytes; None: no check). A run maps at most one new page per reference,
+    the warm-up's included (``sim.refs`` + ``sim.warmup_refs``), and at most its processes'
+    footprints; each costs the simulator about :data:`HOST_BYTES_PER_PAGE` bytes. Without this
+    the host would run out of memory partway through (the simulated machine's own limit,
+    ``os.phys_mem_bytes`` + ``os.swap.bytes``, is the core's check).
+
+    Examples
+    --------
+    >>> cfg = {"sim": {"refs": 10**9, "warmup_refs": 10**9},
+    ...        "workload": {"name": "gups", "footprint": 16 << 40}}
+    >>> check_host_memory(cfg, 64 << 30)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    _core.XlatError: the run may map 2,000,000,000 pages (sim.refs = 1,000,000,000 ...
+    >>> check_host_memory(cfg, 256 << 30)
+    """
+    sim, workload = config.get("sim", {}), config.get("workload", {})
+    if available is None:
+        return
+    processes = len([n for n in str(workload.get("name", "")).split(",") if n]) or 1
+    footprint_pages = int(workload.get("footprint", 0)) // 4096 * processes
+    refs, warmup = int(sim.get("refs", 0)), int(sim.get("warmup_refs", 0))
+    pages = min(footprint_pages, refs + warmup)
+    need = pages * HOST_BYTES_PER_PAGE
+    if need > available:
+        gib = 1 << 30
+        raise _core.XlatError(
+            f"the run may map {pages:,} pages (sim.refs = {refs:,} plus sim.warmup_refs = "
+            f"{warmup:,} references, workload.footprint = "
+            f"{int(workload.get('footprint', 0)) / gib:g} GiB x {processes} process(es)), and "
+            "the simulator holds about "
+            f"{HOST_BYTES_PER_PAGE} bytes per mapped page: {need / gib:.1f} GiB, more than this "
+            f"machine's memory plus swap ({available / gib:.1f} GiB); lower the references, "
+            "the warm-up or the footprint"
+        )
 
 
 class SetupNotice:
@@ -522,6 +609,9 @@ def run(
     if trace is not None and refs is None:
         overrides.insert(0, ("sim.refs", str(TRACE_NO_LIMIT)))
     _, layers, overrides = select_cpu(cpu, text, overrides)
+    resolved_text = checked_config(text, origin, overrides, layers)
+    if trace is None:
+        check_host_memory(tomllib.loads(resolved_text), host_memory_bytes())
     label = design or dict(overrides).get("sim.design", "")
     what = "opening the trace" if trace is not None else "building the workload"
     with SetupNotice(label, what, progress):
@@ -539,12 +629,83 @@ def run(
     finally:
         bar.close()
     record = json.loads(sim.record())
+    for section in record_traces(record):
+        # The trace's own footprint: what labels the run (xlat.records.label_columns).
+        if isinstance(section.get("sha256"), str) and "footprint_bytes" not in section:
+            section["footprint_bytes"] = trace_footprint(
+                str(section.get("path")), section["sha256"], section.get("format")
+            )
+    check_record(record)
+    if not record.get("refs"):
+        source = f"trace {trace}" if trace is not None else "the workload"
+        raise _core.XlatError(
+            f"{source} produced no memory reference (a ChampSim trace without memory operands?): "
+            "a run of 0 references has no figures"
+        )
     message = first_touch_warning(record)
     if message is not None:
         warnings.warn(message, FirstTouchWarning, stacklevel=2)
     if as_frame:
         return frame_from_records([record])
     return record
+
+
+def cache_dir() -> Path | None:
+    """Where facts derived from traces are cached, as the core caches them (``XLAT_CACHE_DIR``,
+    empty for none; else ``$XDG_CACHE_HOME/xlat``; else ``~/.cache/xlat``)."""
+    import os
+
+    if "XLAT_CACHE_DIR" in os.environ:
+        return Path(os.environ["XLAT_CACHE_DIR"]) if os.environ["XLAT_CACHE_DIR"] else None
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "xlat"
+    return Path.home() / ".cache" / "xlat" if os.environ.get("HOME") else None
+
+
+_FOOTPRINTS: dict[str, int | None] = {}
+
+
+def trace_footprint(path: str, sha256: str, trace_format: str | None = None) -> int | None:
+    """The footprint of the trace whose content hash is ``sha256``: the bytes of the 4 KiB
+    pages its references touch (``xlat trace info``), a property of the file alone (no design,
+    THP setting or reference limit changes it). Read from the trace's stored summary or by a
+    scan, once per content: cached in memory and under :func:`cache_dir`. None when the file
+    can no longer be read as that content.
+
+    Examples
+    --------
+    >>> import hashlib
+    >>> p = "tests/data/sort.xlat"
+    >>> trace_footprint(p, hashlib.sha256(open(p, "rb").read()).hexdigest())
+    581632
+    """
+    if sha256 in _FOOTPRINTS:
+        return _FOOTPRINTS[sha256]
+    cache = cache_dir()
+    cached = cache / "trace-footprint" / f"{sha256}.json" if cache else None
+    value: int | None = None
+    try:
+        value = int(json.loads(cached.read_text())["footprint_bytes"]) if cached else None
+    except (OSError, ValueError, KeyError, TypeError):
+        value = None
+    if value is None:
+        try:
+            info = json.loads(_core.trace_info(path, trace_format))
+        except (_core.XlatError, OSError, ValueError):
+            return None
+        if info.get("trace", {}).get("sha256") not in (None, sha256):
+            return None  # the file changed since the run read it
+        value = int(info["footprint_bytes"])
+        if cached is not None:
+            try:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                tmp = cached.with_name(f".{cached.name}.tmp{id(value)}")
+                tmp.write_text(json.dumps({"footprint_bytes": value}))
+                tmp.replace(cached)
+            except OSError:
+                pass  # a cache that cannot be written only costs a scan next time
+    _FOOTPRINTS[sha256] = value
+    return value
 
 
 def compare(

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 PAGE = 4096
 GRANULES = {"64KiB": 64 << 10, "2MiB": 2 << 20, "32MiB": 32 << 20}
@@ -246,6 +247,62 @@ def _bytes(label: str) -> int:
     return 0
 
 
+def snapshot_problem(snap: Any) -> str | None:
+    """Why ``snap`` (parsed JSON) is not a snapshot :func:`analyze` can read, or None: it
+    needs ``vmas``, a list of objects with whole-number ``start`` <= ``end`` and optional
+    ``runs`` of ``[va, pfn, pages, huge]``.
+
+    Examples
+    --------
+    >>> snapshot_problem([1, 2])
+    'the file holds a list, not a snapshot object'
+    >>> snapshot_problem({"pid": 1})
+    "no 'vmas' list"
+    >>> snapshot_problem({"vmas": [{"start": 0}]})
+    "vmas[0] has no whole-number 'start' and 'end'"
+    >>> snapshot_problem({"vmas": [{"start": 0, "end": 4096, "runs": [[0, 1, 1, 0]]}]}) is None
+    True
+    """
+
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    if not isinstance(snap, dict):
+        return f"the file holds a {type(snap).__name__}, not a snapshot object"
+    if not isinstance(snap.get("vmas"), list):
+        return "no 'vmas' list"
+    for i, vma in enumerate(snap["vmas"]):
+        if not isinstance(vma, dict):
+            return f"vmas[{i}] is not an object"
+        if not (whole(vma.get("start")) and whole(vma.get("end"))):
+            return f"vmas[{i}] has no whole-number 'start' and 'end'"
+        if vma["end"] < vma["start"]:
+            return f"vmas[{i}] ends before it starts"
+        runs = vma.get("runs", [])
+        if not isinstance(runs, list) or not all(
+            isinstance(r, list) and len(r) == 4 and all(whole(x) for x in r) and r[2] > 0
+            for r in runs
+        ):
+            return f"vmas[{i}].runs is not a list of [va, pfn, pages, huge] (pages at least 1)"
+    if not isinstance(snap.get("command", ""), str):
+        return f"'command' is a {type(snap['command']).__name__}, not text"
+    return None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (beside it, then renamed): a full disk
+    leaves an earlier file as it was."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
 def analyze(snap: dict) -> dict:
     """Both analyses of a snapshot."""
     return {"gap_coverage": gap_coverage(snap), "contiguity": contiguity(snap)}
@@ -273,12 +330,17 @@ def snapshot_overrides(path: str) -> list[tuple[str, str]]:
     buddyinfo (written to a temporary file) as ``os.buddyinfo``, and ``os.phys_mem_bytes`` large
     enough for the layout (the next power of two of twice the free memory, at least MemTotal)."""
     snap = json.loads(Path(path).read_text())
-    if "buddyinfo" not in snap:
+    if not isinstance(snap, dict) or not isinstance(snap.get("buddyinfo"), str):
         raise ValueError(f"{path}: not an xlat snapshot (no buddyinfo)")
+    if not isinstance(snap.get("meminfo", {}), dict):
+        raise ValueError(f"{path}: not an xlat snapshot ('meminfo' is not an object)")
     fd, tmp = tempfile.mkstemp(prefix="xlat-buddyinfo-", suffix=".txt")
     with os.fdopen(fd, "w") as f:
         f.write(snap["buddyinfo"])
-    need = max(2 * free_bytes(snap["buddyinfo"]), snap.get("meminfo", {}).get("MemTotal", 0), 1)
+    total = snap.get("meminfo", {}).get("MemTotal", 0)
+    if not isinstance(total, int) or isinstance(total, bool):
+        raise ValueError(f"{path}: not an xlat snapshot (meminfo.MemTotal is not a number)")
+    need = max(2 * free_bytes(snap["buddyinfo"]), total, 1)
     phys = 1 << (need - 1).bit_length()
     return [("os.buddyinfo", tmp), ("os.phys_mem_bytes", str(phys))]
 
@@ -339,6 +401,10 @@ def main(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as e:
             print(f"xlat: error: {args.target}: {e}", file=sys.stderr)
             return 2
+        problem = snapshot_problem(snap)
+        if problem:
+            print(f"xlat: error: {args.target}: not an xlat snapshot: {problem}", file=sys.stderr)
+            return 2
     else:
         if not args.target.isdigit():
             print(f"xlat: error: '{args.target}' is not a PID (use --analyze for a file)",
@@ -352,7 +418,11 @@ def main(args: argparse.Namespace) -> int:
         except OSError as e:
             print(f"xlat: error: snapshot of {args.target}: {e}", file=sys.stderr)
             return 1
-        Path(args.output).write_text(json.dumps(snap))
+        try:
+            write_atomic(Path(args.output), json.dumps(snap))
+        except OSError as e:
+            print(f"xlat: error: {args.output}: cannot write: {e.strerror or e}", file=sys.stderr)
+            return 2
         print(f"snapshot written: {args.output}", file=sys.stderr)
     a = analyze(snap)
     print(json.dumps(a) if args.json else format_analysis(snap, a))

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from xlat.records import flatten, record_labels
+from xlat.records import flatten, label_columns
 
 #: Default database file of ``xlat sweep`` / ``xlat results`` / ``xlat report``.
 DEFAULT_DB = "results.duckdb"
@@ -166,6 +166,9 @@ def figure_columns(record: Mapping[str, Any]) -> dict[str, Any]:
         if key in META_NAMES:
             continue
         out[key] = json.dumps(value) if isinstance(value, (list, dict)) else value
+    if "config" in record:
+        # A trace run's workload columns name the trace, never the unused [workload] defaults.
+        out.update({k: v for k, v in label_columns(record).items() if k.startswith("config.")})
     return out
 
 
@@ -189,14 +192,21 @@ class Store:
         self.path = Path(path)
         self.lock_timeout = lock_timeout
 
-    def connect(self, read_only: bool = False):
-        """Open the database, waiting up to ``lock_timeout`` s while another process holds it."""
+    def connect(self, read_only: bool = False, duplicates_ok: bool = False):
+        """Open the database, waiting up to ``lock_timeout`` s while another process holds it.
+
+        A table that lost its primary key (a copy made with ``CREATE TABLE AS``) and holds a
+        run twice is refused (StoreError): every query would count that run twice. Only the
+        store check (``duplicates_ok``) opens it, to list them."""
         import duckdb
 
         if read_only and not self.path.exists():
             raise StoreError(f"no result database at {self.path} (run `xlat sweep` first)")
         if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot create {self.path}: {e.strerror or e}") from None
         deadline = time.monotonic() + self.lock_timeout
         while True:
             try:
@@ -209,7 +219,11 @@ class Store:
             except duckdb.Error as e:
                 raise StoreError(f"cannot open {self.path}: {e}") from None
         if not read_only:
-            self._ensure_schema(con)
+            try:
+                self._ensure_schema(con)
+            except duckdb.Error as e:
+                _close(con)
+                raise StoreError(f"cannot open {self.path}: {_first_line(e)}") from None
         elif not self._has_table(con):
             con.close()
             raise StoreError(f"{self.path} holds no xlat result table '{TABLE}'")
@@ -220,7 +234,31 @@ class Store:
                 f"{self.path}: its table '{TABLE}' is not an xlat result table (no column "
                 f"{', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}); use another --db"
             )
+        twice = 0 if duplicates_ok else self._duplicated(con)
+        if twice:
+            con.close()
+            raise StoreError(
+                f"{self.path}: {twice} run(s) are stored more than once: its table '{TABLE}' has "
+                "lost its primary key on config_hash (a copy made with CREATE TABLE AS?), and "
+                "every query would count them twice. `xlat results --check` lists them; keep "
+                'one row per config_hash (docs/results.md, "Checking a store")'
+            )
         return con
+
+    @staticmethod
+    def _duplicated(con) -> int:
+        """Keys stored more than once (0 at once when config_hash is the primary key)."""
+        keyed = con.execute(
+            "SELECT count(*) FROM duckdb_constraints() WHERE table_name = ? "
+            "AND constraint_type = 'PRIMARY KEY'",
+            [TABLE],
+        ).fetchone()[0]
+        if keyed:
+            return 0
+        return con.execute(
+            f"SELECT count(*) FROM (SELECT config_hash FROM {TABLE} GROUP BY config_hash "
+            "HAVING count(*) > 1)"
+        ).fetchone()[0]
 
     @staticmethod
     def _has_table(con) -> bool:
@@ -272,6 +310,8 @@ class Store:
     def commit(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Store rows (dicts of column -> value) in one transaction, replacing stored rows with
         the same ``config_hash``."""
+        import duckdb
+
         rows = [dict(r) for r in rows]
         if not rows:
             return
@@ -291,13 +331,20 @@ class Store:
                     [row[n] for n in names],
                 )
             con.execute("COMMIT")
-        except BaseException:
+        except BaseException as e:
             try:
                 con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass  # a COMMIT that failed (a full disk) has ended the transaction itself
             finally:
-                con.close()
+                _close(con)
+            if isinstance(e, duckdb.Error):
+                raise StoreError(
+                    f"{self.path}: cannot store {len(rows)} run(s): {_first_line(e)}; the runs "
+                    "stored before are kept"
+                ) from None
             raise
-        con.close()
+        _close(con)
 
     def stored(self, hashes: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
         """``config_hash -> {status, xlat_version, git_commit}`` of stored rows (all, or those
@@ -322,21 +369,38 @@ class Store:
         """Keys of the stored rows with that status (every row when None)."""
         return {h for h, m in self.stored().items() if status is None or m["status"] == status}
 
-    def query(self, sql: str, params: list[Any] | None = None):
+    def query(self, sql: str, params: list[Any] | None = None, duplicates_ok: bool = False):
         """Run a read-only SQL query and return a pandas DataFrame."""
-        con = self.connect(read_only=True)
+        con = self.connect(read_only=True, duplicates_ok=duplicates_ok)
         try:
             return con.execute(sql, params or []).df()
         finally:
             con.close()
 
-    def columns(self) -> list[str]:
+    def columns(self, duplicates_ok: bool = False) -> list[str]:
         """Column names of the result table, in table order."""
-        con = self.connect(read_only=True)
+        con = self.connect(read_only=True, duplicates_ok=duplicates_ok)
         try:
             return list(self._columns(con))
         finally:
             con.close()
+
+
+def _close(con) -> None:
+    """Close a connection whose database may be in trouble (a full disk): closing checkpoints,
+    which may fail again; the error that matters was raised already."""
+    import duckdb
+
+    try:
+        con.close()
+    except duckdb.Error:
+        pass
+
+
+def _first_line(e: BaseException) -> str:
+    """An exception's message without DuckDB's multi-line context."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def frame_from_records(records: list[dict]):
@@ -356,8 +420,9 @@ def frame_from_records(records: list[dict]):
     rows = []
     for r in records:
         cfg = r.get("config", {})
-        design, workload, seed = record_labels(r)
-        trace_sha = r.get("trace", {}).get("sha256")
+        labels = label_columns(r)
+        design, workload, seed = labels["design"], labels["workload"], labels["seed"]
+        trace_sha = labels["trace_sha256"]
         rows.append(
             {
                 "config_hash": config_hash(
@@ -368,7 +433,7 @@ def frame_from_records(records: list[dict]):
                 "error": None,
                 "design": design,
                 "workload": workload,
-                "trace": r.get("trace", {}).get("path"),
+                "trace": labels["trace"],
                 "trace_sha256": trace_sha,
                 "seed": seed,
                 "xlat_version": r.get("version"),

@@ -20,10 +20,11 @@ import itertools
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,11 +32,20 @@ from typing import Any
 
 from xlat import _core
 from xlat.records import config_labels
-from xlat.run import TRACE_NO_LIMIT, resolve_config, version
+from xlat.run import TRACE_NO_LIMIT, resolve_config, trace_footprint, version
 from xlat.run import cpus as cpu_presets
 from xlat.run import designs as registered_designs
 from xlat.run import workloads as builtin_workloads
-from xlat.store import DEFAULT_DB, TABLE, Store, config_hash, figure_columns, point_hash
+from xlat.store import (
+    DEFAULT_DB,
+    TABLE,
+    Store,
+    StoreError,
+    config_hash,
+    figure_columns,
+    point_hash,
+)
+from xlat.values import bad_figures, check_config
 
 try:
     import tomllib
@@ -54,6 +64,7 @@ SPEC_KEYS = (
     "cpus",
     "preset",
     "name",
+    "max_runs",
     "set",
 )
 
@@ -152,6 +163,8 @@ class Spec:
     traces: list[tuple[str, str]] = field(default_factory=list)
     #: Warm-up references of every run (``sim.warmup_refs``), one grid axis like ``refs``.
     warmups: list[str | None] = field(default_factory=lambda: [None])
+    #: Most runs the grid may have (None: :data:`MAX_RUNS`; 0: no limit).
+    max_runs: int | None = None
 
 
 def _as_list(value: Any) -> list:
@@ -262,6 +275,13 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
     if preset is not None and not isinstance(preset, str):
         raise fail(f"'preset' must be a preset name or path, got {preset!r}")
     name = data.get("name", Path(origin).stem if origin != "<dict>" else "sweep")
+    if not isinstance(name, str):
+        raise fail(f"'name' must be a string, got a {type(name).__name__}")
+    max_runs = data.get("max_runs")
+    if max_runs is not None and (
+        not isinstance(max_runs, int) or isinstance(max_runs, bool) or max_runs < 0
+    ):
+        raise fail(f"'max_runs' must be a non-negative integer (0: no limit), got {max_runs!r}")
     return Spec(
         designs,
         workloads,
@@ -274,6 +294,7 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
         origin,
         traces,
         sizes("warmup"),
+        max_runs,
     )
 
 
@@ -292,7 +313,13 @@ def _trace_files(value: Any, origin: str, fail) -> list[tuple[str, str]]:
     spec_dir = Path(origin).parent if origin != "<dict>" else Path.cwd()
     out = []
     for v in value:
-        path = next((p for p in (Path(v), spec_dir / v) if p.is_file()), None)
+        try:
+            path = next((p for p in (Path(v), spec_dir / v) if p.is_file()), None)
+            there = next((p for p in (Path(v), spec_dir / v) if p.exists()), None)
+        except OSError as e:
+            raise fail(f"trace file '{v}': {e.strerror or e}") from None
+        if path is None and there is not None:
+            raise fail(f"trace '{v}' is not a regular file (a folder, a device or a pipe)")
         if path is None:
             raise fail(
                 f"trace file '{v}' not found (relative paths: working directory, then {spec_dir})"
@@ -302,6 +329,9 @@ def _trace_files(value: Any, origin: str, fail) -> list[tuple[str, str]]:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
         out.append((str(path.resolve()), digest.hexdigest()))
+        # Once here rather than in every worker's first run: the trace's own footprint, which
+        # labels its runs (cached under the hash; see xlat.run.trace_footprint).
+        trace_footprint(out[-1][0], out[-1][1])
     if len({p for p, _ in out}) != len(out):
         raise fail(f"'traces' lists a file twice: {value!r}")
     return out
@@ -319,8 +349,19 @@ def load_spec(path: str | Path) -> Spec:
     Traceback (most recent call last):
     ...
     xlat.sweeps.SpecError: .../s.toml: 'seeds' must be a non-empty list of non-negative ...
+
+    A bare name that is no file (``demo``) is a sweep example: ``configs/sweeps/NAME.toml`` in
+    this folder, else in the package's data.
+
+    >>> load_spec("demo").origin.endswith("configs/sweeps/demo.toml")
+    True
     """
     path = Path(path)
+    if not path.exists() and "/" not in str(path) and not str(path).endswith(".toml"):
+        from xlat.run import preset_dirs
+
+        found = [d / "sweeps" / f"{path}.toml" for d in preset_dirs()]
+        path = next((p for p in found if p.is_file()), path)
     if path.is_dir():
         raise SpecError(f"{path}: is a directory, not a sweep spec (a TOML file)")
     try:
@@ -336,14 +377,162 @@ def load_spec(path: str | Path) -> Spec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: not valid TOML: nested too deeply") from None
     return parse_spec(data, str(path))
 
 
-def expand(spec: Spec) -> list[Run]:
+#: Most runs a spec's grid may have unless it says otherwise (``max_runs`` in the spec, or
+#: ``xlat sweep --max-runs N``; 0 means no limit). The grid is counted before any run is
+#: built, so a spec whose keys multiply to millions of runs is refused at once with its size
+#: instead of filling the memory while it is expanded.
+MAX_RUNS = 10_000
+
+
+def grid_size(spec: Spec) -> int:
+    """How many runs ``spec``'s grid has, computed from the lengths of its axes (nothing is
+    built).
+
+    Examples
+    --------
+    >>> grid_size(parse_spec({"designs": ["radix", "ideal"], "workloads": ["gups"],
+    ...                       "seeds": [1, 2, 3], "set": {"os.thp": ["never", "always"]}}))
+    12
+    """
+    sources = len(spec.workloads) * len(spec.footprints) + len(spec.traces)
+    n = sources * len(spec.refs) * len(spec.warmups) * len(spec.seeds) * len(spec.designs)
+    for values in spec.params.values():
+        n *= len(values)
+    return n
+
+
+def grid_text(spec: Spec) -> str:
+    """The factors of :func:`grid_size`, as a user reads them (``2 designs x 1 workload x
+    3 seeds x 2 os.thp``)."""
+    axes = [
+        (len(spec.designs), "design"),
+        (len(spec.workloads) * len(spec.footprints) + len(spec.traces), "workload/trace"),
+        (len(spec.refs), "refs"),
+        (len(spec.warmups), "warmup"),
+        (len(spec.seeds), "seed"),
+        *((len(v), k) for k, v in spec.params.items()),
+    ]
+    return " x ".join(f"{n} {name}" for n, name in axes if n != 1) or "1 run"
+
+
+def check_grid(spec: Spec, max_runs: int | None = None) -> int:
+    """The grid size of ``spec``; SpecError with the size when it exceeds ``max_runs``
+    (default: the spec's ``max_runs``, else :data:`MAX_RUNS`; 0: no limit)."""
+    limit = spec.max_runs if max_runs is None else max_runs
+    limit = MAX_RUNS if limit is None else limit
+    n = grid_size(spec)
+    if limit and n > limit:
+        raise SpecError(
+            f"{spec.origin}: the grid has {n:,} runs ({grid_text(spec)}), more than the limit "
+            f"of {limit:,}; narrow it, or raise the limit with max_runs = {n} in the spec or "
+            "`xlat sweep --max-runs N` (docs/sweeps.md)"
+        )
+    return n
+
+
+def iter_runs(spec: Spec, max_runs: int | None = None) -> Iterator[Run]:
+    """The runs of a spec one at a time, in the order of :func:`expand`, each resolved as it
+    is reached (what ``xlat sweep --dry-run`` prints as it goes). The grid is counted first
+    (:func:`check_grid`); two runs resolving to one configuration raise SpecError when the
+    second is reached."""
+    check_grid(spec, max_runs)
+    keys = list(spec.params)
+    # The footprint axis applies to workloads only: a trace's references come from the file.
+    sources = [(w, None, None, f) for w in spec.workloads for f in spec.footprints]
+    sources += [(Path(path).name, path, sha, None) for path, sha in spec.traces]
+    seen: dict[str, str] = {}
+    for (workload, trace, sha, footprint), refs, warmup, seed in itertools.product(
+        sources, spec.refs, spec.warmups, spec.seeds
+    ):
+        # Not itertools.product over the [set] values: it would build every combination first.
+        for values in _combinations([spec.params[k] for k in keys]):
+            for design in spec.designs:
+                run = _resolve_run(
+                    spec, design, workload, footprint, refs, seed, tuple(zip(keys, values)),
+                    trace, sha, warmup,
+                )  # fmt: skip
+                other = seen.setdefault(run.config_hash, run.label())
+                if other != run.label():
+                    raise SpecError(
+                        f"{spec.origin}: runs '{other}' and '{run.label()}' resolve to the same "
+                        "configuration (a value listed twice under another spelling?)"
+                    )
+                yield run
+
+
+def _combinations(axes: list[list[Any]]) -> Iterator[tuple[Any, ...]]:
+    """Every combination of one value per axis, the last axis varying fastest, made lazily.
+
+    >>> list(_combinations([[1, 2], ["a", "b"]]))
+    [(1, 'a'), (1, 'b'), (2, 'a'), (2, 'b')]
+    """
+    if not axes:
+        yield ()
+        return
+    for head in axes[0]:
+        for tail in _combinations(axes[1:]):
+            yield (head, *tail)
+
+
+def _resolve_run(
+    spec: Spec,
+    design: str,
+    workload: str,
+    footprint: str | None,
+    refs: str | None,
+    seed: int,
+    params: tuple[tuple[str, Any], ...],
+    trace: str | None,
+    sha: str | None,
+    warmup: str | None,
+) -> Run:
+    """One grid point with its resolved configuration, labels and keys."""
+    run = Run(
+        design, workload, footprint, refs, seed, params, spec.preset, trace=trace, warmup=warmup
+    )
+    try:
+        kw = {k: v for k, v in run.kwargs().items() if k not in ("preset", "trace")}
+        if trace and refs is None:
+            kw["refs"] = TRACE_NO_LIMIT  # what xlat.run sets: the whole trace
+        text = resolve_config(spec.preset, **kw)
+    except _core.XlatError as e:
+        raise SpecError(f"{spec.origin}: run '{run.label()}': {e}") from None
+    config = tomllib.loads(text)
+    try:
+        check_config(config)
+    except _core.XlatError as e:
+        raise SpecError(f"{spec.origin}: run '{run.label()}': {e}") from None
+    # Labels come from the resolved configuration, never from the grid alone.
+    design_, workload_, seed_ = config_labels(config, trace)
+    return Run(
+        design_,
+        workload_,
+        footprint,
+        refs,
+        seed_,
+        params,
+        spec.preset,
+        config,
+        config_hash(config, design_, None if trace else workload_, sha, seed_),
+        point_hash(config, sha),
+        trace,
+        sha,
+        warmup,
+    )
+
+
+def expand(spec: Spec, max_runs: int | None = None) -> list[Run]:
     """The runs of a spec, in grid order (designs vary fastest, then [set] keys, seeds,
     warm-ups, refs, footprints, workloads), each with its resolved configuration and keys.
 
-    Raises :class:`SpecError` naming the spec and the run when a configuration does not resolve.
+    Raises :class:`SpecError` naming the spec and the run when a configuration does not
+    resolve, and with the grid's size when it has more than ``max_runs`` runs (default: the
+    spec's ``max_runs``, else :data:`MAX_RUNS`), before anything is built.
 
     Examples
     --------
@@ -354,68 +543,12 @@ def expand(spec: Spec) -> list[Run]:
      'radix gups os.thp=always seed=1', 'ideal gups os.thp=always seed=1']
     >>> len({r.config_hash for r in expand(spec)}), len({r.point_hash for r in expand(spec)})
     (4, 2)
+    >>> expand(spec, max_runs=3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    xlat.sweeps.SpecError: <dict>: the grid has 4 runs (2 design x 2 os.thp), more than ...
     """
-    keys = list(spec.params)
-    # The footprint axis applies to workloads only: a trace's references come from the file.
-    sources = [(w, None, None, f) for w in spec.workloads for f in spec.footprints]
-    sources += [(Path(path).name, path, sha, None) for path, sha in spec.traces]
-    runs = []
-    for (workload, trace, sha, footprint), refs, warmup, seed, values, design in itertools.product(
-        sources,
-        spec.refs,
-        spec.warmups,
-        spec.seeds,
-        list(itertools.product(*(spec.params[k] for k in keys))),
-        spec.designs,
-    ):
-        params = tuple(zip(keys, values))
-        run = Run(
-            design,
-            workload,
-            footprint,
-            refs,
-            seed,
-            params,
-            spec.preset,
-            trace=trace,
-            warmup=warmup,
-        )
-        try:
-            kw = {k: v for k, v in run.kwargs().items() if k not in ("preset", "trace")}
-            if trace and refs is None:
-                kw["refs"] = TRACE_NO_LIMIT  # what xlat.run sets: the whole trace
-            text = resolve_config(spec.preset, **kw)
-        except _core.XlatError as e:
-            raise SpecError(f"{spec.origin}: run '{run.label()}': {e}") from None
-        config = tomllib.loads(text)
-        # Labels come from the resolved configuration, never from the grid alone.
-        design_, workload_, seed_ = config_labels(config, trace)
-        runs.append(
-            Run(
-                design_,
-                workload_,
-                footprint,
-                refs,
-                seed_,
-                params,
-                spec.preset,
-                config,
-                config_hash(config, design_, None if trace else workload_, sha, seed_),
-                point_hash(config, sha),
-                trace,
-                sha,
-                warmup,
-            )
-        )
-    seen: dict[str, Run] = {}
-    for run in runs:
-        other = seen.setdefault(run.config_hash, run)
-        if other is not run:
-            raise SpecError(
-                f"{spec.origin}: runs '{other.label()}' and '{run.label()}' resolve to the same "
-                "configuration (a value listed twice under another spelling?)"
-            )
-    return runs
+    return list(iter_runs(spec, max_runs))
 
 
 def git_commit() -> str | None:
@@ -481,7 +614,8 @@ def make_row(run: Run, result: dict[str, Any], meta: Mapping[str, Any]) -> dict[
     The label columns (``design``, ``workload``, ``seed``) and ``trace_sha256`` come from the
     record: a trace run is keyed by the hash of the content it read (a trace file changed
     during the sweep is stored under its new hash, so a rerun neither skips nor mislabels it).
-    A record whose labels disagree with its grid point is stored as a failure, never as data.
+    A record whose labels disagree with its grid point, or with a figure that is not a finite
+    number, is stored as a failure, never as data.
     A failed row keeps the run's ``config.*`` columns, so it shows which point failed.
     """
     record = result.get("record")
@@ -497,6 +631,13 @@ def make_row(run: Run, result: dict[str, Any], meta: Mapping[str, Any]) -> dict[
             error = (
                 f"LabelMismatch: the run of '{run.label()}' produced a record of design "
                 f"{got[0]}, workload {got[1]}, seed {got[2]} (xlat bug)"
+            )
+            record = None
+        elif bad_figures(record):
+            bad = bad_figures(record)
+            error = (
+                f"XlatError: the run produced figures that are not finite numbers: "
+                f"{', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}"
             )
             record = None
         elif trace_sha != run.trace_sha256:
@@ -525,6 +666,8 @@ def make_row(run: Run, result: dict[str, Any], meta: Mapping[str, Any]) -> dict[
         row.update(figure_columns(record))
     else:
         row.update(figure_columns({"config": run.config}))
+        if run.trace:  # the trace's name; its footprint is what a finished run measures
+            row.update({"config.workload.name": workload, "config.workload.footprint": None})
     return row
 
 
@@ -560,7 +703,7 @@ class SweepProgress:
         if self.bar is not None:
             self._postfix(refresh=False)
             self.bar.update(1)
-        elif self.mode == "lines":
+        elif self.mode == "lines" or (self.mode == "errors" and not ok):
             n = self.ok + self.failed
             what = "ok" if ok else f"FAILED: {error}"
             sys.stderr.write(f"[{n}/{self.total}] {run.label()} {what} ({seconds:.1f} s)\n")
@@ -597,13 +740,49 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         raise SweepError(f"cannot reach the Ray cluster at {address} ({e})") from None
 
 
+#: The ``ray`` extra's requirement (pyproject.toml), for when the package metadata is absent.
+RAY_REQUIREMENT = "ray[client]>=2.9"
+
+
+def ray_install_hint(direct_url: str | None = None, requirement: str | None = None) -> str:
+    """The pip command that installs Ray for sweeps: the wheel this package was installed from
+    with its ``ray`` extra (pip records the file in ``direct_url.json``), else Ray itself.
+    ``xlat`` is no package name on any index, so ``pip install 'xlat[ray]'`` is never said.
+
+    Examples
+    --------
+    >>> url = '{"url": "file:///tmp/dist/xlat-0.1.0-cp39-abi3-linux_x86_64.whl"}'
+    >>> ray_install_hint(url, "ray[client]>=2.9")
+    'pip install "/tmp/dist/xlat-0.1.0-cp39-abi3-linux_x86_64.whl[ray]"'
+    >>> ray_install_hint('{"url": "file:///src/xlat", "dir_info": {"editable": true}}', "ray>=2")
+    'pip install "ray>=2"'
+    """
+    from urllib.parse import unquote, urlparse
+
+    if direct_url is None or requirement is None:
+        import importlib.metadata as md
+
+        try:
+            dist = md.distribution("xlat")
+            direct_url = dist.read_text("direct_url.json") if direct_url is None else direct_url
+            is_ray = re.compile(r"extra\s*==\s*['\"]ray['\"]").search
+            extra = [r for r in dist.requires or [] if is_ray(r)]
+            requirement = requirement or (extra[0].split(";")[0].strip() if extra else None)
+        except md.PackageNotFoundError:
+            pass
+    url = json.loads(direct_url).get("url", "") if direct_url else ""
+    if url.startswith("file://") and url.endswith(".whl"):
+        return f'pip install "{unquote(urlparse(url).path)}[ray]"'
+    return f'pip install "{requirement or RAY_REQUIREMENT}"'
+
+
 def _import_ray():
     """Ray, or a clear error: single runs need no Ray, sweeps do (the ``ray`` extra)."""
     try:
         import ray
     except ImportError:
         raise SweepError(
-            "sweeps run on Ray, which is not installed here: pip install 'xlat[ray]' "
+            f"sweeps run on Ray, which is not installed here: {ray_install_hint()} "
             "(single runs, compare, results and reports work without it)"
         ) from None
     return ray
@@ -678,16 +857,19 @@ def run_sweep(
     force: bool = False,
     progress: str = "none",
     keep_ray: bool = False,
+    max_runs: int | None = None,
 ) -> dict[str, Any]:
     """Run the runs of ``spec`` not yet stored in ``db`` on Ray; returns counts and the runs.
 
-    ``progress`` is ``"bar"``, ``"lines"`` or ``"none"``. Interrupting (Ctrl-C) stops with
+    ``progress`` is ``"bar"``, ``"lines"``, ``"errors"`` (a line per failed run only) or
+    ``"none"``. Interrupting (Ctrl-C) stops with
     ``summary["interrupted"]`` set: what finished is stored, the runs in flight are dropped and
     run next time. Ray is started (or connected) here and shut down at the end, unless
     ``keep_ray`` (the caller shuts it down: ``xlat reproduce`` runs many small sweeps on one
     Ray) or Ray was already running in this process (then it is used as it is and left running).
+    ``max_runs`` overrides the spec's grid limit (:func:`check_grid`).
     """
-    runs = expand(spec)
+    runs = expand(spec, max_runs)
     store = Store(db)
     stored = store.stored(r.config_hash for r in runs)
     todo = [r for r in runs if force or stored.get(r.config_hash, {}).get("status") != "ok"]
@@ -762,7 +944,14 @@ def run_sweep(
                     }
                 finished.append((run, result, time.monotonic() - t0))
             rows = [make_row(run, result, meta) for run, result, _ in finished]
-            store.commit(rows)
+            try:
+                store.commit(rows)
+            except StoreError as e:  # a full disk: stop, keep what is stored, say so
+                raise StoreError(
+                    f"{e}; {summary['ok'] + summary['failed']} runs of this sweep were stored "
+                    "before; the runs in flight were dropped. Free space (or use another --db) "
+                    "and rerun the same command to run the rest."
+                ) from None
             summary["trace_changed"] += sum(
                 row["trace_sha256"] != run.trace_sha256 for (run, _, _), row in zip(finished, rows)
             )
@@ -816,12 +1005,14 @@ def sweep(
     dry_run: bool = False,
     force: bool = False,
     progress: bool = False,
+    max_runs: int | None = None,
 ):
     """Run a sweep and return its runs as a pandas DataFrame (one row per run, from the store).
 
     ``spec`` is a TOML file or a mapping with the same keys. Runs already stored with status
     ``ok`` are not rerun (``force=True`` reruns them). With ``dry_run`` nothing runs: the frame
-    lists the planned runs and whether each is stored.
+    lists the planned runs and whether each is stored. ``max_runs`` overrides the grid limit
+    (the spec's ``max_runs``, else :data:`MAX_RUNS`; 0: none).
 
     Examples
     --------
@@ -848,7 +1039,7 @@ def sweep(
     else:
         parsed = load_spec(spec)
     if dry_run:
-        runs = expand(parsed)
+        runs = expand(parsed, max_runs)
         stored = Store(db).stored(r.config_hash for r in runs)
         return pd.DataFrame(
             [
@@ -866,7 +1057,9 @@ def sweep(
                 for r in runs
             ]
         )
-    summary = run_sweep(parsed, db, workers, address, force, "bar" if progress else "none")
+    summary = run_sweep(
+        parsed, db, workers, address, force, "bar" if progress else "none", max_runs=max_runs
+    )
     if summary["interrupted"]:
         raise KeyboardInterrupt(f"sweep interrupted; the finished runs are stored in {db}")
     return frame_of(db, summary["runs"])

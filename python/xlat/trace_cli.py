@@ -1,4 +1,5 @@
-"""The ``xlat trace`` commands (``info``, ``record``) and the ``--trace`` option of run/compare.
+"""The ``xlat trace`` commands (``info``, ``record``, ``setup``) and the ``--trace`` option of
+run/compare.
 
 Kept apart from :mod:`xlat.cli`, which only registers them::
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -94,15 +96,21 @@ def check_trace_kwargs(trace: str | list[str] | None, trace_format: str | None) 
         for t in trace:
             check_trace_kwargs(t, trace_format)
         return
-    if Path(trace).is_dir():
-        raise ValueError(f"--trace {trace}: is a directory, not a trace file")
-    if not Path(trace).is_file():
-        raise ValueError(f"--trace {trace}: no such file")
+    try:
+        if Path(trace).is_dir():
+            raise ValueError(f"--trace {trace}: is a directory, not a trace file")
+    except OSError:
+        pass  # file_problem names it
+    problem = file_problem(trace)
+    if problem:
+        raise ValueError(f"--trace {trace}: {problem}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``xlat trace`` and its subcommands."""
-    p = sub.add_parser("trace", help="trace files: summarize, record real programs")
+    p = sub.add_parser(
+        "trace", help="trace files: summarize, record real programs (setup: build the recorder)"
+    )
     tsub = p.add_subparsers(dest="trace_command", required=True)
     i = tsub.add_parser(
         "info", help="counts, instructions, footprint, VMAs and read/write mix of a trace"
@@ -284,11 +292,47 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def file_problem(path: str) -> str | None:
+    """Why ``path`` cannot be read as a trace file, or None: a trace is a regular file (a
+    device such as /dev/zero never ends; a named pipe cannot be read twice).
+
+    Examples
+    --------
+    >>> file_problem("/nonexistent/t.xlat"), file_problem("/dev/zero")
+    ('no such file', 'not a regular file (a character device): a trace is a file')
+    """
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as e:
+        return f"cannot read it: {e.strerror or e}"
+    if stat.S_ISREG(mode):
+        return None
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a named pipe"
+        if stat.S_ISFIFO(mode)
+        else "a character device"
+        if stat.S_ISCHR(mode)
+        else "a block device"
+        if stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a file"
+    )
+    return f"not a regular file ({kind}): a trace is a file"
+
+
 def main(args: argparse.Namespace) -> int:
     """Dispatch ``xlat trace SUBCOMMAND``; returns the exit code."""
     if args.trace_command == "info":
-        if not Path(args.file).is_file():
-            print(f"xlat: error: {args.file}: no such file", file=sys.stderr)
+        problem = file_problem(args.file)
+        if problem:
+            print(f"xlat: error: {args.file}: {problem}", file=sys.stderr)
             return 2
         return cmd_info(args)
     from xlat import record

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Build the xlat Valgrind tool against Debian's valgrind package (static core and VEX libraries,
-# pub_tool_*.h headers, valgrind.pc). Output: build/lib/, a VALGRIND_LIB directory holding the
-# stock tools (symlinks) plus ours as `xlat-amd64-linux`. Exits non-zero, with the reason, when
-# the tool cannot be built; `xlat trace record` then falls back to lackey.
+# pub_tool_*.h headers, valgrind.pc). Usage: build.sh OUT_DIR. Output: OUT_DIR/lib/, a
+# VALGRIND_LIB directory holding the stock tools (symlinks) plus ours as `xlat-amd64-linux`.
+# `xlat trace setup` (or the first `xlat trace record`) runs it with OUT_DIR in the user's cache
+# folder, so that the source can sit in a read-only installation. Exits non-zero, with the
+# reason, when the tool cannot be built; `xlat trace record` then falls back to lackey.
 #
 # Copyright (C) 2026 the xlat authors. GPL-2.0-or-later (see xl_main.c).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-out="$here/build"
+[ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
+out="$1"
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
 command -v pkg-config >/dev/null || { echo "pkg-config is not installed" >&2; exit 1; }
 pkg-config --exists valgrind || { echo "valgrind.pc not found: the valgrind package lacks the tool libraries" >&2; exit 1; }
