@@ -6,6 +6,8 @@
 //! between a design's translation and the OS model's mapping aborts the run with
 //! [`SimError::Oracle`]: a mismatch is a bug, never a statistic.
 
+mod error;
+
 use crate::addr::{Asid, Mapping, PageSize, Vaddr, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT};
 use crate::config::Config;
 use crate::designs::{build_and_visit, Design, DesignVisitor};
@@ -17,40 +19,9 @@ use crate::timing::ooo::{CoreRef, OooCore};
 use crate::timing::CoreModel;
 use crate::timing::{Timing, TimingModel};
 use crate::trace::{AccessKind, Event, EventSource, SourceError};
+pub use error::SimError;
 use serde_json::Value;
-use std::fmt;
 use std::time::Instant;
-
-/// Why a run stopped early.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SimError {
-    /// Bad configuration.
-    Config(String),
-    /// The trace or generator failed (names file, offset and problem).
-    Source(SourceError),
-    /// The OS model refused an event (out of memory, access outside any VMA, ...).
-    Os {
-        /// Index of the event (0-based) in the stream.
-        event: u64,
-        /// What went wrong.
-        error: OsError,
-    },
-    /// A design's translation disagreed with the OS model.
-    Oracle(String),
-}
-
-impl fmt::Display for SimError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SimError::Config(e) => write!(f, "configuration error: {e}"),
-            SimError::Source(e) => write!(f, "trace error: {e}"),
-            SimError::Os { event, error } => write!(f, "OS model error at event {event}: {error}"),
-            SimError::Oracle(e) => write!(f, "oracle mismatch (simulator bug): {e}"),
-        }
-    }
-}
-
-impl std::error::Error for SimError {}
 
 /// Counters of the main loop (one set per core).
 #[derive(Clone, Debug, Default)]
