@@ -2,7 +2,7 @@
 //!
 //! Owns the engine's one error type and its message. May call: `os` (its error) and `trace`
 //! (the source's error); nothing else in the engine. Contract: every failure of a run reaches the
-//! caller as one of these variants; an [`SimError::Oracle`] is a simulator bug, never a figure.
+//! caller as one of these variants; a [`SimError::Oracle`] is a simulator bug, never a figure.
 
 use crate::os::OsError;
 use crate::trace::SourceError;
