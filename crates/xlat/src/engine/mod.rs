@@ -8,6 +8,7 @@
 
 mod counters;
 mod error;
+mod placement;
 
 use crate::addr::{Asid, Mapping, PageSize, Vaddr, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT};
 use crate::config::Config;
@@ -25,6 +26,8 @@ use counters::{
     Counters,
 };
 pub use error::SimError;
+pub(crate) use placement::invalidate_group_members;
+use placement::DesignPlacer;
 use serde_json::Value;
 use std::time::Instant;
 
@@ -168,43 +171,6 @@ impl<D: Design> Sim<D> {
             proc_base: 0,
             machine,
         })
-    }
-}
-
-/// Invalidate the TLB entries of every member of the contiguous `group` but the page at
-/// `except` (whose own invalidation the unmap did): Arm's rule when one entry of a contiguous
-/// range changes ([`Design::take_broken_group`]). `also` sees each member (other cores).
-pub(crate) fn invalidate_group_members(
-    mmu: &mut Mmu,
-    mem: &MemSystem,
-    asid: Asid,
-    group: crate::mmu::CoalescedSpan,
-    except: Vpn,
-    mut also: impl FnMut(Mapping),
-) {
-    for i in 0..group.pages() {
-        let member = group.base_of(Vpn(group.vpn.0 + i * group.base.base_pages()));
-        if member.vpn != except {
-            crate::virt::invalidate_guest_page(mmu, mem, asid, member);
-            also(member);
-        }
-    }
-}
-
-/// The design's placement hook, as the OS model asks it at a fault.
-struct DesignPlacer<'a, D: Design>(&'a mut D);
-
-impl<D: Design> crate::os::Placer for DesignPlacer<'_, D> {
-    fn place(
-        &mut self,
-        phys: &mut crate::os::PhysMem,
-        req: &crate::os::PlaceRequest,
-    ) -> Option<crate::addr::Pfn> {
-        self.0.place(phys, req)
-    }
-
-    fn allows_huge(&mut self, asid: crate::addr::Asid, vpn: Vpn) -> bool {
-        self.0.allows_huge(asid, vpn)
     }
 }
 
