@@ -8,7 +8,9 @@
 
 mod counters;
 mod error;
+mod machine;
 mod placement;
+mod stream;
 
 use crate::addr::{Asid, Mapping, PageSize, Vaddr, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT};
 use crate::config::Config;
@@ -20,16 +22,19 @@ use crate::stats::{Stats, StatsExt};
 use crate::timing::ooo::CoreRef;
 use crate::timing::CoreModel;
 use crate::timing::{Timing, TimingModel};
-use crate::trace::{AccessKind, Event, EventSource, SourceError};
+use crate::trace::{AccessKind, Event, EventSource};
 use counters::{
     core_record, count_keys, fix_fractions, sum_into, tlb_and_walk_sections, walk_hist_bucket,
     Counters,
 };
 pub use error::SimError;
+pub use machine::INTERLEAVE_REFS;
+use machine::{CoreState, Machine, ProcState, Window, PID_SHIFT};
 pub(crate) use placement::invalidate_group_members;
 use placement::DesignPlacer;
 use serde_json::Value;
 use std::time::Instant;
+use stream::{RecentPages, CHUNK, PREFETCH_DISTANCE};
 
 /// What the engine needs from a design-specialized simulator; implemented by `Sim<D>` for every
 /// registered design, so the per-reference loop is monomorphized.
@@ -173,11 +178,6 @@ impl<D: Design> Sim<D> {
         })
     }
 }
-
-/// Events fetched from the source at a time: 512 x 32 bytes stays in the host's L1 cache
-/// between the source writing the buffer and the engine reading it (4096 did not; gups ran
-/// about 5 % faster with 512).
-const CHUNK: usize = 512;
 
 impl<D: Design> Sim<D> {
     /// Apply OS mapping changes to the design and the TLBs; frames whose contents the OS
@@ -788,42 +788,6 @@ impl<D: Design> Sim<D> {
     }
 }
 
-/// How many events ahead the engine prefetches the host memory a reference will touch: the
-/// oracle's page-map entry and the design's page-table entries, the two structures that grow
-/// with the footprint. (Prefetching the simulated caches' sets too was measured slower once
-/// those became compact: they stay in the host's L2.) Speed only; results do not depend on it.
-const PREFETCH_DISTANCE: usize = 8;
-
-/// Pages remembered as prefetched: enough for a loop over a few arrays at once.
-const PREFETCH_RECENT_PAGES: usize = 4;
-
-/// The last few pages prefetched.
-#[derive(Clone, Copy)]
-struct RecentPages {
-    vpns: [u64; PREFETCH_RECENT_PAGES],
-    next: usize,
-}
-
-impl RecentPages {
-    fn new() -> Self {
-        RecentPages {
-            vpns: [u64::MAX; PREFETCH_RECENT_PAGES],
-            next: 0,
-        }
-    }
-
-    /// Whether `vpn` is new (and remember it).
-    #[inline]
-    fn admit(&mut self, vpn: Vpn) -> bool {
-        if self.vpns.contains(&vpn.0) {
-            return false;
-        }
-        self.vpns[self.next] = vpn.0;
-        self.next = (self.next + 1) % PREFETCH_RECENT_PAGES;
-        true
-    }
-}
-
 impl<D: Design> Sim<D> {
     /// Prefetch for the events ahead, once per recently seen page: loops over a few arrays
     /// (streams) find everything cached already, and the hint would only cost them time.
@@ -1002,286 +966,6 @@ impl<D: Design> Runner for Sim<D> {
         }
         r.insert("config".into(), self.cfg.to_json());
         Value::Object(r)
-    }
-}
-
-/// References a core simulates before the engine picks the next core to run (multi-core and
-/// multi-process runs): small, so cores interleave finely in simulated time and contend in the
-/// shared LLC and DRAM; results depend on it (it is part of the model), never on how a run is
-/// chunked by [`Simulation::step`] or on host threads.
-pub const INTERLEAVE_REFS: u64 = 64;
-
-/// The OS pids of process `i` of a multi-process run are `i << PID_SHIFT | pid` for the pids its
-/// events name (`Switch`, `Exit`; it starts as pid 0 of its own), so two traces' pids never
-/// collide (Linux's pids are below `2^22`).
-const PID_SHIFT: u32 = 22;
-
-/// What of a core is swapped out when another core runs: its TLBs, private caches, timing and
-/// counters (the design's MMU caches are swapped by the design, [`Design::select_core`]).
-struct CoreState {
-    mmu: Mmu,
-    mem: PrivateCaches,
-    timing: Timing,
-    core: Option<CoreModel>,
-    c: Counters,
-}
-
-/// One process of a multi-process run: its event stream and where it is in it.
-struct ProcState {
-    source: Box<dyn EventSource>,
-    buf: Vec<Event>,
-    pos: usize,
-    prefetched: RecentPages,
-    asid: Asid,
-    finished: bool,
-    truncated_by_refs: bool,
-    /// References simulated (kept up to date while the process is not installed).
-    refs: u64,
-    /// The core the process is pinned to.
-    core: usize,
-}
-
-/// A source with no events: what a parked slot holds while its process is installed.
-struct NoEvents;
-
-impl EventSource for NoEvents {
-    fn fill(&mut self, _out: &mut Vec<Event>, _max: usize) -> Result<usize, SourceError> {
-        Ok(0)
-    }
-    fn name(&self) -> String {
-        "none".into()
-    }
-}
-
-/// Figures counted in the references after a context switch (`switch.*`).
-#[derive(Clone, Copy, Default)]
-struct Window {
-    refs: u64,
-    tlb_l1_misses: u64,
-    walks: u64,
-    walk_mem_accesses: u64,
-    mmu_cache_misses: u64,
-}
-
-impl Window {
-    fn delta(after: Window, before: Window) -> Window {
-        Window {
-            refs: after.refs - before.refs,
-            tlb_l1_misses: after.tlb_l1_misses - before.tlb_l1_misses,
-            walks: after.walks - before.walks,
-            walk_mem_accesses: after.walk_mem_accesses - before.walk_mem_accesses,
-            mmu_cache_misses: after.mmu_cache_misses - before.mmu_cache_misses,
-        }
-    }
-
-    fn add(&mut self, d: Window) {
-        self.refs += d.refs;
-        self.tlb_l1_misses += d.tlb_l1_misses;
-        self.walks += d.walks;
-        self.walk_mem_accesses += d.walk_mem_accesses;
-        self.mmu_cache_misses += d.mmu_cache_misses;
-    }
-}
-
-/// Scheduling state of one core (never swapped).
-#[derive(Default)]
-struct CoreSched {
-    /// Processes pinned to this core, in round-robin order.
-    procs: Vec<usize>,
-    /// Index into `procs` of the process on the core.
-    current: usize,
-    /// Simulated core cycles when the core was last stopped.
-    cycles: f64,
-    /// Core cycles at which the running slice began.
-    slice_start: f64,
-    /// ASIDs that ran on this core: the cores a shootdown of one of them interrupts.
-    asids: Vec<Asid>,
-    switches: u64,
-    /// References left in the window after the last switch.
-    window_left: u64,
-    windows: u64,
-    window: Window,
-    /// OS cycles of shootdown IPIs on this core (sent and received).
-    ipi_cycles: u64,
-    ipis_sent: u64,
-    ipis_received: u64,
-}
-
-/// The cores and processes of a multi-core or multi-process run besides the installed ones.
-///
-/// The running core's state and its running process's stream live in [`Sim`]'s own fields (so
-/// the per-reference code is the same as with one core); switching core or process swaps them
-/// with their slots here. `cores[running]` and `procs[installed]` hold spares meanwhile.
-struct Machine {
-    cores: Vec<CoreState>,
-    sched: Vec<CoreSched>,
-    procs: Vec<ProcState>,
-    proc_done: Vec<bool>,
-    running: usize,
-    /// References left of the running core's turn.
-    chunk_left: u64,
-    quantum_cycles: u64,
-    all_done: bool,
-    /// The OS clock (see `run_daemons`).
-    os_now: u64,
-    /// Cores a shootdown being applied must interrupt (bit per core).
-    ipi_targets: u64,
-    shootdown_rounds: u64,
-    /// A multi-threaded run: one trace on several cores, each thread on the core of its first
-    /// appearance (`threads[i]` is the thread id first seen `i`-th; it runs on core
-    /// `i % cores`), events in the trace's order.
-    threaded: bool,
-    threads: Vec<u32>,
-}
-
-impl Machine {
-    /// The machine of `cfg` when it has several cores or processes (`more` holds the sources
-    /// of processes 1, 2, ...), else `None`. Process `i` runs on core `i % cores`.
-    fn build<D: Design>(
-        cfg: &Config,
-        os: &mut Os,
-        design: &mut D,
-        more: Vec<Box<dyn EventSource>>,
-        threaded: bool,
-    ) -> Option<Box<Machine>> {
-        let cores = cfg.sim.cores.max(1) as usize;
-        if cores == 1 && more.is_empty() {
-            return None;
-        }
-        if cores > 1 {
-            design.set_cores(cores);
-        }
-        let new_core = || CoreState {
-            mmu: Mmu::new(&cfg.tlb),
-            mem: PrivateCaches::new(&cfg.mem),
-            timing: Timing::default(),
-            core: (cfg.timing.model == TimingModel::Ooo)
-                .then(|| CoreModel::new(&cfg.core, cfg.mem.l1d.latency_cycles, false)),
-            c: Counters::default(),
-        };
-        let spare = |core| ProcState {
-            source: Box::new(NoEvents),
-            buf: Vec::new(),
-            pos: 0,
-            prefetched: RecentPages::new(),
-            asid: 0,
-            finished: false,
-            truncated_by_refs: false,
-            refs: 0,
-            core,
-        };
-        let mut procs = vec![spare(0)];
-        for (i, source) in more.into_iter().enumerate() {
-            let i = i + 1;
-            procs.push(ProcState {
-                source,
-                buf: Vec::with_capacity(CHUNK),
-                asid: os.process((i as u32) << PID_SHIFT),
-                ..spare(i % cores)
-            });
-        }
-        let mut sched: Vec<CoreSched> = (0..cores).map(|_| CoreSched::default()).collect();
-        for (i, p) in procs.iter().enumerate() {
-            sched[p.core].procs.push(i);
-            sched[p.core].asids.push(if i == 0 { 0 } else { p.asid });
-        }
-        Some(Box::new(Machine {
-            cores: (0..cores).map(|_| new_core()).collect(),
-            sched,
-            proc_done: vec![false; procs.len()],
-            procs,
-            running: 0,
-            chunk_left: INTERLEAVE_REFS,
-            quantum_cycles: cfg
-                .sim
-                .quantum_cycles(cfg.mem.dram.core_clock_mhz)
-                .unwrap_or(u64::MAX),
-            all_done: false,
-            os_now: 0,
-            ipi_targets: 0,
-            shootdown_rounds: 0,
-            threaded,
-            threads: Vec::new(),
-        }))
-    }
-
-    /// The process installed on core `k`.
-    fn current_proc(&self, k: usize) -> usize {
-        if self.threaded {
-            return 0;
-        }
-        self.sched[k].procs[self.sched[k].current]
-    }
-
-    /// A mapping of `asid` was removed: drop it from the TLBs of every parked core (the running
-    /// core's were invalidated by the caller) and mark the cores that ran `asid` for an IPI.
-    fn shootdown(&mut self, asid: Asid, m: Mapping) {
-        for (k, st) in self.cores.iter_mut().enumerate() {
-            if k != self.running {
-                st.mmu.invalidate(asid, m);
-                if self.sched[k].asids.contains(&asid) {
-                    self.ipi_targets |= 1 << k;
-                }
-            }
-        }
-    }
-
-    /// Every translation of `asid` leaves every parked core's TLBs (a process exited).
-    fn invalidate_asid(&mut self, asid: Asid) {
-        for (k, st) in self.cores.iter_mut().enumerate() {
-            if k != self.running {
-                st.mmu.invalidate_asid(asid);
-            }
-        }
-    }
-
-    /// Charge the IPIs of the shootdowns just applied: one round from the running core to
-    /// every marked core, `ipi_cycles` of OS time on the sender and on each receiver.
-    fn send_shootdown_ipis(&mut self, ipi_cycles: u64) {
-        if self.ipi_targets == 0 {
-            return;
-        }
-        self.shootdown_rounds += 1;
-        let n = self.ipi_targets.count_ones() as u64;
-        let sender = &mut self.sched[self.running];
-        sender.ipis_sent += n;
-        sender.ipi_cycles += ipi_cycles;
-        for k in 0..self.sched.len() {
-            if self.ipi_targets & (1 << k) != 0 {
-                self.sched[k].ipis_received += 1;
-                self.sched[k].ipi_cycles += ipi_cycles;
-            }
-        }
-        self.ipi_targets = 0;
-    }
-
-    /// The private caches of the parked cores.
-    fn parked_private_caches(&mut self) -> Vec<&mut PrivateCaches> {
-        let running = self.running;
-        self.cores
-            .iter_mut()
-            .enumerate()
-            .filter(|(k, _)| *k != running)
-            .map(|(_, st)| &mut st.mem)
-            .collect()
-    }
-
-    /// The running core now runs `asid` too.
-    fn note_asid(&mut self, asid: Asid) {
-        let s = &mut self.sched[self.running];
-        if !s.asids.contains(&asid) {
-            s.asids.push(asid);
-        }
-    }
-
-    /// References simulated by the parked cores.
-    fn parked_refs(&self) -> u64 {
-        self.cores
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| *k != self.running)
-            .map(|(_, st)| st.c.refs)
-            .sum()
     }
 }
 
@@ -1962,6 +1646,7 @@ mod tests {
     use crate::designs::{PtFootprint, WalkResult};
     use crate::os::{PhysMem, ThpPolicy};
     use crate::stats::ratio;
+    use crate::trace::SourceError;
 
     fn small(design: &str) -> Config {
         let o = |k: &str, v: &str| (k.to_string(), v.to_string());
