@@ -10,7 +10,7 @@
 //! how it is chunked by [`Simulation::step`].
 
 use super::error::SimError;
-use super::{MakeSim, Runner};
+use super::sim::{MakeSim, Runner};
 use crate::config::Config;
 use crate::designs::build_and_visit;
 use crate::os::Os;
