@@ -2,9 +2,9 @@
 //! (totals over cores, each core's entry, each process's).
 //!
 //! Owns the `impl Sim` methods that assemble it from every part's statistics. May call: `mem`,
-//! `os`, `designs`, `simd` (the build's path), `stats`, `timing`, `virt` (through the memory
-//! system), the crate's `VERSION`, and the engine's `counters` (the sections it writes),
-//! `machine` and `sim`. Contract: a record is a pure function of the run's state; wall-clock
+//! `os`, `designs`, `simd` (the build's path), `stats` (and its `VERSION`), `timing`, `virt`
+//! (through the memory system), and the engine's `counters` (the sections it writes), `machine`
+//! and `sim`. Contract: a record is a pure function of the run's state; wall-clock
 //! figures (`sim.*`) aside, it does not depend on the host or on how the run was chunked.
 
 use super::{Runner, Sim};
@@ -29,7 +29,7 @@ impl<D: Design> Sim<D> {
             r.insert("trace".into(), t);
         }
         r.put_u64("seed", self.cfg.sim.seed);
-        r.put_str("version", crate::VERSION);
+        r.put_str("version", crate::stats::VERSION);
         count_keys(&mut r, c);
         r.insert(
             "ended_by".into(),
@@ -241,7 +241,7 @@ impl<D: Design> Sim<D> {
         r.put_str("design", &cfg.sim.design);
         r.put_str("workload", &names.join(","));
         r.put_u64("seed", cfg.sim.seed);
-        r.put_str("version", crate::VERSION);
+        r.put_str("version", crate::stats::VERSION);
         for (k, v) in total {
             r.insert(k, v);
         }
