@@ -29,8 +29,6 @@ pub mod virt;
 pub mod warmup;
 pub mod workloads;
 
-/// Version of the simulator, written into every result record.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
 pub use config::Config;
 pub use engine::{run, run_workload, SimError, Simulation};
+pub use stats::VERSION;

@@ -4,6 +4,9 @@
 
 use serde_json::{Map, Value};
 
+/// Version of the simulator, written into every result record.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// A nested section of the result record.
 pub type Stats = Map<String, Value>;
 

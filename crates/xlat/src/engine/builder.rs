@@ -1,0 +1,238 @@
+//! The engine's public entry points: [`Simulation`] (build a run, step it, take its record),
+//! [`run`] and [`run_workload`].
+//!
+//! Owns the run's construction (validate the configuration, boot the OS model, build the host of
+//! a nested run and the design, hand them to the design-specialized runner), the wall clock, and
+//! the warm-up (the snapshot when it ends, the measured region's record). May call: `config`,
+//! `designs` (`build_and_visit`), `os`, `stats`, `timing` (whether the core runs on a thread of
+//! its own), `trace`, `virt` (the host), `warmup`, `workloads`, and the engine's `error` and `sim`
+//! (the runner). Contract: see the engine's module doc; the record of a run does not depend on
+//! how it is chunked by [`Simulation::step`].
+
+use super::error::SimError;
+use super::sim::{MakeSim, Runner};
+use crate::config::Config;
+use crate::designs::build_and_visit;
+use crate::os::Os;
+use crate::stats::{Stats, StatsExt};
+use crate::trace::EventSource;
+use serde_json::Value;
+use std::time::Instant;
+
+/// A run in progress: build it, call [`Simulation::step`] until it returns `true`, then take the
+/// [`Simulation::record`].
+///
+/// With a warm-up (`sim.warmup_refs`), the runner simulates `warmup_refs + refs` references
+/// per process; when the warm-up's references are done the record at that moment is kept
+/// (the snapshot), and [`Simulation::record`] reports the measured region (see
+/// [`crate::warmup`]).
+pub struct Simulation {
+    runner: Box<dyn Runner>,
+    wall_seconds: f64,
+    setup_seconds: Option<f64>,
+    /// The configuration as given (the runner's has `sim.refs` raised by the warm-up).
+    cfg: Config,
+    /// References (over all processes) simulated before the statistics restart; 0 without
+    /// warm-up.
+    warmup_total: u64,
+    /// The record when the warm-up ended.
+    snapshot: Option<Value>,
+}
+
+impl Simulation {
+    /// Boot the OS model, build the design named in `cfg.sim.design`, and attach `source`.
+    ///
+    /// With `sim.cores > 1` the source is a multi-threaded program: each thread (`Thread`
+    /// events; the first thread seen runs on core 0, the next on core 1, ... modulo the cores)
+    /// runs on its own core over the process's one address space, in the trace's order.
+    pub fn new(cfg: &Config, source: Box<dyn EventSource>) -> Result<Simulation, SimError> {
+        Simulation::build(cfg, source, Vec::new())
+    }
+
+    /// As [`Simulation::new`] with one process per source (a multi-programmed run when there
+    /// are several): process `i` is OS process `i` and runs on core `i % sim.cores`.
+    ///
+    /// Errors: no source; more cores than sources (every core runs at least one process;
+    /// multi-threaded traces on several cores are not supported yet).
+    pub fn with_sources(
+        cfg: &Config,
+        sources: Vec<Box<dyn EventSource>>,
+    ) -> Result<Simulation, SimError> {
+        cfg.validate().map_err(|e| SimError::Config(e.0))?;
+        if sources.is_empty() {
+            return Err(SimError::Config("no workload or trace to simulate".into()));
+        }
+        if cfg.sim.cores as usize > sources.len() {
+            return Err(SimError::Config(format!(
+                "sim.cores ({}) exceeds the number of processes ({}: the workloads of \
+                 workload.name or the traces given): each core runs at least one process \
+                 (a single multi-threaded trace may run on several cores)",
+                cfg.sim.cores,
+                sources.len()
+            )));
+        }
+        let mut sources = sources.into_iter();
+        let source = sources.next().expect("at least one source");
+        Simulation::build(cfg, source, sources.collect())
+    }
+
+    fn build(
+        cfg: &Config,
+        source: Box<dyn EventSource>,
+        more: Vec<Box<dyn EventSource>>,
+    ) -> Result<Simulation, SimError> {
+        cfg.validate().map_err(|e| SimError::Config(e.0))?;
+        // The warm-up is counted like `sim.refs`: per process (a multi-threaded trace is one).
+        let processes = more.len() as u64 + 1;
+        let warmup_total = cfg.sim.warmup_refs.saturating_mul(processes);
+        let given = cfg;
+        let mut raised;
+        let cfg = if cfg.sim.warmup_refs > 0 {
+            raised = cfg.clone();
+            raised.sim.refs = cfg.sim.simulated_refs();
+            &raised
+        } else {
+            cfg
+        };
+        let mut os =
+            Os::new(&cfg.os, cfg.sim.seed).map_err(|e| SimError::Os { event: 0, error: e })?;
+        // Nested runs: the host OS and design that map guest-physical memory (virt/).
+        let nested = if cfg.virt.enabled {
+            Some(
+                crate::virt::build_host(
+                    &cfg.virt,
+                    &cfg.mem,
+                    cfg.sim.seed,
+                    cfg.sim.oracle,
+                    os.phys.total_bytes(),
+                )
+                .map_err(SimError::Config)?,
+            )
+        } else {
+            None
+        };
+        // The design allocates from the same physical memory as everything else.
+        let factory = build_and_visit(
+            &cfg.sim.design,
+            &cfg.designs,
+            &mut os.phys,
+            MakeSim {
+                cfg: cfg.clone(),
+                source,
+                more,
+                nested,
+                timing_thread: crate::timing::thread_wanted().map_err(SimError::Config)?,
+            },
+        )
+        .map_err(|e| SimError::Os { event: 0, error: e })?;
+        Ok(Simulation {
+            runner: factory(os).map_err(|e| SimError::Os { event: 0, error: e })?,
+            wall_seconds: 0.0,
+            setup_seconds: None,
+            cfg: given.clone(),
+            warmup_total,
+            snapshot: None,
+        })
+    }
+
+    /// Wall-clock seconds the caller spent building the workload or opening the traces before
+    /// this simulation (a large graph is built before its first reference); recorded as
+    /// `sim.setup_seconds`, apart from the simulation's own `sim.wall_seconds`.
+    pub fn set_setup_seconds(&mut self, seconds: f64) {
+        self.setup_seconds = Some(seconds);
+    }
+
+    /// Simulate up to `max_refs` more references. Returns `true` when the run is complete (the
+    /// trace ended or `sim.refs` were simulated after the warm-up).
+    ///
+    /// Errors as the run's, and when the trace ends within the warm-up (nothing would be left
+    /// to measure).
+    pub fn step(&mut self, max_refs: u64) -> Result<bool, SimError> {
+        let t = Instant::now();
+        let r = if self.snapshot.is_none() && self.warmup_total > 0 {
+            self.step_warmup(max_refs)
+        } else {
+            self.runner.step(max_refs)
+        };
+        self.wall_seconds += t.elapsed().as_secs_f64();
+        r
+    }
+
+    /// [`Simulation::step`] within the warm-up: stops at its last reference exactly and keeps
+    /// the record of that moment.
+    #[cold]
+    fn step_warmup(&mut self, max_refs: u64) -> Result<bool, SimError> {
+        let left = self.warmup_total.saturating_sub(self.runner.refs());
+        let done = self.runner.step(max_refs.min(left))?;
+        if self.runner.refs() >= self.warmup_total {
+            self.snapshot = Some(self.runner.record(0.0));
+        } else if done {
+            return Err(SimError::Config(format!(
+                "the run ended after {} references, within the warm-up (sim.warmup_refs = {} \
+                 per process): nothing is left to measure; lower sim.warmup_refs",
+                self.runner.refs(),
+                self.cfg.sim.warmup_refs
+            )));
+        }
+        Ok(done)
+    }
+
+    /// References simulated so far (the warm-up's included).
+    pub fn refs(&self) -> u64 {
+        self.runner.refs()
+    }
+
+    /// The result record (see `docs/results.md`): with a warm-up, the figures of the measured
+    /// region and a `warmup` section (see [`crate::warmup`]).
+    pub fn record(&self) -> Value {
+        let mut r = self.measured_record();
+        if let (Some(seconds), Some(sim)) = (self.setup_seconds, r.get_mut("sim")) {
+            if let Some(sim) = sim.as_object_mut() {
+                sim.insert("setup_seconds".into(), seconds.into());
+            }
+        }
+        r
+    }
+
+    /// The record of the measured region: the whole run's without warm-up, else the end
+    /// record minus the snapshot taken when the warm-up ended.
+    fn measured_record(&self) -> Value {
+        let end = self.runner.record(self.wall_seconds);
+        let Some(snap) = self.snapshot.as_ref() else {
+            return end;
+        };
+        let (mut r, whole_run_keys) =
+            crate::warmup::measured(&end, snap, self.cfg.timing.translation_overlap);
+        r["config"] = self.cfg.to_json();
+        let pages = crate::warmup::first_touch_pages(&r);
+        let share = crate::warmup::first_touch_share(&r);
+        let mut w = Stats::new();
+        w.put_u64("refs", snap["refs"].as_u64().unwrap_or(0));
+        w.put_str("method", "snapshot_subtract");
+        w.put_u64("first_touch_pages", pages);
+        w.put_f64("first_touch_share", share);
+        w.insert("whole_run_keys".into(), Value::from(whole_run_keys));
+        r["warmup"] = Value::Object(w);
+        r
+    }
+}
+
+/// Run a whole simulation of `cfg` over `source` and return its record.
+pub fn run(cfg: &Config, source: Box<dyn EventSource>) -> Result<Value, SimError> {
+    let mut sim = Simulation::new(cfg, source)?;
+    while !sim.step(u64::MAX)? {}
+    Ok(sim.record())
+}
+
+/// Run the built-in workload(s) named in `cfg.workload` (a comma-separated list runs one
+/// process per workload, see [`Simulation::with_sources`]).
+pub fn run_workload(cfg: &Config) -> Result<Value, SimError> {
+    crate::workloads::check_fits(&cfg.workload, cfg.os.phys_mem_bytes, cfg.os.swap.bytes)
+        .map_err(SimError::Config)?;
+    let sources =
+        crate::workloads::create_all(&cfg.workload, cfg.sim.simulated_refs(), cfg.sim.seed)
+            .map_err(SimError::Config)?;
+    let mut sim = Simulation::with_sources(cfg, sources)?;
+    while !sim.step(u64::MAX)? {}
+    Ok(sim.record())
+}

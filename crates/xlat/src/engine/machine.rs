@@ -1,0 +1,304 @@
+//! The cores and processes of a multi-core or multi-process run that are parked while another
+//! runs, and the machine-wide state the scheduler keeps.
+//!
+//! Owns [`Machine`] with its slots ([`CoreState`]: a parked core's TLBs, private caches, timing
+//! and counters; [`ProcState`]: a parked process's stream), the per-core scheduling state
+//! ([`CoreSched`], [`Window`]), the process pid spaces ([`PID_SHIFT`]) and the turn length
+//! [`INTERLEAVE_REFS`]. The scheduling itself (who runs next, swapping a slot with the running
+//! state) is `Sim`'s, in `sim/sched.rs`.
+//!
+//! May call: `addr`, `config`, `designs` (`set_cores`), `mem`, `mmu`, `os` (process ids),
+//! `timing`, `trace`, and the engine's `counters` and `stream`. Contract: a slot holds a spare
+//! while its core or process is installed; every shootdown reaches the parked cores' TLBs.
+
+use super::counters::Counters;
+use super::stream::{RecentPages, CHUNK};
+use crate::addr::{Asid, Mapping};
+use crate::config::Config;
+use crate::designs::Design;
+use crate::mem::PrivateCaches;
+use crate::mmu::Mmu;
+use crate::os::Os;
+use crate::timing::CoreModel;
+use crate::timing::{Timing, TimingModel};
+use crate::trace::{Event, EventSource, SourceError};
+
+/// References a core simulates before the engine picks the next core to run (multi-core and
+/// multi-process runs): small, so cores interleave finely in simulated time and contend in the
+/// shared LLC and DRAM; results depend on it (it is part of the model), never on how a run is
+/// chunked by [`Simulation::step`](super::Simulation::step) or on host threads.
+pub const INTERLEAVE_REFS: u64 = 64;
+
+/// The OS pids of process `i` of a multi-process run are `i << PID_SHIFT | pid` for the pids its
+/// events name (`Switch`, `Exit`; it starts as pid 0 of its own), so two traces' pids never
+/// collide (Linux's pids are below `2^22`).
+pub(super) const PID_SHIFT: u32 = 22;
+
+/// What of a core is swapped out when another core runs: its TLBs, private caches, timing and
+/// counters (the design's MMU caches are swapped by the design, `Design::select_core`).
+pub(super) struct CoreState {
+    pub(super) mmu: Mmu,
+    pub(super) mem: PrivateCaches,
+    pub(super) timing: Timing,
+    pub(super) core: Option<CoreModel>,
+    pub(super) c: Counters,
+}
+
+/// One process of a multi-process run: its event stream and where it is in it.
+pub(super) struct ProcState {
+    pub(super) source: Box<dyn EventSource>,
+    pub(super) buf: Vec<Event>,
+    pub(super) pos: usize,
+    pub(super) prefetched: RecentPages,
+    pub(super) asid: Asid,
+    pub(super) finished: bool,
+    pub(super) truncated_by_refs: bool,
+    /// References simulated (kept up to date while the process is not installed).
+    pub(super) refs: u64,
+    /// The core the process is pinned to.
+    pub(super) core: usize,
+}
+
+/// A source with no events: what a parked slot holds while its process is installed.
+struct NoEvents;
+
+impl EventSource for NoEvents {
+    fn fill(&mut self, _out: &mut Vec<Event>, _max: usize) -> Result<usize, SourceError> {
+        Ok(0)
+    }
+    fn name(&self) -> String {
+        "none".into()
+    }
+}
+
+/// Figures counted in the references after a context switch (`switch.*`).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Window {
+    pub(super) refs: u64,
+    pub(super) tlb_l1_misses: u64,
+    pub(super) walks: u64,
+    pub(super) walk_mem_accesses: u64,
+    pub(super) mmu_cache_misses: u64,
+}
+
+impl Window {
+    pub(super) fn delta(after: Window, before: Window) -> Window {
+        Window {
+            refs: after.refs - before.refs,
+            tlb_l1_misses: after.tlb_l1_misses - before.tlb_l1_misses,
+            walks: after.walks - before.walks,
+            walk_mem_accesses: after.walk_mem_accesses - before.walk_mem_accesses,
+            mmu_cache_misses: after.mmu_cache_misses - before.mmu_cache_misses,
+        }
+    }
+
+    pub(super) fn add(&mut self, d: Window) {
+        self.refs += d.refs;
+        self.tlb_l1_misses += d.tlb_l1_misses;
+        self.walks += d.walks;
+        self.walk_mem_accesses += d.walk_mem_accesses;
+        self.mmu_cache_misses += d.mmu_cache_misses;
+    }
+}
+
+/// Scheduling state of one core (never swapped).
+#[derive(Default)]
+pub(super) struct CoreSched {
+    /// Processes pinned to this core, in round-robin order.
+    pub(super) procs: Vec<usize>,
+    /// Index into `procs` of the process on the core.
+    pub(super) current: usize,
+    /// Simulated core cycles when the core was last stopped.
+    pub(super) cycles: f64,
+    /// Core cycles at which the running slice began.
+    pub(super) slice_start: f64,
+    /// ASIDs that ran on this core: the cores a shootdown of one of them interrupts.
+    pub(super) asids: Vec<Asid>,
+    pub(super) switches: u64,
+    /// References left in the window after the last switch.
+    pub(super) window_left: u64,
+    pub(super) windows: u64,
+    pub(super) window: Window,
+    /// OS cycles of shootdown IPIs on this core (sent and received).
+    pub(super) ipi_cycles: u64,
+    pub(super) ipis_sent: u64,
+    pub(super) ipis_received: u64,
+}
+
+/// The cores and processes of a multi-core or multi-process run besides the installed ones.
+///
+/// The running core's state and its running process's stream live in `Sim`'s own fields (so
+/// the per-reference code is the same as with one core); switching core or process swaps them
+/// with their slots here. `cores[running]` and `procs[installed]` hold spares meanwhile.
+pub(super) struct Machine {
+    pub(super) cores: Vec<CoreState>,
+    pub(super) sched: Vec<CoreSched>,
+    pub(super) procs: Vec<ProcState>,
+    pub(super) proc_done: Vec<bool>,
+    pub(super) running: usize,
+    /// References left of the running core's turn.
+    pub(super) chunk_left: u64,
+    pub(super) quantum_cycles: u64,
+    pub(super) all_done: bool,
+    /// The OS clock (see `Sim::os_now`).
+    pub(super) os_now: u64,
+    /// Cores a shootdown being applied must interrupt (bit per core).
+    pub(super) ipi_targets: u64,
+    pub(super) shootdown_rounds: u64,
+    /// A multi-threaded run: one trace on several cores, each thread on the core of its first
+    /// appearance (`threads[i]` is the thread id first seen `i`-th; it runs on core
+    /// `i % cores`), events in the trace's order.
+    pub(super) threaded: bool,
+    pub(super) threads: Vec<u32>,
+}
+
+impl Machine {
+    /// The machine of `cfg` when it has several cores or processes (`more` holds the sources
+    /// of processes 1, 2, ...), else `None`. Process `i` runs on core `i % cores`.
+    pub(super) fn build<D: Design>(
+        cfg: &Config,
+        os: &mut Os,
+        design: &mut D,
+        more: Vec<Box<dyn EventSource>>,
+        threaded: bool,
+    ) -> Option<Box<Machine>> {
+        let cores = cfg.sim.cores.max(1) as usize;
+        if cores == 1 && more.is_empty() {
+            return None;
+        }
+        if cores > 1 {
+            design.set_cores(cores);
+        }
+        let new_core = || CoreState {
+            mmu: Mmu::new(&cfg.tlb),
+            mem: PrivateCaches::new(&cfg.mem),
+            timing: Timing::default(),
+            core: (cfg.timing.model == TimingModel::Ooo)
+                .then(|| CoreModel::new(&cfg.core, cfg.mem.l1d.latency_cycles, false)),
+            c: Counters::default(),
+        };
+        let spare = |core| ProcState {
+            source: Box::new(NoEvents),
+            buf: Vec::new(),
+            pos: 0,
+            prefetched: RecentPages::new(),
+            asid: 0,
+            finished: false,
+            truncated_by_refs: false,
+            refs: 0,
+            core,
+        };
+        let mut procs = vec![spare(0)];
+        for (i, source) in more.into_iter().enumerate() {
+            let i = i + 1;
+            procs.push(ProcState {
+                source,
+                buf: Vec::with_capacity(CHUNK),
+                asid: os.process((i as u32) << PID_SHIFT),
+                ..spare(i % cores)
+            });
+        }
+        let mut sched: Vec<CoreSched> = (0..cores).map(|_| CoreSched::default()).collect();
+        for (i, p) in procs.iter().enumerate() {
+            sched[p.core].procs.push(i);
+            sched[p.core].asids.push(if i == 0 { 0 } else { p.asid });
+        }
+        Some(Box::new(Machine {
+            cores: (0..cores).map(|_| new_core()).collect(),
+            sched,
+            proc_done: vec![false; procs.len()],
+            procs,
+            running: 0,
+            chunk_left: INTERLEAVE_REFS,
+            quantum_cycles: cfg
+                .sim
+                .quantum_cycles(cfg.mem.dram.core_clock_mhz)
+                .unwrap_or(u64::MAX),
+            all_done: false,
+            os_now: 0,
+            ipi_targets: 0,
+            shootdown_rounds: 0,
+            threaded,
+            threads: Vec::new(),
+        }))
+    }
+
+    /// The process installed on core `k`.
+    pub(super) fn current_proc(&self, k: usize) -> usize {
+        if self.threaded {
+            return 0;
+        }
+        self.sched[k].procs[self.sched[k].current]
+    }
+
+    /// A mapping of `asid` was removed: drop it from the TLBs of every parked core (the running
+    /// core's were invalidated by the caller) and mark the cores that ran `asid` for an IPI.
+    pub(super) fn shootdown(&mut self, asid: Asid, m: Mapping) {
+        for (k, st) in self.cores.iter_mut().enumerate() {
+            if k != self.running {
+                st.mmu.invalidate(asid, m);
+                if self.sched[k].asids.contains(&asid) {
+                    self.ipi_targets |= 1 << k;
+                }
+            }
+        }
+    }
+
+    /// Every translation of `asid` leaves every parked core's TLBs (a process exited).
+    pub(super) fn invalidate_asid(&mut self, asid: Asid) {
+        for (k, st) in self.cores.iter_mut().enumerate() {
+            if k != self.running {
+                st.mmu.invalidate_asid(asid);
+            }
+        }
+    }
+
+    /// Charge the IPIs of the shootdowns just applied: one round from the running core to
+    /// every marked core, `ipi_cycles` of OS time on the sender and on each receiver.
+    pub(super) fn send_shootdown_ipis(&mut self, ipi_cycles: u64) {
+        if self.ipi_targets == 0 {
+            return;
+        }
+        self.shootdown_rounds += 1;
+        let n = self.ipi_targets.count_ones() as u64;
+        let sender = &mut self.sched[self.running];
+        sender.ipis_sent += n;
+        sender.ipi_cycles += ipi_cycles;
+        for k in 0..self.sched.len() {
+            if self.ipi_targets & (1 << k) != 0 {
+                self.sched[k].ipis_received += 1;
+                self.sched[k].ipi_cycles += ipi_cycles;
+            }
+        }
+        self.ipi_targets = 0;
+    }
+
+    /// The private caches of the parked cores.
+    pub(super) fn parked_private_caches(&mut self) -> Vec<&mut PrivateCaches> {
+        let running = self.running;
+        self.cores
+            .iter_mut()
+            .enumerate()
+            .filter(|(k, _)| *k != running)
+            .map(|(_, st)| &mut st.mem)
+            .collect()
+    }
+
+    /// The running core now runs `asid` too.
+    pub(super) fn note_asid(&mut self, asid: Asid) {
+        let s = &mut self.sched[self.running];
+        if !s.asids.contains(&asid) {
+            s.asids.push(asid);
+        }
+    }
+
+    /// References simulated by the parked cores.
+    pub(super) fn parked_refs(&self) -> u64 {
+        self.cores
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| *k != self.running)
+            .map(|(_, st)| st.c.refs)
+            .sum()
+    }
+}

@@ -1,0 +1,279 @@
+//! `Sim<D>`: the simulation loop specialized for one design (the per-reference code is
+//! monomorphized per registered design; no dynamic dispatch per reference).
+//!
+//! Owns the simulator's state ([`Sim`]: the running core's TLBs, caches, timing and counters, the
+//! installed process's stream, the OS model, the memory system, the design, the parked cores and
+//! processes), its construction ([`MakeSim`], `Sim::build`), the event loop (`Sim::run_until`)
+//! and [`Runner`], what the builder drives. The loop's other concerns are `impl Sim` blocks in
+//! this folder, each a child of this file (they name `Sim`; this file names none of them):
+//! `translate` (one reference: TLBs, walks, the oracle, the data access), `os_events`
+//! (syscalls, faults, daemons, mapping changes and shootdowns), `sched` (the turns of the cores
+//! and processes of a machine) and `record` (the result record).
+//!
+//! May call: `addr`, `config`, `designs`, `mem`, `mmu`, `os`, `timing`, `trace`, `virt`, and the
+//! engine's `counters`, `error`, `machine` and `stream`. Contract: as the engine's (see its
+//! module doc); with one process on one core `machine` is `None` and the loop runs exactly as it
+//! always did.
+
+mod os_events;
+mod record;
+mod sched;
+mod translate;
+
+use super::counters::Counters;
+use super::error::SimError;
+use super::machine::Machine;
+use super::stream::{RecentPages, CHUNK};
+use crate::addr::{Asid, Vaddr, BASE_PAGE_BYTES};
+use crate::config::Config;
+use crate::designs::{Design, DesignVisitor};
+use crate::mem::MemSystem;
+use crate::mmu::Mmu;
+use crate::os::{MapChange, Os, OsError};
+use crate::timing::CoreModel;
+use crate::timing::{Timing, TimingModel};
+use crate::trace::{Event, EventSource};
+use serde_json::Value;
+
+/// What the engine needs from a design-specialized simulator; implemented by `Sim<D>` for every
+/// registered design, so the per-reference loop is monomorphized.
+pub(super) trait Runner: Send {
+    fn step(&mut self, max_refs: u64) -> Result<bool, SimError>;
+    fn refs(&self) -> u64;
+    fn record(&self, wall_seconds: f64) -> Value;
+}
+
+/// The simulator of one design: the running core's and the installed process's state, the
+/// shared memory system, OS model and design, and the parked cores and processes (`machine`).
+/// (`cfg`, `os`, `changes` and `machine` are the engine's to see: its tests start a
+/// shootdown by hand.)
+pub(super) struct Sim<D: Design> {
+    pub(super) cfg: Config,
+    source: Box<dyn EventSource>,
+    pub(super) os: Os,
+    mmu: Mmu,
+    mem: MemSystem,
+    design: D,
+    timing: Timing,
+    /// The out-of-order core when `timing.model = "ooo"`; it sees every reference with the
+    /// latencies computed here and changes nothing else (so it may run on a thread of its own,
+    /// see [`CoreModel`]).
+    core: Option<CoreModel>,
+    /// Instruction count and dependence of the reference being simulated (for `core`).
+    cur_instrs: u32,
+    cur_dep: u16,
+    c: Counters,
+    asid: Asid,
+    buf: Vec<Event>,
+    pos: usize,
+    /// Pages last prefetched (see `prefetch_ahead`).
+    prefetched: RecentPages,
+    pub(super) changes: Vec<MapChange>,
+    /// Spare buffer for [`Sim::apply_changes`].
+    change_batch: Vec<MapChange>,
+    finished: bool,
+    truncated_by_refs: bool,
+    /// `c.refs` when the installed process had simulated none (its references are
+    /// `c.refs - proc_base`); 0 in a single-process run.
+    proc_base: u64,
+    /// The other cores and processes of a multi-core or multi-process run (`None` for one
+    /// process on one core: the engine then runs exactly as it always did).
+    pub(super) machine: Option<Box<Machine>>,
+    /// The oracle checks L1 TLB hits against the guest OS alone (`sim.oracle` in a native run;
+    /// a nested run's L1 entries are combined translations, checked by `check`).
+    l1_oracle_native: bool,
+}
+
+/// Builds the runner once the design exists; the OS is handed over afterwards because the
+/// design's constructor borrows its physical memory.
+pub(super) struct MakeSim {
+    pub(super) cfg: Config,
+    pub(super) source: Box<dyn EventSource>,
+    /// The sources of processes 1, 2, ... of a multi-process run (empty for one process).
+    pub(super) more: Vec<Box<dyn EventSource>>,
+    /// The host of a nested run (`virt.enabled`); attached to the memory system.
+    pub(super) nested: Option<Box<dyn crate::virt::HostTranslate>>,
+    /// Put a one-core run's out-of-order core on a thread of its own (`XLAT_TIMING_THREAD`).
+    pub(super) timing_thread: bool,
+}
+
+type RunnerFactory = Box<dyn FnOnce(Os) -> Result<Box<dyn Runner>, OsError> + Send>;
+
+impl DesignVisitor for MakeSim {
+    type Output = RunnerFactory;
+    fn visit<D: Design + 'static>(self, design: D) -> RunnerFactory {
+        let MakeSim {
+            cfg,
+            source,
+            more,
+            nested,
+            timing_thread,
+        } = self;
+        Box::new(move |os: Os| -> Result<Box<dyn Runner>, OsError> {
+            Ok(Box::new(Sim::build(
+                cfg,
+                source,
+                more,
+                nested,
+                design,
+                os,
+                timing_thread,
+            )?))
+        })
+    }
+}
+
+impl<D: Design> Sim<D> {
+    /// The simulator of `design` over `os`, process 0 reading `source` (and processes 1, 2,
+    /// ... reading `more`).
+    pub(super) fn build(
+        cfg: Config,
+        source: Box<dyn EventSource>,
+        more: Vec<Box<dyn EventSource>>,
+        nested: Option<Box<dyn crate::virt::HostTranslate>>,
+        mut design: D,
+        mut os: Os,
+        timing_thread: bool,
+    ) -> Result<Sim<D>, OsError> {
+        os.set_page_sizes(design.page_sizes())?;
+        os.set_va_bits(design.va_bits().unwrap_or(cfg.machine_va_bits()));
+        if let Some(aslr) = os.aslr() {
+            design.set_aslr(aslr);
+        }
+        let asid = os.process(0);
+        let mmu = Mmu::new(&cfg.tlb);
+        design.set_l2_tlb_latency(mmu.l2_latency_cycles);
+        // One source on several cores: a multi-threaded trace.
+        let threaded = more.is_empty() && cfg.sim.cores > 1;
+        let machine = Machine::build(&cfg, &mut os, &mut design, more, threaded);
+        let mut mem = MemSystem::new(&cfg.mem);
+        mem.nested = nested;
+        Ok(Sim {
+            mmu,
+            mem,
+            l1_oracle_native: cfg.sim.oracle && !cfg.virt.enabled,
+            // Only a one-core run: a machine's scheduler reads every core's clock between turns.
+            core: (cfg.timing.model == TimingModel::Ooo).then(|| {
+                CoreModel::new(
+                    &cfg.core,
+                    cfg.mem.l1d.latency_cycles,
+                    timing_thread && machine.is_none(),
+                )
+            }),
+            cur_instrs: 0,
+            cur_dep: 0,
+            cfg,
+            source,
+            os,
+            design,
+            timing: Timing::default(),
+            c: Counters::default(),
+            asid,
+            buf: Vec::with_capacity(CHUNK),
+            pos: 0,
+            prefetched: RecentPages::new(),
+            changes: Vec::new(),
+            change_batch: Vec::new(),
+            finished: false,
+            truncated_by_refs: false,
+            proc_base: 0,
+            machine,
+        })
+    }
+}
+
+impl<D: Design> Sim<D> {
+    /// Simulate the installed process on the installed core until the core has simulated
+    /// `target` references in all, or the process's events end (`finished`).
+    pub(super) fn run_until(&mut self, mut target: u64) -> Result<(), SimError> {
+        while !self.finished && self.c.refs < target {
+            if self.pos == self.buf.len() {
+                // (The host's daemons in a nested run: virt/.)
+                if self.os.has_daemons()
+                    || self.design.wants_os_work()
+                    || self.mem.nested.as_ref().is_some_and(|h| h.has_daemons())
+                {
+                    self.run_daemons()?;
+                }
+                self.buf.clear();
+                self.pos = 0;
+                let n = self
+                    .source
+                    .fill(&mut self.buf, CHUNK)
+                    .map_err(SimError::Source)?;
+                if n == 0 {
+                    self.finished = true;
+                    break;
+                }
+            }
+            while self.pos < self.buf.len() && self.c.refs < target {
+                let mut ev = self.buf[self.pos];
+                self.pos += 1;
+                if self.os.aslr_on() {
+                    // os.aslr: the event's addresses in the process's randomized layout.
+                    ev = self
+                        .os
+                        .aslr_place(self.asid, ev)
+                        .map_err(|e| self.os_err(e))?;
+                }
+                match ev {
+                    Event::Access {
+                        kind,
+                        va,
+                        size,
+                        instrs,
+                        dep,
+                    } => {
+                        self.cur_instrs = instrs;
+                        self.cur_dep = dep;
+                        self.access(kind, va, instrs)?;
+                        let last = Vaddr(va.0.saturating_add(size.max(1) as u64 - 1));
+                        if last.vpn() != va.vpn() {
+                            self.second_page(kind, va, Vaddr(last.0 & !(BASE_PAGE_BYTES - 1)))?;
+                        }
+                    }
+                    Event::Thread { tid } => {
+                        if self.machine.is_some() {
+                            target = self.thread_switch(tid, target);
+                        }
+                    }
+                    other => self.handle_syscall(other)?,
+                }
+                self.c.events += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<D: Design> Runner for Sim<D> {
+    fn step(&mut self, max_refs: u64) -> Result<bool, SimError> {
+        if let Some(m) = self.machine.as_deref() {
+            if m.threaded {
+                return self.step_threaded(max_refs);
+            }
+            return self.step_machine(max_refs);
+        }
+        let target = self.c.refs.saturating_add(max_refs).min(self.cfg.sim.refs);
+        self.run_until(target)?;
+        if self.c.refs >= self.cfg.sim.refs && !self.finished {
+            self.finished = true;
+            self.truncated_by_refs = true;
+        }
+        Ok(self.finished)
+    }
+
+    fn refs(&self) -> u64 {
+        match self.machine.as_deref() {
+            Some(machine) => self.c.refs + machine.parked_refs(),
+            None => self.c.refs,
+        }
+    }
+
+    fn record(&self, wall_seconds: f64) -> Value {
+        if self.machine.is_some() {
+            return self.record_machine(wall_seconds);
+        }
+        self.record_one_core(wall_seconds)
+    }
+}

@@ -1,0 +1,247 @@
+//! The turns of a machine's cores and processes: who runs next, context switches (with the
+//! `switch.*` windows), thread switches of a multi-threaded trace, and the steps of a
+//! multi-core or multi-process run.
+//!
+//! Owns the `impl Sim` methods that swap the running core and the installed process with their
+//! slots in [`Machine`]. May call: `designs` (`select_core`, `flush_mmu_caches`), and the
+//! engine's `error`, `machine` and `sim` (the struct, the loop `Sim::run_until`). Contract:
+//! cores take turns of [`INTERLEAVE_REFS`] references, the one with the fewest simulated cycles
+//! first (ties: the lowest index); results never depend on how a run is chunked.
+
+use super::{Runner, Sim};
+use crate::designs::Design;
+use crate::engine::error::SimError;
+use crate::engine::machine::{CoreState, Machine, ProcState, Window, INTERLEAVE_REFS, PID_SHIFT};
+
+impl<D: Design> Sim<D> {
+    /// The OS pid of the pid `pid` that the installed process's events name.
+    pub(super) fn os_pid(&self, pid: u32) -> u32 {
+        match self.machine.as_deref() {
+            Some(m) => {
+                ((m.current_proc(m.running) as u32) << PID_SHIFT) | (pid & ((1 << PID_SHIFT) - 1))
+            }
+            None => pid,
+        }
+    }
+
+    /// Simulated cycles of the installed core so far (OS time excluded).
+    fn core_cycles_now(&mut self) -> f64 {
+        match self.core.as_mut() {
+            Some(core) => core.clock(),
+            None => self
+                .timing
+                .core_cycles(&self.cfg.timing, self.c.instructions),
+        }
+    }
+
+    fn swap_core(&mut self, st: &mut CoreState) {
+        std::mem::swap(&mut self.mmu, &mut st.mmu);
+        self.mem.swap_private(&mut st.mem);
+        std::mem::swap(&mut self.timing, &mut st.timing);
+        std::mem::swap(&mut self.core, &mut st.core);
+        std::mem::swap(&mut self.c, &mut st.c);
+    }
+
+    fn swap_proc(&mut self, p: &mut ProcState) {
+        std::mem::swap(&mut self.source, &mut p.source);
+        std::mem::swap(&mut self.buf, &mut p.buf);
+        std::mem::swap(&mut self.pos, &mut p.pos);
+        std::mem::swap(&mut self.prefetched, &mut p.prefetched);
+        std::mem::swap(&mut self.asid, &mut p.asid);
+        std::mem::swap(&mut self.finished, &mut p.finished);
+        std::mem::swap(&mut self.truncated_by_refs, &mut p.truncated_by_refs);
+    }
+
+    /// Put the installed process `j` back into its slot.
+    fn park_proc(&mut self, m: &mut Machine, j: usize) {
+        m.procs[j].refs = self.c.refs - self.proc_base;
+        self.swap_proc(&mut m.procs[j]);
+    }
+
+    /// Install process `j` (on the installed core).
+    fn install_proc(&mut self, m: &mut Machine, j: usize) {
+        self.proc_base = self.c.refs - m.procs[j].refs;
+        self.swap_proc(&mut m.procs[j]);
+    }
+
+    /// Figures of the installed core that `switch.*` counts.
+    fn window_figures(&self) -> Window {
+        Window {
+            refs: self.c.refs,
+            tlb_l1_misses: self.mmu.l1_misses + self.mmu.itlb_misses,
+            walks: self.c.walks,
+            walk_mem_accesses: self.c.walk_mem_accesses,
+            mmu_cache_misses: self.design.mmu_cache_misses(),
+        }
+    }
+
+    /// The end of a core's turn: pick the core with the fewest simulated cycles (ties: lowest
+    /// index) among those with a process left, install it, and on it switch process when its
+    /// process ended or its quantum expired with another waiting. `false` when every process
+    /// has ended.
+    fn schedule(&mut self, m: &mut Machine) -> bool {
+        let r = m.running;
+        m.sched[r].cycles = self.core_cycles_now();
+        let j = m.current_proc(r);
+        if self.finished {
+            m.proc_done[j] = true;
+        }
+        let runnable = |m: &Machine, k: usize| m.sched[k].procs.iter().any(|p| !m.proc_done[*p]);
+        let Some(k) = (0..m.sched.len())
+            .filter(|k| runnable(m, *k))
+            .min_by(|a, b| m.sched[*a].cycles.total_cmp(&m.sched[*b].cycles))
+        else {
+            return false;
+        };
+        if k != r {
+            self.park_proc(m, j);
+            self.swap_core(&mut m.cores[r]);
+            self.swap_core(&mut m.cores[k]);
+            self.design.select_core(k);
+            m.running = k;
+            let jk = m.current_proc(k);
+            self.install_proc(m, jk);
+        }
+        let cur = m.current_proc(k);
+        let s = &m.sched[k];
+        let now = s.cycles;
+        let waiting = s
+            .procs
+            .iter()
+            .filter(|p| **p != cur && !m.proc_done[**p])
+            .count();
+        let expired = waiting > 0 && now - s.slice_start >= m.quantum_cycles as f64;
+        if m.proc_done[cur] || expired {
+            let n = s.procs.len();
+            let next = (1..=n)
+                .map(|d| (s.current + d) % n)
+                .find(|i| !m.proc_done[s.procs[*i]])
+                .expect("a runnable core has a process left");
+            self.context_switch(m, k, next);
+        }
+        m.chunk_left = INTERLEAVE_REFS;
+        true
+    }
+
+    /// Switch core `k` (installed) to its `next`-th process: the outgoing process's stream is
+    /// parked, the incoming one's installed, the design walks from its root (its ASID); with
+    /// `sim.flush_tlb_on_switch` the core's TLBs and MMU caches are flushed.
+    fn context_switch(&mut self, m: &mut Machine, k: usize, next: usize) {
+        let from = m.current_proc(k);
+        let to = m.sched[k].procs[next];
+        self.park_proc(m, from);
+        self.install_proc(m, to);
+        let s = &mut m.sched[k];
+        s.current = next;
+        s.slice_start = s.cycles;
+        s.switches += 1;
+        s.window_left = self.cfg.sim.switch_window_refs;
+        s.windows += 1;
+        if self.cfg.sim.flush_tlb_on_switch {
+            for a in &s.asids {
+                self.mmu.invalidate_asid(*a);
+            }
+            self.design.flush_mmu_caches();
+        }
+        if !s.asids.contains(&self.asid) {
+            s.asids.push(self.asid);
+        }
+    }
+
+    /// A thread switch in a multi-threaded trace: the events from here run on the thread's
+    /// core (the process, its stream and its ASID stay installed). Returns `target` (a
+    /// reference count of the installed core, see `run_until`) rebased on the new core.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn thread_switch(&mut self, tid: u32, target: u64) -> u64 {
+        let mut m = self.machine.take().expect("a machine");
+        if !m.threaded {
+            self.machine = Some(m);
+            return target;
+        }
+        let index = match m.threads.iter().position(|t| *t == tid) {
+            Some(i) => i,
+            None => {
+                m.threads.push(tid);
+                m.threads.len() - 1
+            }
+        };
+        let k = index % m.sched.len();
+        let r = m.running;
+        let left = target - self.c.refs;
+        if k != r {
+            self.swap_core(&mut m.cores[r]);
+            self.swap_core(&mut m.cores[k]);
+            self.design.select_core(k);
+            m.running = k;
+            let asid = self.asid;
+            if !m.sched[k].asids.contains(&asid) {
+                m.sched[k].asids.push(asid);
+            }
+        }
+        self.machine = Some(m);
+        self.c.refs + left
+    }
+
+    /// [`Runner::step`] of a multi-threaded trace on several cores: the trace's events in its
+    /// order, each on its thread's core; `sim.refs` bounds the references of all threads.
+    pub(super) fn step_threaded(&mut self, max_refs: u64) -> Result<bool, SimError> {
+        let done = self.refs();
+        let left = max_refs.min(self.cfg.sim.refs - done.min(self.cfg.sim.refs));
+        self.run_until(self.c.refs + left)?;
+        if self.refs() >= self.cfg.sim.refs && !self.finished {
+            self.finished = true;
+            self.truncated_by_refs = true;
+        }
+        Ok(self.finished)
+    }
+
+    /// [`Runner::step`] of a multi-core or multi-process run: cores take turns of
+    /// [`INTERLEAVE_REFS`] references, each process runs until `sim.refs` references or its
+    /// stream's end, and an ended core idles.
+    pub(super) fn step_machine(&mut self, max_refs: u64) -> Result<bool, SimError> {
+        let mut left = max_refs;
+        loop {
+            let m = self.machine.as_deref().expect("a machine");
+            if m.all_done {
+                return Ok(true);
+            }
+            if m.chunk_left == 0 || self.finished {
+                let mut m = self.machine.take().expect("a machine");
+                let more = self.schedule(&mut m);
+                m.all_done = !more;
+                self.machine = Some(m);
+                if !more {
+                    return Ok(true);
+                }
+                continue;
+            }
+            if left == 0 {
+                return Ok(false);
+            }
+            let k = m.running;
+            let window = m.sched[k].window_left;
+            let own = self.c.refs - self.proc_base;
+            let mut n = m.chunk_left.min(left).min(self.cfg.sim.refs - own);
+            if window > 0 {
+                n = n.min(window);
+            }
+            let before = self.window_figures();
+            self.run_until(before.refs + n)?;
+            let did = self.c.refs - before.refs;
+            let after = (window > 0).then(|| self.window_figures());
+            let m = self.machine.as_deref_mut().expect("a machine");
+            if let Some(after) = after {
+                let s = &mut m.sched[k];
+                s.window.add(Window::delta(after, before));
+                s.window_left -= did.min(s.window_left);
+            }
+            m.chunk_left -= did.min(m.chunk_left);
+            left -= did.min(left);
+            if self.c.refs - self.proc_base >= self.cfg.sim.refs && !self.finished {
+                self.finished = true;
+                self.truncated_by_refs = true;
+            }
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! Multi-core and multi-process runs: the oracle on every design, time sharing, context-switch
+//! windows, shootdowns across cores, multi-threaded traces, determinism however chunked.
+
+use super::*;
+use crate::designs::radix::Radix;
+use crate::designs::Design;
+use crate::engine::sim::{Runner, Sim};
+use crate::os::Os;
+
+#[test]
+fn every_design_passes_the_oracle_on_four_cores_running_four_workloads() {
+    for info in crate::designs::REGISTRY {
+        let cfg = multi(info.name, "gups,kv,bfs,xsbench", &[("sim.cores", "4")]);
+        let r = run_workload(&cfg).unwrap_or_else(|e| panic!("{}: {e}", info.name));
+        assert_eq!(r["oracle"]["mismatches"], 0);
+        assert_eq!(r["refs"], 4 * 6000, "{}", info.name);
+        assert_eq!(r["ended_by"], "refs_limit");
+        assert_eq!(r["workload"], "gups,kv,bfs,xsbench");
+        let cores = r["cores"].as_array().unwrap();
+        assert_eq!(cores.len(), 4);
+        for (k, core) in cores.iter().enumerate() {
+            assert_eq!(core["refs"], 6000, "{} core {k}", info.name);
+            assert!(core["oracle"]["checked"].as_u64().unwrap() >= 6000);
+        }
+        let procs = r["processes"].as_array().unwrap();
+        for (j, p) in procs.iter().enumerate() {
+            assert_eq!(p["core"], j as u64);
+            assert_eq!(p["refs"], 6000);
+        }
+        // Totals are sums; the machine's cycles are its slowest core's.
+        let sum = |path: &[&str]| -> u64 {
+            cores
+                .iter()
+                .map(|c| path.iter().fold(c, |v, k| &v[*k]).as_u64().unwrap())
+                .sum()
+        };
+        assert_eq!(
+            r["walk"]["count"].as_u64().unwrap(),
+            sum(&["walk", "count"])
+        );
+        assert_eq!(
+            r["tlb"]["l1_misses"].as_u64().unwrap(),
+            sum(&["tlb", "l1_misses"])
+        );
+        let max = cores
+            .iter()
+            .map(|c| c["timing"]["cycles"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        assert_eq!(r["timing"]["cycles"].as_f64().unwrap(), max);
+    }
+}
+
+#[test]
+fn every_design_passes_the_oracle_with_three_processes_time_sharing_one_core() {
+    for info in crate::designs::REGISTRY {
+        for flush in ["false", "true"] {
+            let cfg = multi(
+                info.name,
+                "gups,kv,bfs",
+                &[("sim.quantum", "20000"), ("sim.flush_tlb_on_switch", flush)],
+            );
+            let r =
+                run_workload(&cfg).unwrap_or_else(|e| panic!("{} flush {flush}: {e}", info.name));
+            assert_eq!(r["oracle"]["mismatches"], 0);
+            assert_eq!(r["refs"], 3 * 6000);
+            assert!(r["switch"]["count"].as_u64().unwrap() >= 3, "{}", info.name);
+            for p in r["processes"].as_array().unwrap() {
+                assert_eq!(p["refs"], 6000);
+                assert_eq!(p["ended_by"], "refs_limit");
+            }
+        }
+    }
+}
+
+#[test]
+fn flushing_the_tlb_at_every_switch_costs_misses_after_the_switch() {
+    let misses = |flush: &str| {
+        let cfg = multi(
+            "radix",
+            "stream,stream",
+            &[
+                ("sim.refs", "60000"),
+                ("sim.quantum", "20000"),
+                ("sim.switch_window_refs", "200"),
+                ("sim.flush_tlb_on_switch", flush),
+            ],
+        );
+        let r = run_workload(&cfg).unwrap();
+        let w = &r["switch"];
+        assert!(w["count"].as_u64().unwrap() > 10);
+        // A window ends early when the next switch (or the run's end) comes first.
+        let refs = w["window_refs"].as_u64().unwrap();
+        assert!(refs > 0 && refs <= 200 * w["windows"].as_u64().unwrap());
+        (
+            w["tlb_misses_in_window"].as_u64().unwrap(),
+            w["mmu_cache_misses_in_window"].as_u64().unwrap(),
+        )
+    };
+    let (kept, kept_pwc) = misses("false");
+    let (flushed, flushed_pwc) = misses("true");
+    assert!(flushed > kept, "flushed {flushed} kept {kept}");
+    assert!(
+        flushed_pwc > kept_pwc,
+        "flushed {flushed_pwc} kept {kept_pwc}"
+    );
+}
+
+#[test]
+fn a_multi_core_run_is_identical_however_it_is_chunked() {
+    for (workloads, cores) in [("gups,kv,bfs,xsbench", "4"), ("gups,kv,bfs", "2")] {
+        let cfg = multi(
+            "radix",
+            workloads,
+            &[("sim.cores", cores), ("sim.quantum", "30000")],
+        );
+        let whole = run_workload(&cfg).unwrap();
+        for step in [1, 63, 1000] {
+            let mut sim = Simulation::with_sources(&cfg, sources(&cfg)).unwrap();
+            while !sim.step(step).unwrap() {}
+            assert_eq!(
+                without_wall_clock(whole.clone()),
+                without_wall_clock(sim.record()),
+                "{workloads} step {step}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_core_counts_and_quanta_are_errors_naming_the_key() {
+    let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let e = Config::resolve(None, &[o("sim.cores", "0")]).unwrap_err();
+    assert!(e.0.contains("sim.cores must be in 1..=64"), "{e}");
+    for q in ["0", "0ms", "soon"] {
+        let e = Config::resolve(None, &[o("sim.quantum", q)]).unwrap_err();
+        assert!(e.0.contains("sim.quantum"), "{e}");
+    }
+    let cfg = multi("radix", "gups,kv", &[("sim.cores", "4")]);
+    match Simulation::with_sources(&cfg, sources(&cfg)) {
+        Err(SimError::Config(e)) => assert!(e.contains("sim.cores (4) exceeds"), "{e}"),
+        _ => panic!("expected a configuration error"),
+    }
+    let e = Config::resolve(None, &[o("workload.name", "gups,kvv")]).unwrap_err();
+    assert!(e.0.contains("unknown workload 'kvv'"), "{e}");
+}
+
+#[test]
+fn a_quantum_in_milliseconds_is_converted_at_the_core_clock() {
+    let cfg = multi("radix", "gups", &[("sim.quantum", "20ms")]);
+    assert_eq!(cfg.sim.quantum_cycles(2600).unwrap(), 52_000_000);
+    assert_eq!(
+        multi("radix", "gups", &[("sim.quantum", "500us")])
+            .sim
+            .quantum_cycles(2600)
+            .unwrap(),
+        1_300_000
+    );
+}
+
+#[test]
+fn a_shootdown_on_one_core_reaches_the_tlbs_of_the_other_cores_that_ran_the_process() {
+    let cfg = multi("radix", "gups,kv", &[("sim.cores", "2")]);
+    let mut os = Os::new(&cfg.os, 1).unwrap();
+    let design = Radix::new(&cfg.designs.radix, &mut os.phys).unwrap();
+    let base = 0x7000_0000_0000u64;
+    let program = |at: u64| -> Box<dyn EventSource> {
+        Box::new(Events(
+            vec![
+                Event::Mmap {
+                    addr: Vaddr(at),
+                    len: 4096,
+                    prot: RW,
+                    flags: 0,
+                },
+                load(at + 8, 8),
+            ]
+            .into_iter(),
+        ))
+    };
+    let mut sim = Sim::build(
+        cfg,
+        program(base),
+        vec![program(base + (1 << 30))],
+        None,
+        design,
+        os,
+        false,
+    )
+    .unwrap();
+    while !sim.step(1000).unwrap() {}
+    // Process 0's page, as core 1 would hold it had a thread of process 0 run there.
+    let asid = 0;
+    let m = sim.os.translate(asid, Vaddr(base).vpn()).expect("mapped");
+    let machine = sim.machine.as_deref_mut().unwrap();
+    let running = machine.running;
+    let other = 1 - running;
+    machine.cores[other].mmu.fill(asid, m, false);
+    machine.sched[other].asids.push(asid);
+    assert!(machine.cores[other]
+        .mmu
+        .lookup_data_l1(asid, m.vpn)
+        .is_some());
+    // The core running now unmaps it (any core may start a shootdown).
+    sim.os
+        .munmap(asid, Vaddr(base), m.size.bytes(), &mut sim.changes)
+        .unwrap();
+    sim.apply_changes().unwrap();
+    let machine = sim.machine.as_deref_mut().unwrap();
+    assert!(machine.cores[other]
+        .mmu
+        .lookup_data_l1(asid, m.vpn)
+        .is_none());
+    assert_eq!(machine.sched[other].ipis_received, 1);
+    assert_eq!(machine.sched[running].ipis_sent, 1);
+    assert_eq!(machine.shootdown_rounds, 1);
+    assert_eq!(
+        machine.sched[other].ipi_cycles,
+        sim.cfg.sim.shootdown_ipi_cycles
+    );
+}
+#[test]
+fn a_multi_threaded_trace_runs_each_thread_on_its_core_and_shootdowns_interrupt_them() {
+    let mut cfg = small("radix");
+    cfg.sim.cores = 2;
+    let base = 0x7000_0000_0000u64;
+    let mut events = vec![
+        Event::Mmap {
+            addr: Vaddr(base),
+            len: 8 * 4096,
+            prot: RW,
+            flags: 0,
+        },
+        Event::Thread { tid: 4242 },
+    ];
+    for round in 0..3 {
+        for p in 0..8 {
+            events.push(load(base + p * 4096 + round * 8, 8));
+        }
+        events.push(Event::Thread {
+            tid: if round % 2 == 0 { 4243 } else { 4242 },
+        });
+    }
+    events.push(Event::Munmap {
+        addr: Vaddr(base),
+        len: 4096,
+    });
+    let r = run(&cfg, Box::new(Events(events.clone().into_iter()))).unwrap();
+    for step in [1, 5] {
+        let mut sim = Simulation::new(&cfg, Box::new(Events(events.clone().into_iter()))).unwrap();
+        while !sim.step(step).unwrap() {}
+        assert_eq!(
+            without_wall_clock(r.clone()),
+            without_wall_clock(sim.record()),
+            "step {step}"
+        );
+    }
+    assert_eq!(r["refs"], 24);
+    let cores = r["cores"].as_array().unwrap();
+    // Threads 4242 (first seen: core 0) and 4243 (core 1): rounds 0 and 2 on core 0.
+    assert_eq!(cores[0]["refs"], 16);
+    assert_eq!(cores[1]["refs"], 8);
+    // Core 1 has its own TLBs: the pages core 0 already uses miss there again.
+    assert_eq!(cores[1]["walk"]["count"], 8);
+    // The munmap on core 1 interrupts core 0, which ran the process.
+    assert_eq!(r["shootdown"]["rounds"], 1);
+    assert_eq!(cores[0]["shootdown"]["ipis_received"], 1);
+    assert_eq!(r["processes"].as_array().unwrap().len(), 1);
+    assert_eq!(r["oracle"]["mismatches"], 0);
+}
