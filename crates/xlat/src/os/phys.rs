@@ -17,7 +17,7 @@
 
 use super::buddy::{Buddy, ORDERS};
 use super::compaction::{CompactionConfig, CompactionStats, FragmenterConfig};
-use super::OsError;
+use super::error::OsError;
 use crate::addr::{format_bytes, Asid, Pfn, Vpn, BASE_PAGE_BYTES};
 use crate::rng::Rng;
 use std::collections::HashMap;
