@@ -29,7 +29,7 @@
 //! `os.phys_mem_bytes` (64 GiB), `os.thp` (`never` | `madvise` | `always`), `os.fmfi_target`
 //! (0 = unfragmented), `os.fmfi_order` (9), `os.buddyinfo` (path; "" = none), `os.policy`
 //! (`thp`), `os.mthp.*`, `os.reservation.*`, `os.khugepaged.*`, `os.migration.*`, `os.swap.*`
-//! (see [`policy`] and [`swap`]), `os.fragmenter.*` and `os.compaction.*` (see [`compaction`]),
+//! (see [`policy`] and [`swap`]), `os.fragmenter.*` (see [`fragmenter`]) and `os.compaction.*` (see [`compaction`]),
 //! `os.aslr` (false; Linux x86-64 layout randomization of every process, see [`aslr`]).
 //!
 //! ## Deviations and limits
@@ -60,6 +60,7 @@ pub mod coala_khugepaged;
 pub mod compaction;
 mod error;
 pub mod fault_latency;
+pub mod fragmenter;
 pub mod hawkeye;
 pub mod hugetlb;
 pub mod pagemap;
@@ -72,10 +73,10 @@ pub mod va_gaps;
 pub mod vma;
 
 use buddy::ORDERS;
-pub use compaction::{CompactionConfig, FragmenterConfig, FragmenterMode};
 pub use error::OsError;
+pub use fragmenter::{FragmenterConfig, FragmenterMode};
 use pagemap::PageMap;
-pub use phys::{DataOwner, FrameUse, PhysMem, Relocation};
+pub use phys::{CompactionConfig, DataOwner, FrameUse, PhysMem, Relocation};
 use policy::{
     KcompactdConfig, KhugepagedConfig, MigrationConfig, MthpConfig, PolicyKind, ReservationConfig,
     ReservationRule,
