@@ -2,6 +2,7 @@
 //! compaction's relocations, and property tests of the oracle against the reported changes.
 
 use super::*;
+use crate::trace::{advice, prot, AccessKind};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
