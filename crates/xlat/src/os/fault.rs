@@ -17,7 +17,6 @@
 //! the pool's fault, releasing reservations under pressure).
 
 use super::phys::{DataOwner, FrameUse};
-use super::policy::PolicyKind;
 use super::{MapChange, Os, OsError, OsPlacement, PlaceRequest, Placer};
 use crate::addr::{Asid, Mapping, PageSize, Pfn, Vaddr, Vpn, BASE_PAGE_BYTES};
 use crate::trace::{prot, AccessKind};
@@ -84,18 +83,11 @@ impl Os {
                 return Ok(m);
             }
         }
-        let m = match self.cfg.policy {
+        let m = if major {
             // A major fault: the page comes back from the swap device as a base page.
-            _ if major => self.fault_base(asid, va, writable, placer, changes),
-            PolicyKind::Thp => self.fault_thp(asid, va, &vma, writable, placer, changes),
-            PolicyKind::Mthp => self.fault_mthp(asid, va, &vma, writable, placer, changes),
-            PolicyKind::Reservation => {
-                self.fault_reservation(asid, va, &vma, writable, placer, changes)
-            }
-            // Eager paging mapped what it could at mmap time; what is left faults in 4 KiB.
-            PolicyKind::Eager => self.fault_base(asid, va, writable, placer, changes),
-            PolicyKind::Hawkeye => self.fault_thp(asid, va, &vma, writable, placer, changes),
-            PolicyKind::Trident => self.fault_trident(asid, va, &vma, writable, placer, changes),
+            self.fault_base(asid, va, writable, placer, changes)
+        } else {
+            self.policy_fault(asid, va, &vma, writable, placer, changes)
         }?;
         // Compaction during the fault may have moved pages (this one included).
         if self.apply_relocations(changes)? {

@@ -11,7 +11,6 @@
 //! Calls: `policies/reservation.rs` (break reservations), the HugeTLB pool and the swap device
 //! (release frames and slots), the configured policy's `mapped` hook.
 
-use super::policy::PolicyKind;
 use super::vma::VmaSet;
 use super::{MapChange, Os, OsError};
 use crate::addr::{Asid, Mapping, PageSize, Pfn, Vaddr, Vpn, BASE_PAGE_BYTES};
@@ -64,12 +63,7 @@ impl Os {
         }
         self.unmap_pages(asid, start, end, changes);
         self.procs[asid as usize].vmas.insert(start, end, prot_bits);
-        if self.cfg.policy == PolicyKind::Eager
-            && prot_bits & (prot::READ | prot::WRITE | prot::EXEC) != 0
-        {
-            self.populate(asid, start, end, prot_bits & prot::WRITE != 0, changes)?;
-        }
-        Ok(())
+        self.policy_mapped(asid, start, end, prot_bits, changes)
     }
 
     /// Remove and free every page in `[start, end)`, splitting pages at the edges into 4 KiB
@@ -157,9 +151,7 @@ impl Os {
             // Extend the heap area (merging is cosmetic; a second area is equivalent).
             let from = page_round(start).unwrap_or(start).max(old_end);
             p.vmas.insert(from, new_end, prot);
-            if self.cfg.policy == PolicyKind::Eager {
-                self.populate(asid, from, new_end, true, changes)?;
-            }
+            self.policy_mapped(asid, from, new_end, prot, changes)?;
         } else if new_end < old_end {
             self.unmap_pages(asid, new_end, old_end, changes);
             self.procs[asid as usize]

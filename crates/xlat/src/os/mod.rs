@@ -62,16 +62,15 @@ mod error;
 mod fault;
 pub mod fault_latency;
 pub mod fragmenter;
-pub mod hawkeye;
 pub mod hugetlb;
 mod migrate;
 mod mmap;
 pub mod pagemap;
 pub mod phys;
+pub mod policies;
 pub mod policy;
 pub mod reservation;
 pub mod swap;
-pub mod trident;
 pub mod va_gaps;
 pub mod vma;
 mod vmscan;
@@ -83,15 +82,15 @@ pub use fragmenter::{FragmenterConfig, FragmenterMode};
 use pagemap::PageMap;
 pub use phys::{CompactionConfig, DataOwner, FrameUse, PhysMem, Relocation};
 use policy::{
-    KcompactdConfig, KhugepagedConfig, MigrationConfig, MthpConfig, PolicyKind, ReservationConfig,
-    ReservationRule,
+    Hawkeye, HawkeyeConfig, KcompactdConfig, KhugepagedConfig, MigrationConfig, MthpConfig,
+    PolicyKind, ReservationConfig, Trident, TridentConfig,
 };
-use reservation::{Reservation, Reservations};
+use reservation::Reservations;
 use swap::{Swap, SwapConfig};
 use vma::VmaSet;
 
 use crate::addr::{
-    Asid, Mapping, PageSize, PageSizeSet, Pfn, Vaddr, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT,
+    Asid, Mapping, PageSize, PageSizeSet, Pfn, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT,
 };
 use serde::{Deserialize, Serialize};
 
@@ -145,10 +144,10 @@ pub struct OsConfig {
     pub aslr: bool,
     /// A HugeTLB pool reserved at boot (`os.hugetlb.*`, see [`hugetlb`]; `pages = 0`: none).
     pub hugetlb: hugetlb::HugetlbConfig,
-    /// The promotion daemon of `policy = "hawkeye"` (see [`hawkeye`]).
-    pub hawkeye: hawkeye::HawkeyeConfig,
-    /// The background promoter of `policy = "trident"` (see [`trident`]).
-    pub trident: trident::TridentConfig,
+    /// The promotion daemon of `policy = "hawkeye"` (see [`policies::hawkeye`]).
+    pub hawkeye: HawkeyeConfig,
+    /// The background promoter of `policy = "trident"` (see [`policies::trident`]).
+    pub trident: TridentConfig,
 }
 
 impl Default for OsConfig {
@@ -170,8 +169,8 @@ impl Default for OsConfig {
             compaction: CompactionConfig::default(),
             aslr: false,
             hugetlb: hugetlb::HugetlbConfig::default(),
-            hawkeye: hawkeye::HawkeyeConfig::default(),
-            trident: trident::TridentConfig::default(),
+            hawkeye: HawkeyeConfig::default(),
+            trident: TridentConfig::default(),
         }
     }
 }
@@ -331,9 +330,9 @@ pub struct Os {
     /// The HugeTLB pool (empty unless `os.hugetlb.pages > 0`).
     hugetlb: hugetlb::Pool,
     /// HawkEye's coverage bitmaps and counters (`policy = "hawkeye"`).
-    hawkeye: hawkeye::Hawkeye,
+    hawkeye: Hawkeye,
     /// Trident's daemon state and counters (`policy = "trident"`).
-    trident: trident::Trident,
+    trident: Trident,
 }
 
 impl Os {
@@ -393,8 +392,8 @@ impl Os {
             aslr_layouts: Vec::new(),
             fault_latency: fault_latency::FaultLatency::default(),
             hugetlb,
-            hawkeye: hawkeye::Hawkeye::default(),
-            trident: trident::Trident::default(),
+            hawkeye: Hawkeye::default(),
+            trident: Trident::default(),
         })
     }
 
@@ -560,368 +559,7 @@ impl Os {
         if self.swap_on {
             self.swap.referenced(asid, m.vpn);
         }
-        if self.cfg.policy == PolicyKind::Hawkeye {
-            self.hawkeye_touch(asid, m);
-        }
-    }
-
-    /// Linux's THP fault path (`do_huge_pmd_anonymous_page`).
-    fn fault_thp(
-        &mut self,
-        asid: Asid,
-        va: Vaddr,
-        vma: &vma::Vma,
-        writable: bool,
-        placer: &mut dyn Placer,
-        changes: &mut Vec<MapChange>,
-    ) -> Result<Mapping, OsError> {
-        let want_huge = self.sizes.contains(PageSize::Size2M)
-            && match self.cfg.thp {
-                ThpPolicy::Never => false,
-                ThpPolicy::Always => vma.thp != Some(false),
-                ThpPolicy::Madvise => {
-                    if vma.thp != Some(true) {
-                        self.c.fallback_not_advised += 1;
-                    }
-                    vma.thp == Some(true)
-                }
-            };
-        if want_huge {
-            let base = va.0 & !(PageSize::Size2M.bytes() - 1);
-            let vpn = Vpn(base >> 12);
-            if base < vma.start || base + PageSize::Size2M.bytes() > vma.end {
-                self.c.fallback_unaligned += 1;
-            } else if self.procs[asid as usize].pages.region_in_use(vpn) {
-                self.c.fallback_partly_mapped += 1;
-            } else if !self.phys.can_alloc(PageSize::Size2M.order()) {
-                self.c.fallback_no_block += 1;
-            } else if !placer.allows_huge(asid, vpn) {
-                // The design refused it (Elastic Translations' offline Leshy hints).
-            } else {
-                let pfn = self.alloc_page(asid, vpn, PageSize::Size2M, placer, changes)?;
-                self.c.faults_2m += 1;
-                let m = Mapping {
-                    vpn,
-                    pfn,
-                    size: PageSize::Size2M,
-                    writable,
-                };
-                self.install(asid, m, changes);
-                return Ok(m);
-            }
-        }
-        self.fault_base(asid, va, writable, placer, changes)
-    }
-
-    /// Multi-size THP: the first enabled size whose aligned range fits the VMA, is unmapped
-    /// and has a free block; the whole folio is mapped at once (as Linux does).
-    fn fault_mthp(
-        &mut self,
-        asid: Asid,
-        va: Vaddr,
-        vma: &vma::Vma,
-        writable: bool,
-        placer: &mut dyn Placer,
-        changes: &mut Vec<MapChange>,
-    ) -> Result<Mapping, OsError> {
-        for i in 0..self.cfg.mthp.sizes.len() {
-            let size = self.cfg.mthp.sizes[i];
-            if size == PageSize::Size4K {
-                break;
-            }
-            let first = va.vpn().align_down(size);
-            let (lo, hi) = (first.addr().0, first.addr().0 + size.bytes());
-            if lo < vma.start || hi > vma.end {
-                self.c.fallback_unaligned += 1;
-                continue;
-            }
-            if self.procs[asid as usize]
-                .pages
-                .range_in_use(first, size.base_pages())
-            {
-                self.c.fallback_partly_mapped += 1;
-                continue;
-            }
-            if !self.phys.can_alloc(size.order()) {
-                self.c.fallback_no_block += 1;
-                continue;
-            }
-            let pfn = self.alloc_page(asid, first, size, placer, changes)?;
-            self.c.mthp_faults[size.order() as usize] += 1;
-            if size == PageSize::Size2M {
-                self.c.faults_2m += 1;
-            }
-            self.install_block(asid, first, pfn, size, writable, changes);
-            return Ok(self.procs[asid as usize]
-                .pages
-                .get(va.vpn())
-                .expect("just mapped"));
-        }
-        self.fault_base(asid, va, writable, placer, changes)
-    }
-
-    /// Reservation-based paging: map the base page from the reservation covering `va` (making
-    /// one at the region's first fault), then promote in place as far as the threshold allows.
-    fn fault_reservation(
-        &mut self,
-        asid: Asid,
-        va: Vaddr,
-        vma: &vma::Vma,
-        writable: bool,
-        placer: &mut dyn Placer,
-        changes: &mut Vec<MapChange>,
-    ) -> Result<Mapping, OsError> {
-        let vpn = va.vpn();
-        let covered = self.procs[asid as usize]
-            .reservations
-            .covering(vpn)
-            .is_some();
-        if !covered && !self.reserve(asid, vpn, vma) {
-            return self.fault_base(asid, va, writable, placer, changes);
-        }
-        let r = self.procs[asid as usize]
-            .reservations
-            .covering(vpn)
-            .expect("reservation covers the fault");
-        let (first, order) = (r.vpn, r.order);
-        let m = Mapping {
-            vpn,
-            pfn: r.frame_of(vpn),
-            size: PageSize::Size4K,
-            writable,
-        };
-        r.mark(vpn);
-        self.phys
-            .transfer(BASE_PAGE_BYTES, FrameUse::Reserved, FrameUse::Data);
-        self.install(asid, m, changes);
-        self.promote(asid, first, order, vpn, vma, changes);
-        Ok(self.procs[asid as usize]
-            .pages
-            .get(vpn)
-            .expect("just mapped"))
-    }
-
-    /// Make a reservation for the region around `vpn` (the rule's target size, falling back to
-    /// smaller ones when no block is free). Returns whether one was made.
-    fn reserve(&mut self, asid: Asid, vpn: Vpn, vma: &vma::Vma) -> bool {
-        let max = PageSize::from_bytes(self.cfg.reservation.max_bytes)
-            .expect("validated")
-            .order();
-        let p = &self.procs[asid as usize];
-        // The largest aligned block around the fault that the rule allows for the VMA, not
-        // overlapping mappings or other reservations.
-        let target = (1..=max).rev().find(|&order| {
-            let first = vpn.0 & !((1u64 << order) - 1);
-            self.block_fits(asid, vma, Vpn(first), order)
-                && !p.reservations.overlaps(Vpn(first), 1 << order)
-                && !p.pages.range_in_use(Vpn(first), 1 << order)
-        });
-        let Some(target) = target else {
-            return false;
-        };
-        // Fragmentation: fall back to the largest smaller block that is free.
-        let Some(order) = (1..=target).rev().find(|o| self.phys.can_alloc(*o)) else {
-            return false;
-        };
-        let Ok(pfn) = self.phys.alloc(order, FrameUse::Reserved) else {
-            return false;
-        };
-        let first = Vpn(vpn.0 & !((1u64 << order) - 1));
-        self.c.reservations_made += 1;
-        self.procs[asid as usize]
-            .reservations
-            .insert(Reservation::new(first, pfn, order));
-        true
-    }
-
-    /// Whether the aligned block of `2^order` pages at `first` may be reserved (and mapped as
-    /// one page) for `vma` under `os.reservation.rule`: inside the VMA (`exact`), or starting
-    /// inside it and reaching at most the VMA's size rounded up to a power of two past its start,
-    /// over no other VMA (`next_pow2`).
-    fn block_fits(&self, asid: Asid, vma: &vma::Vma, first: Vpn, order: u8) -> bool {
-        let (lo, hi) = (first.addr().0, first.addr().0 + (BASE_PAGE_BYTES << order));
-        if lo < vma.start {
-            return false;
-        }
-        if hi <= vma.end {
-            return true;
-        }
-        match self.cfg.reservation.rule {
-            ReservationRule::Exact => false,
-            ReservationRule::NextPow2 => {
-                let rounded = (vma.end - vma.start).next_power_of_two();
-                hi - lo <= rounded
-                    && !self.procs[asid as usize]
-                        .vmas
-                        .iter()
-                        .any(|v| v.start < hi && v.end > lo && v.start != vma.start)
-            }
-        }
-    }
-
-    /// Promote the reservation at `first` around `vpn` to the largest page the design
-    /// translates whose touched share reaches the threshold (in place: the frames are already
-    /// the aligned block). Untouched pages it maps are counted as bloat.
-    fn promote(
-        &mut self,
-        asid: Asid,
-        first: Vpn,
-        order: u8,
-        vpn: Vpn,
-        vma: &vma::Vma,
-        changes: &mut Vec<MapChange>,
-    ) {
-        let threshold = self.cfg.reservation.promotion_threshold;
-        // Per level: may the block be one page, and how many of its pages lie in the VMA (the
-        // threshold counts those: pages past the VMA's end are never touched).
-        let mut fits = [false; PageSize::MAX_ORDER as usize + 1];
-        let mut inside = [0u64; PageSize::MAX_ORDER as usize + 1];
-        for k in 0..=order {
-            let block = Vpn(vpn.0 & !((1u64 << k) - 1));
-            fits[k as usize] = self.block_fits(asid, vma, block, k);
-            let end = (block.0 + (1 << k)).min(vma.end >> 12);
-            inside[k as usize] = end.saturating_sub(block.0);
-        }
-        let p = &mut self.procs[asid as usize];
-        let current = p.pages.get(vpn).expect("mapped").size.order();
-        let r = p.reservations.covering(vpn).expect("reservation");
-        let Some(level) = (current + 1..=order).rev().find(|&k| {
-            let size = PageSize::from_order(k).expect("order");
-            self.sizes.contains(size)
-                && fits[k as usize]
-                && r.mapped_in(k, vpn) as f64 >= threshold * inside[k as usize] as f64
-        }) else {
-            return;
-        };
-        let size = PageSize::from_order(level).expect("order");
-        let block = vpn.align_down(size);
-        let old = p.pages.in_range(block, Vpn(block.0 + size.base_pages()));
-        // Pages of one protection only (mprotect breaks reservations, so this holds).
-        let writable = old[0].writable;
-        let pfn = r.frame_of(block);
-        // In place only: every page already on its reserved frame, with one protection.
-        if old
-            .iter()
-            .any(|m| m.writable != writable || m.pfn.0 != pfn.0 + (m.vpn.0 - block.0))
-        {
-            return;
-        }
-        let mut bloat = 0;
-        for v in block.0..block.0 + size.base_pages() {
-            if r.mark(Vpn(v)) {
-                bloat += 1;
-            }
-        }
-        let done = r.mapped() == r.pages() && level == order;
-        for m in &old {
-            debug_assert_eq!(
-                m.pfn.0,
-                pfn.0 + (m.vpn.0 - block.0),
-                "not the reserved frames"
-            );
-            p.pages.remove(*m);
-            changes.push(MapChange::Unmap(asid, *m));
-        }
-        if done {
-            p.reservations.remove(first);
-        }
-        self.phys
-            .transfer(bloat * BASE_PAGE_BYTES, FrameUse::Reserved, FrameUse::Data);
-        self.c.promotions += 1;
-        self.c.promotion_bloat_bytes += bloat * BASE_PAGE_BYTES;
-        self.count_shootdowns(old.len() as u64);
-        self.install(
-            asid,
-            Mapping {
-                vpn: block,
-                pfn,
-                size,
-                writable,
-            },
-            changes,
-        );
-    }
-
-    /// Break the reservations overlapping `pages` pages from `start`: their unmapped frames go
-    /// back to the allocator (mapped pages stay as they are).
-    fn break_reservations(&mut self, asid: Asid, start: Vpn, pages: u64) {
-        let p = &mut self.procs[asid as usize];
-        if p.reservations.is_empty() {
-            return;
-        }
-        for r in p.reservations.take_overlapping(start, pages) {
-            self.c.reservations_broken += 1;
-            for (pfn, order) in r.unmapped_blocks() {
-                self.phys.free(pfn, order, FrameUse::Reserved);
-            }
-        }
-    }
-
-    /// Memory pressure: break every reservation to free its unmapped frames. Returns whether
-    /// any frame was freed.
-    fn release_reservations_for_memory(&mut self) -> bool {
-        let mut freed = false;
-        for p in &mut self.procs {
-            for r in p.reservations.take_all() {
-                self.c.reservations_released_for_memory += 1;
-                for (pfn, order) in r.unmapped_blocks() {
-                    self.phys.free(pfn, order, FrameUse::Reserved);
-                    freed = true;
-                }
-            }
-        }
-        freed
-    }
-
-    /// Eager paging: map `[start, end)` now, in the largest aligned pages the design translates
-    /// (smaller ones where no block of that size is free).
-    fn populate(
-        &mut self,
-        asid: Asid,
-        start: u64,
-        end: u64,
-        writable: bool,
-        changes: &mut Vec<MapChange>,
-    ) -> Result<(), OsError> {
-        let mut va = start;
-        while va < end {
-            let vpn = Vpn(va >> 12);
-            // Pages already there (a brk over an older mapping, say) stay as they are.
-            let pages = &self.procs[asid as usize].pages;
-            let fits: Vec<PageSize> = self
-                .sizes
-                .iter()
-                .filter(|z| {
-                    va.is_multiple_of(z.bytes())
-                        && va + z.bytes() <= end
-                        && !pages.range_in_use(vpn, z.base_pages())
-                })
-                .collect();
-            let Some(&smallest) = fits.first() else {
-                va += BASE_PAGE_BYTES;
-                continue;
-            };
-            let size = fits
-                .iter()
-                .rev()
-                .find(|z| self.phys.can_alloc(z.order()))
-                .copied()
-                .unwrap_or(smallest);
-            let pfn = self.alloc_page(asid, vpn, size, &mut OsPlacement, changes)?;
-            self.install(
-                asid,
-                Mapping {
-                    vpn,
-                    pfn,
-                    size,
-                    writable,
-                },
-                changes,
-            );
-            self.c.eager_bytes += size.bytes();
-            va += size.bytes();
-        }
-        Ok(())
+        self.policy_note_walk(asid, m);
     }
 
     /// Tell the model which page sizes the design translates (`Design::page_sizes`); checks
@@ -930,13 +568,13 @@ impl Os {
         if !sizes.contains(PageSize::Size4K) {
             return Err(OsError("the design does not translate 4 KiB pages".into()));
         }
-        if (self.cfg.khugepaged.enabled || self.cfg.policy == PolicyKind::Hawkeye)
+        if (self.cfg.khugepaged.enabled || self.policy_needs_2m())
             && !sizes.contains(PageSize::Size2M)
         {
             let what = if self.cfg.khugepaged.enabled {
-                "os.khugepaged.enabled"
+                "os.khugepaged.enabled".to_string()
             } else {
-                "os.policy = \"hawkeye\""
+                format!("os.policy = \"{}\"", self.cfg.policy.name())
             };
             return Err(OsError(format!(
                 "{what} needs a design that translates 2 MiB pages"
@@ -980,10 +618,7 @@ impl Os {
 
     /// Whether any background daemon runs (the engine then calls [`Os::tick`]).
     pub fn has_daemons(&self) -> bool {
-        self.cfg.khugepaged.enabled
-            || self.cfg.kcompactd.enabled
-            || self.cfg.policy == PolicyKind::Hawkeye
-            || (self.cfg.policy == PolicyKind::Trident && self.cfg.trident.daemon)
+        self.cfg.khugepaged.enabled || self.cfg.kcompactd.enabled || self.policy_has_daemon()
     }
 
     /// Run the daemons due at simulated cycle `now_cycles`; mapping changes go to `changes`.
@@ -998,12 +633,7 @@ impl Os {
             let k = &self.cfg.kcompactd;
             self.c.daemon_cycles += self.phys.compact_background(k.order, k.max_pages);
         }
-        if self.cfg.policy == PolicyKind::Hawkeye {
-            self.hawkeye_tick(now_cycles, changes);
-        }
-        if self.cfg.policy == PolicyKind::Trident && self.cfg.trident.daemon {
-            self.trident_tick(now_cycles, changes);
-        }
+        self.policy_tick(now_cycles, changes);
         self.apply_relocations(changes).map(|_| ())
     }
 

@@ -1,7 +1,9 @@
 //! Tests of the OS model as a whole: the policies' faults, unmapping, protection, reclaim,
 //! compaction's relocations, and property tests of the oracle against the reported changes.
 
+use super::policy::ReservationRule;
 use super::*;
+use crate::addr::Vaddr;
 use crate::trace::{advice, prot, AccessKind};
 use proptest::prelude::*;
 use std::collections::HashMap;

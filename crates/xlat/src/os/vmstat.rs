@@ -6,7 +6,6 @@
 //! `stats_into` hook puts them.
 
 use super::phys::FrameUse;
-use super::policy::PolicyKind;
 use super::{Os, ThpPolicy};
 use crate::addr::{PageSize, BASE_PAGE_BYTES};
 use crate::stats::{Stats, StatsExt};
@@ -123,34 +122,7 @@ impl Os {
         s.put_u64("reserved_bytes", self.phys.bytes_in_use(FrameUse::Reserved));
         let c = &self.c;
         s.put_u64("placed_by_design", c.placed_by_design);
-        if self.cfg.policy == PolicyKind::Mthp {
-            let mut f = Stats::new();
-            for (o, n) in c.mthp_faults.iter().enumerate() {
-                if *n > 0 {
-                    f.put_u64(&PageSize::from_order(o as u8).expect("order").label(), *n);
-                }
-            }
-            s.insert("mthp_faults".into(), serde_json::Value::Object(f));
-        }
-        if self.cfg.policy == PolicyKind::Reservation {
-            s.put_u64("reservations", c.reservations_made);
-            s.put_u64("reservations_broken", c.reservations_broken);
-            s.put_u64(
-                "reservations_released_for_memory",
-                c.reservations_released_for_memory,
-            );
-            s.put_u64("promotions", c.promotions);
-            s.put_u64("promotion_bloat_bytes", c.promotion_bloat_bytes);
-        }
-        if self.cfg.policy == PolicyKind::Eager {
-            s.put_u64("eager_bytes", c.eager_bytes);
-        }
-        if self.cfg.policy == PolicyKind::Hawkeye {
-            self.hawkeye.stats_into(s);
-        }
-        if self.cfg.policy == PolicyKind::Trident {
-            self.trident.stats_into(s);
-        }
+        self.policy_stats_into(s);
         if self.cfg.kcompactd.enabled {
             s.put_u64("kcompactd_wakeups", c.kcompactd_wakeups);
         }
