@@ -11,7 +11,7 @@
 //! Calls: `fault.rs` (install), `policies/reservation.rs` (break reservations), the HugeTLB
 //! pool (release frames).
 
-use super::{MapChange, Os, OsError};
+use super::{FrameUse, MapChange, Os, OsError};
 use crate::addr::{Asid, Mapping, PageSize, Pfn, Vpn, BASE_PAGE_BYTES};
 
 impl Os {
@@ -174,5 +174,27 @@ impl Os {
             self.install(asid, piece, changes);
         }
         Ok(())
+    }
+
+    /// Unmap the pages `old` of `asid` that a promotion replaces, with one shootdown each. With
+    /// `in_place` their frames become part of the new page; otherwise they are freed and
+    /// recorded as moved (the caller counts the copy).
+    pub(super) fn unmap_for_promotion(
+        &mut self,
+        asid: Asid,
+        old: &[Mapping],
+        in_place: bool,
+        changes: &mut Vec<MapChange>,
+    ) {
+        let p = &mut self.procs[asid as usize];
+        for m in old {
+            p.pages.remove(*m);
+            changes.push(MapChange::Unmap(asid, *m));
+            if !in_place {
+                self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
+                self.moved_frames.push((m.pfn, m.size.order()));
+            }
+        }
+        self.count_shootdowns(old.len() as u64);
     }
 }

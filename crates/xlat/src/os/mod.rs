@@ -10,13 +10,15 @@
 //!   design's page-table frames come from it, so page-table contiguity needs compete with data.
 //! - Processes (one ASID each) own a [`vma::VmaSet`] built from the trace's mmap / munmap / brk /
 //!   mprotect / madvise events and a [`pagemap::PageMap`] of their translations.
-//! - Demand paging under one placement policy (`os.policy`): `thp` (Linux's THP fault path,
-//!   `os.thp`), `mthp` (multi-size THP), `reservation` (FreeBSD / TPS reservations with in-place
-//!   promotion) or `eager` (map whole VMAs at mmap). Pages are any power of two from 4 KiB to
+//! - Demand paging under one placement policy (`os.policy`, see [`policies`]): `thp` (Linux's
+//!   THP fault path, `os.thp`), `mthp` (multi-size THP), `reservation` (FreeBSD / TPS
+//!   reservations with in-place promotion), `eager` (map whole VMAs at mmap), `hawkeye` or
+//!   `trident` (THP-like faults plus a promotion daemon). Pages are any power of two from 4 KiB to
 //!   1 GiB that the design declares (`Design::page_sizes`); the design's placement hook
 //!   (`Design::place`) may choose a fault's frames.
-//! - khugepaged on simulated time (`Os::tick`), migration / split / collapse with shootdowns
-//!   and cache invalidation of moved frames, reclaim to swap under memory pressure.
+//! - khugepaged and kcompactd on simulated time (`Os::tick`, see [`daemons`]), migration /
+//!   split / collapse with shootdowns and cache invalidation of moved frames, reclaim to swap
+//!   under memory pressure.
 //! - munmap / madvise(DONTNEED) / brk shrink / exit free the frames; a page that is only
 //!   partly unmapped or re-protected is split into 4 KiB pages of the same frames.
 //! - Before the run, free memory can be fragmented to a target FMFI (`os.fmfi_target`) by pinning
@@ -24,6 +26,32 @@
 //!   unmovable pages, as kernel allocations leave), or loaded from a `/proc/buddyinfo` snapshot.
 //!
 //! `docs/os-model.md` describes every mechanism, its costs and its deviations from Linux.
+//!
+//! ## Files (one mechanism each, Linux's name where one fits)
+//! This file keeps the [`Os`] type, its configuration ([`OsConfig`]), the contract with the
+//! engine and the designs ([`Placer`], [`MapChange`], the oracle), process creation and the
+//! page-size checks. Every other part of `impl Os` is in the file of its mechanism:
+//! - physical memory: [`buddy`] (the buddy allocator), [`phys`] (`page_alloc.c`: accounting,
+//!   frame kinds, the allocator's settings), [`compaction`] (direct and background compaction
+//!   of `PhysMem`), [`fragmenter`] (fragmentation and buddyinfo snapshots before the run);
+//! - address spaces: [`vma`], [`pagemap`] (the oracle's page map), [`aslr`], [`va_gaps`];
+//! - `mmap.rs` (the system calls: mmap, munmap, brk, mprotect, madvise, exit), `fault.rs` (the
+//!   fault path and the allocate / install primitives every mapping goes through), `migrate.rs`
+//!   (relocation after compaction, migration, split, the promotions' unmap, copy and
+//!   shootdown costs), `vmscan.rs` + [`swap`] (reclaim and the swap device), `vmstat.rs` (the
+//!   `os` stats section, cost marks), [`fault_latency`], `error.rs` ([`OsError`]);
+//! - [`policies`]: the placement policies (`os.policy`), one file each behind the
+//!   `FaultPolicy` trait and the `policies!` table, and the HugeTLB pool's fault;
+//! - [`daemons`]: what runs on simulated time in [`Os::tick`]: khugepaged (and its collapse),
+//!   kcompactd, Elastic Translations' CoalaKhugepaged;
+//! - state types the `Os` struct holds, kept below this file so that nothing names it back:
+//!   [`policy`] (settings of `os.policy`, `os.mthp`, `os.reservation`, `os.hawkeye`,
+//!   `os.trident`, the daemons and migration costs, and HawkEye's and Trident's daemon state),
+//!   [`reservation`] (the reservation data structure), [`hugetlb`] (the HugeTLB pool).
+//!
+//! Layering: the mechanism files, `policies/` and `daemons/` name this file (`Os`'s fields are
+//! private to `os`, so they reach them as its children); this file names only the state types
+//! and calls the others through `impl Os` methods, so no two files of `os/` need each other.
 //!
 //! ## Configuration
 //! `os.phys_mem_bytes` (64 GiB), `os.thp` (`never` | `madvise` | `always`), `os.fmfi_target`
@@ -56,8 +84,8 @@
 
 pub mod aslr;
 pub mod buddy;
-pub mod coala_khugepaged;
 pub mod compaction;
+pub mod daemons;
 mod error;
 mod fault;
 pub mod fault_latency;
@@ -89,9 +117,7 @@ use reservation::Reservations;
 use swap::{Swap, SwapConfig};
 use vma::VmaSet;
 
-use crate::addr::{
-    Asid, Mapping, PageSize, PageSizeSet, Pfn, Vpn, BASE_PAGE_BYTES, BASE_PAGE_SHIFT,
-};
+use crate::addr::{Asid, Mapping, PageSize, PageSizeSet, Pfn, Vpn, BASE_PAGE_SHIFT};
 use serde::{Deserialize, Serialize};
 
 /// Transparent huge page policy, as Linux's `/sys/kernel/mm/transparent_hugepage/enabled`.
@@ -589,182 +615,9 @@ impl Os {
         self.sizes
     }
 
-    /// Unmap the pages `old` of `asid` that a promotion replaces, with one shootdown each. With
-    /// `in_place` their frames become part of the new page; otherwise they are freed and
-    /// recorded as moved (the caller counts the copy).
-    fn unmap_for_promotion(
-        &mut self,
-        asid: Asid,
-        old: &[Mapping],
-        in_place: bool,
-        changes: &mut Vec<MapChange>,
-    ) {
-        let p = &mut self.procs[asid as usize];
-        for m in old {
-            p.pages.remove(*m);
-            changes.push(MapChange::Unmap(asid, *m));
-            if !in_place {
-                self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
-                self.moved_frames.push((m.pfn, m.size.order()));
-            }
-        }
-        self.count_shootdowns(old.len() as u64);
-    }
-
     /// The OS settings (e.g. the migration costs a design's own OS work follows).
     pub fn config(&self) -> &OsConfig {
         &self.cfg
-    }
-
-    /// Whether any background daemon runs (the engine then calls [`Os::tick`]).
-    pub fn has_daemons(&self) -> bool {
-        self.cfg.khugepaged.enabled || self.cfg.kcompactd.enabled || self.policy_has_daemon()
-    }
-
-    /// Run the daemons due at simulated cycle `now_cycles`; mapping changes go to `changes`.
-    pub fn tick(&mut self, now_cycles: u64, changes: &mut Vec<MapChange>) -> Result<(), OsError> {
-        while self.cfg.khugepaged.enabled && now_cycles >= self.khugepaged_next {
-            self.khugepaged_next += self.cfg.khugepaged.interval_cycles;
-            self.khugepaged_scan(changes);
-        }
-        while self.cfg.kcompactd.enabled && now_cycles >= self.kcompactd_next {
-            self.kcompactd_next += self.cfg.kcompactd.interval_cycles;
-            self.c.kcompactd_wakeups += 1;
-            let k = &self.cfg.kcompactd;
-            self.c.daemon_cycles += self.phys.compact_background(k.order, k.max_pages);
-        }
-        self.policy_tick(now_cycles, changes);
-        self.apply_relocations(changes).map(|_| ())
-    }
-
-    /// One khugepaged wake-up: scan up to `pages_to_scan` pages in 2 MiB ranges (resuming
-    /// where the last wake-up stopped) and collapse each eligible range.
-    fn khugepaged_scan(&mut self, changes: &mut Vec<MapChange>) {
-        self.c.khugepaged_wakeups += 1;
-        let huge = PageSize::Size2M.bytes();
-        let mut budget = self.cfg.khugepaged.pages_to_scan;
-        let mut laps = 0;
-        while budget >= 512 && !self.procs.is_empty() {
-            let (pi, addr) = self.khugepaged_cursor;
-            if pi >= self.procs.len() {
-                self.khugepaged_cursor = (0, 0);
-                laps += 1;
-                if laps > 1 {
-                    return; // nothing left to scan anywhere
-                }
-                continue;
-            }
-            // The next 2 MiB range at or after `addr` that lies inside a VMA.
-            let next = self.procs[pi]
-                .vmas
-                .iter()
-                .filter(|v| v.end >= addr.next_multiple_of(huge) + huge)
-                .find_map(|v| {
-                    let lo = v.start.max(addr).next_multiple_of(huge);
-                    (lo + huge <= v.end).then_some(lo)
-                });
-            let Some(lo) = next else {
-                self.khugepaged_cursor = (pi + 1, 0);
-                continue;
-            };
-            self.khugepaged_cursor = (pi, lo + huge);
-            budget -= 512;
-            self.c.khugepaged_pages_scanned += 512;
-            self.c.daemon_cycles += 512 * self.cfg.khugepaged.scan_cycles_per_page;
-            self.try_collapse(pi as Asid, Vpn(lo >> 12), changes);
-        }
-    }
-
-    /// Collapse the 2 MiB range at `first` into one 2 MiB page if it has at most
-    /// `max_ptes_none` unmapped pages, no page of 2 MiB or more, and one protection: in place
-    /// when its frames already form the aligned block (holes allocated), else into a new block
-    /// (allocate, copy the mapped pages, free the old frames).
-    fn try_collapse(&mut self, asid: Asid, first: Vpn, changes: &mut Vec<MapChange>) {
-        let p = &self.procs[asid as usize];
-        let old = p.pages.in_range(first, Vpn(first.0 + 512));
-        if old.is_empty() || old.iter().any(|m| m.size >= PageSize::Size2M) {
-            return;
-        }
-        let mapped: u64 = old.iter().map(|m| m.size.base_pages()).sum();
-        if 512 - mapped > self.cfg.khugepaged.max_ptes_none as u64 {
-            return;
-        }
-        let writable = old[0].writable;
-        if old.iter().any(|m| m.writable != writable) {
-            return;
-        }
-        if p.reservations.overlaps(first, 512) {
-            return; // the reservation promotes it itself
-        }
-        if self.hugetlb_holds_any(&old) {
-            return; // HugeTLB pool pages are never collapsed
-        }
-        // In place: every page at block + offset, and every hole's frame free.
-        let base = old[0].pfn.0.wrapping_sub(old[0].vpn.0 - first.0);
-        let aligned = base.is_multiple_of(512)
-            && old
-                .iter()
-                .all(|m| m.pfn.0 == base.wrapping_add(m.vpn.0 - first.0));
-        let mut holes: Vec<Pfn> = Vec::new();
-        let mut in_place = aligned;
-        if aligned {
-            let mut v = first.0;
-            for m in &old {
-                while v < m.vpn.0 {
-                    holes.push(Pfn(base + (v - first.0)));
-                    v += 1;
-                }
-                v = m.vpn.0 + m.size.base_pages();
-            }
-            while v < first.0 + 512 {
-                holes.push(Pfn(base + (v - first.0)));
-                v += 1;
-            }
-            let mut taken = Vec::new();
-            for h in &holes {
-                match self.phys.alloc_at(*h, 0, FrameUse::Data) {
-                    Some(_) => taken.push(*h),
-                    None => {
-                        in_place = false;
-                        break;
-                    }
-                }
-            }
-            if !in_place {
-                for h in taken {
-                    self.phys.free(h, 0, FrameUse::Data);
-                }
-            }
-        }
-        let pfn = if in_place {
-            self.c.collapses_in_place += 1;
-            Pfn(base)
-        } else {
-            let Ok(pfn) = self.phys.alloc(PageSize::Size2M.order(), FrameUse::Data) else {
-                self.c.collapse_no_block += 1;
-                return;
-            };
-            if self.phys_relocated(changes) {
-                // Compaction moved pages, possibly of this range: collapse it another time.
-                self.phys
-                    .free(pfn, PageSize::Size2M.order(), FrameUse::Data);
-                return;
-            }
-            self.count_copy(mapped);
-            pfn
-        };
-        self.unmap_for_promotion(asid, &old, in_place, changes);
-        self.c.collapses += 1;
-        self.install(
-            asid,
-            Mapping {
-                vpn: first,
-                pfn,
-                size: PageSize::Size2M,
-                writable,
-            },
-            changes,
-        );
     }
 }
 
