@@ -46,144 +46,16 @@
 //!   2 MiB block exists) fails the compaction; Linux would split a THP and retry.
 //! - No compaction deferral (`defer_compaction`), no async vs sync modes, no watermarks: direct
 //!   compaction runs whenever an allocation of order > 0 fails and compaction is enabled.
+//!
+//! Layering: an `impl PhysMem` block above `phys.rs` (the only file of the model it names); its
+//! settings and counters ([`CompactionConfig`], [`CompactionStats`]) are defined there, since
+//! `PhysMem` holds them, and re-exported here.
 
 use super::phys::{frame_byte, kind, kind_of, order_of, PhysMem, Relocation, PAGEBLOCK_ORDER};
+// The settings and counters are the allocator's (`PhysMem` holds them); named here too.
+pub use super::phys::{CompactionConfig, CompactionStats};
 use crate::addr::{format_bytes, Pfn, BASE_PAGE_BYTES};
 use crate::stats::{Stats, StatsExt};
-use serde::{Deserialize, Serialize};
-
-/// `[os.compaction]`: allocation and compaction costs.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct CompactionConfig {
-    /// Direct compaction when an allocation of order > 0 finds no free block.
-    pub enabled: bool,
-    /// OS cycles to migrate one 4 KiB page.
-    pub migrate_cycles_per_page: u64,
-    /// OS cycles to scan one frame (migrate or free scanner).
-    pub scan_cycles_per_frame: u64,
-    /// OS cycles to zero one byte of a block handed out for data or page tables.
-    pub zero_cycles_per_byte: f64,
-}
-
-impl Default for CompactionConfig {
-    fn default() -> Self {
-        CompactionConfig {
-            enabled: true,
-            migrate_cycles_per_page: 8000,
-            scan_cycles_per_frame: 50,
-            zero_cycles_per_byte: 0.5,
-        }
-    }
-}
-
-impl CompactionConfig {
-    /// Check ranges.
-    pub fn validate(&self) -> Result<(), String> {
-        if !(0.0..=1e6).contains(&self.zero_cycles_per_byte) {
-            return Err(format!(
-                "os.compaction.zero_cycles_per_byte must be in [0, 1e6], got {}",
-                self.zero_cycles_per_byte
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// How the fragmenter fills memory before the run (`os.fragmenter.mode`).
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum FragmenterMode {
-    /// Pin one random unmovable frame in a random share of the free 2^`fmfi_order`-frame blocks
-    /// until the FMFI is reached (the original method; memory otherwise stays free).
-    Pin,
-    /// Fill memory like a long-running Linux system: movable page-cache-like pages, whole
-    /// unmovable kernel pageblocks and scattered unmovable pages in other pageblocks, then free
-    /// page-cache pages until `free_share` of memory is free at the target FMFI.
-    Fill,
-    /// The Elastic Translations authors' fragmenter: fill memory with movable pages, then free
-    /// 512 KiB chunks at alternating positions while the FMFI is below target and 32 MiB chunks
-    /// (at alternating positions from the top of memory) once it is at or above it, until
-    /// `free_share` of memory is free. "99 %" is the literal FMFI 0.99.
-    Alternating,
-}
-
-/// `[os.fragmenter]`: the fragmenter's mix.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct FragmenterConfig {
-    /// `pin` (default, runs when `os.fmfi_target` > 0), `fill` or `alternating` (always run).
-    pub mode: FragmenterMode,
-    /// Fill: share of memory left free.
-    pub free_share: f64,
-    /// Fill: share of the 2 MiB pageblocks that are wholly unmovable kernel memory (Linux groups
-    /// unmovable allocations in their own pageblocks).
-    pub kernel_share: f64,
-    /// Fill: share of the other pageblocks that hold one scattered unmovable kernel page (the
-    /// pageblocks unmovable allocations fall back to under pressure).
-    pub polluted_share: f64,
-}
-
-impl Default for FragmenterConfig {
-    fn default() -> Self {
-        FragmenterConfig {
-            mode: FragmenterMode::Pin,
-            free_share: 0.25,
-            kernel_share: 0.03,
-            polluted_share: 0.03,
-        }
-    }
-}
-
-impl FragmenterConfig {
-    /// Check ranges.
-    pub fn validate(&self) -> Result<(), String> {
-        for (key, v, hi) in [
-            ("free_share", self.free_share, 1.0),
-            ("kernel_share", self.kernel_share, 1.0),
-            ("polluted_share", self.polluted_share, 1.0),
-        ] {
-            if !(0.0..=hi).contains(&v) {
-                return Err(format!("os.fragmenter.{key} must be in [0, 1], got {v}"));
-            }
-        }
-        if self.free_share + self.kernel_share > 1.0 {
-            return Err(format!(
-                "os.fragmenter.free_share ({}) + kernel_share ({}) must not exceed 1",
-                self.free_share, self.kernel_share
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Allocation-work and compaction counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CompactionStats {
-    /// Direct compactions attempted (allocations of order > 0 that found no free block).
-    pub direct_attempts: u64,
-    /// Direct compactions that produced the block.
-    pub direct_successes: u64,
-    /// Direct compactions that failed (the allocation then failed).
-    pub direct_failures: u64,
-    /// Background (kcompactd) runs that did work.
-    pub background_runs: u64,
-    /// Background runs that found no candidate block.
-    pub background_failures: u64,
-    /// 4 KiB pages migrated (direct and background).
-    pub pages_migrated: u64,
-    /// Frames scanned (candidate frames and destination frames).
-    pub frames_scanned: u64,
-    /// Owned data blocks moved (relocations reported).
-    pub relocations: u64,
-    /// Cycles of scanning and migrating in direct compaction (part of allocation work).
-    pub compaction_cycles: u64,
-    /// Cycles of scanning and migrating in background compaction (returned to the caller of
-    /// [`PhysMem::compact_background`], not part of [`PhysMem::alloc_work_cycles`]).
-    pub background_cycles: u64,
-    /// Cycles of zeroing handed-out blocks.
-    pub zero_cycles: u64,
-}
 
 impl PhysMem {
     /// The best candidate for a free block of `order`: (start frame, used frames), or `None`
@@ -435,6 +307,7 @@ impl PhysMem {
 mod tests {
     use super::*;
     use crate::addr::Vpn;
+    use crate::os::fragmenter::{FragmenterConfig, FragmenterMode};
     use crate::os::phys::DataOwner;
     use crate::os::FrameUse;
     use proptest::prelude::*;

@@ -1,5 +1,5 @@
 //! HugeTLB pools (`os.hugetlb.*`): huge pages of one size reserved at boot and mapped from
-//! the pool at fault time in hugetlbfs-backed VMAs (Linux `mm/hugetlb.c`, the
+//! the pool at fault time (`policies/hugetlb.rs`) in hugetlbfs-backed VMAs (Linux `mm/hugetlb.c`, the
 //! `hugepages=` boot parameter and `MAP_HUGETLB`), the static-huge-page baseline of the
 //! Elastic Translations evaluation (64 KiB / 2 MiB / 32 MiB / 1 GiB).
 //!
@@ -41,9 +41,9 @@
 //! - No per-mapping reservation accounting (`resv_huge_pages`), no surplus pages
 //!   (`nr_overcommit_hugepages`), no NUMA nodes.
 
+use super::error::OsError;
 use super::phys::{FrameUse, PhysMem};
-use super::{MapChange, Os, OsError};
-use crate::addr::{format_bytes, Asid, Mapping, PageSize, Pfn, Vaddr, BASE_PAGE_BYTES};
+use crate::addr::{format_bytes, PageSize, Pfn, BASE_PAGE_BYTES};
 use crate::stats::{Stats, StatsExt};
 use serde::{Deserialize, Serialize};
 
@@ -114,11 +114,11 @@ impl HugetlbConfig {
 pub struct Pool {
     size: Option<PageSize>,
     /// First frame of every block of the pool, ascending.
-    blocks: Vec<Pfn>,
+    pub(super) blocks: Vec<Pfn>,
     /// Base pages of each block still mapped (0 = free, in `free`).
-    mapped: Vec<u64>,
+    pub(super) mapped: Vec<u64>,
     /// Indices of free blocks (a stack: the last freed is reused first, as Linux's free list).
-    free: Vec<usize>,
+    pub(super) free: Vec<usize>,
     /// A fault whose pool page was taken, splits, returns; and fallbacks.
     pub(super) c: PoolCounters,
 }
@@ -126,13 +126,13 @@ pub struct Pool {
 /// Counters of the pool.
 #[derive(Clone, Debug, Default)]
 pub(super) struct PoolCounters {
-    faults: u64,
-    fallback_pool_empty: u64,
-    fallback_outside: u64,
-    fallback_partly_mapped: u64,
+    pub(super) faults: u64,
+    pub(super) fallback_pool_empty: u64,
+    pub(super) fallback_outside: u64,
+    pub(super) fallback_partly_mapped: u64,
     pub(super) pages_split: u64,
     pages_returned: u64,
-    in_use_peak: u64,
+    pub(super) in_use_peak: u64,
 }
 
 impl Pool {
@@ -212,7 +212,7 @@ impl Pool {
         }
     }
 
-    fn in_use(&self) -> u64 {
+    pub(super) fn in_use(&self) -> u64 {
         (self.blocks.len() - self.free.len()) as u64
     }
 
@@ -236,90 +236,11 @@ impl Pool {
     }
 }
 
-impl Os {
-    /// A fault in a hugetlbfs-backed VMA: map the page of the pool's size around `va` from the
-    /// pool. `Ok(None)`: not a hugetlb fault here (outside the backed part, partly mapped, or
-    /// the pool is empty with `on_empty = "fallback"`): the policy handles it.
-    pub(super) fn fault_hugetlb(
-        &mut self,
-        asid: Asid,
-        va: Vaddr,
-        vma: &super::vma::Vma,
-        writable: bool,
-        changes: &mut Vec<MapChange>,
-    ) -> Result<Option<Mapping>, OsError> {
-        let cfg = &self.cfg.hugetlb;
-        let size = cfg.size;
-        let len = vma.end - vma.start;
-        let min = if cfg.min_vma_bytes == 0 {
-            size.bytes()
-        } else {
-            cfg.min_vma_bytes
-        };
-        if len < min {
-            return Ok(None);
-        }
-        let backed_end = vma.start + ((len as f64 * cfg.share) as u64).min(len);
-        let first = va.vpn().align_down(size);
-        let (lo, hi) = (first.addr().0, first.addr().0 + size.bytes());
-        if lo < vma.start || hi > backed_end {
-            if va.0 < backed_end {
-                self.hugetlb.c.fallback_outside += 1;
-            }
-            return Ok(None);
-        }
-        if self.procs[asid as usize]
-            .pages
-            .range_in_use(first, size.base_pages())
-        {
-            self.hugetlb.c.fallback_partly_mapped += 1;
-            return Ok(None);
-        }
-        let Some(i) = self.hugetlb.free.pop() else {
-            if cfg.on_empty == OnEmpty::Error {
-                return Err(OsError(format!(
-                    "SIGBUS: the HugeTLB pool is empty (os.hugetlb.pages = {} of {}) at a fault \
-                     on {va}; raise os.hugetlb.pages or set os.hugetlb.on_empty = \"fallback\"",
-                    cfg.pages,
-                    format_bytes(size.bytes())
-                )));
-            }
-            self.hugetlb.c.fallback_pool_empty += 1;
-            return Ok(None);
-        };
-        let pfn = self.hugetlb.blocks[i];
-        self.hugetlb.mapped[i] = size.base_pages();
-        self.hugetlb.c.faults += 1;
-        self.hugetlb.c.in_use_peak = self.hugetlb.c.in_use_peak.max(self.hugetlb.in_use());
-        if size == PageSize::Size2M {
-            self.c.faults_2m += 1;
-        }
-        self.phys
-            .transfer(size.bytes(), FrameUse::Reserved, FrameUse::Data);
-        // Zeroed when the fault takes it (`clear_huge_page`), at the allocator's rate.
-        self.phys.work.zero_cycles +=
-            (self.cfg.compaction.zero_cycles_per_byte * size.bytes() as f64).round() as u64;
-        self.install_block(asid, first, pfn, size, writable, changes);
-        Ok(Some(
-            self.procs[asid as usize]
-                .pages
-                .get(va.vpn())
-                .expect("just mapped"),
-        ))
-    }
-
-    /// Whether any of `pages` is (part of) a pool page: khugepaged and the promotion daemons
-    /// leave such ranges alone.
-    pub(super) fn hugetlb_holds_any(&self, pages: &[Mapping]) -> bool {
-        self.hugetlb.on() && pages.iter().any(|m| self.hugetlb.holds(m.pfn))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::addr::PageSizeSet;
-    use crate::os::{OsConfig, ThpPolicy};
+    use crate::addr::{Asid, Mapping, PageSizeSet, Vaddr};
+    use crate::os::{MapChange, Os, OsConfig, ThpPolicy};
     use crate::trace::{prot, AccessKind};
 
     fn os_with(size: PageSize, pages: u64, tweak: impl FnOnce(&mut OsConfig)) -> Os {

@@ -1,12 +1,18 @@
 //! Settings of the OS model's placement policies, background daemons and migration costs
-//! (`os.policy`, `os.mthp.*`, `os.reservation.*`, `os.khugepaged.*`, `os.migration.*`).
+//! (`os.policy`, `os.mthp.*`, `os.reservation.*`, `os.hawkeye.*`, `os.trident.*`,
+//! `os.khugepaged.*`, `os.kcompactd.*`, `os.migration.*`), and the state the `Os` struct holds
+//! for the policies with a daemon of their own (HawkEye's, Trident's).
+//!
+//! Layering: a data file below `os/mod.rs` (which names these types in `OsConfig` and `Os`); it
+//! names no other file of the model. The policies' behaviour is in `policies/<name>.rs`.
 //!
 //! Contract: every struct rejects unknown keys, has documented defaults, and `validate` names
 //! the offending key and its valid range. The defaults leave the model as it was before these
 //! settings existed (`policy = "thp"`, khugepaged off).
 
-use crate::addr::PageSize;
+use crate::addr::{Asid, PageSize};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Which fault-time placement policy the OS model runs (one per run).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -22,10 +28,10 @@ pub enum PolicyKind {
     /// Eager paging (RMM, TPS): map a whole VMA at mmap time in the largest aligned pages.
     Eager,
     /// HawkEye-like (ASPLOS'19): THP's fault path, and a daemon promoting the 2 MiB regions
-    /// with the most accessed base pages first (`os.hawkeye.*`, see `os::hawkeye`).
+    /// with the most accessed base pages first (`os.hawkeye.*`, see `os::policies::hawkeye`).
     Hawkeye,
     /// Trident (MICRO'21): 1 GiB -> 2 MiB -> 4 KiB at fault and a background 1 GiB promoter
-    /// (`os.trident.*`, see `os::trident`).
+    /// (`os.trident.*`, see `os::policies::trident`).
     Trident,
 }
 
@@ -98,6 +104,130 @@ impl Default for ReservationConfig {
             rule: ReservationRule::Exact,
         }
     }
+}
+
+/// `os.hawkeye`: the promotion daemon of `os.policy = "hawkeye"`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HawkeyeConfig {
+    /// Simulated core cycles between wake-ups (one sampling interval each; scaled down as
+    /// `os.khugepaged.interval_cycles`).
+    pub interval_cycles: u64,
+    /// Access-coverage buckets (HawkEye's `access_map` has 10).
+    pub buckets: u32,
+    /// Regions promoted at most per wake-up (8 = khugepaged's 4096 pages per wake-up).
+    pub max_promotions: u32,
+    /// Fewest accessed base pages of a region for it to be promoted.
+    pub min_coverage: u32,
+    /// OS cycles per tracked region per wake-up (reading 512 accessed bits).
+    pub scan_cycles_per_region: u64,
+}
+
+impl Default for HawkeyeConfig {
+    fn default() -> Self {
+        HawkeyeConfig {
+            interval_cycles: 10_000_000,
+            buckets: 10,
+            max_promotions: 8,
+            min_coverage: 1,
+            scan_cycles_per_region: 512 * 20,
+        }
+    }
+}
+
+impl HawkeyeConfig {
+    /// Check ranges (errors name the key).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.interval_cycles == 0 {
+            return Err("os.hawkeye.interval_cycles must be at least 1".into());
+        }
+        if !(1..=512).contains(&self.buckets) {
+            return Err(format!(
+                "os.hawkeye.buckets must be in [1, 512], got {}",
+                self.buckets
+            ));
+        }
+        if !(1..=512).contains(&self.min_coverage) {
+            return Err(format!(
+                "os.hawkeye.min_coverage must be in [1, 512], got {}",
+                self.min_coverage
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// HawkEye's daemon state (`policies/hawkeye.rs`): accessed-page bitmaps per tracked region.
+#[derive(Clone, Debug, Default)]
+pub struct Hawkeye {
+    /// (ASID, 2 MiB region number) -> bitmap of its 512 base pages accessed this interval.
+    pub(super) regions: BTreeMap<(Asid, u64), [u64; 8]>,
+    pub(super) next_wake: u64,
+    pub(super) wakeups: u64,
+    pub(super) regions_scanned: u64,
+    pub(super) promotions: u64,
+    pub(super) promotion_failures: u64,
+    pub(super) coverage_promoted: u64,
+}
+
+/// `os.trident`: Trident's background promotion.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TridentConfig {
+    /// Run the background promotion daemon (the fault path is Trident's either way).
+    pub daemon: bool,
+    /// Simulated core cycles between wake-ups (scaled down as `os.khugepaged.interval_cycles`).
+    pub interval_cycles: u64,
+    /// A 1 GiB range is promoted when at most this share of its 4 KiB pages is unmapped
+    /// (511/512, Linux's `max_ptes_none` default ratio: any mapped range).
+    pub max_unmapped_share: f64,
+    /// 2 MiB collapses at most per wake-up when no 1 GiB block is available.
+    pub collapses_2m_per_wake: u32,
+    /// OS cycles per page-table entry examined.
+    pub scan_cycles_per_entry: u64,
+}
+
+impl Default for TridentConfig {
+    fn default() -> Self {
+        TridentConfig {
+            daemon: true,
+            interval_cycles: 10_000_000,
+            max_unmapped_share: 511.0 / 512.0,
+            collapses_2m_per_wake: 8,
+            scan_cycles_per_entry: 20,
+        }
+    }
+}
+
+impl TridentConfig {
+    /// Check ranges (errors name the key).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.interval_cycles == 0 {
+            return Err("os.trident.interval_cycles must be at least 1".into());
+        }
+        if !(0.0..1.0).contains(&self.max_unmapped_share) {
+            return Err(format!(
+                "os.trident.max_unmapped_share must be in [0, 1), got {}",
+                self.max_unmapped_share
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Trident's daemon state and counters (`policies/trident.rs`).
+#[derive(Clone, Debug, Default)]
+pub struct Trident {
+    pub(super) next_wake: u64,
+    /// Scan position: (process index, virtual address).
+    pub(super) cursor: (usize, u64),
+    pub(super) faults_1g: u64,
+    pub(super) wakeups: u64,
+    pub(super) promotions_1g: u64,
+    pub(super) promotions_1g_in_place: u64,
+    pub(super) promotion_1g_no_block: u64,
+    pub(super) collapses_2m: u64,
+    pub(super) bytes_copied: u64,
 }
 
 /// `os.khugepaged`: the background collapse daemon (Linux `mm/khugepaged.c`).

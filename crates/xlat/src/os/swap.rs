@@ -1,5 +1,6 @@
-//! Memory pressure: page reclaim with a clock (second-chance) approximation of LRU, and a swap
-//! device (Linux `mm/vmscan.c`, `mm/swapfile.c`, much simplified).
+//! Memory pressure's state: the swap device and the clock (second-chance) approximation of LRU
+//! that picks reclaim's victims (Linux `mm/swapfile.c` and the LRU lists of `mm/vmscan.c`, much
+//! simplified). Reclaim itself, which unmaps the victims, is `vmscan.rs`.
 //!
 //! Contract: every mapped data page enters the clock when it is installed; `referenced` is set
 //! when the MMU walks to the page (the accessed bit hardware sets on a TLB fill); the clock
@@ -7,10 +8,11 @@
 //! unreferenced one. Entries of pages unmapped since are dropped lazily when the hand meets
 //! them. A swapped-out base page is remembered until it is swapped in or unmapped; swap space
 //! never exceeds `os.swap_bytes`.
+//!
+//! Layering: a data file below `os/mod.rs` (names only `pagemap.rs`).
 
-use crate::addr::{Asid, Mapping, Vpn, BASE_PAGE_BYTES};
+use crate::addr::{Asid, Vpn};
 use crate::os::pagemap::IntMap;
-use crate::os::{FrameUse, MapChange, Os, OsError};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -181,57 +183,6 @@ impl Swap {
             self.swapped.retain(|k, _| !(lo..hi).contains(k));
         }
         self.used_pages -= (before - self.swapped.len()) as u64;
-    }
-}
-
-impl Os {
-    /// Swap out the page `m` of `asid`, which a design chose (the restrictive-only system of
-    /// Utopia §3 evicts the victim of a full set this way): the page is unmapped (its
-    /// translation appended to `changes`, one shootdown), its frames go back to the buddy
-    /// allocator, and each of its base pages is written to the swap device (counted in
-    /// `os.swap.swap_outs`, charged `os.swap.swap_out_cycles`; an access brings it back as a
-    /// base page through a major fault, as for reclaim's victims).
-    ///
-    /// Bounded: one page per call, no reclaim, no compaction. Errors (nothing changed): swap
-    /// is off (`os.swap.bytes = 0`), the swap device has no room for the page, or `m` is not
-    /// mapped in `asid` as given.
-    pub fn swap_out_page(
-        &mut self,
-        asid: Asid,
-        m: Mapping,
-        changes: &mut Vec<MapChange>,
-    ) -> Result<(), OsError> {
-        if !self.swap_on {
-            return Err(OsError(format!(
-                "swap out of {m:?} (ASID {asid}) asked for with os.swap.bytes = 0: this \
-                 design evicts to swap; set os.swap.bytes"
-            )));
-        }
-        let pages = m.size.base_pages();
-        if (self.swap.used_pages + pages) * BASE_PAGE_BYTES > self.cfg.swap.bytes {
-            return Err(OsError(format!(
-                "swap out of {m:?} (ASID {asid}): swap is full ({} of {} used)",
-                crate::addr::format_bytes(self.swap.used_pages * BASE_PAGE_BYTES),
-                crate::addr::format_bytes(self.cfg.swap.bytes)
-            )));
-        }
-        let p = self.procs.get_mut(asid as usize);
-        if p.as_ref().and_then(|p| p.pages.get(m.vpn)) != Some(m) {
-            return Err(OsError(format!(
-                "swap out: {m:?} is not mapped in ASID {asid}"
-            )));
-        }
-        // The frames leave their reservation's block.
-        self.break_reservations(asid, m.vpn, pages);
-        self.procs[asid as usize].pages.remove(m);
-        changes.push(MapChange::Unmap(asid, m));
-        self.phys.free(m.pfn, m.size.order(), FrameUse::Data);
-        self.swap.forget(asid, m.vpn);
-        for i in 0..pages {
-            self.swap.swap_out(asid, Vpn(m.vpn.0 + i));
-        }
-        self.count_shootdowns(1);
-        Ok(())
     }
 }
 

@@ -30,8 +30,9 @@
 //! block is free, or the group holds only siblings at other offsets, the hook declines and the
 //! OS policy allocates as usual (the fault succeeds, the contiguity is lost).
 //!
-//! **CoalaKhugepaged** ([`khugepaged`], OS operations in `os/coala_khugepaged.rs`): a daemon on
-//! simulated time ([`Design::os_work`]) that works through Leshy's hints hottest first — a
+//! **CoalaKhugepaged** ([`khugepaged`]; the daemon and its OS operations are in
+//! `os/daemons/coala_khugepaged.rs`): a daemon on simulated time ([`Design::os_work`]) that
+//! works through Leshy's hints hottest first — a
 //! 32 MiB hint by copy into a fresh 32 MiB block (16 x 2 MiB pages that form one group; 2 MiB
 //! collapses of its ranges when no block is found or the range is not promotable whole), a
 //! 2 MiB hint by an ordinary collapse, a 64 KiB hint by the collapse of its 2 MiB range — at

@@ -29,60 +29,21 @@
 //!   the 1 GiB promotion is all-or-nothing (no partial progress across wake-ups).
 //! - No 1 GiB page zeroing avoidance (Trident zeroes at fault as Linux does for hugetlb).
 //! - Trident-PV (paravirtualized copy-less promotion in a guest) is not modeled.
+//!
+//! Layering: the settings and the daemon's state (`TridentConfig`, [`Trident`]) are defined in
+//! `os/policy.rs`, below `os/mod.rs`, because `OsConfig` and `Os` hold them; their behaviour is
+//! here.
 
-use super::phys::FrameUse;
-use super::{MapChange, Os, OsError, ThpPolicy};
+use super::FaultPolicy;
 use crate::addr::{Asid, Mapping, PageSize, Pfn, Vaddr, Vpn};
+use crate::os::phys::FrameUse;
+use crate::os::policy::Trident;
+use crate::os::vma::Vma;
+use crate::os::{MapChange, Os, OsError, Placer, ThpPolicy};
 use crate::stats::{Stats, StatsExt};
-use serde::{Deserialize, Serialize};
 
 /// 4 KiB pages in a 1 GiB page.
 const PAGES_1G: u64 = 1 << 18;
-
-/// `os.trident`: Trident's background promotion.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct TridentConfig {
-    /// Run the background promotion daemon (the fault path is Trident's either way).
-    pub daemon: bool,
-    /// Simulated core cycles between wake-ups (scaled down as `os.khugepaged.interval_cycles`).
-    pub interval_cycles: u64,
-    /// A 1 GiB range is promoted when at most this share of its 4 KiB pages is unmapped
-    /// (511/512, Linux's `max_ptes_none` default ratio: any mapped range).
-    pub max_unmapped_share: f64,
-    /// 2 MiB collapses at most per wake-up when no 1 GiB block is available.
-    pub collapses_2m_per_wake: u32,
-    /// OS cycles per page-table entry examined.
-    pub scan_cycles_per_entry: u64,
-}
-
-impl Default for TridentConfig {
-    fn default() -> Self {
-        TridentConfig {
-            daemon: true,
-            interval_cycles: 10_000_000,
-            max_unmapped_share: 511.0 / 512.0,
-            collapses_2m_per_wake: 8,
-            scan_cycles_per_entry: 20,
-        }
-    }
-}
-
-impl TridentConfig {
-    /// Check ranges (errors name the key).
-    pub fn validate(&self) -> Result<(), String> {
-        if self.interval_cycles == 0 {
-            return Err("os.trident.interval_cycles must be at least 1".into());
-        }
-        if !(0.0..1.0).contains(&self.max_unmapped_share) {
-            return Err(format!(
-                "os.trident.max_unmapped_share must be in [0, 1), got {}",
-                self.max_unmapped_share
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// Trident's decision rule for one 1 GiB range: promote it when it holds no 1 GiB page and
 /// at most `max_unmapped_share` of its base pages are unmapped.
@@ -92,21 +53,6 @@ pub fn should_promote(pages: &[Mapping], max_unmapped_share: f64) -> bool {
     }
     let mapped: u64 = pages.iter().map(|m| m.size.base_pages()).sum();
     (PAGES_1G - mapped) as f64 <= max_unmapped_share * PAGES_1G as f64
-}
-
-/// The daemon's state and counters.
-#[derive(Clone, Debug, Default)]
-pub struct Trident {
-    next_wake: u64,
-    /// Scan position: (process index, virtual address).
-    cursor: (usize, u64),
-    faults_1g: u64,
-    wakeups: u64,
-    promotions_1g: u64,
-    promotions_1g_in_place: u64,
-    promotion_1g_no_block: u64,
-    collapses_2m: u64,
-    bytes_copied: u64,
 }
 
 impl Trident {
@@ -123,15 +69,47 @@ impl Trident {
     }
 }
 
+/// `os.policy = "trident"`: 1 GiB, 2 MiB, 4 KiB at fault, and (`os.trident.daemon`) the
+/// background 1 GiB promoter.
+pub struct Policy;
+
+impl FaultPolicy for Policy {
+    fn fault(
+        os: &mut Os,
+        asid: Asid,
+        va: Vaddr,
+        vma: &Vma,
+        writable: bool,
+        placer: &mut dyn Placer,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<Mapping, OsError> {
+        os.fault_trident(asid, va, vma, writable, placer, changes)
+    }
+
+    fn has_daemon(os: &Os) -> bool {
+        os.cfg.trident.daemon
+    }
+
+    fn tick(os: &mut Os, now_cycles: u64, changes: &mut Vec<MapChange>) {
+        if os.cfg.trident.daemon {
+            os.trident_tick(now_cycles, changes);
+        }
+    }
+
+    fn stats_into(os: &Os, s: &mut Stats) {
+        os.trident.stats_into(s);
+    }
+}
+
 impl Os {
     /// Trident's fault path: 1 GiB where it fits and a block is free, else THP's.
-    pub(super) fn fault_trident(
+    pub(in crate::os) fn fault_trident(
         &mut self,
         asid: Asid,
         va: Vaddr,
-        vma: &super::vma::Vma,
+        vma: &Vma,
         writable: bool,
-        placer: &mut dyn super::Placer,
+        placer: &mut dyn Placer,
         changes: &mut Vec<MapChange>,
     ) -> Result<Mapping, OsError> {
         let g = PageSize::Size1G;
@@ -167,7 +145,7 @@ impl Os {
     }
 
     /// Run the Trident daemon's wake-ups due at `now_cycles`.
-    pub(super) fn trident_tick(&mut self, now_cycles: u64, changes: &mut Vec<MapChange>) {
+    pub(in crate::os) fn trident_tick(&mut self, now_cycles: u64, changes: &mut Vec<MapChange>) {
         if self.trident.next_wake == 0 {
             self.trident.next_wake = self.cfg.trident.interval_cycles;
         }

@@ -31,63 +31,17 @@
 //! - Coverage is of walked pages: a page whose translation stays in the TLB the whole
 //!   interval is not counted (HawkEye clears the accessed bits without flushing TLBs, so it
 //!   under-counts such pages as well).
+//!
+//! Layering: the settings and the daemon's state ([`HawkeyeConfig`], [`Hawkeye`]) are defined in
+//! `os/policy.rs`, below `os/mod.rs`, because `OsConfig` and `Os` hold them; their behaviour is
+//! here.
 
-use super::{MapChange, Os};
-use crate::addr::{Asid, Mapping, PageSize, Vpn};
+use super::FaultPolicy;
+use crate::addr::{Asid, Mapping, PageSize, Vaddr, Vpn};
+use crate::os::policy::{Hawkeye, HawkeyeConfig};
+use crate::os::vma::Vma;
+use crate::os::{MapChange, Os, OsError, Placer};
 use crate::stats::{Stats, StatsExt};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-
-/// `os.hawkeye`: the promotion daemon of `os.policy = "hawkeye"`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct HawkeyeConfig {
-    /// Simulated core cycles between wake-ups (one sampling interval each; scaled down as
-    /// `os.khugepaged.interval_cycles`).
-    pub interval_cycles: u64,
-    /// Access-coverage buckets (HawkEye's `access_map` has 10).
-    pub buckets: u32,
-    /// Regions promoted at most per wake-up (8 = khugepaged's 4096 pages per wake-up).
-    pub max_promotions: u32,
-    /// Fewest accessed base pages of a region for it to be promoted.
-    pub min_coverage: u32,
-    /// OS cycles per tracked region per wake-up (reading 512 accessed bits).
-    pub scan_cycles_per_region: u64,
-}
-
-impl Default for HawkeyeConfig {
-    fn default() -> Self {
-        HawkeyeConfig {
-            interval_cycles: 10_000_000,
-            buckets: 10,
-            max_promotions: 8,
-            min_coverage: 1,
-            scan_cycles_per_region: 512 * 20,
-        }
-    }
-}
-
-impl HawkeyeConfig {
-    /// Check ranges (errors name the key).
-    pub fn validate(&self) -> Result<(), String> {
-        if self.interval_cycles == 0 {
-            return Err("os.hawkeye.interval_cycles must be at least 1".into());
-        }
-        if !(1..=512).contains(&self.buckets) {
-            return Err(format!(
-                "os.hawkeye.buckets must be in [1, 512], got {}",
-                self.buckets
-            ));
-        }
-        if !(1..=512).contains(&self.min_coverage) {
-            return Err(format!(
-                "os.hawkeye.min_coverage must be in [1, 512], got {}",
-                self.min_coverage
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// A region that may be promoted: its coverage in the last interval and where it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,19 +70,6 @@ pub fn promotion_order(cands: &mut Vec<Candidate>, cfg: &HawkeyeConfig) -> usize
     cands.len().min(cfg.max_promotions as usize)
 }
 
-/// The daemon's state: accessed-page bitmaps per tracked region.
-#[derive(Clone, Debug, Default)]
-pub struct Hawkeye {
-    /// (ASID, 2 MiB region number) -> bitmap of its 512 base pages accessed this interval.
-    regions: BTreeMap<(Asid, u64), [u64; 8]>,
-    next_wake: u64,
-    wakeups: u64,
-    regions_scanned: u64,
-    promotions: u64,
-    promotion_failures: u64,
-    coverage_promoted: u64,
-}
-
 impl Hawkeye {
     /// Note that the translation of `vpn` was read by a walk or a fault (its accessed bit).
     #[inline]
@@ -154,9 +95,46 @@ impl Hawkeye {
     }
 }
 
+/// `os.policy = "hawkeye"`: THP's fault path, the accessed-bit sampling of every walk, and the
+/// promotion daemon.
+pub struct Policy;
+
+impl FaultPolicy for Policy {
+    const NEEDS_2M: bool = true;
+
+    fn fault(
+        os: &mut Os,
+        asid: Asid,
+        va: Vaddr,
+        vma: &Vma,
+        writable: bool,
+        placer: &mut dyn Placer,
+        changes: &mut Vec<MapChange>,
+    ) -> Result<Mapping, OsError> {
+        os.fault_thp(asid, va, vma, writable, placer, changes)
+    }
+
+    fn has_daemon(_os: &Os) -> bool {
+        true
+    }
+
+    fn tick(os: &mut Os, now_cycles: u64, changes: &mut Vec<MapChange>) {
+        os.hawkeye_tick(now_cycles, changes);
+    }
+
+    #[inline]
+    fn note_walk(os: &mut Os, asid: Asid, m: &Mapping) {
+        os.hawkeye_touch(asid, m);
+    }
+
+    fn stats_into(os: &Os, s: &mut Stats) {
+        os.hawkeye.stats_into(s);
+    }
+}
+
 impl Os {
     /// Run the HawkEye daemon's wake-ups due at `now_cycles`.
-    pub(super) fn hawkeye_tick(&mut self, now_cycles: u64, changes: &mut Vec<MapChange>) {
+    pub(in crate::os) fn hawkeye_tick(&mut self, now_cycles: u64, changes: &mut Vec<MapChange>) {
         if self.hawkeye.next_wake == 0 {
             self.hawkeye.next_wake = self.cfg.hawkeye.interval_cycles;
         }
@@ -211,7 +189,7 @@ impl Os {
 
     /// HawkEye's accessed-bit sampling: a walk or fault read `m`.
     #[inline]
-    pub(super) fn hawkeye_touch(&mut self, asid: Asid, m: &Mapping) {
+    pub(in crate::os) fn hawkeye_touch(&mut self, asid: Asid, m: &Mapping) {
         self.hawkeye.touch(asid, m.vpn, m.size);
     }
 }
