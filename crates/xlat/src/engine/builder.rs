@@ -95,7 +95,9 @@ impl Simulation {
         make: impl FnOnce(&mut crate::os::PhysMem) -> Result<D, crate::os::OsError>,
     ) -> Result<Simulation, SimError> {
         use crate::designs::DesignVisitor;
-        Simulation::build(cfg, source, Vec::new(), |_, phys, sim| Ok(sim.visit(make(phys)?)))
+        Simulation::build(cfg, source, Vec::new(), |_, phys, sim| {
+            Ok(sim.visit(make(phys)?))
+        })
     }
 
     /// Build the run; `visit` builds the design and hands it to the runner's factory.
@@ -103,7 +105,11 @@ impl Simulation {
         cfg: &Config,
         source: Box<dyn EventSource>,
         more: Vec<Box<dyn EventSource>>,
-        visit: impl FnOnce(&Config, &mut crate::os::PhysMem, MakeSim) -> Result<RunnerFactory, crate::os::OsError>,
+        visit: impl FnOnce(
+            &Config,
+            &mut crate::os::PhysMem,
+            MakeSim,
+        ) -> Result<RunnerFactory, crate::os::OsError>,
     ) -> Result<Simulation, SimError> {
         cfg.validate().map_err(|e| SimError::Config(e.0))?;
         // The warm-up is counted like `sim.refs`: per process (a multi-threaded trace is one).

@@ -80,13 +80,40 @@ fn all_events(mut source: Box<dyn EventSource>) -> Vec<Event> {
 #[test]
 fn the_toy_program_keeps_the_generator_contract() {
     let cfg = config("8MiB");
-    let make = || drive("strided", Strided::new(&cfg.workload, 7), &cfg.workload, 30_000).unwrap();
+    let make = || {
+        drive(
+            "strided",
+            Strided::new(&cfg.workload, 7),
+            &cfg.workload,
+            30_000,
+        )
+        .unwrap()
+    };
     let events = all_events(make());
-    let refs = events.iter().filter(|e| matches!(e, Event::Access { .. })).count();
-    assert_eq!(refs, 30_000, "exactly `refs` references: the program never ends");
-    assert!(matches!(events[0], Event::Mmap { .. }), "its allocation comes first");
-    assert_eq!(events, all_events(make()), "deterministic in (config, refs, seed)");
-    let other = drive("strided", Strided::new(&cfg.workload, 8), &cfg.workload, 30_000).unwrap();
+    let refs = events
+        .iter()
+        .filter(|e| matches!(e, Event::Access { .. }))
+        .count();
+    assert_eq!(
+        refs, 30_000,
+        "exactly `refs` references: the program never ends"
+    );
+    assert!(
+        matches!(events[0], Event::Mmap { .. }),
+        "its allocation comes first"
+    );
+    assert_eq!(
+        events,
+        all_events(make()),
+        "deterministic in (config, refs, seed)"
+    );
+    let other = drive(
+        "strided",
+        Strided::new(&cfg.workload, 8),
+        &cfg.workload,
+        30_000,
+    )
+    .unwrap();
     assert_ne!(events, all_events(other), "the seed matters");
 }
 
@@ -114,5 +141,8 @@ fn a_program_holding_too_much_host_memory_is_refused_by_name() {
     }
     let cfg = config("8MiB");
     let err = drive("greedy", Greedy, &cfg.workload, 10).err().unwrap();
-    assert!(err.starts_with("workload 'greedy' at workload.footprint = 8 MiB"), "{err}");
+    assert!(
+        err.starts_with("workload 'greedy' at workload.footprint = 8MiB"),
+        "{err}"
+    );
 }
