@@ -44,7 +44,7 @@ impl Program for Strided {
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
         let va = self.array + self.at;
         load(q, va, 8, 2);
-        if self.at / self.stride % 4 == 0 {
+        if (self.at / self.stride).is_multiple_of(4) {
             store(q, va, 8, 2);
         } else {
             load(q, va + 8, 8, 2);
