@@ -10,6 +10,9 @@
 //! arm of [`build_and_visit`] through which the engine gets the design as its concrete type (the
 //! hot loop is monomorphized per design: no dynamic dispatch per reference), the entry in [`REGISTRY`]
 //! (which drives `xlat designs`, the conformance suite and the golden runs), and the stats key.
+//!
+//! `adding_a_design.rs` (a test) follows these steps with a toy design and runs it through the
+//! engine with the oracle on; docs/architecture.md walks through it.
 
 pub mod ecpt;
 pub mod et;
@@ -445,3 +448,7 @@ designs! {
     restrictive_only: RestrictiveOnly(RestrictiveOnlyConfig) "restrictive-only (Utopia §3 baseline): all data pages in one set-associative 4 KiB segment; a full set swaps its SRRIP victim out";
     et: Et(EtConfig) "Elastic Translations: Arm radix with transparent contiguous-bit management (64 KiB / 32 MiB) and CoalaPaging fault-time placement";
 }
+
+// After the table's macro, which the guide's test instantiates with a toy row.
+#[cfg(test)]
+mod adding_a_design;

@@ -10,7 +10,7 @@
 //! how it is chunked by [`Simulation::step`].
 
 use super::error::SimError;
-use super::sim::{MakeSim, Runner};
+use super::sim::{MakeSim, Runner, RunnerFactory};
 use crate::config::Config;
 use crate::designs::build_and_visit;
 use crate::os::Os;
@@ -18,6 +18,15 @@ use crate::stats::{Stats, StatsExt};
 use crate::trace::EventSource;
 use serde_json::Value;
 use std::time::Instant;
+
+/// The registered design `sim.design` names, handed to the runner's factory.
+fn by_name(
+    cfg: &Config,
+    phys: &mut crate::os::PhysMem,
+    sim: MakeSim,
+) -> Result<RunnerFactory, crate::os::OsError> {
+    build_and_visit(&cfg.sim.design, &cfg.designs, phys, sim)
+}
 
 /// A run in progress: build it, call [`Simulation::step`] until it returns `true`, then take the
 /// [`Simulation::record`].
@@ -46,7 +55,7 @@ impl Simulation {
     /// events; the first thread seen runs on core 0, the next on core 1, ... modulo the cores)
     /// runs on its own core over the process's one address space, in the trace's order.
     pub fn new(cfg: &Config, source: Box<dyn EventSource>) -> Result<Simulation, SimError> {
-        Simulation::build(cfg, source, Vec::new())
+        Simulation::build(cfg, source, Vec::new(), by_name)
     }
 
     /// As [`Simulation::new`] with one process per source (a multi-programmed run when there
@@ -73,13 +82,34 @@ impl Simulation {
         }
         let mut sources = sources.into_iter();
         let source = sources.next().expect("at least one source");
-        Simulation::build(cfg, source, sources.collect())
+        Simulation::build(cfg, source, sources.collect(), by_name)
     }
 
+    /// As [`Simulation::new`] over a design that `make` builds instead of the registered one
+    /// `sim.design` names (which the record still names): how a test runs a design that is
+    /// not in the registry through the whole engine (`designs/adding_a_design.rs`).
+    #[cfg(test)]
+    pub(crate) fn with_design<D: crate::designs::Design + 'static>(
+        cfg: &Config,
+        source: Box<dyn EventSource>,
+        make: impl FnOnce(&mut crate::os::PhysMem) -> Result<D, crate::os::OsError>,
+    ) -> Result<Simulation, SimError> {
+        use crate::designs::DesignVisitor;
+        Simulation::build(cfg, source, Vec::new(), |_, phys, sim| {
+            Ok(sim.visit(make(phys)?))
+        })
+    }
+
+    /// Build the run; `visit` builds the design and hands it to the runner's factory.
     fn build(
         cfg: &Config,
         source: Box<dyn EventSource>,
         more: Vec<Box<dyn EventSource>>,
+        visit: impl FnOnce(
+            &Config,
+            &mut crate::os::PhysMem,
+            MakeSim,
+        ) -> Result<RunnerFactory, crate::os::OsError>,
     ) -> Result<Simulation, SimError> {
         cfg.validate().map_err(|e| SimError::Config(e.0))?;
         // The warm-up is counted like `sim.refs`: per process (a multi-threaded trace is one).
@@ -112,9 +142,8 @@ impl Simulation {
             None
         };
         // The design allocates from the same physical memory as everything else.
-        let factory = build_and_visit(
-            &cfg.sim.design,
-            &cfg.designs,
+        let factory = visit(
+            cfg,
             &mut os.phys,
             MakeSim {
                 cfg: cfg.clone(),

@@ -45,6 +45,18 @@
 //! `workload.get_ratio` (kv, 0.95), `workload.madvise_hugepage` (mark large arrays
 //! MADV_HUGEPAGE, false).
 //!
+//! # Adding a workload
+//! 1. A type implementing [`program::Program`] (in `programs.rs`, `kernels.rs`, `apps.rs` or a
+//!    file of its own): `setup` allocates through the [`heap::AddressSpace`] (which issues the
+//!    system calls) and first-touches its pages; `step` pushes one iteration's accesses;
+//!    `host_bytes` is exact from construction on (all state sized by the footprint).
+//! 2. A row of [`WORKLOADS`] (its name and one-line help) and an arm of [`create`] calling
+//!    `drive`; the workloads' tests then run it with every other workload (determinism, exact
+//!    reference counts, accesses inside live mappings, bounded host memory).
+//! 3. A line in the table above and its sources in docs/workloads.md.
+//!
+//! `adding_a_workload.rs` (a test) follows these steps with a toy program through the engine.
+//!
 //! Approximations: instruction counts are per-loop constants, not measured; graph construction
 //! and table loading are not simulated beyond the first-touch stores; xsbench uses uniform energy
 //! grids (so the index grid is implied) and 68 nuclides in 12 materials as XSBench's "small".
@@ -195,35 +207,45 @@ impl<P: Program> EventSource for Driver<P> {
     }
 }
 
+/// The event source of `program`, built for `cfg` as workload `name`: its setup first, then its
+/// steps, `refs` references in all. Refuses a program whose host memory exceeds
+/// [`HOST_BYTES_LIMIT`]. Every built-in workload is one arm of [`create`] calling this.
+fn drive<P: Program + 'static>(
+    name: &'static str,
+    program: P,
+    cfg: &WorkloadConfig,
+    refs: u64,
+) -> Result<Box<dyn EventSource>, String> {
+    let host = program.host_bytes();
+    if host > HOST_BYTES_LIMIT {
+        return Err(format!(
+            "workload '{}' at workload.footprint = {} would hold {} of host memory, more \
+             than the generators' limit of {}; lower workload.footprint",
+            name,
+            crate::addr::format_bytes(cfg.footprint),
+            crate::addr::format_bytes(host),
+            crate::addr::format_bytes(HOST_BYTES_LIMIT)
+        ));
+    }
+    Ok(Box::new(Driver {
+        name,
+        program,
+        mem: AddressSpace::new(cfg.madvise_hugepage),
+        setup: None,
+        setup_done: false,
+        q: Vec::new(),
+        pos: 0,
+        refs_left: refs,
+    }))
+}
+
 /// Build the generator named in `cfg`.
 pub fn create(cfg: &WorkloadConfig, refs: u64, seed: u64) -> Result<Box<dyn EventSource>, String> {
     cfg.validate()?;
-    let mem = AddressSpace::new(cfg.madvise_hugepage);
     macro_rules! driver {
-        ($name:literal, $p:expr) => {{
-            let program = $p;
-            let host = program.host_bytes();
-            if host > HOST_BYTES_LIMIT {
-                return Err(format!(
-                    "workload '{}' at workload.footprint = {} would hold {} of host memory, more \
-                     than the generators' limit of {}; lower workload.footprint",
-                    $name,
-                    crate::addr::format_bytes(cfg.footprint),
-                    crate::addr::format_bytes(host),
-                    crate::addr::format_bytes(HOST_BYTES_LIMIT)
-                ));
-            }
-            Box::new(Driver {
-                name: $name,
-                program,
-                mem,
-                setup: None,
-                setup_done: false,
-                q: Vec::new(),
-                pos: 0,
-                refs_left: refs,
-            })
-        }};
+        ($name:literal, $p:expr) => {
+            drive($name, $p, cfg, refs)?
+        };
     }
     Ok(match cfg.name.as_str() {
         "gups" => driver!("gups", programs::Gups::new(cfg, seed)),
@@ -314,3 +336,6 @@ pub fn create_all(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod adding_a_workload;

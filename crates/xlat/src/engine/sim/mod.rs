@@ -97,7 +97,7 @@ pub(super) struct MakeSim {
     pub(super) timing_thread: bool,
 }
 
-type RunnerFactory = Box<dyn FnOnce(Os) -> Result<Box<dyn Runner>, OsError> + Send>;
+pub(super) type RunnerFactory = Box<dyn FnOnce(Os) -> Result<Box<dyn Runner>, OsError> + Send>;
 
 impl DesignVisitor for MakeSim {
     type Output = RunnerFactory;
