@@ -111,11 +111,11 @@ test: build test-rust test-python
 # package loads on CPUs that have it) and, on a host with AVX-512, the AVX-512 one must give the
 # same figures (unit tests and the golden snapshots).
 test-rust: setup
-	cargo test -p xlat --release
+	cargo test -p xlat --profile release-test
 	for level in v3 $$(grep -qw avx512f /proc/cpuinfo && echo v4); do \
 	  flags=$$(scripts/isa_rustflags.sh $$level) || exit 1; \
 	  $(ZIG_ENV) RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
-	    cargo test -p xlat --release --target $(HOST_TRIPLE) --lib --test golden -q || exit 1; \
+	    cargo test -p xlat --profile release-test --target $(HOST_TRIPLE) --lib --test golden -q || exit 1; \
 	done
 
 test-python: build
