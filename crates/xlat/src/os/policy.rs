@@ -33,6 +33,9 @@ pub enum PolicyKind {
     /// Trident (MICRO'21): 1 GiB -> 2 MiB -> 4 KiB at fault and a background 1 GiB promoter
     /// (`os.trident.*`, see `os::policies::trident`).
     Trident,
+    /// The "Adding an OS policy" guide's toy, fault-around (`os::policies::toy`; tests only).
+    #[cfg(test)]
+    Toy,
 }
 
 impl PolicyKind {
@@ -45,6 +48,8 @@ impl PolicyKind {
             PolicyKind::Eager => "eager",
             PolicyKind::Hawkeye => "hawkeye",
             PolicyKind::Trident => "trident",
+            #[cfg(test)]
+            PolicyKind::Toy => "toy",
         }
     }
 }

@@ -18,6 +18,9 @@
 //! 3. a row in the `policies!` table of [`registry`] (its dispatch matches every `PolicyKind`:
 //!    a missing row does not compile).
 //!
+//! `toy.rs` follows these steps with a toy policy (fault-around), compiled for tests only, and
+//! runs it through the whole engine.
+//!
 //! Layering: the policy files name [`FaultPolicy`] (this file) and `Os` (`os/mod.rs`);
 //! `registry.rs` names the policy files; this file names neither, so there is no circle.
 
@@ -28,6 +31,9 @@ pub mod mthp;
 pub mod registry;
 pub mod reservation;
 pub mod thp;
+// The guide's toy, for tests only (its row and `PolicyKind::Toy` are `#[cfg(test)]` too).
+#[cfg(test)]
+pub mod toy;
 pub mod trident;
 
 pub use registry::{PolicyInfo, REGISTRY};

@@ -6,6 +6,8 @@
 //! variant without a row does not compile) calling the row's `Policy`; it adds nothing to what
 //! the policy does, so the model's order of operations is the policies' own.
 
+#[cfg(test)]
+use super::toy;
 use super::{eager, hawkeye, mthp, reservation, thp, trident, FaultPolicy};
 use crate::addr::{Asid, Mapping, Vaddr};
 use crate::os::policy::PolicyKind;
@@ -25,10 +27,10 @@ pub struct PolicyInfo {
 }
 
 macro_rules! policies {
-    ($( $kind:ident => $file:ident : $summary:literal ;)*) => {
+    ($( $(#[$attr:meta])* $kind:ident => $file:ident : $summary:literal ;)*) => {
         /// Every placement policy, in table order.
         pub const REGISTRY: &[PolicyInfo] = &[
-            $( PolicyInfo { kind: PolicyKind::$kind, name: stringify!($file), summary: $summary }, )*
+            $( $(#[$attr])* PolicyInfo { kind: PolicyKind::$kind, name: stringify!($file), summary: $summary }, )*
         ];
 
         impl Os {
@@ -43,7 +45,7 @@ macro_rules! policies {
                 changes: &mut Vec<MapChange>,
             ) -> Result<Mapping, OsError> {
                 match self.cfg.policy {
-                    $( PolicyKind::$kind => {
+                    $( $(#[$attr])* PolicyKind::$kind => {
                         <$file::Policy as FaultPolicy>::fault(self, asid, va, vma, writable, placer, changes)
                     } )*
                 }
@@ -59,7 +61,7 @@ macro_rules! policies {
                 changes: &mut Vec<MapChange>,
             ) -> Result<(), OsError> {
                 match self.cfg.policy {
-                    $( PolicyKind::$kind => {
+                    $( $(#[$attr])* PolicyKind::$kind => {
                         <$file::Policy as FaultPolicy>::mapped(self, asid, start, end, prot_bits, changes)
                     } )*
                 }
@@ -68,21 +70,21 @@ macro_rules! policies {
             /// The configured policy's [`FaultPolicy::NEEDS_2M`].
             pub(in crate::os) fn policy_needs_2m(&self) -> bool {
                 match self.cfg.policy {
-                    $( PolicyKind::$kind => <$file::Policy as FaultPolicy>::NEEDS_2M, )*
+                    $( $(#[$attr])* PolicyKind::$kind => <$file::Policy as FaultPolicy>::NEEDS_2M, )*
                 }
             }
 
             /// The configured policy's [`FaultPolicy::has_daemon`].
             pub(in crate::os) fn policy_has_daemon(&self) -> bool {
                 match self.cfg.policy {
-                    $( PolicyKind::$kind => <$file::Policy as FaultPolicy>::has_daemon(self), )*
+                    $( $(#[$attr])* PolicyKind::$kind => <$file::Policy as FaultPolicy>::has_daemon(self), )*
                 }
             }
 
             /// The configured policy's [`FaultPolicy::tick`].
             pub(in crate::os) fn policy_tick(&mut self, now_cycles: u64, changes: &mut Vec<MapChange>) {
                 match self.cfg.policy {
-                    $( PolicyKind::$kind => <$file::Policy as FaultPolicy>::tick(self, now_cycles, changes), )*
+                    $( $(#[$attr])* PolicyKind::$kind => <$file::Policy as FaultPolicy>::tick(self, now_cycles, changes), )*
                 }
             }
 
@@ -90,14 +92,14 @@ macro_rules! policies {
             #[inline]
             pub(in crate::os) fn policy_note_walk(&mut self, asid: Asid, m: &Mapping) {
                 match self.cfg.policy {
-                    $( PolicyKind::$kind => <$file::Policy as FaultPolicy>::note_walk(self, asid, m), )*
+                    $( $(#[$attr])* PolicyKind::$kind => <$file::Policy as FaultPolicy>::note_walk(self, asid, m), )*
                 }
             }
 
             /// The configured policy's [`FaultPolicy::stats_into`].
             pub(in crate::os) fn policy_stats_into(&self, s: &mut Stats) {
                 match self.cfg.policy {
-                    $( PolicyKind::$kind => <$file::Policy as FaultPolicy>::stats_into(self, s), )*
+                    $( $(#[$attr])* PolicyKind::$kind => <$file::Policy as FaultPolicy>::stats_into(self, s), )*
                 }
             }
         }
@@ -111,6 +113,8 @@ policies! {
     Eager => eager: "eager paging: whole VMAs mapped at mmap time in the largest aligned pages";
     Hawkeye => hawkeye: "HawkEye: THP faults and a daemon promoting the most accessed 2 MiB regions first";
     Trident => trident: "Trident: 1 GiB, 2 MiB, 4 KiB at fault and a background 1 GiB promoter";
+    #[cfg(test)]
+    Toy => toy: "the Adding-an-OS-policy guide's toy: fault-around (tests only)";
 }
 
 #[cfg(test)]
@@ -126,6 +130,7 @@ mod tests {
             assert_eq!(tag, p.kind);
             assert!(REGISTRY[..i].iter().all(|q| q.kind != p.kind), "{}", p.name);
         }
-        assert_eq!(REGISTRY.len(), 6);
+        // The six policies, and the guide's toy in tests.
+        assert_eq!(REGISTRY.len(), 7);
     }
 }
