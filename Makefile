@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all setup build wheel package vgtool demo report-docs results-docs test test-rust test-python test-browser bench lint fmt clean
+.PHONY: all setup build wheel package vgtool demo report-docs results-docs test test-rust test-isa test-python test-browser bench lint fmt clean
 
 all: build
 
@@ -106,12 +106,18 @@ results-docs: build
 
 test: build test-rust test-python
 
-# The whole-set compares (crates/xlat/src/simd.rs) have portable, AVX2 and AVX-512 paths, chosen
-# by the build's target CPU: the default build is portable; the AVX2 one (x86-64-v3, which the
-# package loads on CPUs that have it) and, on a host with AVX-512, the AVX-512 one must give the
-# same figures (unit tests and the golden snapshots).
+# The Rust tests, in profile release-test (Cargo.toml: release without LTO).
 test-rust: setup
 	cargo test -p xlat --profile release-test
+
+# The whole-set compares (crates/xlat/src/simd.rs) have portable, AVX2 and AVX-512 paths, chosen
+# by the build's target CPU: the default build is portable. `make test` checks the optimized
+# builds the package carries through their records (tests/test_wheel.py: every registered
+# design on two workloads gives the same record under the portable, v3 and, on a host with
+# AVX-512, v4 core). This target also runs the unit tests and the golden snapshots compiled
+# for x86-64-v3 (and v4 on an AVX-512 host): two more compilations of the crate, about 5
+# minutes each on a 2-CPU machine, which is why `make test` leaves them out.
+test-isa: setup
 	for level in v3 $$(grep -qw avx512f /proc/cpuinfo && echo v4); do \
 	  flags=$$(scripts/isa_rustflags.sh $$level) || exit 1; \
 	  $(ZIG_ENV) RUSTFLAGS="$$flags" CARGO_TARGET_DIR=target/cpu-x86-64-$$level \
@@ -119,7 +125,7 @@ test-rust: setup
 	done
 
 test-python: build
-	$(PY) -m pytest -q -rs tests python/xlat docs/sweeps.md docs/notebook.md --doctest-modules --doctest-glob='sweeps.md' --doctest-glob='notebook.md'
+	$(PY) -m pytest -q -rs --durations=15 tests python/xlat docs/sweeps.md docs/notebook.md --doctest-modules --doctest-glob='sweeps.md' --doctest-glob='notebook.md'
 
 # The report's browser test needs Chromium, which `make test` never installs (it is skipped, with
 # its reason, when Chromium is missing): this target installs Debian's chromium (apt-get as

@@ -178,13 +178,17 @@ def test_the_wheel_installs_in_a_fresh_venv_and_everything_a_clone_does_works(
 
 
 def _record(isa: str) -> list[dict]:
+    # Every registered design on a random and a pointer-chasing workload: the whole-set
+    # compares of every TLB, cache and MMU cache the designs use, under each build (`make
+    # test-isa` compiles the Rust tests for each level too).
     code = (
         "import json, xlat\n"
         "out = []\n"
-        "for d in ('radix', 'ecpt', 'lvm'):\n"
-        "    r = xlat.run(design=d, workload='gups', footprint='16MiB', refs=20000)\n"
-        "    r.pop('sim')\n"
-        "    out.append(r)\n"
+        "for d in xlat.designs():\n"
+        "    for w in ('gups', 'pointer_chase'):\n"
+        "        r = xlat.run(design=d, workload=w, footprint='16MiB', refs=20000)\n"
+        "        r.pop('sim')\n"
+        "        out.append(r)\n"
         "print(json.dumps([xlat._core.SIMD_PATH, out]))\n"
     )
     env = dict(os.environ, XLAT_ISA=isa)
