@@ -202,7 +202,7 @@ impl Config {
         follow_paging_mode(&mut tree, layers, overrides);
         let cfg: Config = tree
             .try_into()
-            .map_err(|e: toml::de::Error| ConfigError(format!("invalid configuration: {e}")))?;
+            .map_err(|e: toml::de::Error| ConfigError(deserialize_message(&e.to_string())))?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -344,6 +344,33 @@ impl Config {
         }
         v
     }
+}
+
+/// A deserialization error as one line, key first: ``'os.policy': unknown value `thpp` (did
+/// you mean `thp`?); expected one of ...`` for an unknown enum value, else the error with its
+/// lines joined (serde puts the key on a line of its own).
+fn deserialize_message(raw: &str) -> String {
+    let mut lines = raw.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or_default().to_string();
+    let key = lines
+        .find_map(|l| l.strip_prefix("in `").and_then(|k| k.strip_suffix('`')))
+        .map(str::to_string);
+    let Some(key) = key else {
+        return format!(
+            "invalid configuration: {}",
+            raw.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+    };
+    if let Some(rest) = first.strip_prefix("unknown variant `") {
+        if let Some((value, expected)) = rest.split_once("`, expected one of ") {
+            let choices: Vec<&str> = expected.split(", ").map(|c| c.trim_matches('`')).collect();
+            let hint = crate::suggest::closest(value, choices.iter().copied())
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
+            return format!("'{key}': unknown value `{value}`{hint}; expected one of {expected}");
+        }
+    }
+    format!("'{key}': {first}")
 }
 
 /// `ideal.levels` and `perfect_tlb.levels` follow `radix.levels` (the machine's paging mode)
@@ -534,6 +561,24 @@ fn coerce_like(old: &toml::Value, new: toml::Value, key: &str) -> Result<toml::V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_enum_value_is_one_line_naming_the_key_and_the_closest_value() {
+        let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let err = Config::resolve(None, &[o("os.policy", "thpp")])
+            .unwrap_err()
+            .0;
+        let head = "'os.policy': unknown value `thpp` (did you mean `thp`?); expected one of \
+                    `thp`, `mthp`, `reservation`, `eager`, `hawkeye`, `trident`";
+        assert!(err.starts_with(head) && !err.contains('\n'), "{err}");
+        let err = Config::resolve(None, &[o("tlb.coalescing", "contiguous")])
+            .unwrap_err()
+            .0;
+        assert!(
+            !err.contains('\n') && err.starts_with("'tlb.coalescing'"),
+            "{err}"
+        );
+    }
 
     fn set(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
