@@ -104,7 +104,11 @@ report-docs: build
 results-docs: build
 	$(PY) scripts/results_docs.py
 
-test: build test-rust test-python
+# The Rust and Python suites run side by side once the build is done (the Python tests leave a
+# CPU mostly idle: they wait on subprocesses, Ray and the disk); each suite's output is printed
+# whole when it ends.
+test: build
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-rust test-python
 
 # The Rust tests, in profile release-test (Cargo.toml: release without LTO).
 test-rust: setup
