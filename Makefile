@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all setup build wheel package vgtool demo report-docs results-docs test test-rust test-isa test-python test-browser bench lint fmt clean
+.PHONY: all setup build wheel package vgtool demo report-docs results-docs test test-rust test-isa test-python rust-tests python-tests test-browser bench lint fmt clean
 
 all: build
 
@@ -108,10 +108,14 @@ results-docs: build
 # CPU mostly idle: they wait on subprocesses, Ray and the disk); each suite's output is printed
 # whole when it ends.
 test: build
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-rust test-python
+	$(MAKE) --no-print-directory -j2 --output-sync=target rust-tests python-tests
 
 # The Rust tests, in profile release-test (Cargo.toml: release without LTO).
 test-rust: setup
+	$(MAKE) --no-print-directory rust-tests
+
+# The suites alone, without their prerequisites (`make test` builds first, once).
+rust-tests:
 	cargo test -p xlat --profile release-test
 
 # The whole-set compares (crates/xlat/src/simd.rs) have portable, AVX2 and AVX-512 paths, chosen
@@ -129,6 +133,9 @@ test-isa: setup
 	done
 
 test-python: build
+	$(MAKE) --no-print-directory python-tests
+
+python-tests:
 	$(PY) -m pytest -q -rs --durations=15 tests python/xlat docs/sweeps.md docs/notebook.md --doctest-modules --doctest-glob='sweeps.md' --doctest-glob='notebook.md'
 
 # The report's browser test needs Chromium, which `make test` never installs (it is skipped, with
