@@ -14,7 +14,9 @@ SRC = ROOT / "crates" / "xlat" / "src"
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("rust_imports", ROOT / "scripts" / "rust_imports.py")
+    spec = importlib.util.spec_from_file_location(
+        "rust_imports", ROOT / "scripts" / "rust_imports.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     sys.modules["rust_imports"] = mod
     spec.loader.exec_module(mod)
@@ -40,7 +42,9 @@ def test_the_checker_sees_a_circle_it_is_shown(tmp_path):
     (tmp_path / "lib.rs").write_text("pub mod a;\npub mod b;\npub mod c;\n")
     (tmp_path / "a.rs").write_text("use crate::b::B;\npub struct A(B);\n")
     (tmp_path / "b.rs").write_text("pub struct B;\npub fn f(_: &crate::a::A) {}\n")
-    (tmp_path / "c.rs").write_text("pub use crate::a::A;\n#[cfg(test)]\nmod t { use crate::b::B; }\n")
+    (tmp_path / "c.rs").write_text(
+        "pub use crate::a::A;\n#[cfg(test)]\nmod t { use crate::b::B; }\n"
+    )
     tool = _tool()
     found = tool.circles(tool.Crate(tmp_path).edges())
     assert [[p.name for p in c] for c in found] == [["a.rs", "b.rs"]]
