@@ -1,0 +1,108 @@
+/* gups: random read-modify-write updates of 8-byte words (HPCC RandomAccess-like).
+ *
+ * Each update is table[idx] ^= r with idx drawn from r, an xorshift64 sequence. The index
+ * depends only on the generator (a few ALU operations), never on a load, so updates are
+ * independent: the out-of-order core overlaps as many of their misses (data and TLB) as it can.
+ * How many are in flight is up to the CPU (load/store queues, miss buffers, page walkers), so
+ * ns per update is a throughput figure, not a latency; compare chase for latency.
+ *
+ * Output: one JSON line per measurement (prefix "{"), '#' lines for people.
+ */
+#define _GNU_SOURCE
+#include "common.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: gups --size BYTES [--pages 4k|2m|default] [--seconds S] [--seed N] "
+                    "[--cpu N]\n");
+    exit(2);
+}
+
+/* `count` updates (a multiple of 4); returns the generator state to continue from.
+ * The multiply-high maps r onto [0, words) without a modulo and for any table size. */
+__attribute__((noinline)) static uint64_t updates(uint64_t *table, uint64_t words, uint64_t r,
+                                                  uint64_t count)
+{
+    for (uint64_t i = 0; i < count; i += 4) {
+#define STEP                                                                                   \
+    r ^= r << 13;                                                                              \
+    r ^= r >> 7;                                                                               \
+    r ^= r << 17;                                                                              \
+    table[(uint64_t)(((unsigned __int128)r * words) >> 64)] ^= r;
+        STEP STEP STEP STEP
+#undef STEP
+    }
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    size_t bytes = 0;
+    enum page_mode mode = PAGES_4K;
+    double seconds = 2.0;
+    uint64_t seed = 1;
+    int cpu = 0;
+    static const struct option opts[] = {
+        {"size", required_argument, 0, 's'}, {"pages", required_argument, 0, 'p'},
+        {"seconds", required_argument, 0, 't'}, {"seed", required_argument, 0, 'r'},
+        {"cpu", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': bytes = parse_size(optarg); break;
+        case 'p': mode = parse_pages(optarg); break;
+        case 't': seconds = atof(optarg); break;
+        case 'r': seed = strtoull(optarg, NULL, 0); break;
+        case 'c': cpu = atoi(optarg); break;
+        default: usage();
+        }
+    }
+    if (bytes == 0)
+        usage();
+    pin_self(cpu, "gups thread");
+    struct region reg;
+    region_alloc(&reg, bytes, mode);
+    region_report(&reg, "gups table");
+    uint64_t *table = (uint64_t *)reg.base;
+    uint64_t words = reg.bytes / 8;
+
+    uint64_t s = seed, r = splitmix64(&s) | 1; /* xorshift64 state must be non-zero */
+    /* Warm-up: 2^20 updates bring TLBs, caches and the page-walk caches to steady state. */
+    r = updates(table, words, r, (uint64_t)1 << 20);
+    uint64_t batch = (uint64_t)1 << 20, n = 0;
+    struct snap s0, s1;
+    snap_take(&s0, cpu);
+    do {
+        r = updates(table, words, r, batch);
+        n += batch;
+    } while (now_seconds() - s0.wall < seconds);
+    snap_take(&s1, cpu);
+    struct snap d = snap_diff(&s0, &s1);
+    double ns = d.wall * 1e9 / (double)n;
+    double ns_cpu = d.thread_cpu * 1e9 / (double)n;
+    /* A checksum over a sample of the table keeps the updates observable. */
+    uint64_t check = 0;
+    for (uint64_t i = 0; i < words; i += 4096)
+        check ^= table[i];
+
+    printf("{\"bench\": \"gups\", \"table_bytes\": %zu, \"pages\": \"%s\", \"huge_share\": %.4f, "
+           "\"anon_huge_kb\": %zu, \"updates\": %llu, \"ns_per_update\": %.3f, "
+           "\"ns_per_update_cpu\": %.3f, \"mups\": %.2f, \"cpu\": %d, \"touch_seconds\": %.2f, \"seed\": %llu, "
+           "\"check\": %llu, ",
+           reg.bytes, pages_name(mode), region_huge_share(&reg), reg.anon_huge_kb,
+           (unsigned long long)n, ns, ns_cpu, 1e3 / ns, cpu, reg.touch_seconds,
+           (unsigned long long)seed, (unsigned long long)check);
+    json_host_fields(stdout);
+    json_snap_fields(stdout, &d);
+    printf("}\n");
+    printf("# gups %zu MiB, %s pages (%.1f %% huge): %.2f ns per update, %.1f M updates/s "
+           "(%.2f ns by thread CPU time; steal %.2f s, %ld switches)\n",
+           reg.bytes >> 20, pages_name(mode), 100 * region_huge_share(&reg), ns, 1e3 / ns, ns_cpu,
+           d.steal, d.nivcsw);
+    region_free(&reg);
+    return 0;
+}
