@@ -1,0 +1,359 @@
+"""Measure this machine's memory system and translation with tools/hostbench (docs/host.md).
+
+Builds the C microbenchmarks (``make -C tools/hostbench``), records what the machine says of
+itself (``lscpu``, the ``/proc/cpuinfo`` model name and flags, the THP settings, the kernel,
+the cache hierarchy from sysfs, the TLB leaves of ``cpuid`` when the tool is installed), then
+runs the set and writes one JSON line per measurement, after one ``"record": "host"`` line,
+to a JSON-lines file.
+
+The set (``--smoke``: the same shape with small regions and short runs):
+
+- ``clock``: the core clock from a chain of dependent adds, on each CPU;
+- ``bw``: streaming read and triad, 1 and 2 threads, 2 GiB arrays, best of 5;
+- ``chase``: dependent chase over 1 GiB and 8 GiB, 4 KiB (``MADV_NOHUGEPAGE``) and 2 MiB
+  (``MADV_HUGEPAGE``) pages, every line of the region (slot 64) and one line per 4 KiB page
+  (slot 4096), each alone and beside one streaming thread (loaded latency);
+- ``gups``: random updates over 1 GiB and 8 GiB, 4 KiB and 2 MiB pages;
+- ``ladder``: chase over 16 KiB .. 64 MiB (2 MiB pages, every line): the cache latencies;
+- ``reach``: chase with one line per 4 KiB page over 256 KiB .. 32 MiB, 4 KiB and 2 MiB
+  pages: where the TLBs run out, and whether 2 MiB guest pages give 2 MiB TLB entries.
+
+8 GiB regions run only if ``MemAvailable`` is at least 12 GiB. A busy machine (1-minute load
+average above ``--max-load``) is refused unless ``--force``; the load average is recorded
+beside every measurement either way.
+
+Usage::
+
+    python3 scripts/host_measure.py [--smoke] [--force] [--out FILE] [--only bw,chase,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "tools" / "hostbench"
+GIB = 1 << 30
+STEPS = ("clock", "bw", "chase", "gups", "ladder", "reach")
+
+
+def sh(cmd: list[str]) -> str:
+    """Run a command and return its stdout, or "" if it is missing or fails."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def read(path: str) -> str:
+    """A small text file's content, stripped, or "" if unreadable."""
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
+
+
+def loadavg() -> list[float]:
+    """The 1, 5 and 15-minute load averages."""
+    return [float(x) for x in read("/proc/loadavg").split()[:3]]
+
+
+def meminfo_kb(key: str) -> int:
+    """One /proc/meminfo field in kB (0 if absent)."""
+    m = re.search(rf"^{key}:\s+(\d+) kB", read("/proc/meminfo"), re.M)
+    return int(m.group(1)) if m else 0
+
+
+def bracketed(path: str) -> str:
+    """The selected word of a sysfs choice file ("madvise" from "always [madvise] never")."""
+    m = re.search(r"\[(\w[\w+]*)\]", read(path))
+    return m.group(1) if m else read(path)
+
+
+def caches() -> list[dict]:
+    """cpu0's caches from /sys/devices/system/cpu/cpu0/cache (what the guest is told)."""
+    out = []
+    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        out.append(
+            {
+                f: read(str(d / f))
+                for f in (
+                    "level",
+                    "type",
+                    "size",
+                    "ways_of_associativity",
+                    "number_of_sets",
+                    "coherency_line_size",
+                    "shared_cpu_list",
+                )
+            }
+        )
+    return out
+
+
+# AMD's encoding of L2/L3 cache and TLB associativity (AMD64 APM vol. 3, CPUID Fn8000_0006).
+AMD_ASSOC = {
+    0: "disabled",
+    1: "1-way",
+    2: "2-way",
+    3: "3-way",
+    4: "4-way",
+    5: "6-way",
+    6: "8-way",
+    8: "16-way",
+    9: "see Fn8000_001D",
+    10: "32-way",
+    11: "48-way",
+    12: "64-way",
+    13: "96-way",
+    14: "128-way",
+    15: "fully associative",
+}
+
+
+def cpuid_raw(leaf: int) -> dict[str, int] | None:
+    """Registers of one CPUID leaf (subleaf 0) on one CPU, via the ``cpuid`` tool."""
+    text = sh(["cpuid", "-1", "-r", "-l", hex(leaf)])
+    m = re.search(r"eax=(0x[0-9a-f]+) ebx=(0x[0-9a-f]+) ecx=(0x[0-9a-f]+) edx=(0x[0-9a-f]+)", text)
+    if not m:
+        return None
+    return dict(zip(("eax", "ebx", "ecx", "edx"), (int(x, 16) for x in m.groups())))
+
+
+def l1_tlb(reg: int) -> dict:
+    """Fn8000_0005 EAX/EBX layout: data assoc 31:24, data entries 23:16, instr 15:8, 7:0."""
+    return {
+        "data_entries": (reg >> 16) & 0xFF,
+        "data_assoc": "fully associative" if (reg >> 24) & 0xFF == 0xFF else (reg >> 24) & 0xFF,
+        "instr_entries": reg & 0xFF,
+        "instr_assoc": "fully associative" if (reg >> 8) & 0xFF == 0xFF else (reg >> 8) & 0xFF,
+    }
+
+
+def l2_tlb(reg: int) -> dict:
+    """Fn8000_0006 EAX/EBX and Fn8000_0019 layout: data assoc 31:28, entries 27:16, instr."""
+    return {
+        "data_entries": (reg >> 16) & 0xFFF,
+        "data_assoc": AMD_ASSOC.get((reg >> 28) & 0xF, "?"),
+        "instr_entries": reg & 0xFFF,
+        "instr_assoc": AMD_ASSOC.get((reg >> 12) & 0xF, "?"),
+    }
+
+
+def tlbs() -> dict:
+    """The TLB and cache leaves of AMD's extended CPUID, raw and decoded (empty without cpuid)."""
+    raw = {hex(leaf): cpuid_raw(leaf) for leaf in (0x80000005, 0x80000006, 0x80000019)}
+    if not all(raw.values()):
+        return {"error": "cpuid tool missing or leaves unavailable (apt-get install cpuid)"}
+    l5, l6, l19 = raw["0x80000005"], raw["0x80000006"], raw["0x80000019"]
+    return {
+        "raw": {leaf: {r: f"0x{v:08x}" for r, v in regs.items()} for leaf, regs in raw.items()},
+        "l1_4k": l1_tlb(l5["ebx"]),
+        "l1_2m": l1_tlb(l5["eax"]),
+        "l1_1g": l2_tlb(l19["eax"]),
+        "l2_4k": l2_tlb(l6["ebx"]),
+        "l2_2m": l2_tlb(l6["eax"]),
+        "l2_1g": l2_tlb(l19["ebx"]),
+        "l1d_kb": (l5["ecx"] >> 24) & 0xFF,
+        "l2_kb": (l6["ecx"] >> 16) & 0xFFFF,
+        "l2_assoc": AMD_ASSOC.get((l6["ecx"] >> 12) & 0xF, "?"),
+        "l3_kb_package": ((l6["edx"] >> 18) & 0x3FFF) * 512,
+    }
+
+
+def host_record(args: argparse.Namespace) -> dict:
+    """Everything the machine says of itself, as one JSON object."""
+    cpuinfo = read("/proc/cpuinfo")
+    model = re.search(r"^model name\s*:\s*(.*)$", cpuinfo, re.M)
+    mhz = re.search(r"^cpu MHz\s*:\s*(.*)$", cpuinfo, re.M)
+    flags = re.search(r"^flags\s*:\s*(.*)$", cpuinfo, re.M)
+    flag_set = set(flags.group(1).split()) if flags else set()
+    lscpu_json = sh(["lscpu", "-J"])
+    lscpu_text = sh(["lscpu"])
+    vendor = re.search(r"Hypervisor vendor:\s*(\S+)", lscpu_text)
+    thp = "/sys/kernel/mm/transparent_hugepage"
+    return {
+        "record": "host",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "git_commit": sh(["git", "-C", str(ROOT), "rev-parse", "HEAD"]).strip(),
+        "smoke": args.smoke,
+        "kernel": platform.uname()._asdict(),
+        "cmdline": read("/proc/cmdline"),
+        "model_name": model.group(1) if model else "",
+        "cpu_mhz": float(mhz.group(1)) if mhz else None,
+        "hypervisor_flag": "hypervisor" in flag_set,
+        "flags_of_interest": sorted(
+            flag_set & {"hypervisor", "svm", "npt", "pdpe1gb", "pcid", "invpcid", "pse"}
+        ),
+        "hypervisor_vendor": vendor.group(1) if vendor else "",
+        "lscpu": json.loads(lscpu_json) if lscpu_json else lscpu_text,
+        "caches_sysfs": caches(),
+        "cpuid": tlbs(),
+        "thp_enabled": bracketed(f"{thp}/enabled"),
+        "thp_defrag": bracketed(f"{thp}/defrag"),
+        "thp_khugepaged_defrag": read(f"{thp}/khugepaged/defrag"),
+        "mem_total_kb": meminfo_kb("MemTotal"),
+        "mem_available_kb": meminfo_kb("MemAvailable"),
+        "loadavg_start": loadavg(),
+        "nproc": os.cpu_count(),
+    }
+
+
+def plan(args: argparse.Namespace, big_ok: bool) -> list[tuple[str, list[str]]]:
+    """The (step, command) list for the chosen set."""
+    sec = str(args.seconds)
+    cmds: list[tuple[str, list[str]]] = []
+    if args.smoke:
+        regions = ["64M"]
+        bw = ["--size", "256M", "--reps", "3"]
+        load_size = "64M"
+        ladder = ["16K", "256K", "4M", "64M"]
+        reach = ["256K", "16M"]
+    else:
+        regions = ["1G"] + (["8G"] if big_ok else [])
+        bw = ["--size", "2G", "--reps", "5"]
+        load_size = "512M"
+        ladder = ["16K", "32K", "64K", "256K", "512K", "1M", "2M", "4M", "8M", "16M", "64M"]
+        reach = ["256K", "1M", "4M", "8M", "12M", "16M", "32M"]
+    if "clock" in args.only:
+        cmds += [("clock", ["./clock", "--cpu", str(c)]) for c in range(os.cpu_count() or 1)]
+    if "bw" in args.only:
+        cmds.append(("bw", ["./bw", "--kernel", "all", "--threads", "1,2", *bw]))
+    for size in regions:
+        for pages in ("4k", "2m"):
+            if "chase" in args.only:
+                cmds.append(
+                    (
+                        "chase",
+                        [
+                            "./chase",
+                            "--size",
+                            size,
+                            "--pages",
+                            pages,
+                            "--slot",
+                            "64,4096",
+                            "--load",
+                            "0,1",
+                            "--load-size",
+                            load_size,
+                            "--seconds",
+                            sec,
+                        ],
+                    )
+                )
+            if "gups" in args.only:
+                cmds.append(
+                    ("gups", ["./gups", "--size", size, "--pages", pages, "--seconds", sec])
+                )
+    short = str(min(args.seconds, 1.0))
+    if "ladder" in args.only:
+        for size in ladder:
+            cmds.append(
+                ("ladder", ["./chase", "--size", size, "--pages", "2m", "--seconds", short])
+            )
+    if "reach" in args.only:
+        for pages in ("4k", "2m"):
+            for size in reach:
+                cmds.append(
+                    (
+                        "reach",
+                        ["./chase", "--size", size, "--pages", pages, "--slot", "4096"]
+                        + ["--seconds", short],
+                    )
+                )
+    return cmds
+
+
+def main() -> int:
+    """Parse arguments, check the machine is quiet and large enough, build, run, record."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--smoke", action="store_true", help="small regions, short runs")
+    ap.add_argument("--force", action="store_true", help="run even if the machine is busy")
+    ap.add_argument(
+        "--max-load",
+        type=float,
+        default=0.5,
+        help="refuse above this 1-minute load average (default 0.5)",
+    )
+    ap.add_argument("--seconds", type=float, default=2.0, help="timed seconds per measurement")
+    ap.add_argument("--only", default=",".join(STEPS), help=f"steps, from {','.join(STEPS)}")
+    ap.add_argument("--out", type=Path, help="JSON-lines file (default out/host/<time>.jsonl)")
+    args = ap.parse_args()
+    args.only = set(args.only.split(","))
+    if not args.only <= set(STEPS):
+        ap.error(f"--only: unknown step(s) {sorted(args.only - set(STEPS))}")
+
+    load = loadavg()
+    if load[0] > args.max_load:
+        msg = (
+            f"the machine is busy: load average {load[0]:.2f} (1 min), {load[1]:.2f} (5 min) "
+            f"above --max-load {args.max_load}; figures would be noisy"
+        )
+        if not args.force:
+            print(f"refusing: {msg}. Use --force to measure anyway.", file=sys.stderr)
+            return 1
+        print(f"warning: {msg} (--force: measuring anyway)", file=sys.stderr)
+
+    avail_gib = meminfo_kb("MemAvailable") / (1 << 20)
+    big_ok = avail_gib >= 12
+    if not big_ok and not args.smoke:
+        print(
+            f"skipping 8 GiB regions: MemAvailable is {avail_gib:.1f} GiB (< 12 GiB)",
+            file=sys.stderr,
+        )
+
+    subprocess.run(["make", "-C", str(BENCH)], check=True)
+    if not shutil.which("cpuid"):
+        print("note: cpuid not installed; TLB sizes not recorded (apt-get install cpuid)")
+
+    out = args.out or ROOT / "out" / "host" / time.strftime("hostbench-%Y%m%d-%H%M%S.jsonl")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    t_start = time.monotonic()
+    with out.open("w") as f:
+        rec = host_record(args)
+        rec["busy"] = load[0] > args.max_load
+        rec["big_regions"] = big_ok
+        f.write(json.dumps(rec) + "\n")
+        for i, (step, cmd) in enumerate(plan(args, big_ok)):
+            before = loadavg()
+            print(f"== [{i}] {step}: {' '.join(cmd)}  (load {before[0]:.2f})", flush=True)
+            t0 = time.monotonic()
+            proc = subprocess.run(cmd, cwd=BENCH, capture_output=True, text=True)
+            for line in proc.stdout.splitlines():
+                if line.startswith("{"):
+                    m = json.loads(line)
+                    m.update(step=step, index=i, command=" ".join(cmd), loadavg_before=before)
+                    f.write(json.dumps(m) + "\n")
+                else:
+                    print(line)
+            if proc.returncode != 0:
+                print(proc.stderr, file=sys.stderr)
+                f.write(json.dumps({"record": "error", "command": " ".join(cmd)}) + "\n")
+            print(f"   ({time.monotonic() - t0:.1f} s)", flush=True)
+            f.flush()
+        f.write(
+            json.dumps(
+                {
+                    "record": "end",
+                    "loadavg_end": loadavg(),
+                    "seconds": round(time.monotonic() - t_start, 1),
+                }
+            )
+            + "\n"
+        )
+    print(f"wrote {out} ({time.monotonic() - t_start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
