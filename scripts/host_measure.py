@@ -25,6 +25,7 @@ beside every measurement either way.
 Usage::
 
     python3 scripts/host_measure.py [--smoke] [--force] [--out FILE] [--only bw,chase,...]
+    python3 scripts/host_measure.py --summarize FILE   # Markdown tables of a results file
 """
 
 from __future__ import annotations
@@ -274,6 +275,200 @@ def plan(args: argparse.Namespace, big_ok: bool) -> list[tuple[str, list[str]]]:
     return cmds
 
 
+def fmt_size(b: int) -> str:
+    """Bytes as KiB / MiB / GiB."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
+
+
+def table(head: list[str], rows: list[list]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def summarize(path: Path) -> str:
+    """Markdown tables of every measurement in a results file (for docs/host.md).
+
+    Time per access is given twice: by the wall clock and by the measuring thread's own CPU
+    time (which leaves out the time other jobs ran on its CPU; see tools/hostbench/README.md).
+    """
+    recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    host = next((r for r in recs if r.get("record") == "host"), {})
+    end = next((r for r in recs if r.get("record") == "end"), {})
+    ms = [r for r in recs if "bench" in r]
+    by = {k: [r for r in ms if r.get("step") == k] for k in STEPS}
+    clock = [r["ghz_median"] for r in by["clock"]]
+    ghz = sum(clock) / len(clock) if clock else None
+    out = [
+        f"Results file `{path.name}`: {host.get('time', '?')}, commit "
+        f"{host.get('git_commit', '?')[:10]}, load average at start "
+        f"{host.get('loadavg_start')}, at end {end.get('loadavg_end')}, "
+        f"{end.get('seconds', '?')} s in all."
+    ]
+    if by["clock"]:
+        out.append(
+            table(
+                ["CPU", "GHz (median of 9)", "max", "min", "load avg"],
+                [
+                    [r["cpu"], r["ghz_median"], r["ghz_max"], r["ghz_min"], r["loadavg1"]]
+                    for r in by["clock"]
+                ],
+            )
+        )
+    if by["bw"]:
+        out.append(
+            table(
+                ["kernel", "threads", "array", "best GB/s", "mean GB/s", "load avg"],
+                [
+                    [
+                        r["kernel"],
+                        r["threads"],
+                        fmt_size(r["array_bytes"]),
+                        r["gbs"],
+                        r["gbs_mean"],
+                        r["loadavg1"],
+                    ]
+                    for r in by["bw"]
+                ],
+            )
+        )
+    if by["chase"]:
+        out.append(
+            table(
+                [
+                    "region",
+                    "pages",
+                    "huge share",
+                    "slot",
+                    "load threads",
+                    "ns/access (wall)",
+                    "ns/access (thread CPU)",
+                    "load GB/s",
+                    "load avg",
+                ],
+                [
+                    [
+                        fmt_size(r["region_bytes"]),
+                        r["pages"],
+                        f"{100 * r['huge_share']:.1f} %",
+                        r["slot_bytes"],
+                        r["load_threads"],
+                        r["ns_per_access"],
+                        r["ns_per_access_cpu"],
+                        r["load_gbs"] if r["load_threads"] else "",
+                        r["loadavg1"],
+                    ]
+                    for r in by["chase"]
+                ],
+            )
+        )
+    if by["gups"]:
+        out.append(
+            table(
+                [
+                    "table",
+                    "pages",
+                    "huge share",
+                    "ns/update (wall)",
+                    "ns/update (thread CPU)",
+                    "M updates/s (wall)",
+                    "load avg",
+                ],
+                [
+                    [
+                        fmt_size(r["table_bytes"]),
+                        r["pages"],
+                        f"{100 * r['huge_share']:.1f} %",
+                        r["ns_per_update"],
+                        r["ns_per_update_cpu"],
+                        r["mups"],
+                        r["loadavg1"],
+                    ]
+                    for r in by["gups"]
+                ],
+            )
+        )
+    rows = []
+    for size in sorted({r["region_bytes"] for r in by["chase"]}):
+        for slot in (64, 4096):
+            for loads in (0, 1):
+                pair = {
+                    r["pages"]: r
+                    for r in by["chase"]
+                    if r["region_bytes"] == size
+                    and r["slot_bytes"] == slot
+                    and r["load_threads"] == loads
+                }
+                if {"4k", "2m"} <= pair.keys():
+                    a, b = pair["4k"], pair["2m"]
+                    rows.append(
+                        [
+                            f"chase slot {slot}, {loads} load",
+                            fmt_size(size),
+                            f"{a['ns_per_access'] / b['ns_per_access']:.2f}",
+                            f"{a['ns_per_access_cpu'] / b['ns_per_access_cpu']:.2f}",
+                        ]
+                    )
+    for size in sorted({r["table_bytes"] for r in by["gups"]}):
+        pair = {r["pages"]: r for r in by["gups"] if r["table_bytes"] == size}
+        if {"4k", "2m"} <= pair.keys():
+            a, b = pair["4k"], pair["2m"]
+            rows.append(
+                [
+                    "gups",
+                    fmt_size(size),
+                    f"{a['ns_per_update'] / b['ns_per_update']:.2f}",
+                    f"{a['ns_per_update_cpu'] / b['ns_per_update_cpu']:.2f}",
+                ]
+            )
+    if rows:
+        out.append(table(["measurement", "region", "4 KiB / 2 MiB (wall)", "(thread CPU)"], rows))
+    if by["ladder"]:
+        out.append(
+            table(
+                ["region (2 MiB pages, every line)", "ns (wall)", "ns (thread CPU)", "cycles"],
+                [
+                    [
+                        fmt_size(r["region_bytes"]),
+                        r["ns_per_access"],
+                        r["ns_per_access_cpu"],
+                        f"{r['ns_per_access_cpu'] * ghz:.0f}" if ghz else "",
+                    ]
+                    for r in by["ladder"]
+                ],
+            )
+        )
+    if by["reach"]:
+        rows = []
+        for size in sorted({r["region_bytes"] for r in by["reach"]}):
+            pair = {r["pages"]: r for r in by["reach"] if r["region_bytes"] == size}
+            rows.append(
+                [fmt_size(size), size // 4096]
+                + [
+                    f"{pair[p]['ns_per_access']} / {pair[p]['ns_per_access_cpu']}"
+                    if p in pair
+                    else ""
+                    for p in ("4k", "2m")
+                ]
+            )
+        out.append(
+            table(
+                [
+                    "region (one line per 4 KiB page)",
+                    "4 KiB pages touched",
+                    "4 KiB pages: ns wall / CPU",
+                    "2 MiB pages: ns wall / CPU",
+                ],
+                rows,
+            )
+        )
+    return "\n\n".join(out) + "\n"
+
+
 def main() -> int:
     """Parse arguments, check the machine is quiet and large enough, build, run, record."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -288,7 +483,13 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=2.0, help="timed seconds per measurement")
     ap.add_argument("--only", default=",".join(STEPS), help=f"steps, from {','.join(STEPS)}")
     ap.add_argument("--out", type=Path, help="JSON-lines file (default out/host/<time>.jsonl)")
+    ap.add_argument(
+        "--summarize", type=Path, metavar="FILE", help="print Markdown tables of a results file"
+    )
     args = ap.parse_args()
+    if args.summarize:
+        print(summarize(args.summarize), end="")
+        return 0
     args.only = set(args.only.split(","))
     if not args.only <= set(STEPS):
         ap.error(f"--only: unknown step(s) {sorted(args.only - set(STEPS))}")
