@@ -339,8 +339,10 @@ def row(interval: int, fig: dict) -> dict:
 def print_table(kind: str, rows: list[dict]) -> None:
     """The markdown table of one stream kind and its saturation bandwidth."""
     sat = max(r["delivered_gbps"] for r in rows)
-    print(f"\n{kind}: saturation {sat:.2f} GB/s = {100 * sat / PEAK_GBPS:.1f} % of the peak")
-    print(f"{PEAK_GBPS:.1f} GB/s (1 channel x {MTPS} MT/s x {BUS_BYTES} B)\n")
+    print(
+        f"\n{kind}: saturation {sat:.2f} GB/s = {100 * sat / PEAK_GBPS:.1f} % of the peak, "
+        f"{PEAK_GBPS:.1f} GB/s ({CHANNELS} channel x {MTPS} MT/s x {BUS_BYTES} B)\n"
+    )
     print(
         "| interval (core cycles) | offered GB/s | delivered GB/s | read avg ns | p50 ns "
         "| p99 ns | row hits |"
