@@ -22,19 +22,28 @@ import argparse
 import json
 import sys
 import traceback
+from typing import Any
 
 from xlat import _core, analyze, commands, snapshot, trace_cli
 from xlat.report import core_table, figure_width, format_table, table_rows, write_report
 from xlat.run import (
+    baseline_profiles,
     compare,
     cpu_description,
     cpu_dirs,
     cpus,
+    design_profiles,
     designs,
     load_preset,
     resolve_config,
+    resolve_config_sources,
     run,
 )
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore[no-redef]
 
 
 class UsageError(Exception):
@@ -81,8 +90,16 @@ CPU_HELP = (
 )
 
 
+PROFILE_HELP = (
+    "the settings around the design: auto (default: its paper's OS policy, TLB organization and "
+    "companion structures; `xlat designs --long`), none (the bare mechanism on the default OS "
+    "and TLBs), or a baseline profile (4k, thp, thp_res) instead"
+)
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cpu", metavar="NAME", help=CPU_HELP)
+    p.add_argument("--profile", metavar="NAME", help=PROFILE_HELP)
     p.add_argument("--preset", help="preset name in configs/ or path to a TOML file")
     p.add_argument("--workload", help="built-in workload (see `xlat workloads`)")
     p.add_argument("--footprint", help="workload footprint, e.g. 256MiB, 1GiB")
@@ -146,6 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("designs", help="list registered designs, one per line")
     p.add_argument("--verbose", "-v", action="store_true", help="with one-line summaries")
+    p.add_argument(
+        "--long",
+        "-l",
+        action="store_true",
+        help="with summaries and each design's profile (the settings its paper assumes), then "
+        "the baseline profiles",
+    )
     p = sub.add_parser("workloads", help="list built-in workloads, one per line")
     p.add_argument("--verbose", "-v", action="store_true", help="with one-line descriptions")
     p = sub.add_parser("cpus", help="list CPU presets (configs/cpus/) with their key figures")
@@ -156,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     c = csub.add_parser("show", help="print the resolved configuration tree as TOML")
     c.add_argument("preset", nargs="?", help="preset name in configs/ or path to a TOML file")
     c.add_argument("--cpu", metavar="NAME", help=CPU_HELP)
+    c.add_argument("--design", help="the design (its profile applies; see `xlat designs --long`)")
+    c.add_argument("--profile", metavar="NAME", help=PROFILE_HELP)
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a key")
     c = csub.add_parser("keys", help="list every configuration key")
     trace_cli.add_parser(sub)
@@ -181,6 +207,7 @@ def _kwargs(args: argparse.Namespace) -> dict:
         seed=args.seed,
         preset=args.preset,
         cpu=args.cpu,
+        profile=args.profile,
         set=_snapshot_overrides(args) + _parse_set(args.set),
         **trace_cli.trace_kwargs(args),
     )
@@ -282,10 +309,68 @@ def cmd_config(args: argparse.Namespace) -> int:
         print("\n".join(_core.config_keys()))
         return 0
     try:
-        print(resolve_config(args.preset, args.cpu, set=_parse_set(args.set)), end="")
+        text, sources, warns = resolve_config_sources(
+            args.preset,
+            args.cpu,
+            design=args.design,
+            profile=args.profile,
+            set=_parse_set(args.set),
+        )
     except _core.XlatError as e:
         raise UsageError(str(e)) from None
+    print(text, end="")
+    print(config_sources_text(text, sources), end="")
+    for w in warns:
+        print(f"xlat: warning: {w}", file=sys.stderr)
     return 0
+
+
+def config_sources_text(toml_text: str, sources: dict[str, str]) -> str:
+    """The trailer of ``xlat config show``: every key that differs from the built-in default,
+    its value and where it came from, as TOML comments (the output stays valid TOML).
+
+    Examples
+    --------
+    >>> print(config_sources_text('[os]\npolicy = "eager"\n', {"os.policy": "profile:rmm"}))
+    <BLANKLINE>
+    # Settings that differ from the built-in defaults, and where each came from
+    # (cpu: --cpu preset; profile: the design's paper's settings; preset; set: --set):
+    #   os.policy = "eager"  <- profile:rmm
+    <BLANKLINE>
+    """
+    if not sources:
+        return "\n# Every setting is the built-in default.\n"
+    tree = tomllib.loads(toml_text)
+    lines = [
+        "",
+        "# Settings that differ from the built-in defaults, and where each came from",
+        "# (cpu: --cpu preset; profile: the design's paper's settings; preset; set: --set):",
+    ]
+    for key, source in sources.items():
+        node: Any = tree
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        value = json.dumps(node) if node is not None else "?"
+        lines.append(f"#   {key} = {value}  <- {source}")
+    return "\n".join(lines) + "\n"
+
+
+def print_designs(verbose: bool, long: bool) -> None:
+    """``xlat designs``: names; ``-v`` with summaries; ``--long`` with each design's profile."""
+    if not long:
+        for name, summary in _core.designs():
+            print(f"{name:<16} {summary}" if verbose else name)
+        return
+    summaries = dict(_core.designs())
+    for p in design_profiles():
+        print(f"{p['name']:<16} {summaries[p['name']]}")
+        print(f"{'':<16} profile: {p['settings']}")
+        print(f"{'':<16}   ({p['summary']}; {p['paper']})")
+    print()
+    print("Baseline profiles (--profile NAME / sim.profile; --profile none: no profile):")
+    for p in baseline_profiles():
+        print(f"{p['name']:<16} {p['settings']}")
+        print(f"{'':<16}   ({p['summary']}; {p['paper']})")
 
 
 def _size(n: int) -> str:
@@ -299,10 +384,6 @@ def _size(n: int) -> str:
 def cpu_rows() -> list[dict[str, str]]:
     """One row per CPU preset: name, L1 DTLB, L2 TLB, LLC, core clock and description, read
     from the configuration each preset resolves to (what a run would use)."""
-    try:
-        import tomllib
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
     rows = []
     for name in cpus():
         cfg = tomllib.loads(resolve_config(cpu=name))
@@ -466,8 +547,7 @@ def _main(argv: list[str]) -> int:
     _show_warnings_as_xlat_lines()
     try:
         if args.command == "designs":
-            for name, summary in _core.designs():
-                print(f"{name:<14} {summary}" if args.verbose else name)
+            print_designs(args.verbose, args.long)
             return 0
         if args.command == "workloads":
             for name, summary in _core.workloads():

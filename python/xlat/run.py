@@ -286,6 +286,7 @@ def build_overrides(
     seed: int | None = None,
     set: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
     warmup: str | int | None = None,
+    profile: str | None = None,
 ) -> list[tuple[str, str]]:
     """Turn keyword arguments into ``(key, value)`` overrides, applied after the preset.
 
@@ -295,10 +296,13 @@ def build_overrides(
     [('sim.design', 'ideal'), ('sim.refs', '1M'), ('os.thp', 'always')]
     >>> build_overrides(refs="1M", warmup="500k")
     [('sim.refs', '1M'), ('sim.warmup_refs', '500k')]
+    >>> build_overrides(design="tps", profile="none")
+    [('sim.design', 'tps'), ('sim.profile', 'none')]
     """
     out: list[tuple[str, str]] = []
     for key, value in (
         ("sim.design", design),
+        ("sim.profile", profile),
         ("workload.name", workload),
         ("workload.footprint", footprint),
         ("sim.refs", refs),
@@ -331,6 +335,85 @@ def resolve_config(preset: str | None = None, cpu: str | None = None, **kwargs: 
     text, origin = load_preset(preset)
     _, layers, overrides = select_cpu(cpu, text, build_overrides(**kwargs))
     return checked_config(text, origin, overrides, layers)
+
+
+def resolve_config_sources(
+    preset: str | None = None, cpu: str | None = None, **kwargs: Any
+) -> tuple[str, dict[str, str], list[str]]:
+    """:func:`resolve_config` with provenance: ``(toml_text, sources, warnings)``.
+
+    ``sources`` maps every key whose value differs from the built-in default to the layer that
+    set it: ``cpu:<name>``, ``profile:<name>`` (the design's paper's settings, see
+    :func:`design_profiles`), ``preset:<name>``, ``set`` or ``derived``; ``warnings`` names each
+    profile setting that a preset or override replaced (and what that turns off).
+
+    Examples
+    --------
+    >>> text, sources, warns = resolve_config_sources(design="tps")
+    >>> sources["os.policy"], sources["tlb.l1_any.entries"]
+    ('profile:tps', 'profile:tps')
+    >>> _, sources, warns = resolve_config_sources(design="tps", set={"os.policy": "thp"})
+    >>> sources["os.policy"], len(warns)
+    ('set', 1)
+    >>> _, sources, _ = resolve_config_sources(design="tps", profile="none")
+    >>> "os.policy" in sources
+    False
+    """
+    text, origin = load_preset(preset)
+    _, layers, overrides = select_cpu(cpu, text, build_overrides(**kwargs))
+    check_inputs(overrides, [*layers, (origin, text)])
+    toml_text, sources, warns = _core.resolve_config_sources(text, origin, overrides, layers)
+    return toml_text, dict(sources), list(warns)
+
+
+def design_profiles() -> list[dict[str, Any]]:
+    """Each registered design's profile: the settings its paper assumes around it (OS policy,
+    TLB organization, companion structures, the host side when nested), applied when the
+    design is named (``sim.profile = "auto"``); ``keys`` lists the keys it sets.
+
+    Examples
+    --------
+    >>> tps = next(p for p in design_profiles() if p["name"] == "tps")
+    >>> tps["keys"][:2]
+    ['os.policy', 'tlb.l1_organization']
+    >>> next(p for p in design_profiles() if p["name"] == "radix")["keys"]
+    []
+    """
+    return [
+        {"name": n, "summary": s, "paper": p, "settings": line, "keys": list(keys)}
+        for n, s, p, line, keys in _core.design_profiles()
+    ]
+
+
+def baseline_profiles() -> list[dict[str, str]]:
+    """The named baseline profiles (``sim.profile = NAME``): the papers' baselines.
+
+    Examples
+    --------
+    >>> [p["name"] for p in baseline_profiles()]
+    ['4k', 'thp', 'thp_res']
+    """
+    return [
+        {"name": n, "summary": s, "paper": p, "settings": line}
+        for n, s, p, line in _core.baseline_profiles()
+    ]
+
+
+class ProfileWarning(UserWarning):
+    """A preset or ``--set`` replaced a setting of the design's profile (its paper's design)."""
+
+
+#: Profile warnings already shown in this process (each is shown once).
+_PROFILE_WARNED: set[str] = set()
+
+
+def warn_profile_overrides(label: str, messages: Iterable[str]) -> None:
+    """Emit each :class:`ProfileWarning` once per process."""
+    for message in messages:
+        text = f"{label}: {message}" if label else message
+        if text not in _PROFILE_WARNED:
+            _PROFILE_WARNED.add(text)
+            warnings.warn(text, ProfileWarning, stacklevel=3)
 
 
 def checked_config(
@@ -557,8 +640,17 @@ def run(
     as_frame: bool = False,
     cpu: str | None = None,
     warmup: str | int | None = None,
+    profile: str | None = None,
 ):
     """Run one simulation and return its result record (a nested dict; see docs/results.md).
+
+    Naming a design applies its **profile**: the settings its paper assumes around it (TPS's
+    reservation paging and any-size L1 TLB, RMM's eager paging and range TLB, ET's THP and
+    contiguous bit, ...; :func:`design_profiles`), on top of ``cpu`` and beneath ``preset`` and
+    ``set``. ``profile="none"`` runs the bare mechanism on the default OS and TLBs;
+    ``profile="thp_res"`` (or another of :func:`baseline_profiles`) applies that baseline
+    instead. The record's ``config_sources`` says where every non-default setting came from; a
+    preset or override that replaces a profile setting draws one :class:`ProfileWarning`.
 
     ``warmup`` (``sim.warmup_refs``) references are simulated first and then the statistics
     restart from zero: the record's figures cover the ``refs`` references after the warm-up,
@@ -605,7 +697,7 @@ def run(
             f"{trace} (it would be recorded in the configuration without effect)"
         )
     text, origin = load_preset(preset)
-    overrides = build_overrides(design, workload, footprint, refs, seed, set, warmup)
+    overrides = build_overrides(design, workload, footprint, refs, seed, set, warmup, profile)
     if trace is not None and refs is None:
         overrides.insert(0, ("sim.refs", str(TRACE_NO_LIMIT)))
     _, layers, overrides = select_cpu(cpu, text, overrides)
@@ -621,6 +713,7 @@ def run(
             sim = _core.Simulation(text, origin, overrides, None, trace_format, layers, traces)
         else:
             sim = _core.Simulation(text, origin, overrides, trace, trace_format, layers)
+    warn_profile_overrides(label, sim.warnings)
     bar = Progress(label, sim.total_refs, progress)
     try:
         while not sim.step(STEP_REFS):
@@ -722,12 +815,14 @@ def compare(
     as_frame: bool = False,
     cpu: str | None = None,
     warmup: str | int | None = None,
+    profile: str | None = None,
 ):
     """Run the same workload on several designs (all registered ones when None).
 
     Returns the list of result records, or with ``as_frame=True`` a pandas DataFrame with one
-    row per design (the result store's columns). ``cpu`` names a CPU preset and ``warmup`` the
-    warm-up references, as in :func:`run`.
+    row per design (the result store's columns). ``cpu`` names a CPU preset, ``warmup`` the
+    warm-up references and ``profile`` the profile (default: each design's own), as in
+    :func:`run`.
 
     Examples
     --------
@@ -760,6 +855,7 @@ def compare(
             trace_format,
             cpu=cpu,
             warmup=warmup,
+            profile=profile,
         )
         for d in names
     ]

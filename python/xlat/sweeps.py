@@ -33,6 +33,7 @@ from typing import Any
 from xlat import _core
 from xlat.records import config_labels
 from xlat.run import TRACE_NO_LIMIT, resolve_config, trace_footprint, version
+from xlat.run import baseline_profiles
 from xlat.run import cpus as cpu_presets
 from xlat.run import designs as registered_designs
 from xlat.run import workloads as builtin_workloads
@@ -62,6 +63,7 @@ SPEC_KEYS = (
     "warmup",
     "seeds",
     "cpus",
+    "profiles",
     "preset",
     "name",
     "max_runs",
@@ -271,6 +273,13 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
         if any(str(k).strip() == "sim.cpu" for k in params):
             raise fail("'cpus' and [set] 'sim.cpu' both name the CPU presets; keep one of them")
         params = {"sim.cpu": names("cpus", cpu_presets(), None), **params}
+    if "profiles" in data:
+        # A grid axis over profiles (`sim.profile`): each design's own (`auto`), `none`, a
+        # baseline's name (xlat.run.baseline_profiles) or a design's name.
+        if any(str(k).strip() == "sim.profile" for k in params):
+            raise fail("'profiles' and [set] 'sim.profile' both name the profiles; keep one")
+        known = ["auto", "none", *(p["name"] for p in baseline_profiles()), *registered_designs()]
+        params = {"sim.profile": names("profiles", known, None), **params}
     preset = data.get("preset")
     if preset is not None and not isinstance(preset, str):
         raise fail(f"'preset' must be a preset name or path, got {preset!r}")

@@ -5,7 +5,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::io::Read;
-use xlat::config::Config;
+use xlat::config::{Config, Resolved};
 use xlat::trace::lackey::LackeyDecoder;
 use xlat::trace::native::NativeWriter;
 use xlat::trace::vgstream::VgDecoder;
@@ -22,21 +22,56 @@ fn err(e: impl std::fmt::Display) -> PyErr {
 }
 
 /// Defaults, then the `base_layers` (`(origin, text)` pairs, e.g. a CPU preset), then the
-/// preset text, then the overrides.
+/// profile the stack names (`sim.profile`), then the preset text, then the overrides.
+fn resolve_full(
+    preset_text: Option<&str>,
+    preset_origin: &str,
+    overrides: Vec<(String, String)>,
+    base_layers: &[(String, String)],
+) -> PyResult<Resolved> {
+    let cpu: Vec<(&str, &str)> = base_layers
+        .iter()
+        .map(|(origin, text)| (origin.as_str(), text.as_str()))
+        .collect();
+    let presets: Vec<(&str, &str)> = preset_text
+        .map(|text| (preset_origin, text))
+        .into_iter()
+        .collect();
+    Config::resolve_stack(&cpu, &presets, &overrides).map_err(err)
+}
+
+/// [`resolve_full`]'s configuration alone.
 fn resolve(
     preset_text: Option<&str>,
     preset_origin: &str,
     overrides: Vec<(String, String)>,
     base_layers: &[(String, String)],
 ) -> PyResult<Config> {
-    let mut layers: Vec<(&str, &str)> = base_layers
+    Ok(resolve_full(preset_text, preset_origin, overrides, base_layers)?.config)
+}
+
+/// Each registered design's profile: `(name, summary, paper, settings on one line, keys)`.
+#[pyfunction]
+fn design_profiles() -> PyResult<Vec<(String, String, String, String, Vec<String>)>> {
+    xlat::designs::REGISTRY
         .iter()
-        .map(|(origin, text)| (origin.as_str(), text.as_str()))
-        .collect();
-    if let Some(text) = preset_text {
-        layers.push((preset_origin, text));
-    }
-    Config::resolve_layers(&layers, &overrides).map_err(err)
+        .map(|d| {
+            let p = xlat::profiles::design_profile(d.name).map_err(err)?;
+            Ok((p.name.clone(), p.summary.clone(), p.paper.clone(), p.one_line(), p.keys()))
+        })
+        .collect()
+}
+
+/// The named baseline profiles: `(name, summary, paper, settings on one line)`.
+#[pyfunction]
+fn baseline_profiles() -> PyResult<Vec<(String, String, String, String)>> {
+    xlat::profiles::BASELINES
+        .iter()
+        .map(|(name, text)| {
+            let p = xlat::profiles::Profile::parse(name, text, None).map_err(err)?;
+            Ok((p.name.clone(), p.summary.clone(), p.paper.clone(), p.one_line()))
+        })
+        .collect()
 }
 
 /// Registered designs as (name, summary) pairs, in registry order.
@@ -74,6 +109,22 @@ fn resolve_config(
     base_layers: Vec<(String, String)>,
 ) -> PyResult<String> {
     Ok(resolve(preset_text, preset_origin, overrides, &base_layers)?.to_toml())
+}
+
+/// [`resolve_config`] with provenance: `(TOML text, [(key, source)], [warning])`, where the
+/// sources name, for every key that differs from the built-in default, the layer that set it
+/// (`cpu:<name>`, `profile:<name>`, `preset:<name>`, `set`, `derived`), and the warnings name the
+/// profile settings that a preset or override replaced.
+#[pyfunction]
+#[pyo3(signature = (preset_text, preset_origin, overrides, base_layers=Vec::new()))]
+fn resolve_config_sources(
+    preset_text: Option<&str>,
+    preset_origin: &str,
+    overrides: Vec<(String, String)>,
+    base_layers: Vec<(String, String)>,
+) -> PyResult<(String, Vec<(String, String)>, Vec<String>)> {
+    let r = resolve_full(preset_text, preset_origin, overrides, &base_layers)?;
+    Ok((r.config.to_toml(), r.sources, r.warnings))
 }
 
 /// The core version.
@@ -494,11 +545,24 @@ fn build_simulation(
     Ok((sim, processes))
 }
 
+fn sources_json(sources: &[(String, String)]) -> serde_json::Value {
+    serde_json::Value::Object(
+        sources
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect(),
+    )
+}
+
 /// A simulation in progress: `step()` until it returns True, then `record()`.
 #[pyclass(unsendable)]
 struct Simulation {
     inner: Option<xlat::Simulation>,
     total_refs: u64,
+    /// Where each non-default setting came from (the record's `config_sources`).
+    sources: Vec<(String, String)>,
+    /// Profile settings a preset or override replaced (`Simulation.warnings`).
+    warnings: Vec<String>,
 }
 
 #[pymethods]
@@ -516,7 +580,8 @@ impl Simulation {
         base_layers: Vec<(String, String)>,
         traces: Option<Vec<String>>,
     ) -> PyResult<Self> {
-        let cfg = resolve(preset_text, preset_origin, overrides, &base_layers)?;
+        let resolved = resolve_full(preset_text, preset_origin, overrides, &base_layers)?;
+        let cfg = resolved.config;
         // Building a workload can take long (a large graph): without the GIL, so that the
         // Python progress display can say so meanwhile; timed as `sim.setup_seconds`.
         let started = std::time::Instant::now();
@@ -526,7 +591,15 @@ impl Simulation {
         Ok(Simulation {
             inner: Some(sim),
             total_refs: cfg.sim.simulated_refs().saturating_mul(processes),
+            sources: resolved.sources,
+            warnings: resolved.warnings,
         })
+    }
+
+    /// The profile settings a preset or override replaced, one line each.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
     }
 
     /// Simulate up to `max_refs` more references; True when the run is complete.
@@ -565,7 +638,20 @@ impl Simulation {
             .inner
             .as_ref()
             .ok_or_else(|| err("simulation failed; no record"))?;
-        serde_json::to_string(&sim.record()).map_err(err)
+        let record = sim.record();
+        // `config_sources` follows `config`: where each setting that differs from the built-in
+        // default came from (cpu, profile, preset, set, derived).
+        let mut out = serde_json::Map::new();
+        if let serde_json::Value::Object(fields) = record {
+            for (k, v) in fields {
+                let is_config = k == "config";
+                out.insert(k, v);
+                if is_config {
+                    out.insert("config_sources".into(), sources_json(&self.sources));
+                }
+            }
+        }
+        serde_json::to_string(&serde_json::Value::Object(out)).map_err(err)
     }
 }
 
@@ -584,6 +670,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_config_sources, m)?)?;
+    m.add_function(wrap_pyfunction!(design_profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(baseline_profiles, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add("SIMD_PATH", xlat::simd::PATH)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;

@@ -29,6 +29,12 @@ pub use crate::suggest::closest;
 pub struct SimConfig {
     /// Registered design to simulate (see `xlat designs`).
     pub design: String,
+    /// The settings around the design (`crate::profiles`): `auto` applies the design's own
+    /// profile (its paper's OS policy, TLB organization, companion structures), `none` applies
+    /// none (the bare mechanism on the default OS and TLBs), a baseline's name (`4k`, `thp`,
+    /// `thp_res`) or a design's name applies that profile instead. The resolved configuration
+    /// names the profile applied (`auto` becomes the design's name).
+    pub profile: String,
     /// Number of memory references to simulate (the workload or trace may end sooner). With a
     /// warm-up (`warmup_refs`), the references measured after it: the run simulates
     /// `warmup_refs + refs` in all.
@@ -74,6 +80,7 @@ impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
             design: "radix".into(),
+            profile: crate::profiles::AUTO.into(),
             refs: 1_000_000,
             warmup_refs: 0,
             seed: 1,
@@ -169,6 +176,36 @@ impl std::fmt::Display for ConfigError {
 }
 impl std::error::Error for ConfigError {}
 
+/// A configuration with where its settings came from ([`Config::resolve_stack`]).
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// The configuration.
+    pub config: Config,
+    /// `(key, source)` for every key whose value differs from the built-in default, in tree
+    /// order; a source is `cpu:<name>`, `profile:<name>`, `preset:<name>`, `set` or `derived`.
+    pub sources: Vec<(String, String)>,
+    /// One line per profile setting that a preset or override replaced.
+    pub warnings: Vec<String>,
+    /// The profile applied (None: `sim.profile = "none"`).
+    pub profile: Option<String>,
+}
+
+/// A layer's label in the provenance: a file path's stem (`configs/cpus/zen4.toml` -> `zen4`),
+/// any other origin as given.
+fn origin_label(origin: &str) -> &str {
+    if origin.ends_with(".toml") || origin.contains('/') {
+        let name = origin.rsplit('/').next().unwrap_or(origin);
+        name.strip_suffix(".toml").unwrap_or(name)
+    } else {
+        origin
+    }
+}
+
+/// The value at a dotted key of a TOML tree.
+fn lookup<'a>(tree: &'a toml::Value, key: &str) -> Option<&'a toml::Value> {
+    key.split('.').try_fold(tree, |node, part| node.get(part))
+}
+
 impl Config {
     /// Build a config from defaults, then an optional TOML preset text, then `key=value`
     /// overrides (keys are `section.field`, values are TOML literals or bare strings).
@@ -189,22 +226,128 @@ impl Config {
         layers: &[(&str, &str)],
         overrides: &[(String, String)],
     ) -> Result<Config, ConfigError> {
-        let mut tree = toml::Value::try_from(Config::default())
+        Ok(Self::resolve_stack(&[], layers, overrides)?.config)
+    }
+
+    /// Resolve the whole stack, with the profile and the provenance of every key: built-in
+    /// defaults < `cpu` layers (a CPU preset) < the profile (`sim.profile`, chosen from the
+    /// design and profile the whole stack names; `crate::profiles`) < `presets` < `overrides`.
+    /// Layers are `(origin, text)`; an origin that is a file path is labelled by its file
+    /// name's stem in the provenance.
+    ///
+    /// Contract: the result's `config` equals what the same stack gives without provenance;
+    /// `sources` names, for every key whose value differs from the built-in default, the last
+    /// layer that set it (`derived` for values the resolution computes, such as
+    /// `ideal.levels` following `radix.levels`); `warnings` has one line per key of the profile
+    /// that a preset or override set to another value.
+    pub fn resolve_stack(
+        cpu: &[(&str, &str)],
+        presets: &[(&str, &str)],
+        overrides: &[(String, String)],
+    ) -> Result<Resolved, ConfigError> {
+        let defaults = toml::Value::try_from(Config::default())
             .map_err(|e| ConfigError(format!("internal: cannot serialize defaults: {e}")))?;
-        for (origin, text) in layers {
-            let layer: toml::Value = toml::from_str(text)
-                .map_err(|e| ConfigError(format!("{origin}: not valid TOML: {e}")))?;
-            merge_checked(&mut tree, &layer, "", origin)?;
+        let parse = |(origin, text): &(&str, &str)| -> Result<toml::Value, ConfigError> {
+            toml::from_str(text).map_err(|e| ConfigError(format!("{origin}: not valid TOML: {e}")))
+        };
+        let cpu_layers: Vec<toml::Value> = cpu.iter().map(parse).collect::<Result<_, _>>()?;
+        let preset_layers: Vec<toml::Value> =
+            presets.iter().map(parse).collect::<Result<_, _>>()?;
+
+        // Which design and profile the stack names (every layer but the profile's own).
+        let mut named = defaults.clone();
+        for (layer, (origin, _)) in cpu_layers.iter().zip(cpu).chain(preset_layers.iter().zip(presets)) {
+            merge_checked(&mut named, layer, "", origin)?;
+        }
+        for (key, value) in overrides {
+            set_key(&mut named, key, value)?;
+        }
+        let sim_str = |tree: &toml::Value, key: &str| -> String {
+            tree.get("sim")
+                .and_then(|t| t.get(key))
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let design = sim_str(&named, "design");
+        let profile_name = sim_str(&named, "profile");
+        let profile = if crate::designs::Registry::find(&design).is_some() {
+            crate::profiles::select(&design, &profile_name)
+                .map_err(|e| ConfigError(format!("sim.profile: {e}")))?
+        } else {
+            None // validate() names the unknown design
+        };
+
+        let mut tree = defaults.clone();
+        let mut sources: std::collections::BTreeMap<String, String> = Default::default();
+        let note = |layer: &toml::Value, label: &str, sources: &mut std::collections::BTreeMap<String, String>| {
+            for k in crate::profiles::leaf_keys(layer) {
+                sources.insert(k, label.to_string());
+            }
+        };
+        for (layer, (origin, _)) in cpu_layers.iter().zip(cpu) {
+            merge_checked(&mut tree, layer, "", origin)?;
+            note(layer, &format!("cpu:{}", origin_label(origin)), &mut sources);
+        }
+        let mut after_profile = None;
+        if let Some(p) = &profile {
+            merge_checked(&mut tree, &p.layer, "", &format!("profile '{}'", p.name))?;
+            note(&p.layer, &format!("profile:{}", p.name), &mut sources);
+            after_profile = Some(tree.clone());
+        }
+        for (layer, (origin, _)) in preset_layers.iter().zip(presets) {
+            merge_checked(&mut tree, layer, "", origin)?;
+            note(layer, &format!("preset:{}", origin_label(origin)), &mut sources);
         }
         for (key, value) in overrides {
             set_key(&mut tree, key, value)?;
+            sources.insert(key.trim().to_string(), "set".into());
         }
-        follow_paging_mode(&mut tree, layers, overrides);
-        let cfg: Config = tree
+        let mut all_layers: Vec<(&str, &str)> = cpu.to_vec();
+        all_layers.extend_from_slice(presets);
+        follow_paging_mode(&mut tree, &all_layers, overrides);
+        let applied = profile
+            .as_ref()
+            .map(|p| p.name.clone())
+            .unwrap_or_else(|| crate::profiles::NONE.to_string());
+        if let Some(toml::Value::Table(sim)) = tree.get_mut("sim") {
+            sim.insert("profile".into(), toml::Value::String(applied.clone()));
+        }
+
+        let mut warnings = Vec::new();
+        if let (Some(p), Some(mid)) = (&profile, &after_profile) {
+            for key in p.keys() {
+                let (Some(set_to), Some(now)) = (lookup(mid, &key), lookup(&tree, &key)) else {
+                    continue;
+                };
+                if set_to != now {
+                    let by = sources.get(&key).cloned().unwrap_or_else(|| "derived".into());
+                    warnings.push(format!(
+                        "{by} sets {key} = {now}, over the '{}' profile's {key} = {set_to}: this turns off {}",
+                        p.name,
+                        p.why(&key).unwrap_or("what the profile set it for")
+                    ));
+                }
+            }
+        }
+
+        let mut differing = Vec::new();
+        for key in crate::profiles::leaf_keys(&tree) {
+            if lookup(&tree, &key) != lookup(&defaults, &key) {
+                let source = sources.get(&key).cloned().unwrap_or_else(|| "derived".into());
+                differing.push((key, source));
+            }
+        }
+        let config: Config = tree
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError(deserialize_message(&e.to_string())))?;
-        cfg.validate()?;
-        Ok(cfg)
+        config.validate()?;
+        Ok(Resolved {
+            config,
+            sources: differing,
+            warnings,
+            profile: profile.map(|p| p.name),
+        })
     }
 
     /// Every valid key path (`section.field`), in tree order.

@@ -18,6 +18,7 @@ pub mod mem;
 pub mod mmu;
 pub mod os;
 pub mod prefetch;
+pub mod profiles;
 pub mod recency;
 pub mod rng;
 pub mod simd;

@@ -4,12 +4,15 @@
 //! 1. Create `designs/<name>/mod.rs` with a config struct (serde, `deny_unknown_fields`, defaults)
 //!    and a type implementing [`Design`]. Its module doc has the sections Model, Configuration,
 //!    Deviations from the paper, References.
-//! 2. Add one row to the `designs!` table at the bottom of this file.
+//! 2. Write `designs/<name>/profile.toml`: the settings the paper assumes around the design
+//!    (OS policy, TLB organization, companion structures, the host side when nested), each with
+//!    the reason and paper section, or none (format and rules: `crate::profiles`).
+//! 3. Add one row to the `designs!` table at the bottom of this file.
 //!
 //! The row generates the config section (`[<name>]`, so `--set <name>.field=...` works), the
 //! arm of [`build_and_visit`] through which the engine gets the design as its concrete type (the
 //! hot loop is monomorphized per design: no dynamic dispatch per reference), the entry in [`REGISTRY`]
-//! (which drives `xlat designs`, the conformance suite and the golden runs), and the stats key.
+//! with the profile (which drives `xlat designs`, the conformance suite and the golden runs), and the stats key.
 //!
 //! `adding_a_design.rs` (a test) follows these steps with a toy design and runs it through the
 //! engine with the oracle on; docs/architecture.md walks through it.
@@ -380,6 +383,9 @@ pub struct DesignInfo {
     pub name: &'static str,
     /// One-line description.
     pub summary: &'static str,
+    /// The design's profile (`designs/<name>/profile.toml`): the settings its paper assumes
+    /// around it, applied when the design is named (see `crate::profiles`).
+    pub profile: &'static str,
 }
 
 /// Look-ups in [`REGISTRY`].
@@ -414,7 +420,11 @@ macro_rules! designs {
 
         /// Every registered design, in registry order.
         pub const REGISTRY: &[DesignInfo] = &[
-            $( DesignInfo { name: stringify!($name), summary: $summary }, )*
+            $( DesignInfo {
+                name: stringify!($name),
+                summary: $summary,
+                profile: include_str!(concat!(stringify!($name), "/profile.toml")),
+            }, )*
         ];
 
         /// Build the design named `name` from its section of `cfg` and hand it, as its concrete
