@@ -1,5 +1,5 @@
 //! "Adding a design" (docs/architecture.md, this module's parent) followed end to end with a
-//! toy design: a folder-like module with a config and a [`Design`], one row of the `designs!`
+//! toy design: a folder-like module with a config, a [`Design`] and its profile, one row of the `designs!`
 //! table (instantiated here beside `radix`, so the registry, the config section and
 //! `build_and_visit` are generated for the toy exactly as for a real row), then a whole run
 //! through the engine with the oracle checking every translation against the OS model.
@@ -19,6 +19,9 @@ mod toy {
     use crate::stats::{Stats, StatsExt};
     use serde::{Deserialize, Serialize};
     use std::collections::HashMap;
+
+    /// Step 2 of the guide: the settings the toy's "paper" assumes around it (none).
+    pub const PROFILE: &str = "[profile]\nsummary = \"no settings around the design\"\n";
 
     /// `[toy]` section.
     #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -147,7 +150,7 @@ mod toy {
     }
 }
 
-/// Step 2 of the guide: the toy's row, beside an existing one, in the `designs!` table.
+/// Step 3 of the guide: the toy's row, beside an existing one, in the `designs!` table.
 mod registry {
     // What the generated code names, as `designs/mod.rs` has it in scope.
     use super::toy;
@@ -166,6 +169,8 @@ fn the_toy_row_registers_a_name_a_config_section_and_a_builder() {
     use registry::{build_and_visit, DesignsConfig, REGISTRY};
     let names: Vec<&str> = REGISTRY.iter().map(|d| d.name).collect();
     assert_eq!(names, ["radix", "toy"]);
+    assert_eq!(REGISTRY[1].profile, toy::PROFILE);
+    crate::profiles::Profile::parse("toy", REGISTRY[1].profile, Some("toy")).unwrap();
     // The row's config section parses, with defaults, and rejects unknown keys.
     let cfg: DesignsConfig = toml::from_str("[toy]\nsetup_cycles = 7\n").unwrap();
     assert_eq!(cfg.toy.setup_cycles, 7);

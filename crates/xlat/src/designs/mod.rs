@@ -423,7 +423,7 @@ macro_rules! designs {
             $( DesignInfo {
                 name: stringify!($name),
                 summary: $summary,
-                profile: include_str!(concat!(stringify!($name), "/profile.toml")),
+                profile: $name::PROFILE,
             }, )*
         ];
 

@@ -1029,5 +1029,9 @@ impl Design for Ecpt {
     forward_design_to_hashed_pt!();
 }
 
+/// This design's profile (`profile.toml` beside this file): the settings its paper assumes
+/// around it, applied when the design is named (format and rules: `crate::profiles`).
+pub const PROFILE: &str = include_str!("profile.toml");
+
 #[cfg(test)]
 mod tests;

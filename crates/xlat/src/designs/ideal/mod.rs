@@ -105,6 +105,10 @@ impl Design for Ideal {
     }
 }
 
+/// This design's profile (`profile.toml` beside this file): the settings its paper assumes
+/// around it, applied when the design is named (format and rules: `crate::profiles`).
+pub const PROFILE: &str = include_str!("profile.toml");
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -242,6 +242,10 @@ pub fn l2p_table_entries(cfg: &MehptConfig) -> u32 {
     cfg.l2p_entries * cfg.ways.min(MAX_WAYS as u32) * 3
 }
 
+/// This design's profile (`profile.toml` beside this file): the settings its paper assumes
+/// around it, applied when the design is named (format and rules: `crate::profiles`).
+pub const PROFILE: &str = include_str!("profile.toml");
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -88,3 +88,7 @@ impl Design for PerfectTlb {
 
     fn stats(&self, _out: &mut Stats) {}
 }
+
+/// This design's profile (`profile.toml` beside this file): the settings its paper assumes
+/// around it, applied when the design is named (format and rules: `crate::profiles`).
+pub const PROFILE: &str = include_str!("profile.toml");

@@ -503,6 +503,10 @@ macro_rules! forward_to_inner_radix {
 }
 pub(crate) use forward_to_inner_radix;
 
+/// This design's profile (`profile.toml` beside this file): the settings its paper assumes
+/// around it, applied when the design is named (format and rules: `crate::profiles`).
+pub const PROFILE: &str = include_str!("profile.toml");
+
 #[cfg(test)]
 mod tests {
     use super::*;
