@@ -109,7 +109,8 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--warmup",
         metavar="REFS",
         help="references simulated before the statistics restart from zero (sim.warmup_refs), "
-        "e.g. 1M; --refs are then measured after them",
+        "e.g. 1M; --refs are then measured after them. Default auto: until the workload's "
+        "first-touch phase is over, at most --refs; 0 measures from the first reference",
     )
     p.add_argument(
         "--set",

@@ -473,13 +473,18 @@ def check_host_memory(config: Mapping[str, Any], available: int | None) -> None:
     ...
     _core.XlatError: the run may map 2,000,000,000 pages (sim.refs = 1,000,000,000 ...
     >>> check_host_memory(cfg, 256 << 30)
+    >>> check_host_memory({"sim": {"refs": 10**9, "warmup_refs": "auto"},
+    ...                    "workload": {"name": "gups", "footprint": 16 << 40}}, 256 << 30)
     """
     sim, workload = config.get("sim", {}), config.get("workload", {})
     if available is None:
         return
     processes = len([n for n in str(workload.get("name", "")).split(",") if n]) or 1
     footprint_pages = int(workload.get("footprint", 0)) // 4096 * processes
-    refs, warmup = int(sim.get("refs", 0)), int(sim.get("warmup_refs", 0))
+    refs = int(sim.get("refs", 0))
+    # "auto" warms up at most `refs` (the core's cap: a run simulates at most twice its refs).
+    warmup = sim.get("warmup_refs", 0)
+    warmup = refs if warmup == "auto" else int(warmup)
     pages = min(footprint_pages, refs + warmup)
     need = pages * HOST_BYTES_PER_PAGE
     if need > available:

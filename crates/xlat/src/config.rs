@@ -42,10 +42,10 @@ pub struct SimConfig {
     /// References simulated before the measured region (the warm-up, as ChampSim's and
     /// Sniper's): the run simulates them, then the statistics restart from zero (see
     /// `crate::warmup` for how, and which keys are states rather than counts), then `refs`
-    /// more are measured. Counted like `refs`: per process in a multi-process run. 0 (the
-    /// default) measures from the first reference, and the record's `config` then leaves the
-    /// key out (records of runs without warm-up are unchanged).
-    pub warmup_refs: u64,
+    /// more are measured. Counted like `refs`: per process in a multi-process run. `"auto"`
+    /// (the default) warms up until the workload's first-touch phase is over, at most `refs`
+    /// ([`WarmupRefs`]); 0 measures from the first reference.
+    pub warmup_refs: WarmupRefs,
     /// Seed of every random choice (workload generation, fragmentation, hashing salts).
     pub seed: u64,
     /// Check every translation against the OS model's mapping (the oracle).
@@ -82,7 +82,7 @@ impl Default for SimConfig {
             design: "radix".into(),
             profile: crate::profiles::AUTO.into(),
             refs: 1_000_000,
-            warmup_refs: 0,
+            warmup_refs: WarmupRefs::Auto,
             seed: 1,
             oracle: true,
             cpu: String::new(),
@@ -95,14 +95,86 @@ impl Default for SimConfig {
     }
 }
 
+/// `sim.warmup_refs`: a number of references, or `"auto"`.
+///
+/// `"auto"` is resolved when the run is built ([`crate::engine::Simulation`]): the references of
+/// the workload's first-touch phase (a built-in generator's setup: its allocations and the
+/// first store to every page of its data, [`crate::trace::EventSource::first_touch_refs`]),
+/// at most `sim.refs`, so that a run never simulates more than twice its `sim.refs`. A source
+/// that cannot say (a trace file) warms up `sim.refs / 10`... see [`WarmupRefs::resolve`].
+/// The record's `warmup` section says how many references warmed up and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarmupRefs {
+    /// Until the first-touch phase is over, at most `sim.refs`.
+    Auto,
+    /// Exactly this many references (0: no warm-up).
+    Refs(u64),
+}
+
+impl WarmupRefs {
+    /// The configured count; `Auto` counts as its cap, `refs`.
+    pub fn at_most(self, refs: u64) -> u64 {
+        match self {
+            WarmupRefs::Auto => refs,
+            WarmupRefs::Refs(n) => n,
+        }
+    }
+
+    /// Whether a warm-up is configured (`Auto`, or a count above 0).
+    pub fn is_set(self) -> bool {
+        self != WarmupRefs::Refs(0)
+    }
+}
+
+impl Serialize for WarmupRefs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            WarmupRefs::Auto => s.serialize_str("auto"),
+            WarmupRefs::Refs(n) => s.serialize_u64(*n),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WarmupRefs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = WarmupRefs;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"auto\" or a number of references")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<WarmupRefs, E> {
+                Ok(WarmupRefs::Refs(n))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<WarmupRefs, E> {
+                u64::try_from(n)
+                    .map(WarmupRefs::Refs)
+                    .map_err(|_| E::custom(format!("must not be negative, got {n}")))
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<WarmupRefs, E> {
+                if text.trim() == "auto" {
+                    return Ok(WarmupRefs::Auto);
+                }
+                crate::addr::parse_count(text)
+                    .map(WarmupRefs::Refs)
+                    .map_err(|e| E::custom(format!("expects \"auto\" or a number of references: {e}")))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
 /// Most cores a run may have (shootdown targets are tracked in a 64-bit mask).
 pub const MAX_CORES: u32 = 64;
 
 impl SimConfig {
     /// References a process simulates in all: the warm-up and the measured ones (what a
     /// workload generator must produce).
+    ///
+    /// With `warmup_refs = "auto"` before the run has resolved it, the most it may come to
+    /// (`2 x refs`): a generator given this budget is cut where the resolved warm-up ends.
     pub fn simulated_refs(&self) -> u64 {
-        self.refs.saturating_add(self.warmup_refs)
+        self.refs.saturating_add(self.warmup_refs.at_most(self.refs))
     }
 
     /// `sim.quantum` in core cycles at `core_clock_mhz`.
@@ -480,7 +552,7 @@ impl Config {
     /// without warm-up stay as they were before the key existed.
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self).expect("config serializes");
-        if self.sim.warmup_refs == 0 {
+        if !self.sim.warmup_refs.is_set() {
             if let Some(sim) = v.get_mut("sim").and_then(|s| s.as_object_mut()) {
                 sim.shift_remove("warmup_refs");
             }

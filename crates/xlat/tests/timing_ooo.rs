@@ -139,7 +139,7 @@ fn the_core_on_a_thread_of_its_own_gives_the_records_of_the_core_on_the_engines_
     let run = |design: &str, workload: &str, warmup: bool, thread: bool| {
         let mut cfg = config(design, workload, "ooo", 60_000);
         if warmup {
-            cfg.sim.warmup_refs = 10_000;
+            cfg.sim.warmup_refs = xlat::config::WarmupRefs::Refs(10_000);
         }
         xlat::timing::set_timing_thread(Some(thread));
         let r = xlat::run_workload(&cfg).unwrap();

@@ -11,7 +11,7 @@
 
 use super::error::SimError;
 use super::sim::{MakeSim, Runner, RunnerFactory};
-use crate::config::Config;
+use crate::config::{Config, WarmupRefs};
 use crate::designs::build_and_visit;
 use crate::os::Os;
 use crate::stats::{Stats, StatsExt};
@@ -44,8 +44,38 @@ pub struct Simulation {
     /// References (over all processes) simulated before the statistics restart; 0 without
     /// warm-up.
     warmup_total: u64,
+    /// Why the warm-up is as long as it is (`warmup.why` in the record).
+    warmup_why: &'static str,
     /// The record when the warm-up ended.
     snapshot: Option<Value>,
+}
+
+/// The warm-up of a run (per process) and why: `sim.warmup_refs` when it is a count, else
+/// (`"auto"`) the longest first-touch phase of its processes, at most `sim.refs` (a run never
+/// simulates more than twice its `sim.refs`); 0 when a source cannot tell its phase (a trace
+/// file: the front end resolves `"auto"` from the trace's summary before it gets here).
+fn resolve_warmup(
+    cfg: &Config,
+    source: &mut Box<dyn EventSource>,
+    more: &mut [Box<dyn EventSource>],
+) -> (u64, &'static str) {
+    match cfg.sim.warmup_refs {
+        WarmupRefs::Refs(n) => (n, if n > 0 { "set" } else { "none" }),
+        WarmupRefs::Auto => {
+            let mut longest = 0;
+            for s in std::iter::once(source).chain(more.iter_mut()) {
+                match s.first_touch_refs() {
+                    Some(n) => longest = longest.max(n),
+                    None => return (0, "auto_source_cannot_tell"),
+                }
+            }
+            if longest > cfg.sim.refs {
+                (cfg.sim.refs, "auto_first_touch_capped_at_refs")
+            } else {
+                (longest, "auto_first_touch_phase")
+            }
+        }
+    }
 }
 
 impl Simulation {
@@ -112,12 +142,19 @@ impl Simulation {
         ) -> Result<RunnerFactory, crate::os::OsError>,
     ) -> Result<Simulation, SimError> {
         cfg.validate().map_err(|e| SimError::Config(e.0))?;
+        let mut source = source;
+        let mut more = more;
+        // `sim.warmup_refs = "auto"` becomes a count here; the record's configuration has it.
+        let (warmup_refs, warmup_why) = resolve_warmup(cfg, &mut source, &mut more);
+        let mut resolved = cfg.clone();
+        resolved.sim.warmup_refs = WarmupRefs::Refs(warmup_refs);
+        let cfg = &resolved;
         // The warm-up is counted like `sim.refs`: per process (a multi-threaded trace is one).
         let processes = more.len() as u64 + 1;
-        let warmup_total = cfg.sim.warmup_refs.saturating_mul(processes);
+        let warmup_total = warmup_refs.saturating_mul(processes);
         let given = cfg;
         let mut raised;
-        let cfg = if cfg.sim.warmup_refs > 0 {
+        let cfg = if warmup_refs > 0 {
             raised = cfg.clone();
             raised.sim.refs = cfg.sim.simulated_refs();
             &raised
@@ -160,6 +197,7 @@ impl Simulation {
             setup_seconds: None,
             cfg: given.clone(),
             warmup_total,
+            warmup_why,
             snapshot: None,
         })
     }
@@ -200,7 +238,7 @@ impl Simulation {
                 "the run ended after {} references, within the warm-up (sim.warmup_refs = {} \
                  per process): nothing is left to measure; lower sim.warmup_refs",
                 self.runner.refs(),
-                self.cfg.sim.warmup_refs
+                self.cfg.sim.warmup_refs.at_most(0)
             )));
         }
         Ok(done)
@@ -226,8 +264,15 @@ impl Simulation {
     /// The record of the measured region: the whole run's without warm-up, else the end
     /// record minus the snapshot taken when the warm-up ended.
     fn measured_record(&self) -> Value {
-        let end = self.runner.record(self.wall_seconds);
+        let mut end = self.runner.record(self.wall_seconds);
         let Some(snap) = self.snapshot.as_ref() else {
+            if self.warmup_why.starts_with("auto") {
+                // "auto" that came to nothing: the record still says what was decided.
+                let mut w = Stats::new();
+                w.put_u64("refs", 0);
+                w.put_str("why", self.warmup_why);
+                end["warmup"] = Value::Object(w);
+            }
             return end;
         };
         let (mut r, whole_run_keys) =
@@ -238,6 +283,7 @@ impl Simulation {
         let mut w = Stats::new();
         w.put_u64("refs", snap["refs"].as_u64().unwrap_or(0));
         w.put_str("method", "snapshot_subtract");
+        w.put_str("why", self.warmup_why);
         w.put_u64("first_touch_pages", pages);
         w.put_f64("first_touch_share", share);
         w.insert("whole_run_keys".into(), Value::from(whole_run_keys));

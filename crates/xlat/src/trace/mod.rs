@@ -169,6 +169,13 @@ pub trait EventSource: Send {
     fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError>;
     /// Human-readable name of the source (workload name or file path).
     fn name(&self) -> String;
+    /// References of the source's first-touch phase, when the source knows them before it is
+    /// read (a built-in generator's setup: its allocations and the first store to every page
+    /// of its data); `sim.warmup_refs = "auto"` warms up that many. `None` (the default): the
+    /// source cannot tell (a trace file is read once, from its start).
+    fn first_touch_refs(&mut self) -> Option<u64> {
+        None
+    }
     /// What the result record should say about the input (a trace file's path, format and
     /// sha256, whether its VMAs were inferred); `None` for built-in generators.
     fn describe(&self) -> Option<serde_json::Value> {

@@ -205,6 +205,18 @@ impl<P: Program> EventSource for Driver<P> {
     fn name(&self) -> String {
         self.name.to_string()
     }
+
+    /// The setup's references: every workload allocates and first-touches all of its data in
+    /// its setup (see this module's doc), so the first-touch phase ends with it.
+    fn first_touch_refs(&mut self) -> Option<u64> {
+        if self.setup_done {
+            return Some(0); // already read past the setup: nothing of it is ahead
+        }
+        if self.setup.is_none() {
+            self.setup = Some(self.run_setup());
+        }
+        self.setup.as_ref().map(BurstCursor::refs_ahead)
+    }
 }
 
 /// The event source of `program`, built for `cfg` as workload `name`: its setup first, then its

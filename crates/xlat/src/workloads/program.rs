@@ -56,6 +56,25 @@ impl BurstCursor {
         }
     }
 
+    /// References not handed out yet: the accesses among the events ahead and the pages of
+    /// the first-touch runs ahead (one store each).
+    pub(super) fn refs_ahead(&self) -> u64 {
+        let events = self.burst.events[self.event..]
+            .iter()
+            .filter(|e| matches!(e, Event::Access { .. }))
+            .count() as u64;
+        let touches: u64 = self.burst.touches[self.run..]
+            .iter()
+            .enumerate()
+            .map(|(i, &(_, start, end))| {
+                // The run in progress resumes at `next_va` (its start when not begun).
+                let from = if i == 0 { self.next_va } else { start };
+                end.div_ceil(4096).saturating_sub(from / 4096)
+            })
+            .sum();
+        events + touches
+    }
+
     /// Append up to `max` events to `out`, stopping before a reference beyond `*refs_left`
     /// (then the burst is over: nothing after it is ever handed out) and counting the
     /// references handed out off `*refs_left`. Returns whether the burst has ended.

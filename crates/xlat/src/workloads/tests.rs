@@ -1240,3 +1240,55 @@ fn mummer_searches_the_suffix_array_or_follows_a_suffix_link_at_each_query_base(
     let share = links as f64 / (links + searches) as f64;
     assert!((0.85..0.95).contains(&share), "suffix links {share}");
 }
+
+#[test]
+fn the_setup_knows_its_references_before_it_is_read_and_while_it_is_read() {
+    use super::heap::AddressSpace;
+    use super::program::{Burst, BurstCursor, Program};
+    let c = cfg("stream", (8 << 20) + 100);
+    let mut burst = Burst::default();
+    let mut program = programs::Stream::new(&c);
+    program.setup(&mut AddressSpace::new(false), &mut burst);
+    let mut cursor = BurstCursor::new(burst);
+    let total = cursor.refs_ahead();
+    let mut out = Vec::new();
+    let mut left = u64::MAX;
+    let mut handed = 0;
+    // Expanded in uneven pieces, the count ahead always equals what is still to come.
+    for max in [1, 7, 100, 1000].into_iter().cycle() {
+        assert_eq!(cursor.refs_ahead(), total - handed);
+        out.clear();
+        let done = cursor.expand(&mut out, max, &mut left);
+        handed += accesses(&out).len() as u64;
+        if done {
+            break;
+        }
+    }
+    assert_eq!(handed, total);
+    assert_eq!(cursor.refs_ahead(), 0);
+    // Three arrays of (8 MiB + 100) / 3 bytes, each first-touched page by page.
+    assert!((2048..=2052).contains(&total), "{total}");
+}
+
+#[test]
+fn every_workload_tells_its_first_touch_phase_before_it_is_read() {
+    for (name, _) in WORKLOADS {
+        let c = cfg(name, 8 << 20);
+        let mut src = create(&c, 1 << 30, 1).unwrap();
+        let n = src.first_touch_refs().unwrap();
+        // Every workload first-touches its data in its setup: at least most of its footprint's
+        // pages (some round their structures down), and never more refs than a run would ask.
+        assert!(n >= (8 << 20) / 4096 / 2, "{name}: {n}");
+        let mut read = Vec::new();
+        let mut refs = 0;
+        while refs < n {
+            read.clear();
+            src.fill(&mut read, 1000).unwrap();
+            refs += accesses(&read).len() as u64;
+        }
+        // Asking again does not change the stream; once read past, nothing of it is ahead.
+        assert_eq!(src.first_touch_refs(), Some(0), "{name}");
+        let again = events(&c, n, 1);
+        assert_eq!(accesses(&again).len() as u64, n, "{name}");
+    }
+}
