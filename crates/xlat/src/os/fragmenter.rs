@@ -21,6 +21,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum FragmenterMode {
+    /// `fill` when `os.fmfi_target` is set (above 0), over a `/proc/buddyinfo` snapshot `pin`
+    /// (`fill` cannot build on one); nothing without a target. A target alone thus gets the
+    /// realistic fill, under which compaction can make blocks as it can on Linux.
+    Auto,
     /// Pin one random unmovable frame in a random share of the free 2^`fmfi_order`-frame blocks
     /// until the FMFI is reached (the original method; memory otherwise stays free).
     Pin,
@@ -39,7 +43,8 @@ pub enum FragmenterMode {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct FragmenterConfig {
-    /// `pin` (default, runs when `os.fmfi_target` > 0), `fill` or `alternating` (always run).
+    /// `auto` (default: `fill` when `os.fmfi_target` > 0), `pin` (runs when `os.fmfi_target`
+    /// > 0), `fill` or `alternating` (always run).
     pub mode: FragmenterMode,
     /// Fill: share of memory left free.
     pub free_share: f64,
@@ -54,7 +59,7 @@ pub struct FragmenterConfig {
 impl Default for FragmenterConfig {
     fn default() -> Self {
         FragmenterConfig {
-            mode: FragmenterMode::Pin,
+            mode: FragmenterMode::Auto,
             free_share: 0.25,
             kernel_share: 0.03,
             polluted_share: 0.03,

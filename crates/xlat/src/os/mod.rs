@@ -379,7 +379,14 @@ impl Os {
         phys.set_compaction(&cfg.compaction);
         // The HugeTLB pool is reserved at boot, before memory fragments.
         let hugetlb = hugetlb::Pool::reserve(&cfg.hugetlb, &mut phys)?;
-        match cfg.fragmenter.mode {
+        let mode = match cfg.fragmenter.mode {
+            FragmenterMode::Auto if cfg.fmfi_target <= 0.0 => FragmenterMode::Pin, // no target: nothing
+            FragmenterMode::Auto if !cfg.buddyinfo.is_empty() => FragmenterMode::Pin,
+            FragmenterMode::Auto => FragmenterMode::Fill,
+            mode => mode,
+        };
+        match mode {
+            FragmenterMode::Auto => unreachable!("resolved above"),
             FragmenterMode::Pin if cfg.fmfi_target > 0.0 => {
                 phys.fragment(cfg.fmfi_target, cfg.fmfi_order, seed)?;
             }
