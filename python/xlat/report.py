@@ -59,6 +59,21 @@ HATCHES = ["", "//////", "\\\\\\\\\\\\", "xxxxx", ".....", "-----", "+++++", "oo
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 
+def _profile_summaries() -> dict[str, str]:
+    """Each profile's one-line summary by name (designs' and baselines'), as the core has them."""
+    from . import _core
+
+    try:
+        rows = [*_core.design_profiles(), *_core.baseline_profiles()]
+    except AttributeError:  # a core built before profiles
+        return {}
+    out = {}
+    for row in rows:
+        name, summary = (row["name"], row["summary"]) if isinstance(row, dict) else row[:2]
+        out[str(name)] = str(summary)
+    return out
+
+
 def short_count(n: int) -> str:
     """A power-of-two bucket bound in a few characters (binary prefixes, as the buckets are).
 
@@ -438,7 +453,30 @@ class _Data:
                 f"{', '.join(_short(a) for a in self.axes)}"
             )
         parts.append(f"; {run_size_text(self.df)}")
+        profiles = self.profiles_text()
+        if profiles:
+            parts.append(f"; {profiles}")
         return "".join(parts)
+
+    def profiles_text(self) -> str:
+        """The settings each design ran under (its profile, ``config.sim.profile``), for
+        captions: ``profiles: tps = tps (reservation THP, any-size L1), radix = none``; empty
+        for records from before profiles existed."""
+        col = "config.sim.profile"
+        if col not in self.df.columns:
+            return ""
+        summaries = _profile_summaries()
+        named = []
+        for d in self.designs:
+            used = sorted(set(self.df.loc[self.df["design"] == d, col].dropna().astype(str)))
+            if not used:
+                continue
+            texts = [
+                p if p == "none" or not summaries.get(p) else f"{p} ({summaries[p]})"
+                for p in used
+            ]
+            named.append(f"{d}: {' / '.join(texts)}")
+        return "profiles (the settings of each design's paper) " + "; ".join(named) if named else ""
 
     def seed_agg(self, geo: bool = False) -> str:
         seeds = ",".join(map(str, self.seeds))
