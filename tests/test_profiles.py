@@ -30,13 +30,13 @@ def test_each_level_overrides_the_one_below_it(tmp_path):
     assert any(v == "cpu:skylake-sp" for v in src.values())
     # profile < preset: a preset file that sets the TPS TLB's size wins over the profile.
     preset = tmp_path / "p.toml"
-    preset.write_text("[tlb.l1_any]\nentries = 16\n")
+    preset.write_text("[tlb.l1_any]\nentries = 16\nways = 16\n")
     text, src, warns = resolve_config_sources(design="tps", preset=str(preset))
     assert src["tlb.l1_any.entries"].startswith("preset:") and "entries = 16" in text
     assert any("tlb.l1_any.entries" in w for w in warns)
     # preset < set.
     text, src, _ = resolve_config_sources(
-        design="tps", preset=str(preset), set={"tlb.l1_any.entries": 8}
+        design="tps", preset=str(preset), set={"tlb.l1_any.entries": 8, "tlb.l1_any.ways": 8}
     )
     assert src["tlb.l1_any.entries"] == "set" and "entries = 8" in text
 
@@ -80,8 +80,11 @@ def test_an_override_that_defeats_a_profile_warns_once_naming_the_key():
 
 def test_designs_long_prints_each_profile_on_one_line():
     out = xlat("designs", "--long").stdout
-    line = next(ln for ln in out.splitlines() if ln.startswith("tps"))
-    assert "os.policy=reservation" in line.replace(" ", "")
+    lines = out.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("tps "))
+    # The design's line, then its profile on one line.
+    assert "profile:" in lines[at + 1]
+    assert 'os.policy="reservation"' in lines[at + 1].replace(" ", "")
 
 
 def test_config_show_gives_the_provenance_of_a_design_on_a_cpu():
@@ -112,7 +115,9 @@ def test_a_sweep_can_take_profiles_as_an_axis(tmp_path):
     )
     db = tmp_path / "r.duckdb"
     xlat("sweep", str(spec), "--db", str(db), "--workers", "1", "-q")
-    out = xlat("results", "--db", str(db), "--json").stdout
+    out = xlat(
+        "results", "--db", str(db), "--format", "json", "--columns", "config.sim.profile"
+    ).stdout
     got = sorted(r["config.sim.profile"] for r in json.loads(out))
     assert got == ["none", "tps"]
 
