@@ -157,7 +157,9 @@ impl<'de> Deserialize<'de> for WarmupRefs {
                 }
                 crate::addr::parse_count(text)
                     .map(WarmupRefs::Refs)
-                    .map_err(|e| E::custom(format!("expects \"auto\" or a number of references: {e}")))
+                    .map_err(|e| {
+                        E::custom(format!("expects \"auto\" or a number of references: {e}"))
+                    })
             }
         }
         d.deserialize_any(Visitor)
@@ -174,7 +176,8 @@ impl SimConfig {
     /// With `warmup_refs = "auto"` before the run has resolved it, the most it may come to
     /// (`2 x refs`): a generator given this budget is cut where the resolved warm-up ends.
     pub fn simulated_refs(&self) -> u64 {
-        self.refs.saturating_add(self.warmup_refs.at_most(self.refs))
+        self.refs
+            .saturating_add(self.warmup_refs.at_most(self.refs))
     }
 
     /// `sim.quantum` in core cycles at `core_clock_mhz`.
@@ -328,7 +331,11 @@ impl Config {
 
         // Which design and profile the stack names (every layer but the profile's own).
         let mut named = defaults.clone();
-        for (layer, (origin, _)) in cpu_layers.iter().zip(cpu).chain(preset_layers.iter().zip(presets)) {
+        for (layer, (origin, _)) in cpu_layers
+            .iter()
+            .zip(cpu)
+            .chain(preset_layers.iter().zip(presets))
+        {
             merge_checked(&mut named, layer, "", origin)?;
         }
         for (key, value) in overrides {
@@ -352,14 +359,20 @@ impl Config {
 
         let mut tree = defaults.clone();
         let mut sources: std::collections::BTreeMap<String, String> = Default::default();
-        let note = |layer: &toml::Value, label: &str, sources: &mut std::collections::BTreeMap<String, String>| {
+        let note = |layer: &toml::Value,
+                    label: &str,
+                    sources: &mut std::collections::BTreeMap<String, String>| {
             for k in crate::profiles::leaf_keys(layer) {
                 sources.insert(k, label.to_string());
             }
         };
         for (layer, (origin, _)) in cpu_layers.iter().zip(cpu) {
             merge_checked(&mut tree, layer, "", origin)?;
-            note(layer, &format!("cpu:{}", origin_label(origin)), &mut sources);
+            note(
+                layer,
+                &format!("cpu:{}", origin_label(origin)),
+                &mut sources,
+            );
         }
         let mut after_profile = None;
         if let Some(p) = &profile {
@@ -369,7 +382,11 @@ impl Config {
         }
         for (layer, (origin, _)) in preset_layers.iter().zip(presets) {
             merge_checked(&mut tree, layer, "", origin)?;
-            note(layer, &format!("preset:{}", origin_label(origin)), &mut sources);
+            note(
+                layer,
+                &format!("preset:{}", origin_label(origin)),
+                &mut sources,
+            );
         }
         for (key, value) in overrides {
             set_key(&mut tree, key, value)?;
@@ -393,7 +410,10 @@ impl Config {
                     continue;
                 };
                 if set_to != now {
-                    let by = sources.get(&key).cloned().unwrap_or_else(|| "derived".into());
+                    let by = sources
+                        .get(&key)
+                        .cloned()
+                        .unwrap_or_else(|| "derived".into());
                     warnings.push(format!(
                         "{by} sets {key} = {now}, over the '{}' profile's {key} = {set_to}: this turns off {}",
                         p.name,
@@ -406,7 +426,10 @@ impl Config {
         let mut differing = Vec::new();
         for key in crate::profiles::leaf_keys(&tree) {
             if lookup(&tree, &key) != lookup(&defaults, &key) {
-                let source = sources.get(&key).cloned().unwrap_or_else(|| "derived".into());
+                let source = sources
+                    .get(&key)
+                    .cloned()
+                    .unwrap_or_else(|| "derived".into());
                 differing.push((key, source));
             }
         }

@@ -221,3 +221,30 @@ fn verify_catches_a_summary_block_whose_counts_disagree_with_the_chunks() {
     assert_eq!(e.offset, Some(at as u64), "{e}");
     assert!(e.problem.contains("loads"), "{e}");
 }
+
+#[test]
+fn a_native_trace_warms_up_until_nine_tenths_of_its_footprint_is_touched() {
+    // gups over 64 MiB first-touches its pages in its setup, then updates at random: 90 % of
+    // its footprint is touched within the setup, and at most half the trace warms up.
+    let p = write(&generated("gups", 200_000), "gups_warm.xlat");
+    let summary = stored(&p);
+    let phase = xlat::trace::info::first_touch_refs(&summary).unwrap();
+    let pages = summary["footprint_pages"].as_u64().unwrap();
+    assert!(
+        phase >= pages * 9 / 10 && phase <= 100_000,
+        "{phase} for {pages} pages"
+    );
+    let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let cfg = Config::resolve(None, &[o("sim.refs", "200000")]).unwrap();
+    let r = xlat::run(&cfg, open(p.to_str().unwrap(), None).unwrap()).unwrap();
+    assert_eq!(
+        r["warmup"]["why"], "auto_first_touch_phase",
+        "{}",
+        r["warmup"]
+    );
+    assert_eq!(r["warmup"]["refs"], phase);
+    // The committed recording's summary predates the touch curve: it cannot tell.
+    let r = xlat::run(&cfg, open(COMMITTED, None).unwrap()).unwrap();
+    assert_eq!(r["warmup"]["why"], "auto_source_cannot_tell");
+    assert_eq!(r["warmup"]["refs"], 0);
+}

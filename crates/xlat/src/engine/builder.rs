@@ -268,9 +268,12 @@ impl Simulation {
         let Some(snap) = self.snapshot.as_ref() else {
             if self.warmup_why.starts_with("auto") {
                 // "auto" that came to nothing: the record still says what was decided.
+                // Same keys as a real warm-up's, so that readers need not tell them apart.
                 let mut w = Stats::new();
                 w.put_u64("refs", 0);
                 w.put_str("why", self.warmup_why);
+                w.put_u64("first_touch_pages", crate::warmup::first_touch_pages(&end));
+                w.put_f64("first_touch_share", crate::warmup::first_touch_share(&end));
                 end["warmup"] = Value::Object(w);
             }
             return end;

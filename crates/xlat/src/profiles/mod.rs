@@ -72,8 +72,8 @@ impl Profile {
     /// Parse a profile file; `own_section` is the design whose profile it is (None for a
     /// baseline). Errors name the profile and the problem.
     pub fn parse(name: &str, text: &str, own_section: Option<&str>) -> Result<Profile, String> {
-        let mut layer: toml::Value = toml::from_str(text)
-            .map_err(|e| format!("profile '{name}': not valid TOML: {e}"))?;
+        let mut layer: toml::Value =
+            toml::from_str(text).map_err(|e| format!("profile '{name}': not valid TOML: {e}"))?;
         let table = layer
             .as_table_mut()
             .ok_or_else(|| format!("profile '{name}': not a table"))?;
@@ -101,7 +101,8 @@ impl Profile {
             }
         }
         for section in table.keys() {
-            if !ALLOWED_SECTIONS.contains(&section.as_str()) && Some(section.as_str()) != own_section
+            if !ALLOWED_SECTIONS.contains(&section.as_str())
+                && Some(section.as_str()) != own_section
             {
                 return Err(format!(
                     "profile '{name}': sets [{section}]; a profile sets only {}{}",

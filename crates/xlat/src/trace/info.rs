@@ -6,7 +6,10 @@
 //! re-exported here, its public path. This file calls `summary.rs` and the native reader
 //! (`native/`); neither calls it back.
 
-pub use super::summary::{summarize, Scan, Summary, MAX_LISTED_VMAS};
+pub use super::summary::{
+    first_touch_refs, summarize, Scan, Summary, MAX_LISTED_VMAS, WARMUP_FOOTPRINT_SHARE,
+    WARMUP_MAX_TRACE_SHARE,
+};
 use super::SourceError;
 use serde_json::{json, Value};
 

@@ -146,6 +146,12 @@ pub fn open(path: &str, format: Option<TraceFormat>) -> Result<Box<dyn EventSour
             describe["vmas_inferred"] = false.into();
             describe["dependences"] = DEPENDENCES_UNKNOWN.into();
             describe["meta"] = r.meta().clone();
+            // The stored summary (constant time) tells how long the first-touch phase is.
+            let first_touch = super::native::read_tail(path)
+                .ok()
+                .and_then(|t| t.summary)
+                .and_then(|s| super::summary::first_touch_refs(&s));
+            r.set_first_touch_refs(first_touch);
             r.set_describe(describe);
             Ok(Box::new(r))
         }

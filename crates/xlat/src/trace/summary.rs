@@ -143,6 +143,49 @@ pub struct Summary {
     procs: Vec<(u32, Proc)>,
     cur: usize,
     threads: HashSet<u32>,
+    /// Distinct pages touched so far (the `SEEN` bits set).
+    distinct_pages: u64,
+    /// Accesses seen so far.
+    refs: u64,
+    /// The access count at which the next point of `touch_curve` is taken.
+    next_mark: u64,
+    /// (accesses, distinct pages) at accesses 1, 2, ... growing by 1/[`CURVE_STEP_DIVISOR`]:
+    /// how fast the trace touches its footprint, for `sim.warmup_refs = "auto"` (about 450
+    /// points for 2^40 accesses).
+    touch_curve: Vec<(u64, u64)>,
+}
+
+/// The touch curve's points are 1/16 of the access count apart: the warm-up read from it
+/// overestimates the exact point by at most 6.25 %.
+const CURVE_STEP_DIVISOR: u64 = 16;
+
+/// `sim.warmup_refs = "auto"` on a trace warms up until this share of the trace's footprint
+/// (its distinct 4 KiB pages) has been touched: the last pages of a footprint are often
+/// touched late (a buffer used once at the end), so "all of it" would warm up most traces to
+/// their end.
+pub const WARMUP_FOOTPRINT_SHARE: f64 = 0.9;
+
+/// ... and at most this share of the trace's accesses, so that at least half is measured.
+pub const WARMUP_MAX_TRACE_SHARE: f64 = 0.5;
+
+/// The references a trace's first-touch phase takes, from its summary's `touch_curve`: the
+/// first point at which [`WARMUP_FOOTPRINT_SHARE`] of its footprint was touched, at most
+/// [`WARMUP_MAX_TRACE_SHARE`] of its references. `None` when the summary has no curve (a
+/// summary of an older version).
+pub fn first_touch_refs(summary: &Value) -> Option<u64> {
+    let curve = summary.get("touch_curve")?;
+    let refs = curve["refs"].as_array()?;
+    let pages = curve["pages"].as_array()?;
+    let total_refs = summary["refs"].as_u64()?;
+    let footprint = summary["footprint_pages"].as_u64()?;
+    let want = (footprint as f64 * WARMUP_FOOTPRINT_SHARE).ceil() as u64;
+    let at = refs
+        .iter()
+        .zip(pages)
+        .find(|(_, p)| p.as_u64().unwrap_or(0) >= want)
+        .and_then(|(r, _)| r.as_u64())
+        .unwrap_or(total_refs);
+    Some(at.min((total_refs as f64 * WARMUP_MAX_TRACE_SHARE) as u64))
 }
 
 #[inline(always)]
@@ -173,6 +216,10 @@ impl Summary {
             procs: vec![(0, Proc::default())],
             cur: 0,
             threads: HashSet::new(),
+            distinct_pages: 0,
+            refs: 0,
+            next_mark: 1,
+            touch_curve: Vec::new(),
         }
     }
 
@@ -207,11 +254,26 @@ impl Summary {
         self.kinds[k] += 1;
         let store_mask = 0u64.wrapping_sub((k == 1) as u64);
         let (g, bit) = self.pages.group(va >> 12);
+        let fresh = (g[SEEN] & bit == 0) as u64;
         g[SEEN] |= bit;
         g[WRITTEN] |= bit & store_mask;
-        if g[INSIDE] & bit == 0 {
+        let outside = g[INSIDE] & bit == 0;
+        self.distinct_pages += fresh;
+        self.refs += 1;
+        if self.refs == self.next_mark {
+            self.mark();
+        }
+        if outside {
             self.find_vma(va);
         }
+    }
+
+    /// Take a point of the touch curve.
+    #[cold]
+    #[inline(never)]
+    fn mark(&mut self) {
+        self.touch_curve.push((self.refs, self.distinct_pages));
+        self.next_mark = self.refs + (self.refs / CURVE_STEP_DIVISOR).max(1);
     }
 
     /// An access to a page not known to be inside a VMA: look it up in the current process's
@@ -345,6 +407,11 @@ impl Summary {
             })
             .collect();
         let footprint = self.pages.count(SEEN);
+        debug_assert_eq!(footprint, self.distinct_pages);
+        let mut curve = self.touch_curve.clone();
+        if curve.last().is_some_and(|&(r, _)| r != self.refs) {
+            curve.push((self.refs, self.distinct_pages));
+        }
         json!({
             "events": self.events,
             "refs": refs,
@@ -365,6 +432,10 @@ impl Summary {
                 .map(|(k, v)| (k.to_string(), Value::from(*v)))
                 .collect::<serde_json::Map<String, Value>>(),
             "processes": processes,
+            "touch_curve": {
+                "refs": curve.iter().map(|p| p.0).collect::<Vec<_>>(),
+                "pages": curve.iter().map(|p| p.1).collect::<Vec<_>>(),
+            },
         })
     }
 }
@@ -444,6 +515,8 @@ mod tests {
         let mut procs: Vec<(u32, Proc)> = vec![(0, Proc::default())];
         let mut cur = 0usize;
         let mut threads: HashSet<u32> = HashSet::new();
+        // Distinct pages after each access, to take the touch curve's points from at the end.
+        let mut distinct_after: Vec<u64> = Vec::new();
         loop {
             buf.clear();
             if source.fill(&mut buf, 4096)? == 0 {
@@ -465,6 +538,7 @@ mod tests {
                         instrs += n as u64;
                         let page = va.0 >> 12;
                         pages.insert(page);
+                        distinct_after.push(pages.len() as u64);
                         match kind {
                             AccessKind::Load => loads += 1,
                             AccessKind::Store => {
@@ -580,6 +654,15 @@ mod tests {
             .collect();
         let mut sc: Vec<(&str, u64)> = syscalls.into_iter().collect();
         sc.sort();
+        let mut curve = Vec::new();
+        let mut at = 1u64;
+        while at <= refs {
+            curve.push((at, distinct_after[at as usize - 1]));
+            at += (at / 16).max(1);
+        }
+        if curve.last().is_some_and(|&(r, _)| r != refs) {
+            curve.push((refs, pages.len() as u64));
+        }
         Ok(json!({
             "events": events,
             "refs": refs,
@@ -599,6 +682,10 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), Value::from(v)))
                 .collect::<serde_json::Map<String, Value>>(),
             "processes": processes,
+            "touch_curve": {
+                "refs": curve.iter().map(|p| p.0).collect::<Vec<_>>(),
+                "pages": curve.iter().map(|p| p.1).collect::<Vec<_>>(),
+            },
         }))
     }
 
@@ -693,6 +780,39 @@ mod tests {
         assert_eq!(got["loads"], 5);
         assert_eq!(got["stores"], 2);
         assert_eq!(got, naive(&mut Events(events.into_iter())).unwrap());
+    }
+
+    /// `pages` pages first touched in order, then `passes` more passes over them.
+    fn touch_then_loop(pages: u64, passes: u64) -> Value {
+        let events = (0..pages * (1 + passes)).map(|i| Event::Access {
+            kind: AccessKind::Load,
+            va: Vaddr(0x4000_0000 + (i % pages) * 4096),
+            size: 8,
+            instrs: 1,
+            dep: 0,
+        });
+        summarize(&mut Events(events.collect::<Vec<_>>().into_iter())).unwrap()
+    }
+
+    #[test]
+    fn a_trace_warms_up_until_nine_tenths_of_its_footprint_is_touched() {
+        let s = touch_then_loop(1000, 9);
+        let n = first_touch_refs(&s).unwrap();
+        // 900 pages are touched by access 900; the curve's points are at most 1/16 apart.
+        assert!((900..=900 + 900 / 16).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn a_trace_that_touches_new_pages_to_its_end_warms_up_at_most_half_of_it() {
+        let s = touch_then_loop(10_000, 0);
+        assert_eq!(first_touch_refs(&s), Some(5_000));
+    }
+
+    #[test]
+    fn a_summary_without_a_touch_curve_cannot_tell_its_first_touch_phase() {
+        let mut s = touch_then_loop(10, 1);
+        s.as_object_mut().unwrap().remove("touch_curve");
+        assert_eq!(first_touch_refs(&s), None);
     }
 
     proptest! {

@@ -40,7 +40,8 @@ pub const MAX_META: u32 = 1 << 20;
 pub const MAX_SUMMARY: u32 = 16 << 20;
 /// Version of the summary object stored in the summary block: a reader uses a stored summary
 /// only when its version is this one (a newer xlat computing more keys scans instead).
-pub const SUMMARY_VERSION: u64 = 1;
+/// Version 2 adds `touch_curve` (for `sim.warmup_refs = "auto"`).
+pub const SUMMARY_VERSION: u64 = 2;
 
 pub(super) const CHUNK_MAGIC: &[u8; 4] = b"CHNK";
 pub(super) const END_MAGIC: &[u8; 4] = b"END!";

@@ -150,6 +150,9 @@ pub struct NativeReader<R: Read> {
     ended: bool,
     failed: Option<SourceError>,
     describe: Option<serde_json::Value>,
+    /// What [`EventSource::first_touch_refs`] answers (set by `trace::open` from the stored
+    /// summary's touch curve).
+    first_touch: Option<u64>,
 }
 
 impl<R: Read> NativeReader<R> {
@@ -178,6 +181,7 @@ impl<R: Read> NativeReader<R> {
             ended: false,
             failed: None,
             describe: None,
+            first_touch: None,
         };
         r.read_header()?;
         Ok(r)
@@ -191,6 +195,12 @@ impl<R: Read> NativeReader<R> {
     /// Set what [`EventSource::describe`] returns (the opener fills in path, format, sha256).
     pub fn set_describe(&mut self, v: serde_json::Value) {
         self.describe = Some(v);
+    }
+
+    /// Set the references of the trace's first-touch phase (from its stored summary, see
+    /// [`crate::trace::summary::first_touch_refs`]), for `sim.warmup_refs = "auto"`.
+    pub fn set_first_touch_refs(&mut self, refs: Option<u64>) {
+        self.first_touch = refs;
     }
 
     /// Format version of the file.
@@ -538,5 +548,12 @@ impl<R: Read + Send> EventSource for NativeReader<R> {
 
     fn describe(&self) -> Option<serde_json::Value> {
         self.describe.clone()
+    }
+
+    fn first_touch_refs(&mut self) -> Option<u64> {
+        // Only before the first event: afterwards part of the phase is behind.
+        (self.seen.records == 0)
+            .then_some(self.first_touch)
+            .flatten()
     }
 }
