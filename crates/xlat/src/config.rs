@@ -841,6 +841,8 @@ mod tests {
         expect.designs.ideal.levels = 5;
         expect.designs.perfect_tlb.levels = 5;
         expect.os.thp = crate::os::ThpPolicy::Always;
+        // Resolving names the profile that applied (radix's own: no settings).
+        expect.sim.profile = "radix".into();
         assert_eq!(cfg, expect);
     }
 

@@ -21,7 +21,8 @@ mod toy {
     use std::collections::HashMap;
 
     /// Step 2 of the guide: the settings the toy's "paper" assumes around it (none).
-    pub const PROFILE: &str = "[profile]\nsummary = \"no settings around the design\"\n";
+    pub const PROFILE: &str = "[profile]\nsummary = \"no settings around the design\"\n\
+                                paper = \"none: a toy for docs/architecture.md\"\n";
 
     /// `[toy]` section.
     #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

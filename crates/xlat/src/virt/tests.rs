@@ -15,6 +15,8 @@ fn cfg_with(extra: &[(&str, &str)]) -> Result<Config, crate::config::ConfigError
         o("os.phys_mem_bytes", "256MiB"),
         o("virt.enabled", "true"),
         o("virt.host_os.phys_mem_bytes", "512MiB"),
+        // The host's faults happen in the guest's first-touch phase: measure from the start.
+        o("sim.warmup_refs", "0"),
     ];
     kv.extend(extra.iter().map(|(k, v)| o(k, v)));
     Config::resolve(None, &kv)

@@ -448,6 +448,8 @@ fn run_et(extra: &[(&str, &str)]) -> serde_json::Value {
         ("tlb.l1_organization", "any_size"),
         ("tlb.coalescing", "contiguous_bit"),
         ("tlb.l1_max_span_bytes", "65536"),
+        // Placement happens in the first-touch phase, which these tests count.
+        ("sim.warmup_refs", "0"),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

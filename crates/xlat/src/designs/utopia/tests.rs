@@ -276,6 +276,8 @@ fn run(workloads: &str, extra: &[(&str, &str)]) -> serde_json::Value {
         o("workload.name", workloads),
         o("workload.footprint", "64MiB"),
         o("os.phys_mem_bytes", "1GiB"),
+        // Placement and evictions happen at faults, in the first-touch phase.
+        o("sim.warmup_refs", "0"),
         o(
             "utopia.restsegs",
             r#"[{bytes = 1048576, page_size = "4KiB", ways = 4}, {bytes = 16777216, page_size = "2MiB", ways = 4}]"#,

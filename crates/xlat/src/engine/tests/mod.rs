@@ -22,6 +22,9 @@ fn small(design: &str) -> Config {
             o("sim.refs", "20000"),
             o("workload.footprint", "16MiB"),
             o("os.phys_mem_bytes", "1GiB"),
+            // These tests check the first-touch phase too (faults, allocations, chunking
+            // across it): measure from the first reference.
+            o("sim.warmup_refs", "0"),
         ],
     )
     .unwrap()

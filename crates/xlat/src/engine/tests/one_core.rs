@@ -87,6 +87,11 @@ fn every_design_passes_the_oracle_when_memory_is_overcommitted_to_swap() {
                     o("os.phys_mem_bytes", "64MiB"),
                     o("os.thp", thp),
                     o("os.swap.bytes", "256MiB"),
+                    // The mechanisms under swap, on the default OS: rmm's profile (eager
+                    // paging) refuses swap, and the swapping happens while gups first
+                    // touches its footprint.
+                    o("sim.profile", "none"),
+                    o("sim.warmup_refs", "0"),
                 ],
             )
             .unwrap();

@@ -66,6 +66,8 @@ mod tests {
                 o("os.phys_mem_bytes", "1GiB"),
                 o("os.thp", "never"),
                 o("os.policy", policy),
+                // The faults of the first-touch phase are what this test counts.
+                o("sim.warmup_refs", "0"),
             ],
         )
         .unwrap()
