@@ -21,7 +21,9 @@ def test_four_workloads_on_four_cores_run_from_the_cli_with_per_core_figures():
         rec = rec[0]
     assert rec["workload"] == "gups,kv,bfs,xsbench"
     assert rec["refs"] == 4 * 20000
-    assert [c["refs"] for c in rec["cores"]] == [20000] * 4
+    # The warm-up's snapshot is taken when the cores together reach it: each core's measured
+    # references are within a few of sim.refs, their sum exact (docs/results.md, "Warm-up").
+    assert all(abs(c["refs"] - 20000) <= 400 for c in rec["cores"]), rec["cores"]
     assert [p["workload"] for p in rec["processes"]] == ["gups", "kv", "bfs", "xsbench"]
     assert rec["walk"]["count"] == sum(c["walk"]["count"] for c in rec["cores"])
     assert rec["oracle"]["mismatches"] == 0
@@ -37,7 +39,8 @@ def test_processes_time_share_one_core_and_count_their_switches():
     assert rec["machine"]["cores"] == 1
     assert rec["switch"]["count"] > 0
     assert rec["switch"]["tlb_misses_in_window"] > 0
-    assert [p["refs"] for p in rec["processes"]] == [20000, 20000]
+    got = [p["refs"] for p in rec["processes"]]
+    assert sum(got) == 40000 and all(abs(n - 20000) <= 400 for n in got), got
 
 
 def test_bad_core_counts_and_quanta_exit_2_or_1_naming_the_key():

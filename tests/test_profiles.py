@@ -9,9 +9,8 @@ import json
 import warnings
 
 import pytest
-from conftest import SMALL, xlat
-
 import xlat as api
+from conftest import SMALL, xlat
 from xlat.run import ProfileWarning, resolve_config_sources
 
 

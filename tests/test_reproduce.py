@@ -141,12 +141,13 @@ def test_quick_exits_1_naming_the_claim_when_a_checked_direction_flips(tmp_path,
     import argparse
 
     # A one-experiment paper whose quick claim says ideal is slower than radix: the measured
-    # direction (ideal is faster) disagrees, so --quick must fail and name the claim.
+    # direction (ideal is faster: a cold run, whose first walks miss every cache) disagrees, so
+    # --quick must fail and name the claim.
     (tmp_path / "flip.toml").write_text(
         'title = "flip"\npreset = "configs/papers/mehpt.toml"\nscaling = "tiny"\n'
         '[[experiment]]\nname = "e"\nfigure = "-"\ndescription = "-"\n'
         'designs = ["radix", "ideal"]\nworkloads = ["gups"]\nfootprint = "64MiB"\n'
-        'refs = "20k"\nset = { "os.fmfi_target" = 0.0 }\n'
+        'refs = "20k"\nwarmup = "0"\nset = { "os.fmfi_target" = 0.0 }\n'
         '[[claim]]\nid = "ideal_slower"\ntext = "ideal slower than radix"\nref = "-"\n'
         'paper = 0.5\nkind = "speedup"\ndesign = "ideal"\nbaseline = "radix"\n'
         'experiment = "e"\nquick = true\n'

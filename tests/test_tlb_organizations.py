@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from conftest import xlat
 
-GUPS = ["--design", "radix", "--workload", "gups", "--footprint", "64MiB", "--refs", "200k"]
+# Walk counts over the whole run (one per 64 KiB folio includes the first touches): no warm-up.
+GUPS = [
+    "--design", "radix", "--workload", "gups", "--footprint", "64MiB", "--refs", "200k",
+    "--warmup", "0",
+]  # fmt: skip
 MTHP_64K = ["--set", "os.policy=mthp", "--set", 'os.mthp.sizes=["64KiB"]']
 
 

@@ -101,6 +101,8 @@ def style_slots(i: int) -> tuple[int, int]:
     64
     """
     return i % len(PALETTE), (i + i // len(PALETTE)) % len(HATCHES)
+
+
 LINESTYLES = ["-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 2)), "-"]
 #: Serving levels of page-walk references: (record suffix, label, colour, hatch).
 SERVED = [
@@ -472,8 +474,7 @@ class _Data:
             if not used:
                 continue
             texts = [
-                p if p == "none" or not summaries.get(p) else f"{p} ({summaries[p]})"
-                for p in used
+                p if p == "none" or not summaries.get(p) else f"{p} ({summaries[p]})" for p in used
             ]
             named.append(f"{d}: {' / '.join(texts)}")
         return "profiles (the settings of each design's paper) " + "; ".join(named) if named else ""
@@ -1032,7 +1033,7 @@ class _Figures:
         color = PALETTE[colour]
         return {
             "marker": MARKERS[second],
-            "linestyle": LINESTYLES[j % len(LINESTYLES)],
+            "linestyle": LINESTYLES[second % len(LINESTYLES)],
             "color": color if color != "#FFFFFF" else "black",
             "markersize": 3.5,
             "linewidth": 1.0,

@@ -106,20 +106,57 @@ def config_hash(
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def point_hash(config: Mapping[str, Any], trace_sha256: str | None) -> str:
-    """Key of a grid point regardless of design: the resolved configuration without
-    ``sim.design`` (plus the trace hash). Runs of different designs on the same point share it,
-    which is what speedups pair on.
+#: Provenance layers (a record's ``config_sources``) that make a grid point: what the user
+#: chose. A design's profile (``profile:NAME``) and values derived from others are not.
+USER_LAYERS = ("cpu:", "preset:", "set")
+
+
+def point_hash(
+    config: Mapping[str, Any],
+    trace_sha256: str | None,
+    sources: Mapping[str, str] | None = None,
+) -> str:
+    """Key of a grid point regardless of design (plus the trace hash). Runs of different
+    designs on the same point share it, which is what speedups pair on.
+
+    With ``sources`` (a record's ``config_sources``: each key that differs from the built-in
+    default, and the layer that set it), the point is the keys the user's layers set (a CPU
+    preset, a preset file, ``set`` and the named options) and the profile choice, without
+    ``sim.design``: so ``tps`` under its profile (reservation paging, its TLB) and ``radix``
+    under Linux's defaults are the same point, as a sweep over ``designs`` means. Without
+    ``sources`` (records from before profiles): the whole configuration but ``sim.design``.
 
     Examples
     --------
     >>> point_hash({"sim": {"design": "radix", "seed": 1}}, None) == point_hash(
     ...     {"sim": {"design": "ideal", "seed": 1}}, None)
     True
+    >>> radix = {"sim": {"design": "radix", "profile": "radix"}, "os": {"policy": "thp"}}
+    >>> tps = {"sim": {"design": "tps", "profile": "tps"}, "os": {"policy": "reservation"}}
+    >>> point_hash(radix, None, {"sim.design": "set"}) == point_hash(
+    ...     tps, None, {"sim.design": "set", "os.policy": "profile:tps"})
+    True
+    >>> point_hash(radix, None, {"sim.design": "set"}) == point_hash(
+    ...     {**tps, "sim": {"design": "tps", "profile": "none"}}, None, {"sim.profile": "set"})
+    False
     """
-    cfg = json.loads(json.dumps(config))
-    cfg.get("sim", {}).pop("design", None)
-    return hashlib.sha256(canonical_json([cfg, trace_sha256]).encode()).hexdigest()
+    if sources is None:
+        cfg = json.loads(json.dumps(config))
+        cfg.get("sim", {}).pop("design", None)
+        return hashlib.sha256(canonical_json([cfg, trace_sha256]).encode()).hexdigest()
+    sim = config.get("sim", {})
+    point: dict[str, Any] = {}
+    for key, layer in sources.items():
+        if key in ("sim.design", "sim.profile") or not layer.startswith(USER_LAYERS):
+            continue
+        node: Any = config
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        point[key] = node
+    # `auto` resolves to the design's own name: the same choice for every design.
+    profile = sim.get("profile", "auto")
+    point["sim.profile"] = "auto" if profile in ("auto", sim.get("design")) else profile
+    return hashlib.sha256(canonical_json([point, trace_sha256]).encode()).hexdigest()
 
 
 def sql_type(value: Any) -> str | None:
@@ -428,7 +465,7 @@ def frame_from_records(records: list[dict]):
                 "config_hash": config_hash(
                     cfg, design, None if trace_sha else workload, trace_sha, seed
                 ),
-                "point_hash": point_hash(cfg, trace_sha),
+                "point_hash": point_hash(cfg, trace_sha, r.get("config_sources")),
                 "status": "ok",
                 "error": None,
                 "design": design,

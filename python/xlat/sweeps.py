@@ -32,8 +32,13 @@ from typing import Any
 
 from xlat import _core
 from xlat.records import config_labels
-from xlat.run import TRACE_NO_LIMIT, resolve_config, trace_footprint, version
-from xlat.run import baseline_profiles
+from xlat.run import (
+    TRACE_NO_LIMIT,
+    baseline_profiles,
+    resolve_config_sources,
+    trace_footprint,
+    version,
+)
 from xlat.run import cpus as cpu_presets
 from xlat.run import designs as registered_designs
 from xlat.run import workloads as builtin_workloads
@@ -116,6 +121,8 @@ class Run:
     trace_sha256: str | None = None
     #: Warm-up references (``sim.warmup_refs``) when the spec sets ``warmup``.
     warmup: str | None = None
+    #: Where each non-default key of ``config`` came from (``config_sources`` of a record).
+    sources: dict = field(compare=False, repr=False, hash=False, default_factory=dict)
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`xlat.run` for this run."""
@@ -508,7 +515,7 @@ def _resolve_run(
         kw = {k: v for k, v in run.kwargs().items() if k not in ("preset", "trace")}
         if trace and refs is None:
             kw["refs"] = TRACE_NO_LIMIT  # what xlat.run sets: the whole trace
-        text = resolve_config(spec.preset, **kw)
+        text, sources, _ = resolve_config_sources(spec.preset, **kw)
     except _core.XlatError as e:
         raise SpecError(f"{spec.origin}: run '{run.label()}': {e}") from None
     config = tomllib.loads(text)
@@ -528,10 +535,11 @@ def _resolve_run(
         spec.preset,
         config,
         config_hash(config, design_, None if trace else workload_, sha, seed_),
-        point_hash(config, sha),
+        point_hash(config, sha, sources),
         trace,
         sha,
         warmup,
+        sources,
     )
 
 
@@ -651,7 +659,7 @@ def make_row(run: Run, result: dict[str, Any], meta: Mapping[str, Any]) -> dict[
             record = None
         elif trace_sha != run.trace_sha256:
             key = config_hash(run.config, design, None, trace_sha, seed)
-            point = point_hash(run.config, trace_sha)
+            point = point_hash(run.config, trace_sha, run.sources)
     row = {
         "config_hash": key,
         "point_hash": point,

@@ -224,6 +224,8 @@ _ALIASES = [
     (re.compile(r"^virt\.host_page_table\."), "page_table."),
     (re.compile(r"^virt\.host\."), ""),
     (re.compile(r"^processes\.\d+\."), "processes."),
+    # One entry per configuration key (dotted itself): defined once as `config_sources.<key>`.
+    (re.compile(r"^config_sources\..*"), "config_sources.key"),
 ]
 
 

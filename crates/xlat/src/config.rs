@@ -547,12 +547,18 @@ impl Config {
                 crate::mmu::Coalescing::None | crate::mmu::Coalescing::ContiguousBit
             ) || self.tlb.range.entries > 0
             {
-                return Err(ConfigError(
+                // rmm's profile sets the range TLB: say how to run RMM's table nested anyway.
+                let hint = if self.tlb.range.entries > 0 && self.sim.profile == "rmm" {
+                    "; rmm's profile sets tlb.range.entries = 32: add --profile none (or \
+                     --set tlb.range.entries=0) to run RMM's tables nested without its range TLB"
+                } else {
+                    ""
+                };
+                return Err(ConfigError(format!(
                     "virt.enabled with tlb.coalescing = \"colt\" or tlb.range is not supported \
                      yet (combined gVA -> hPA entries are cached one page each; \
-                     \"contiguous_bit\" is)"
-                        .into(),
-                ));
+                     \"contiguous_bit\" is){hint}"
+                )));
             }
         }
         Ok(())

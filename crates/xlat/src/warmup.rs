@@ -69,6 +69,8 @@ pub const STATE_KEYS: &[&str] = &[
     "pt_line_share",
     // Utopia: the share of a RestSeg's slots occupied at the end.
     "occupancy",
+    // RMM: the ranges in the range table at the end.
+    "ranges",
 ];
 
 /// Sections all of whose values are states.

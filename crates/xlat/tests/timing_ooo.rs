@@ -19,6 +19,8 @@ fn config(design: &str, workload: &str, model: &str, refs: u64) -> Config {
             o("workload.footprint", "32MiB"),
             o("os.phys_mem_bytes", "4GiB"),
             o("timing.model", model),
+            // Chunking and model comparisons over the whole run, first touches included.
+            o("sim.warmup_refs", "0"),
         ],
     )
     .unwrap()

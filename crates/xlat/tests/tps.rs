@@ -105,6 +105,8 @@ fn tps_rmm_and_colt_pass_the_oracle_under_every_policy_on_built_in_workloads() {
                     o("workload.name", workload),
                     o("workload.footprint", "24MiB"),
                     o("os.phys_mem_bytes", "1GiB"),
+                    // Tailored pages are built at faults: count from the first reference.
+                    o("sim.warmup_refs", "0"),
                 ];
                 ov.extend(design.iter().cloned());
                 ov.extend(pol.iter().cloned());
@@ -147,6 +149,10 @@ fn tps_under_fragmentation_falls_back_to_smaller_tailored_pages() {
                 o("os.phys_mem_bytes", "1GiB"),
                 o("os.policy", "reservation"),
                 o("os.fmfi_target", fmfi),
+                // Fragmentation pinned over a buddyinfo snapshot (the test's premise), not
+                // filled: the fill's memory would leave too little for 256 MiB.
+                o("os.fragmenter.mode", "pin"),
+                o("sim.warmup_refs", "0"),
             ],
         )
         .unwrap();
