@@ -50,14 +50,26 @@ fn resolve(
     Ok(resolve_full(preset_text, preset_origin, overrides, base_layers)?.config)
 }
 
+/// A profile as Python sees it: `(name, summary, paper, settings on one line, keys)`.
+type ProfileRow = (String, String, String, String, Vec<String>);
+
+/// A resolved configuration with its provenance: `(toml, [(key, source)], warnings)`.
+type ResolvedRow = (String, Vec<(String, String)>, Vec<String>);
+
 /// Each registered design's profile: `(name, summary, paper, settings on one line, keys)`.
 #[pyfunction]
-fn design_profiles() -> PyResult<Vec<(String, String, String, String, Vec<String>)>> {
+fn design_profiles() -> PyResult<Vec<ProfileRow>> {
     xlat::designs::REGISTRY
         .iter()
         .map(|d| {
             let p = xlat::profiles::design_profile(d.name).map_err(err)?;
-            Ok((p.name.clone(), p.summary.clone(), p.paper.clone(), p.one_line(), p.keys()))
+            Ok((
+                p.name.clone(),
+                p.summary.clone(),
+                p.paper.clone(),
+                p.one_line(),
+                p.keys(),
+            ))
         })
         .collect()
 }
@@ -69,7 +81,12 @@ fn baseline_profiles() -> PyResult<Vec<(String, String, String, String)>> {
         .iter()
         .map(|(name, text)| {
             let p = xlat::profiles::Profile::parse(name, text, None).map_err(err)?;
-            Ok((p.name.clone(), p.summary.clone(), p.paper.clone(), p.one_line()))
+            Ok((
+                p.name.clone(),
+                p.summary.clone(),
+                p.paper.clone(),
+                p.one_line(),
+            ))
         })
         .collect()
 }
@@ -122,7 +139,7 @@ fn resolve_config_sources(
     preset_origin: &str,
     overrides: Vec<(String, String)>,
     base_layers: Vec<(String, String)>,
-) -> PyResult<(String, Vec<(String, String)>, Vec<String>)> {
+) -> PyResult<ResolvedRow> {
     let r = resolve_full(preset_text, preset_origin, overrides, &base_layers)?;
     Ok((r.config.to_toml(), r.sources, r.warnings))
 }
