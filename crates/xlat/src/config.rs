@@ -448,9 +448,7 @@ impl Config {
     /// Every valid key path (`section.field`), in tree order.
     pub fn keys() -> Vec<String> {
         let tree = toml::Value::try_from(Config::default()).expect("defaults serialize");
-        let mut out = Vec::new();
-        collect_keys(&tree, "", &mut out);
-        out
+        crate::profiles::leaf_keys(&tree)
     }
 
     /// Check cross-field constraints that serde cannot express.
@@ -641,23 +639,6 @@ fn follow_paging_mode(
         if !in_preset && !overridden {
             if let Some(toml::Value::Table(t)) = tree.get_mut(section) {
                 t.insert("levels".into(), levels.clone());
-            }
-        }
-    }
-}
-
-fn collect_keys(v: &toml::Value, prefix: &str, out: &mut Vec<String>) {
-    if let toml::Value::Table(t) = v {
-        for (k, child) in t {
-            let path = if prefix.is_empty() {
-                k.clone()
-            } else {
-                format!("{prefix}.{k}")
-            };
-            if matches!(child, toml::Value::Table(_)) {
-                collect_keys(child, &path, out);
-            } else {
-                out.push(path);
             }
         }
     }

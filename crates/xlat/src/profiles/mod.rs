@@ -152,8 +152,10 @@ impl Profile {
 
     /// The profile's settings as `key = value` pairs on one line (empty: "no settings").
     pub fn one_line(&self) -> String {
-        let mut parts = Vec::new();
-        collect_pairs(&self.layer, "", &mut parts);
+        let parts: Vec<String> = leaves(&self.layer)
+            .into_iter()
+            .map(|(path, value)| format!("{path} = {value}"))
+            .collect();
         if parts.is_empty() {
             "no settings".into()
         } else {
@@ -202,8 +204,12 @@ pub fn design_profile(design: &str) -> Result<Profile, String> {
 
 /// Dotted paths of the leaf values of a TOML tree (an array of tables is one leaf).
 pub fn leaf_keys(v: &toml::Value) -> Vec<String> {
-    let mut out = Vec::new();
-    fn walk(v: &toml::Value, prefix: &str, out: &mut Vec<String>) {
+    leaves(v).into_iter().map(|(path, _)| path).collect()
+}
+
+/// The leaf values of a TOML tree with their dotted paths, in tree order.
+pub fn leaves(v: &toml::Value) -> Vec<(String, &toml::Value)> {
+    fn walk<'a>(v: &'a toml::Value, prefix: &str, out: &mut Vec<(String, &'a toml::Value)>) {
         if let toml::Value::Table(t) = v {
             for (k, child) in t {
                 let path = if prefix.is_empty() {
@@ -214,29 +220,14 @@ pub fn leaf_keys(v: &toml::Value) -> Vec<String> {
                 if matches!(child, toml::Value::Table(_)) {
                     walk(child, &path, out);
                 } else {
-                    out.push(path);
+                    out.push((path, child));
                 }
             }
         }
     }
+    let mut out = Vec::new();
     walk(v, "", &mut out);
     out
-}
-
-fn collect_pairs(v: &toml::Value, prefix: &str, out: &mut Vec<String>) {
-    if let toml::Value::Table(t) = v {
-        for (k, child) in t {
-            let path = if prefix.is_empty() {
-                k.clone()
-            } else {
-                format!("{prefix}.{k}")
-            };
-            match child {
-                toml::Value::Table(_) => collect_pairs(child, &path, out),
-                other => out.push(format!("{path} = {other}")),
-            }
-        }
-    }
 }
 
 #[cfg(test)]
