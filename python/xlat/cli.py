@@ -332,7 +332,7 @@ def config_sources_text(toml_text: str, sources: dict[str, str]) -> str:
 
     Examples
     --------
-    >>> print(config_sources_text('[os]\npolicy = "eager"\n', {"os.policy": "profile:rmm"}))
+    >>> print(config_sources_text('[os]\\npolicy = "eager"\\n', {"os.policy": "profile:rmm"}))
     <BLANKLINE>
     # Settings that differ from the built-in defaults, and where each came from
     # (cpu: --cpu preset; profile: the design's paper's settings; preset; set: --set):

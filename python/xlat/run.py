@@ -352,7 +352,7 @@ def resolve_config_sources(
     >>> text, sources, warns = resolve_config_sources(design="tps")
     >>> sources["os.policy"], sources["tlb.l1_any.entries"]
     ('profile:tps', 'profile:tps')
-    >>> _, sources, warns = resolve_config_sources(design="tps", set={"os.policy": "thp"})
+    >>> _, sources, warns = resolve_config_sources(design="tps", set={"os.policy": "mthp"})
     >>> sources["os.policy"], len(warns)
     ('set', 1)
     >>> _, sources, _ = resolve_config_sources(design="tps", profile="none")
@@ -374,8 +374,8 @@ def design_profiles() -> list[dict[str, Any]]:
     Examples
     --------
     >>> tps = next(p for p in design_profiles() if p["name"] == "tps")
-    >>> tps["keys"][:2]
-    ['os.policy', 'tlb.l1_organization']
+    >>> sorted(tps["keys"])
+    ['os.policy', 'tlb.l1_any.entries', 'tlb.l1_any.ways', 'tlb.l1_organization']
     >>> next(p for p in design_profiles() if p["name"] == "radix")["keys"]
     []
     """
