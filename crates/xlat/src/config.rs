@@ -576,13 +576,17 @@ impl Config {
     /// The resolved tree as JSON.
     ///
     /// `sim.warmup_refs` appears only when it is set (not 0), so that the records of runs
-    /// without warm-up stay as they were before the key existed.
+    /// without warm-up stay as they were before the key existed; likewise the queued DRAM
+    /// model's `mem.dram` keys appear only under `mem.dram.model = "queued"`.
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self).expect("config serializes");
         if !self.sim.warmup_refs.is_set() {
             if let Some(sim) = v.get_mut("sim").and_then(|s| s.as_object_mut()) {
                 sim.shift_remove("warmup_refs");
             }
+        }
+        if let Some(dram) = v.pointer_mut("/mem/dram").and_then(|d| d.as_object_mut()) {
+            self.mem.dram.trim_record(dram);
         }
         v
     }

@@ -13,7 +13,9 @@
 //!   moves row buffers but costs no latency).
 //! - Lookups are serial: an access pays the hit latency of every level it looked up, plus the DRAM
 //!   latency when all missed.
-//! - DRAM: see [`dram`] (channels, banks, open-page row buffers, DDR4-3200-like defaults).
+//! - DRAM: see [`dram`] (channels, banks, open-page row buffers, DDR4-3200-like defaults). A
+//!   queued DRAM model (`dram/controller.rs`: queues, FR-FCFS, bank and bus timing, refresh) is
+//!   built beside it but not called by this hierarchy yet.
 //! - Every line carries the kind of the access that filled it (data or page table).
 //!
 //! ## Nested translation
@@ -47,7 +49,7 @@ pub mod cache;
 pub mod dram;
 
 pub use cache::{CacheLevelConfig, ReplacementPolicy};
-pub use dram::{DramConfig, DramMapping};
+pub use dram::{DramConfig, DramMapping, DramModel, DramTimingSet, DramTimings};
 
 use cache::{Cache, Evicted, DATA, PT};
 use dram::Dram;
@@ -124,15 +126,7 @@ impl MemConfig {
                 ));
             }
         }
-        let d = &self.dram;
-        if d.channels == 0 || d.banks_per_channel == 0 || d.row_bytes < 64 {
-            return Err(
-                "mem.dram: channels, banks_per_channel must be positive and row_bytes >= 64".into(),
-            );
-        }
-        if d.dram_clock_mhz == 0 || d.core_clock_mhz == 0 {
-            return Err("mem.dram: dram_clock_mhz and core_clock_mhz must be positive".into());
-        }
+        self.dram.validate()?;
         Ok(())
     }
 }

@@ -4,13 +4,29 @@
 //! (`row_contiguous`) the `row_bytes / 64` consecutive lines of a row come first, then channels,
 //! then banks, then rows; the bank index is XORed with the low row bits (permutation-based
 //! interleaving) so that strided streams spread over banks. `line_interleaved` (ChampSim's
-//! mapping): channel, then bank, then the row's lines, then row, no XOR.
+//! field order): channel, then bank, then the row's lines, then row, no XOR; `champsim` adds
+//! ChampSim's XOR of row bits into channel, bank group and bank (see [`DramMapping`]).
 //! Latency per access, in core cycles: `controller_cycles` + (row hit: tCL; row empty: tRCD + tCL;
 //! row conflict: tRP + tRCD + tCL) converted from DRAM clocks. No queueing, refresh, or bus
 //! contention: every access sees an idle channel.
 //!
+//! This file is the *idle* model ([`Dram`], `mem.dram.model = "idle"`, the default and the one
+//! the engine calls). Beside it, the *queued* model (`controller.rs`, [`controller::DramController`]:
+//! read and write queues, FR-FCFS approximated by earliest-fit reservation of banks and the data
+//! bus, datasheet timings of `timing.rs`, refresh) is built but not wired into the engine yet;
+//! its module doc has its model, configuration and deviations. Both share the address mapping
+//! (`mapping.rs`).
+//!
 //! Owns its configuration (`mem.dram`, [`DramConfig`], composed into `[mem]` by `mem/mod.rs`);
 //! calls nothing else of the crate.
+
+pub mod mapping;
+#[cfg(test)]
+mod tests;
+pub mod timing;
+
+pub use mapping::{AddressMap, DramMapping};
+pub use timing::{DramTimingSet, DramTimings};
 
 use serde::{Deserialize, Serialize};
 
@@ -38,23 +54,63 @@ pub struct DramConfig {
     pub controller_cycles: u32,
     /// How a line's address picks its channel, bank and row (see [`DramMapping`]).
     pub address_mapping: DramMapping,
+    /// Which DRAM model the memory system uses: `idle` (this file) or `queued` (the queued
+    /// model, not wired into the engine yet). The keys below are the queued model's.
+    pub model: DramModel,
+    /// The queued model's timing set (`ddr4_3200`, `ddr5_4800` or `custom`); its tCL, tRCD, tRP
+    /// and clock must equal `t_cl`, `t_rcd`, `t_rp` and `dram_clock_mhz`.
+    pub timing: DramTimingSet,
+    /// Ranks per channel (queued model; `banks_per_channel` counts all ranks' banks).
+    pub ranks: u32,
+    /// Bank groups per rank (queued model; DDR4 x8: 4, DDR5 x8: 8).
+    pub bank_groups: u32,
+    /// Read-queue entries per channel (queued model; Ramulator 2's default 32).
+    pub read_queue_entries: u32,
+    /// Write-queue entries per channel (queued model; Ramulator 2's default 32).
+    pub write_queue_entries: u32,
+    /// Buffered writes that start a write drain (queued model; 26: Ramulator 2 drains above
+    /// 0.8 x 32 entries).
+    pub write_high_watermark_entries: u32,
+    /// Buffered writes at which a drain stops (queued model; 6: Ramulator 2 stops below
+    /// 0.2 x 32 entries).
+    pub write_low_watermark_entries: u32,
+    /// All-bank refresh every tREFI, blocking the rank for tRFC (queued model).
+    pub refresh: bool,
+    /// How far back in core cycles a request's arrival may go behind the latest arrival seen
+    /// (queued model): the history kept for placing it. An older arrival is moved up to it.
+    pub reorder_window_cycles: u64,
+    /// The timings of `timing = "custom"` (defaults: DDR4-3200AA).
+    pub custom: DramTimings,
 }
 
-/// `mem.dram.address_mapping`: which address bits pick the channel, the bank and the row.
+/// `mem.dram.model`: the DRAM model behind the caches.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum DramMapping {
-    /// The consecutive lines of a row first, then channel, then bank (XORed with the low row
-    /// bits), then row: a sequential stream stays in one open row for `row_bytes`.
+pub enum DramModel {
+    /// Every access sees an idle channel: [`Dram`].
     #[default]
-    RowContiguous,
-    /// Channel, then bank, then the row's columns, then row, from the line address up, with no
-    /// XOR: consecutive lines go to different channels and banks, so streams over several
-    /// arrays meet in every bank and conflict in its row buffer. ChampSim's mapping (its
-    /// `DRAM_ADDRESS_MAPPING`: offset, channel, bank group, bank, column, rank, row), for the
-    /// ChampSim validation (docs/timing.md).
-    LineInterleaved,
+    Idle,
+    /// Queues, FR-FCFS, bank and bus timing: [`controller::DramController`] (the engine does not
+    /// call it yet).
+    Queued,
 }
+
+/// The `mem.dram` keys that only the queued model reads: a run's record leaves them out under
+/// `model = "idle"` (see [`DramConfig::trim_record`]), so that records stay as they were before
+/// the queued model existed.
+pub const QUEUED_MODEL_KEYS: [&str; 11] = [
+    "model",
+    "timing",
+    "ranks",
+    "bank_groups",
+    "read_queue_entries",
+    "write_queue_entries",
+    "write_high_watermark_entries",
+    "write_low_watermark_entries",
+    "refresh",
+    "reorder_window_cycles",
+    "custom",
+];
 
 impl Default for DramConfig {
     fn default() -> Self {
@@ -69,6 +125,118 @@ impl Default for DramConfig {
             core_clock_mhz: 2600,
             controller_cycles: 40,
             address_mapping: DramMapping::RowContiguous,
+            model: DramModel::Idle,
+            timing: DramTimingSet::Ddr4x3200,
+            ranks: 1,
+            bank_groups: 4,
+            read_queue_entries: 32,
+            write_queue_entries: 32,
+            write_high_watermark_entries: 26,
+            write_low_watermark_entries: 6,
+            refresh: true,
+            reorder_window_cycles: 4096,
+            custom: DramTimings::default(),
+        }
+    }
+}
+
+impl DramConfig {
+    /// Check the organisation, the clocks and (for `model = "queued"`) the queued model's keys.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.channels == 0 || self.banks_per_channel == 0 || self.row_bytes < 64 {
+            return Err(
+                "mem.dram: channels, banks_per_channel must be positive and row_bytes >= 64".into(),
+            );
+        }
+        if self.dram_clock_mhz == 0 || self.core_clock_mhz == 0 {
+            return Err("mem.dram: dram_clock_mhz and core_clock_mhz must be positive".into());
+        }
+        if self.model == DramModel::Idle && self.address_mapping != DramMapping::Champsim {
+            return Ok(());
+        }
+        // Only the queued model and the `champsim` mapping see ranks and bank groups.
+        let per_rank_group = self.ranks as u64 * self.bank_groups as u64;
+        if per_rank_group == 0 || !(self.banks_per_channel as u64).is_multiple_of(per_rank_group) {
+            return Err(format!(
+                "mem.dram.banks_per_channel ({}) must be a positive multiple of ranks ({}) x \
+                 bank_groups ({})",
+                self.banks_per_channel, self.ranks, self.bank_groups
+            ));
+        }
+        if self.address_mapping == DramMapping::Champsim {
+            let banks_per_group = self.banks_per_channel as u64 / per_rank_group;
+            let counts = [
+                ("channels", self.channels as u64),
+                ("ranks", self.ranks as u64),
+                ("bank_groups", self.bank_groups as u64),
+                ("banks per bank group", banks_per_group),
+                ("row_bytes / 64", self.row_bytes / 64),
+            ];
+            if let Some((name, n)) = counts.iter().find(|(_, n)| !n.is_power_of_two()) {
+                return Err(format!(
+                    "mem.dram.address_mapping = \"champsim\" slices address bits: {name} ({n}) \
+                     must be a power of two"
+                ));
+            }
+        }
+        if self.model == DramModel::Idle {
+            return Ok(());
+        }
+        let key = match self.timing {
+            DramTimingSet::Custom => "mem.dram.custom",
+            _ => "mem.dram.timing",
+        };
+        let t = self.timings();
+        t.validate(key)?;
+        for (name, ours, theirs) in [
+            ("t_cl", self.t_cl, t.t_cl),
+            ("t_rcd", self.t_rcd, t.t_rcd),
+            ("t_rp", self.t_rp, t.t_rp),
+            ("dram_clock_mhz", self.dram_clock_mhz, t.clock_mhz),
+        ] {
+            if ours != theirs {
+                return Err(format!(
+                    "mem.dram.{name} = {ours} disagrees with {key} ({theirs}): the idle and \
+                     queued models share tCL, tRCD, tRP and the clock; set them alike"
+                ));
+            }
+        }
+        if self.read_queue_entries == 0 || self.write_queue_entries == 0 {
+            return Err(
+                "mem.dram: read_queue_entries and write_queue_entries must be positive".into(),
+            );
+        }
+        if self.write_low_watermark_entries >= self.write_high_watermark_entries
+            || self.write_high_watermark_entries > self.write_queue_entries
+        {
+            return Err(format!(
+                "mem.dram: write_low_watermark_entries ({}) < write_high_watermark_entries ({}) \
+                 <= write_queue_entries ({}) must hold",
+                self.write_low_watermark_entries,
+                self.write_high_watermark_entries,
+                self.write_queue_entries
+            ));
+        }
+        if self.reorder_window_cycles == 0 {
+            return Err("mem.dram.reorder_window_cycles must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// The queued model's timings: the named set, or `custom`.
+    pub fn timings(&self) -> DramTimings {
+        self.timing.timings(&self.custom)
+    }
+
+    /// Leave out of a run record's `mem.dram` table the keys this configuration does not use:
+    /// every [`QUEUED_MODEL_KEYS`] under `model = "idle"`, `custom` unless `timing = "custom"`.
+    pub fn trim_record(&self, dram: &mut serde_json::Map<String, serde_json::Value>) {
+        if self.model == DramModel::Idle {
+            for key in QUEUED_MODEL_KEYS {
+                dram.shift_remove(key);
+            }
+        } else if self.timing != DramTimingSet::Custom {
+            dram.shift_remove("custom");
         }
     }
 }
@@ -102,14 +270,7 @@ pub struct DramCounters {
 /// The DRAM model.
 #[derive(Clone, Debug)]
 pub struct Dram {
-    lines_per_row: u64,
-    channels: u64,
-    banks: u64,
-    /// log2 of (lines_per_row, channels, banks) when all are powers of two: the address split
-    /// then costs shifts instead of five divisions per access.
-    shifts: Option<(u32, u32, u32)>,
-    /// `mem.dram.address_mapping = "line_interleaved"`.
-    line_interleaved: bool,
+    map: AddressMap,
     open_row: Vec<u64>,
     latency: [u32; 3],
     /// Counters.
@@ -126,21 +287,15 @@ impl Dram {
                 as u32
                 + cfg.controller_cycles
         };
-        let lines_per_row = (cfg.row_bytes / 64).max(1);
-        let (ch, bk) = (cfg.channels as u64, cfg.banks_per_channel as u64);
-        let pow2 = lines_per_row.is_power_of_two() && ch.is_power_of_two() && bk.is_power_of_two();
         Dram {
-            shifts: pow2.then(|| {
-                (
-                    lines_per_row.trailing_zeros(),
-                    ch.trailing_zeros(),
-                    bk.trailing_zeros(),
-                )
-            }),
-            line_interleaved: cfg.address_mapping == DramMapping::LineInterleaved,
-            lines_per_row,
-            channels: cfg.channels as u64,
-            banks: cfg.banks_per_channel as u64,
+            map: AddressMap::new(
+                cfg.address_mapping,
+                cfg.channels,
+                cfg.banks_per_channel,
+                cfg.row_bytes,
+                cfg.ranks,
+                cfg.bank_groups,
+            ),
             open_row: vec![CLOSED; (cfg.channels * cfg.banks_per_channel) as usize],
             latency: [
                 to_core(cfg.t_cl),
@@ -157,40 +312,8 @@ impl Dram {
     }
 
     #[inline]
-    fn locate(&self, line: u64) -> (usize, u64) {
-        if self.line_interleaved {
-            return self.locate_line_interleaved(line);
-        }
-        if let Some((lpr, ch, bk)) = self.shifts {
-            let rest = line >> lpr;
-            let channel = rest & ((1 << ch) - 1);
-            let rest = rest >> ch;
-            let row = rest >> bk;
-            let bank = (rest ^ row) & ((1 << bk) - 1);
-            return (((channel << bk) | bank) as usize, row);
-        }
-        let rest = line / self.lines_per_row;
-        let channel = rest % self.channels;
-        let rest = rest / self.channels;
-        let row = rest / self.banks;
-        let bank = (rest % self.banks) ^ (row % self.banks);
-        ((channel * self.banks + bank) as usize, row)
-    }
-
-    /// (bank, row) under `line_interleaved`: channel from the lowest line bits, then bank, then
-    /// the row's `lines_per_row` columns, then row.
-    #[cold]
-    fn locate_line_interleaved(&self, line: u64) -> (usize, u64) {
-        let channel = line % self.channels;
-        let rest = line / self.channels;
-        let bank = rest % self.banks;
-        let row = rest / self.banks / self.lines_per_row;
-        ((channel * self.banks + bank) as usize, row)
-    }
-
-    #[inline]
     fn open(&mut self, line: u64) -> RowOutcome {
-        let (bank, row) = self.locate(line);
+        let (bank, row) = self.map.locate(line);
         let outcome = match self.open_row[bank] {
             r if r == row => RowOutcome::Hit,
             CLOSED => RowOutcome::Empty,
@@ -217,74 +340,5 @@ impl Dram {
     pub fn write(&mut self, line: u64) {
         self.open(line);
         self.c.writes += 1;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn row_hit_empty_and_conflict_cost_what_the_timings_say() {
-        let cfg = DramConfig::default();
-        let mut d = Dram::new(&cfg);
-        // DDR4-3200 at 1600 MHz, core 2600 MHz: 22 clocks = ceil(22 * 2600 / 1600) = 36 cycles.
-        let (cl, rcd_cl, rp_rcd_cl) = (36 + 40, 72 + 40, 108 + 40);
-        assert_eq!(d.latencies(), [cl, rcd_cl, rp_rcd_cl]);
-        assert_eq!(d.read(0, false), (rcd_cl, RowOutcome::Empty));
-        assert_eq!(d.read(1, false), (cl, RowOutcome::Hit), "same row");
-        // Same channel and bank, next row: lines_per_row * channels * banks lines further, with
-        // the XOR permutation undone by also moving one bank.
-        let lpr = cfg.row_bytes / 64;
-        let per_row = lpr * cfg.channels as u64 * cfg.banks_per_channel as u64;
-        let same_bank_next_row = per_row + lpr * cfg.channels as u64;
-        assert_eq!(
-            d.read(same_bank_next_row, true),
-            (rp_rcd_cl, RowOutcome::Conflict)
-        );
-        assert_eq!(d.c.row, [1, 1, 1]);
-        assert_eq!(d.c.pt_reads, 1);
-    }
-
-    #[test]
-    fn line_interleaved_mapping_spreads_consecutive_lines_over_channels_and_banks_like_champsim() {
-        let cfg = DramConfig {
-            address_mapping: DramMapping::LineInterleaved,
-            ..DramConfig::default()
-        };
-        let mut d = Dram::new(&cfg);
-        let banks = (cfg.channels * cfg.banks_per_channel) as u64;
-        // Lines 0 .. channels x banks each open their own bank.
-        for line in 0..banks {
-            assert_eq!(d.read(line, false).1, RowOutcome::Empty, "line {line}");
-        }
-        // The next lines are the next columns of the same rows.
-        assert_eq!(d.read(banks, false).1, RowOutcome::Hit);
-        // A row holds row_bytes / 64 columns per bank: the line that many columns on is in the
-        // same bank's next row.
-        let next_row = banks * cfg.row_bytes / 64;
-        assert_eq!(d.read(next_row, false).1, RowOutcome::Conflict);
-    }
-
-    #[test]
-    fn three_interleaved_streams_hit_open_rows_row_contiguously_and_conflict_line_interleaved() {
-        let hit_rate = |mapping: DramMapping| {
-            let mut d = Dram::new(&DramConfig {
-                address_mapping: mapping,
-                ..DramConfig::default()
-            });
-            // a[i] = b[i] + c[i] over three arrays 64 MiB + 3 row-groups apart (a power-of-two
-            // spacing defeats the row-contiguous mapping's XOR: every array in the same bank),
-            // one access per line.
-            let array_lines = (64u64 << 20) / 64 + 3 * 128 * 2;
-            for i in 0..100_000u64 {
-                for a in 0..3 {
-                    d.read(a * array_lines + i, false);
-                }
-            }
-            d.c.row[0] as f64 / d.c.reads as f64
-        };
-        assert!(hit_rate(DramMapping::RowContiguous) > 0.95);
-        assert!(hit_rate(DramMapping::LineInterleaved) < 0.05);
     }
 }

@@ -1,0 +1,174 @@
+//! DRAM address mapping: which channel, bank and row a 64-byte line lives in.
+//!
+//! Owns [`DramMapping`] (`mem.dram.address_mapping`) and [`AddressMap`], shared by the idle model
+//! (`dram/mod.rs`) and the queued one (`dram/controller.rs`); calls nothing else of the crate.
+//!
+//! Contract: [`AddressMap::locate`] returns `(channel * banks_per_channel + bank, row)`, the bank
+//! index inside a channel counting bank groups fastest, then banks of a group, then ranks
+//! (`bank = (rank * banks_per_group + bank_in_group) * bank_groups + bank_group`, see
+//! [`AddressMap::split_bank`]). `row_contiguous` and `line_interleaved` do not depend on ranks or
+//! bank groups (so the idle model's figures do not either); `champsim` does.
+
+use serde::{Deserialize, Serialize};
+
+/// `mem.dram.address_mapping`: which address bits pick the channel, the bank and the row.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DramMapping {
+    /// The consecutive lines of a row first, then channel, then bank (XORed with the low row
+    /// bits), then row: a sequential stream stays in one open row for `row_bytes`.
+    #[default]
+    RowContiguous,
+    /// Channel, then bank, then the row's columns, then row, from the line address up, with no
+    /// XOR: consecutive lines go to different channels and banks, so streams over several
+    /// arrays meet in every bank and conflict in its row buffer. ChampSim's field order (its
+    /// `DRAM_ADDRESS_MAPPING`: offset, channel, bank group, bank, column, rank, row) without
+    /// ChampSim's XOR of the row into channel, bank group and bank (that is `champsim`), and with
+    /// ranks counted in the bank field; for the ChampSim validation (docs/timing.md).
+    LineInterleaved,
+    /// ChampSim's mapping as built at commit 2ff25011 (`src/dram_controller.cc`): offset,
+    /// channel, bank group, bank, column, rank, row from the low bits up, then `swizzle_bits`:
+    /// the channel is XORed with the parity of the row, and the (bank, bank group) field with
+    /// the row folded by XOR into chunks of that field's width. Every count must be a power of
+    /// two.
+    Champsim,
+}
+
+/// Geometry and mapping of one DRAM system, precomputed for [`AddressMap::locate`].
+#[derive(Clone, Debug)]
+pub struct AddressMap {
+    mapping: DramMapping,
+    lines_per_row: u64,
+    channels: u64,
+    banks: u64,
+    bank_groups: u64,
+    banks_per_group: u64,
+    /// log2 of (lines_per_row, channels, banks) when all are powers of two: the address split
+    /// then costs shifts instead of five divisions per access.
+    shifts: Option<(u32, u32, u32)>,
+}
+
+impl AddressMap {
+    /// The map of `channels` channels of `banks_per_channel` banks (`ranks` x `bank_groups` x
+    /// banks per group) with rows of `row_bytes`. `row_bytes` below 64 counts as one line.
+    pub fn new(
+        mapping: DramMapping,
+        channels: u32,
+        banks_per_channel: u32,
+        row_bytes: u64,
+        ranks: u32,
+        bank_groups: u32,
+    ) -> AddressMap {
+        let lines_per_row = (row_bytes / 64).max(1);
+        let (ch, bk) = (channels as u64, banks_per_channel as u64);
+        let pow2 = lines_per_row.is_power_of_two() && ch.is_power_of_two() && bk.is_power_of_two();
+        let bank_groups = (bank_groups as u64).max(1);
+        AddressMap {
+            mapping,
+            lines_per_row,
+            channels: ch,
+            banks: bk,
+            bank_groups,
+            banks_per_group: (bk / bank_groups / (ranks as u64).max(1)).max(1),
+            shifts: pow2.then(|| {
+                (
+                    lines_per_row.trailing_zeros(),
+                    ch.trailing_zeros(),
+                    bk.trailing_zeros(),
+                )
+            }),
+        }
+    }
+
+    /// Banks per channel.
+    pub fn banks_per_channel(&self) -> u64 {
+        self.banks
+    }
+
+    /// `(channel * banks_per_channel + bank, row)` of `line` (a physical address >> 6).
+    #[inline]
+    pub fn locate(&self, line: u64) -> (usize, u64) {
+        match self.mapping {
+            DramMapping::RowContiguous => {}
+            DramMapping::LineInterleaved => return self.locate_line_interleaved(line),
+            DramMapping::Champsim => return self.locate_champsim(line),
+        }
+        if let Some((lpr, ch, bk)) = self.shifts {
+            let rest = line >> lpr;
+            let channel = rest & ((1 << ch) - 1);
+            let rest = rest >> ch;
+            let row = rest >> bk;
+            let bank = (rest ^ row) & ((1 << bk) - 1);
+            return (((channel << bk) | bank) as usize, row);
+        }
+        let rest = line / self.lines_per_row;
+        let channel = rest % self.channels;
+        let rest = rest / self.channels;
+        let row = rest / self.banks;
+        let bank = (rest % self.banks) ^ (row % self.banks);
+        ((channel * self.banks + bank) as usize, row)
+    }
+
+    /// (bank, row) under `line_interleaved`: channel from the lowest line bits, then bank, then
+    /// the row's `lines_per_row` columns, then row.
+    #[cold]
+    fn locate_line_interleaved(&self, line: u64) -> (usize, u64) {
+        let channel = line % self.channels;
+        let rest = line / self.channels;
+        let bank = rest % self.banks;
+        let row = rest / self.banks / self.lines_per_row;
+        ((channel * self.banks + bank) as usize, row)
+    }
+
+    /// (bank, row) under `champsim` (powers of two checked by `DramConfig::validate`).
+    #[cold]
+    fn locate_champsim(&self, line: u64) -> (usize, u64) {
+        let bits = |n: u64| n.trailing_zeros();
+        let (c_bits, g_bits, b_bits) = (
+            bits(self.channels),
+            bits(self.bank_groups),
+            bits(self.banks_per_group),
+        );
+        let col_bits = bits(self.lines_per_row);
+        let r_bits = bits(self.banks) - g_bits - b_bits;
+        let field = |v: u64, w: u32| v & ((1u64 << w) - 1);
+        let mut rest = line;
+        let mut channel = field(rest, c_bits);
+        rest >>= c_bits;
+        // Bank group in the low bits of the (bank, bank group) field, as ChampSim slices them.
+        let mut group_bank = field(rest, g_bits + b_bits);
+        rest >>= g_bits + b_bits;
+        rest >>= col_bits;
+        let rank = field(rest, r_bits);
+        let row = rest >> r_bits;
+        if c_bits > 0 {
+            channel ^= (row.count_ones() & 1) as u64;
+        }
+        let w = g_bits + b_bits;
+        if w > 0 {
+            let mut r = row;
+            while r != 0 {
+                group_bank ^= field(r, w);
+                r >>= w;
+            }
+        }
+        let bank_in_channel = (rank << (g_bits + b_bits)) | group_bank;
+        ((channel * self.banks + bank_in_channel) as usize, row)
+    }
+
+    /// `(channel, rank, bank_group, bank_in_group)` of a flat bank index from [`Self::locate`].
+    #[inline]
+    pub fn split_bank(&self, flat: usize) -> (usize, usize, usize, usize) {
+        let flat = flat as u64;
+        let (channel, bank) = (flat / self.banks, flat % self.banks);
+        let group = bank % self.bank_groups;
+        let in_group = (bank / self.bank_groups) % self.banks_per_group;
+        let rank = bank / (self.bank_groups * self.banks_per_group);
+        (
+            channel as usize,
+            rank as usize,
+            group as usize,
+            in_group as usize,
+        )
+    }
+}
