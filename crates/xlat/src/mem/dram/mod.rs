@@ -20,6 +20,8 @@
 //! Owns its configuration (`mem.dram`, [`DramConfig`], composed into `[mem]` by `mem/mod.rs`);
 //! calls nothing else of the crate.
 
+mod channel;
+pub mod controller;
 pub mod mapping;
 #[cfg(test)]
 mod tests;

@@ -1,8 +1,15 @@
-//! Tests of the DRAM models: the idle one (`mod.rs`, moved here unchanged) and the queued
-//! model's configuration, timing sets and address mapping.
+//! Tests of the DRAM models: the idle one (`mod.rs`, moved here unchanged) and the queued one
+//! (`controller.rs`, `channel.rs`, `timing.rs`, `mapping.rs`): idle latencies against the idle
+//! model's formula, clock conversions, the bandwidth curve against the peak and the activate
+//! bound computed from the timings, FR-FCFS order, the write drain, refresh, determinism, bounded
+//! history, and every schedule checked by an independent validator of the DDR timing rules.
 
+use super::channel::LoggedCommand;
+use super::controller::{DramCompletion, DramController, DramRequest, DramService, RequestKind};
 use super::timing::{TickClock, DDR4_3200AA, DDR5_4800B};
 use super::*;
+use crate::rng::Rng;
+use proptest::prelude::*;
 
 // The idle model (moved unchanged from `mod.rs`).
 
@@ -70,7 +77,7 @@ fn three_interleaved_streams_hit_open_rows_row_contiguously_and_conflict_line_in
     assert!(hit_rate(DramMapping::LineInterleaved) < 0.05);
 }
 
-// The queued model's configuration.
+// The queued model.
 
 /// One DDR4-3200AA channel, 1 rank x 4 bank groups x 4 banks, 8 KiB rows, no refresh, no fixed
 /// controller latency: the times below are the DRAM's alone.
@@ -81,6 +88,67 @@ fn one_channel() -> DramConfig {
         refresh: false,
         controller_cycles: 0,
         ..DramConfig::default()
+    }
+}
+
+fn rd(line: u64, at: u64) -> DramRequest {
+    DramRequest {
+        line,
+        write: false,
+        arrival_cycle: at,
+        kind: RequestKind::Data,
+    }
+}
+
+fn wr(line: u64, at: u64) -> DramRequest {
+    DramRequest {
+        write: true,
+        ..rd(line, at)
+    }
+}
+
+/// The line at column `col` of `row` in `bank` of a one-channel, 16-bank `row_contiguous`
+/// mapping (the bank is XORed with the row's low bits).
+fn line_of(row: u64, bank: u64, col: u64) -> u64 {
+    (((row << 4) | ((bank ^ row) & 15)) << 7) | col
+}
+
+#[test]
+fn a_lone_read_costs_what_the_idle_model_charges_for_a_hit_an_empty_bank_and_a_conflict() {
+    let ddr5 = DramConfig {
+        timing: DramTimingSet::Ddr5x4800,
+        t_cl: 40,
+        t_rcd: 39,
+        t_rp: 39,
+        dram_clock_mhz: 2400,
+        core_clock_mhz: 2400,
+        bank_groups: 8,
+        banks_per_channel: 32,
+        ..DramConfig::default()
+    };
+    for base in [DramConfig::default(), ddr5] {
+        for refresh in [false, true] {
+            let cfg = DramConfig {
+                model: DramModel::Queued,
+                refresh,
+                ..base.clone()
+            };
+            let mut idle = Dram::new(&cfg);
+            let mut q = DramController::new(&cfg).unwrap();
+            assert_eq!(q.idle_latencies(), idle.latencies());
+            let lpr = cfg.row_bytes / 64;
+            let per_row = lpr * cfg.channels as u64 * cfg.banks_per_channel as u64;
+            let same_bank_next_row = per_row + lpr * cfg.channels as u64;
+            // Far enough apart that each read finds an idle channel, well before any refresh.
+            for (i, line) in [0, 1, same_bank_next_row].into_iter().enumerate() {
+                let at = 1000 * i as u64;
+                let (want, outcome) = idle.read(line, false);
+                let got = q.access(&rd(line, at));
+                assert_eq!(got.service, DramService::Row(outcome), "line {line}");
+                assert_eq!(got.latency_cycles, want as u64, "line {line}");
+                assert_eq!(got.done_cycle, at + want as u64);
+            }
+        }
     }
 }
 
@@ -99,6 +167,8 @@ fn dram_clocks_convert_to_core_cycles_on_an_exact_tick_base() {
     // Peak: one 64-byte burst per t_bl clocks.
     assert_eq!(DDR4_3200AA.peak_bytes_per_second(), 25.6e9);
     assert_eq!(DDR5_4800B.peak_bytes_per_second(), 19.2e9);
+    let two = DramController::new(&DramConfig::default()).unwrap();
+    assert_eq!(two.peak_bytes_per_second(), 2.0 * 25.6e9);
 }
 
 #[test]
@@ -173,6 +243,275 @@ fn the_queued_keys_are_checked_and_appear_in_the_record_only_under_the_queued_mo
     assert!(e.contains("mem.dram.model"), "{e}");
 }
 
+/// Delivered bandwidth (GB/s, first arrival to the end of the last burst) and average read
+/// latency (core cycles) of `n` reads, one every `interval` core cycles: random lines over
+/// 8 GiB, or one sequential stream.
+fn curve_point(cfg: &DramConfig, random: bool, interval: f64, n: u64) -> (f64, f64) {
+    let mut d = DramController::new(cfg).unwrap();
+    let mut rng = Rng::new(42, 0);
+    let base = rng.below(1 << 20) << 7;
+    let (mut end, mut latency) = (0f64, 0u64);
+    let burst_cycles =
+        cfg.timings().t_bl as f64 * cfg.core_clock_mhz as f64 / cfg.dram_clock_mhz as f64;
+    for i in 0..n {
+        let line = if random { rng.below(8 << 24) } else { base + i };
+        let r = d.access(&rd(line, (i as f64 * interval) as u64));
+        end = end.max(r.done_cycle as f64 + burst_cycles);
+        latency += r.latency_cycles;
+    }
+    let seconds = end / (cfg.core_clock_mhz as f64 * 1e6);
+    (n as f64 * 64.0 / seconds / 1e9, latency as f64 / n as f64)
+}
+
+#[test]
+fn streaming_reads_rise_in_latency_with_the_rate_and_saturate_near_but_never_above_the_peak() {
+    let cfg = DramConfig {
+        address_mapping: DramMapping::LineInterleaved,
+        ..one_channel()
+    };
+    let peak = 25.6;
+    let mut last_latency = 0.0;
+    // 64 B every 6.5 core cycles at 2.6 GHz is the peak; go from a third of it to twice.
+    for interval in [20.0, 13.0, 9.0, 7.0, 6.0, 4.0, 3.0] {
+        let (gbps, latency) = curve_point(&cfg, false, interval, 20_000);
+        assert!(
+            gbps <= peak,
+            "{gbps} GB/s above the peak at interval {interval}"
+        );
+        assert!(
+            latency >= last_latency,
+            "latency fell at interval {interval}"
+        );
+        last_latency = latency;
+        if interval <= 4.0 {
+            assert!(gbps > 0.9 * peak, "{gbps} GB/s at interval {interval}");
+        }
+    }
+}
+
+#[test]
+fn a_row_contiguous_stream_is_held_by_tccd_l_within_a_row_and_overlaps_only_at_row_ends() {
+    // row_contiguous keeps a stream in one bank for a row (128 lines): back-to-back reads of one
+    // bank group are tCCD_L = 8 clocks apart, twice the 4-clock burst, so half the peak. Only
+    // where the stream crosses into the next row (another bank) can the reads of both rows share
+    // the bus, and at most a read queue's worth (32) of the next row's reads can be waiting then:
+    // each row of 128 lines takes at least (128 - 32) x tCCD_L.
+    let cfg = one_channel();
+    let (gbps, _) = curve_point(&cfg, false, 2.0, 20_000);
+    let per_row = 128.0;
+    let queue = cfg.read_queue_entries as f64;
+    let half_peak = 64.0 * 1600e6 / DDR4_3200AA.t_ccd_l as f64 / 1e9;
+    let bound = half_peak * per_row / (per_row - queue);
+    assert!(
+        gbps > half_peak && gbps <= bound,
+        "{gbps} GB/s, bounds {half_peak} .. {bound}"
+    );
+}
+
+#[test]
+fn random_reads_saturate_at_the_four_activate_window_below_streaming() {
+    let cfg = one_channel();
+    // Random lines over 8 GiB almost always need an ACTIVATE; one rank allows four per tFAW:
+    // 4 x 64 B / (34 x 0.625 ns) = 12.05 GB/s, below the 25.6 GB/s peak.
+    let t = &DDR4_3200AA;
+    let faw_bound = 4.0 * 64.0 / (t.t_faw as f64 / 1600e6) / 1e9;
+    let mut last_latency = 0.0;
+    let mut saturated = 0.0;
+    for interval in [60.0, 30.0, 20.0, 15.0, 10.0, 5.0] {
+        let (gbps, latency) = curve_point(&cfg, true, interval, 20_000);
+        assert!(
+            gbps <= faw_bound,
+            "{gbps} GB/s above the tFAW bound {faw_bound}"
+        );
+        assert!(
+            latency >= last_latency,
+            "latency fell at interval {interval}"
+        );
+        last_latency = latency;
+        saturated = gbps;
+    }
+    assert!(
+        saturated > 0.75 * faw_bound,
+        "{saturated} GB/s, bound {faw_bound}"
+    );
+    let streaming = DramConfig {
+        address_mapping: DramMapping::LineInterleaved,
+        ..cfg
+    };
+    assert!(curve_point(&streaming, false, 5.0, 20_000).0 > 1.5 * saturated);
+}
+
+#[test]
+fn fr_fcfs_serves_a_row_hit_before_an_older_conflict_when_both_wait() {
+    let mut d = DramController::new(&one_channel()).unwrap();
+    let first = d.access(&rd(line_of(1, 0, 0), 0));
+    assert_eq!(first.service, DramService::Row(RowOutcome::Empty));
+    // The conflict must wait for tRAS of row 1; the hit to row 1 arriving after it fits before
+    // that precharge and goes first.
+    let conflict = d.access(&rd(line_of(2, 0, 0), 1));
+    let hit = d.access(&rd(line_of(1, 0, 1), 2));
+    assert_eq!(conflict.service, DramService::Row(RowOutcome::Conflict));
+    assert_eq!(hit.service, DramService::Row(RowOutcome::Hit));
+    assert!(hit.done_cycle < conflict.done_cycle);
+    // The hit is one tCCD_L after the first read (same bank group): 8 clocks = 13 core cycles.
+    assert_eq!(hit.done_cycle, first.done_cycle + 13);
+}
+
+#[test]
+fn a_hit_arriving_after_a_conflict_once_its_row_has_no_room_is_served_after_the_conflict() {
+    // The approximation of the module doc: with eight hits queued on row 1, a conflict's
+    // precharge is placed right after them; a ninth hit cannot delay it.
+    let mut d = DramController::new(&one_channel()).unwrap();
+    for col in 0..8 {
+        d.access(&rd(line_of(1, 0, col), 0));
+    }
+    let conflict = d.access(&rd(line_of(2, 0, 0), 1));
+    let late_hit = d.access(&rd(line_of(1, 0, 8), 2));
+    assert_eq!(conflict.service, DramService::Row(RowOutcome::Conflict));
+    assert_eq!(late_hit.service, DramService::Row(RowOutcome::Conflict));
+    assert!(late_hit.done_cycle > conflict.done_cycle);
+}
+
+#[test]
+fn writes_wait_for_the_high_watermark_then_drain_to_the_low_one_ahead_of_later_reads() {
+    let cfg = DramConfig {
+        write_queue_entries: 8,
+        write_high_watermark_entries: 6,
+        write_low_watermark_entries: 2,
+        ..one_channel()
+    };
+    let mut d = DramController::new(&cfg).unwrap();
+    for bank in 0..5 {
+        let w = d.access(&wr(line_of(1, bank, 0), 100));
+        assert_eq!(w.service, DramService::Posted);
+        assert_eq!(w.done_cycle, 100);
+    }
+    assert_eq!(d.counters().channels[0].writes, 0, "below the watermark");
+    d.access(&wr(line_of(1, 5, 0), 100));
+    let c = d.counters();
+    assert_eq!((c.watermark_drains, c.watermark_drained_writes), (1, 4));
+    assert_eq!(c.channels[0].writes, 4);
+    // A read right after the drain waits for the writes' bursts and tWTR.
+    let idle_empty = d.idle_latencies()[1] as u64;
+    let r = d.access(&rd(line_of(1, 9, 0), 101));
+    assert!(r.latency_cycles > idle_empty, "{r:?}");
+    // Long after, the two writes left drain into the idle time before the next read, which
+    // then sees an idle channel.
+    let later = d.access(&rd(line_of(1, 12, 0), 10_000));
+    assert_eq!(d.counters().idle_drained_writes, 2);
+    assert_eq!(d.counters().channels[0].writes, 6);
+    assert_eq!(later.latency_cycles, idle_empty);
+}
+
+#[test]
+fn a_read_of_a_line_waiting_in_the_write_queue_is_served_from_it_and_writes_to_it_merge() {
+    let cfg = DramConfig {
+        controller_cycles: 40,
+        ..one_channel()
+    };
+    let mut d = DramController::new(&cfg).unwrap();
+    d.access(&wr(77, 100));
+    d.access(&wr(77, 120));
+    let r = d.access(&rd(77, 150));
+    assert_eq!(r.service, DramService::WriteQueue);
+    assert_eq!(r.latency_cycles, 40);
+    let c = d.counters();
+    assert_eq!((c.write_merges, c.write_queue_reads), (1, 1));
+}
+
+#[test]
+fn a_full_read_queue_holds_later_reads_back_until_an_entry_frees() {
+    let cfg = DramConfig {
+        read_queue_entries: 2,
+        ..one_channel()
+    };
+    let mut d = DramController::new(&cfg).unwrap();
+    // Three conflicting rows of one bank at once: the third cannot enter until the first's READ.
+    let a = d.access(&rd(line_of(1, 0, 0), 0));
+    d.access(&rd(line_of(2, 0, 0), 0));
+    d.access(&rd(line_of(3, 0, 0), 0));
+    assert!(d.counters().read_queue_full_cycles > 0);
+    // It entered when the first read's READ issued: tCL before that read's data.
+    let cl_cycles = d.idle_latencies()[0] as u64;
+    assert_eq!(
+        d.counters().read_queue_full_cycles,
+        a.done_cycle - cl_cycles
+    );
+}
+
+#[test]
+fn a_refresh_closes_every_row_and_holds_the_rank_for_trfc() {
+    let cfg = DramConfig {
+        refresh: true,
+        ..one_channel()
+    };
+    let mut d = DramController::new(&cfg).unwrap();
+    assert_eq!(
+        d.access(&rd(line_of(1, 0, 0), 0)).service,
+        DramService::Row(RowOutcome::Empty)
+    );
+    // The first refresh starts at tREFI = 12480 clocks = 162240 ticks (13 per clock, 8 per core
+    // cycle); its blackout runs from tRP before to tRFC = 560 clocks after. A read arriving at
+    // cycle 20300 (tick 162400) waits for its end, then finds the row closed: ACTIVATE at
+    // 169520, data tRCD + tCL later, at tick 170092.
+    let r = d.access(&rd(line_of(1, 0, 1), 20_300));
+    assert_eq!(r.service, DramService::Row(RowOutcome::Empty));
+    assert_eq!(r.latency_cycles, (170_092u64 - 162_400).div_ceil(8));
+}
+
+#[test]
+fn the_same_requests_give_the_same_answers() {
+    let run = || {
+        let mut d = DramController::new(&DramConfig {
+            refresh: true,
+            ..one_channel()
+        })
+        .unwrap();
+        let mut rng = Rng::new(3, 1);
+        let out: Vec<DramCompletion> = (0..5000u64)
+            .map(|i| {
+                let at = (i * 9).saturating_sub(rng.below(300));
+                let line = rng.below(1 << 22);
+                d.access(&if rng.below(3) == 0 {
+                    wr(line, at)
+                } else {
+                    rd(line, at)
+                })
+            })
+            .collect();
+        (out, d.counters().clone())
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn the_history_stays_bounded_over_a_long_run_even_under_overload() {
+    for (random, interval) in [(true, 3u64), (true, 20), (false, 2)] {
+        let mut d = DramController::new(&DramConfig {
+            refresh: true,
+            ..one_channel()
+        })
+        .unwrap();
+        let mut rng = Rng::new(5, 2);
+        let mut most = 0;
+        for i in 0..300_000u64 {
+            let line = if random { rng.below(1 << 27) } else { i };
+            let req = if i % 3 == 2 {
+                wr(line ^ 1, i * interval)
+            } else {
+                rd(line, i * interval)
+            };
+            d.access(&req);
+            most = most.max(d.retained_entries());
+        }
+        // The window (4096 cycles) holds at most a few thousand commands whatever the length.
+        assert!(
+            most < 5000,
+            "{most} entries held (random {random}, interval {interval})"
+        );
+    }
+}
+
 #[test]
 fn the_champsim_mapping_xors_row_bits_into_channel_bank_group_and_bank() {
     let cfg = DramConfig {
@@ -194,4 +533,185 @@ fn the_champsim_mapping_xors_row_bits_into_channel_bank_group_and_bank() {
     assert_eq!(map.split_bank(16 + 3), (1, 0, 3, 0));
     let bad = DramConfig { channels: 3, ..cfg };
     assert!(bad.validate().unwrap_err().contains("power of two"));
+}
+
+/// Check a channel's committed commands against the DDR rules, from the timings alone (not the
+/// model's own tick tables): per bank tRCD, tRAS, tRC, tRTP/tWR + tRP and the row each column
+/// command reads; per rank tRRD_S/L, tFAW, tCCD_S/L, READ-to-WRITE, tWTR_S/L; bursts of
+/// different ranks apart by tCS; and no command in a refresh blackout, no row open across one.
+fn check_schedule(
+    log: &[LoggedCommand],
+    t: &DramTimings,
+    clock: &TickClock,
+    groups: usize,
+    banks_per_rank: usize,
+    refresh: bool,
+) -> Result<(), String> {
+    let k = |n: u32| clock.dram(n);
+    let mut cmds = log.to_vec();
+    cmds.sort_by_key(|c| c.tick);
+    let rank_of = |bank: usize| bank / banks_per_rank;
+    let group_of = |bank: usize| bank % groups;
+    let ranks = cmds.iter().map(|c| rank_of(c.bank)).max().unwrap_or(0) + 1;
+    let refreshes = |rank: usize| {
+        let first = k(t.t_refi) + rank as u64 * (k(t.t_refi) / ranks.max(1) as u64);
+        (0..).map(move |i| first + i * k(t.t_refi))
+    };
+    let in_blackout = |rank: usize, tick: u64| {
+        refresh
+            && refreshes(rank)
+                .take_while(|&r| r < tick + k(t.t_rp) + 1)
+                .any(|r| tick + k(t.t_rp) >= r && tick < r + k(t.t_rfc))
+    };
+    // Per bank: (ACTIVATE tick, row, earliest close) of the open session.
+    let mut open: std::collections::HashMap<usize, (u64, u64, u64)> = Default::default();
+    for c in &cmds {
+        if in_blackout(rank_of(c.bank), c.tick) {
+            return Err(format!("{c:?} in a refresh blackout"));
+        }
+        match c.column {
+            None => {
+                if let Some(&(a, _, close)) = open.get(&c.bank) {
+                    if c.tick < a + k(t.t_rc) || c.tick < close + k(t.t_rp) {
+                        return Err(format!("{c:?}: tRC/tRAS/tRTP/tWR + tRP after {a}"));
+                    }
+                }
+                open.insert(c.bank, (c.tick, c.row, c.tick + k(t.t_ras)));
+            }
+            Some(write) => {
+                let Some(s) = open.get_mut(&c.bank) else {
+                    return Err(format!("{c:?} on a closed bank"));
+                };
+                if s.1 != c.row || c.tick < s.0 + k(t.t_rcd) {
+                    return Err(format!("{c:?}: row {} open at {}", s.1, s.0));
+                }
+                let need = if write {
+                    k(t.t_cwl + t.t_bl + t.t_wr)
+                } else {
+                    k(t.t_rtp)
+                };
+                s.2 = s.2.max(c.tick + need);
+                if refresh {
+                    let r = refreshes(rank_of(c.bank))
+                        .find(|&r| r > s.0 + k(t.t_rp))
+                        .unwrap();
+                    if s.2 + k(t.t_rp) > r {
+                        return Err(format!("{c:?}: row open across the refresh at {r}"));
+                    }
+                }
+            }
+        }
+    }
+    // Pairs of commands of one rank, and bursts across ranks.
+    let window = k(t.t_faw + t.t_cl + t.t_cwl + t.t_ccd_l_wr + t.t_wtr_l + t.t_bl + t.t_cs);
+    for (i, a) in cmds.iter().enumerate() {
+        let mut acts_in_faw = 0;
+        for b in &cmds[i + 1..] {
+            if b.tick > a.tick + window {
+                break;
+            }
+            let same_rank = rank_of(a.bank) == rank_of(b.bank);
+            let same_group = same_rank && group_of(a.bank) == group_of(b.bank);
+            let gap = b.tick - a.tick;
+            match (a.column, b.column) {
+                (None, None) if same_rank => {
+                    let rrd = if same_group { t.t_rrd_l } else { t.t_rrd_s };
+                    if gap < k(rrd) {
+                        return Err(format!("tRRD: {a:?} {b:?}"));
+                    }
+                    if gap < k(t.t_faw) {
+                        acts_in_faw += 1;
+                        if acts_in_faw >= 4 {
+                            return Err(format!("tFAW: five ACTIVATEs from {a:?}"));
+                        }
+                    }
+                }
+                (Some(wa), Some(wb)) if same_rank => {
+                    let need = match (wa, wb) {
+                        (false, false) if same_group => k(t.t_ccd_l),
+                        (false, false) => k(t.t_ccd_s),
+                        (true, true) if same_group => k(t.t_ccd_l_wr),
+                        (true, true) => k(t.t_ccd_s_wr),
+                        (false, true) => k(t.t_cl + t.t_bl + t.t_rtw_turnaround) - k(t.t_cwl),
+                        (true, false) if same_group => k(t.t_cwl + t.t_bl + t.t_wtr_l),
+                        (true, false) => k(t.t_cwl + t.t_bl + t.t_wtr_s),
+                    };
+                    if gap < need {
+                        return Err(format!("column gap {gap} < {need}: {a:?} {b:?}"));
+                    }
+                }
+                (Some(wa), Some(wb)) => {
+                    let start = |tick: u64, w: bool| tick + k(if w { t.t_cwl } else { t.t_cl });
+                    let (sa, sb) = (start(a.tick, wa), start(b.tick, wb));
+                    if sa.abs_diff(sb) < k(t.t_bl + t.t_cs) {
+                        return Err(format!("bursts of two ranks overlap: {a:?} {b:?}"));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn every_schedule_obeys_the_ddr_timing_rules(
+        seed in any::<u64>(),
+        n in 50usize..600,
+        interval in 1u64..40,
+        write_share in 0u64..3,
+        two_ranks in any::<bool>(),
+        refresh in any::<bool>(),
+        ddr5 in any::<bool>(),
+        jitter in 0u64..400,
+        short_history in any::<bool>(),
+    ) {
+        let mut cfg = DramConfig {
+            ranks: if two_ranks { 2 } else { 1 },
+            refresh,
+            // A window shorter than the jitter: late arrivals are moved up, history pruned often.
+            reorder_window_cycles: if short_history { 50 } else { 4096 },
+            ..one_channel()
+        };
+        if ddr5 {
+            cfg = DramConfig {
+                timing: DramTimingSet::Ddr5x4800,
+                t_cl: 40,
+                t_rcd: 39,
+                t_rp: 39,
+                dram_clock_mhz: 2400,
+                bank_groups: 8,
+                banks_per_channel: 32 * cfg.ranks,
+                ..cfg
+            };
+        }
+        let mut d = DramController::new(&cfg).unwrap();
+        let mut rng = Rng::new(seed, 9);
+        // A few hot rows and some random lines, arrivals going back by up to `jitter`; long
+        // enough (with a small interval) to cross a refresh now and then.
+        let hot: Vec<u64> = (0..6).map(|_| rng.below(1 << 24) << 7).collect();
+        for i in 0..n as u64 {
+            let line = if rng.below(2) == 0 {
+                hot[rng.below(6) as usize] + rng.below(128)
+            } else {
+                rng.below(1 << 27)
+            };
+            let at = (i * interval + 19_000).saturating_sub(rng.below(jitter + 1));
+            let r = if rng.below(3) < write_share { wr(line, at) } else { rd(line, at) };
+            let done = d.access(&r);
+            prop_assert!(done.done_cycle >= at);
+            if let DramService::Row(o) = done.service {
+                prop_assert!(done.latency_cycles >= d.idle_latencies()[o as usize] as u64);
+            }
+        }
+        d.flush_writes(n as u64 * interval + 19_000);
+        let clock = TickClock::new(cfg.core_clock_mhz, cfg.dram_clock_mhz);
+        let groups = cfg.bank_groups as usize;
+        let per_rank = cfg.banks_per_channel as usize / cfg.ranks as usize;
+        let checked = check_schedule(d.command_log(0), &cfg.timings(), &clock, groups, per_rank, refresh);
+        prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
+    }
 }
