@@ -510,6 +510,17 @@ impl Config {
         self.mem.validate().map_err(ConfigError)?;
         self.timing.validate().map_err(ConfigError)?;
         self.core.validate().map_err(ConfigError)?;
+        if self.mem.dram.model == crate::mem::DramModel::Queued
+            && (self.timing.model != crate::timing::TimingModel::Ooo
+                || self.core.resource_grant == crate::timing::ooo::ResourceGrant::IdleGaps)
+        {
+            return Err(ConfigError(
+                "mem.dram.model = \"queued\" needs each request's time: timing.model = \"ooo\" \
+                 with core.resource_grant \"time_order\" or \"program_order\" (or set \
+                 mem.dram.model = \"auto\", which uses the idle model otherwise)"
+                    .into(),
+            ));
+        }
         self.designs.validate().map_err(ConfigError)?;
         // One machine, one paging mode: the designs built on a radix tree must agree with it.
         for (key, levels) in [
@@ -568,6 +579,15 @@ impl Config {
         crate::addr::BASE_PAGE_SHIFT + 9 * self.designs.radix.levels
     }
 
+    /// The DRAM model a run of this configuration uses: `mem.dram.model`, with `auto` resolved
+    /// to `queued` when the core model gives every request a time (`timing.model = "ooo"` and
+    /// `core.resource_grant` other than `idle_gaps`), else `idle`.
+    pub fn dram_model(&self) -> crate::mem::DramModel {
+        let timed = self.timing.model == crate::timing::TimingModel::Ooo
+            && self.core.resource_grant != crate::timing::ooo::ResourceGrant::IdleGaps;
+        self.mem.dram.model.resolve(timed)
+    }
+
     /// The resolved tree as TOML text.
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("config serializes")
@@ -577,7 +597,8 @@ impl Config {
     ///
     /// `sim.warmup_refs` appears only when it is set (not 0), so that the records of runs
     /// without warm-up stay as they were before the key existed; likewise the queued DRAM
-    /// model's `mem.dram` keys appear only under `mem.dram.model = "queued"`.
+    /// model's `mem.dram` keys appear only when the run uses it, and `mem.dram.model` names the
+    /// model used ([`Config::dram_model`]), never `auto`.
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self).expect("config serializes");
         if !self.sim.warmup_refs.is_set() {
@@ -586,7 +607,7 @@ impl Config {
             }
         }
         if let Some(dram) = v.pointer_mut("/mem/dram").and_then(|d| d.as_object_mut()) {
-            self.mem.dram.trim_record(dram);
+            self.mem.dram.trim_record(self.dram_model(), dram);
         }
         v
     }

@@ -85,6 +85,8 @@ const STATE_SECTIONS: &[&str] = &[
     // created (`utopia.restsegs.<i>.*`, `utopia.restseg_layout.<i>.*`).
     "restsegs",
     "restseg_layout",
+    // The queued DRAM model's peak (`dram.queued`).
+    "peak_bandwidth_bytes_per_cycle",
 ];
 
 /// Fractions whose denominator the record does not hold (the name rules would pick a wrong
@@ -120,6 +122,20 @@ const FRACTIONS: &[(&str, &str, &str)] = &[
     // Utopia's per-walk averages (named `*_avg_cycles`, so not `avg_*`).
     ("rsw_avg_cycles", "rsw_cycles", "rsw_walks"),
     ("flex_walk_avg_cycles", "flex_walk_cycles", "flex_walks"),
+    // The queued DRAM model (`dram.queued`).
+    ("pt_read_share", "pt_reads", "reads"),
+    ("avg_read_queue_cycles", "read_queue_cycles", "reads"),
+    (
+        "avg_pt_read_latency_cycles",
+        "pt_read_latency_cycles",
+        "pt_reads",
+    ),
+    (
+        "avg_pt_read_queue_cycles",
+        "pt_read_queue_cycles",
+        "pt_reads",
+    ),
+    ("bandwidth_bytes_per_cycle", "bytes_moved", "run_cycles"),
 ];
 
 /// Whether `key` (the last component of its path) names a state or an identifier rather than

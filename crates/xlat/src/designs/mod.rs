@@ -361,11 +361,14 @@ impl PtMemory {
 /// Issue a group of independent page-table reads in parallel: the group costs the latency of
 /// its slowest member, and every member counts as a memory reference.
 pub fn parallel_reads(mem: &mut MemSystem, addrs: &[crate::addr::Paddr]) -> u32 {
-    addrs
+    mem.begin_parallel();
+    let slowest = addrs
         .iter()
         .map(|pa| mem.pt_access(*pa).latency_cycles)
         .max()
-        .unwrap_or(0)
+        .unwrap_or(0);
+    mem.end_parallel();
+    slowest
 }
 
 /// Receives a freshly built design as its concrete type (see [`build_and_visit`]).

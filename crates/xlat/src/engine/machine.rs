@@ -161,6 +161,7 @@ impl Machine {
         design: &mut D,
         more: Vec<Box<dyn EventSource>>,
         threaded: bool,
+        dram: Option<&crate::timing::ooo::DramHandle>,
     ) -> Option<Box<Machine>> {
         let cores = cfg.sim.cores.max(1) as usize;
         if cores == 1 && more.is_empty() {
@@ -173,8 +174,14 @@ impl Machine {
             mmu: Mmu::new(&cfg.tlb),
             mem: PrivateCaches::new(&cfg.mem),
             timing: Timing::default(),
-            core: (cfg.timing.model == TimingModel::Ooo)
-                .then(|| CoreModel::new(&cfg.core, cfg.mem.l1d.latency_cycles, false)),
+            core: (cfg.timing.model == TimingModel::Ooo).then(|| {
+                CoreModel::with_dram(
+                    &cfg.core,
+                    cfg.mem.l1d.latency_cycles,
+                    false,
+                    dram.map(|d| d.share()),
+                )
+            }),
             c: Counters::default(),
         };
         let spare = |core| ProcState {

@@ -198,6 +198,58 @@ pub struct MemSystem {
     /// guest-physical address of every page-table reference first. `None` natively; taken out
     /// while the host walks, so the host's own references go straight to memory.
     pub(crate) nested: Option<Box<dyn HostTranslate>>,
+    /// The accesses below their entry level since the last [`MemSystem::clear_events`], for the
+    /// out-of-order core to time (logged only under the queued DRAM model, see [`MemEvent`]).
+    events: Vec<MemEvent>,
+    log_events: bool,
+    /// Page-walk cycles so far in this reference (the offset of the next page-table read), and
+    /// the parallel group in progress: its start and its slowest member (see
+    /// [`MemSystem::begin_parallel`]).
+    walk_clock: u32,
+    parallel: Option<(u32, u32)>,
+    /// Whether the next event of a parallel group is its first.
+    group_first: bool,
+}
+
+/// What one access below the level where it entered costs, as the out-of-order core needs it
+/// to time MSHRs and DRAM queueing at the request's time (`mem.dram.model = "queued"`): the
+/// functional state changed in program order when it was logged; only its timing is left.
+///
+/// Contract: a reference's events are its page walk's (page-table reads that missed the walk's
+/// entry level, and DRAM write-backs their fills caused), in walk order, then its data
+/// access's (the miss below L1D, if it reached DRAM, and write-backs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemEvent {
+    /// Line address.
+    pub line: u64,
+    /// Page-table reads and their write-backs: cycles into the walk at which it is requested
+    /// (the walk's earlier page-table reads, serially; a parallel group's members share one).
+    pub offset_cycles: u32,
+    /// Idle latency from its request to its data (reads).
+    pub latency_cycles: u32,
+    /// Cycles from its request until it reaches DRAM (the cache lookups), for DRAM reads.
+    pub pre_dram_cycles: u32,
+    /// The idle DRAM latency inside `latency_cycles` (0: served by a cache).
+    pub dram_cycles: u32,
+    /// The MSHR pools it holds: levels `first_pool..last_pool` (0 L1D, 1 L2, 2 LLC).
+    pub first_pool: u8,
+    /// See `first_pool`.
+    pub last_pool: u8,
+    /// What it is.
+    pub kind: MemEventKind,
+    /// Issued together with the event before it (a parallel group costs its slowest member).
+    pub parallel: bool,
+}
+
+/// What a [`MemEvent`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemEventKind {
+    /// A page-table read.
+    PtRead,
+    /// A data read (the reference's own miss).
+    DataRead,
+    /// A dirty line written back to DRAM.
+    Write,
 }
 
 /// How often (in hierarchy accesses) the page-table share of each cache is sampled.
@@ -212,7 +264,52 @@ impl MemSystem {
             dram: Dram::new(&cfg.dram),
             walk_entry: cfg.walk_entry,
             nested: None,
+            events: Vec::new(),
+            log_events: false,
+            walk_clock: 0,
+            parallel: None,
+            group_first: false,
         }
+    }
+
+    /// Log the accesses below their entry level as [`MemEvent`]s (the queued DRAM model's
+    /// timing, done by the out-of-order core).
+    pub fn set_log_events(&mut self, on: bool) {
+        self.log_events = on;
+    }
+
+    /// Forget the events logged so far and start a reference's walk clock at 0.
+    #[inline]
+    pub fn clear_events(&mut self) {
+        self.events.clear();
+        self.walk_clock = 0;
+    }
+
+    /// The events logged since [`MemSystem::clear_events`].
+    #[inline]
+    pub fn events(&self) -> &[MemEvent] {
+        &self.events
+    }
+
+    /// Start a group of page-table reads issued in parallel (until
+    /// [`MemSystem::end_parallel`]): they share one offset and the walk clock moves by the
+    /// slowest of them.
+    pub fn begin_parallel(&mut self) {
+        self.parallel = Some((self.walk_clock, 0));
+        self.group_first = true;
+    }
+
+    /// End the group [`MemSystem::begin_parallel`] started.
+    pub fn end_parallel(&mut self) {
+        if let Some((start, slowest)) = self.parallel.take() {
+            self.walk_clock = start.saturating_add(slowest);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn log(&mut self, e: MemEvent) {
+        self.events.push(e);
     }
 
     /// Install another core's private levels (the previous ones are left in `other`).
@@ -251,6 +348,19 @@ impl MemSystem {
             return;
         }
         self.dram.write(ev.line);
+        if self.log_events {
+            self.log(MemEvent {
+                line: ev.line,
+                offset_cycles: self.walk_clock,
+                latency_cycles: 0,
+                pre_dram_cycles: 0,
+                dram_cycles: 0,
+                first_pool: 0,
+                last_pool: 0,
+                kind: MemEventKind::Write,
+                parallel: false,
+            });
+        }
     }
 
     /// Look `line` up from level `start` (0 = L1, 1 = L2) down; fill on the way back.
@@ -280,11 +390,18 @@ impl MemSystem {
             let served = if self.llc.lookup(line, kind, false) {
                 ServedBy::Llc
             } else {
-                lat += self.dram.read(line, kind == PT).0;
+                let dram = self.dram.read(line, kind == PT).0;
+                if self.log_events {
+                    self.log_read(line, kind, start, lat, dram);
+                }
+                lat += dram;
                 let ev = self.llc.fill(line, kind, false);
                 self.writeback_from(2, ev);
                 ServedBy::Dram
             };
+            if served == ServedBy::Llc && self.log_events && kind == PT {
+                self.log_read(line, kind, start, lat, 0);
+            }
             let ev = self.private.l2.fill(line, kind, false);
             self.writeback_from(1, ev);
             served
@@ -297,6 +414,35 @@ impl MemSystem {
             latency_cycles: lat,
             served_by,
         }
+    }
+
+    /// Log a read that missed its entry level: served by the LLC (`dram_cycles` 0) or DRAM
+    /// (`pre_dram_cycles` of lookups before it). A data read is logged only when it reaches
+    /// DRAM (the core times its MSHRs from the reference); a page-table read whenever it
+    /// leaves the walk's entry level. (An L2 hit of a walk entering at L1 takes one MSHR for
+    /// the L2 latency and is not logged: its cost is the latency already counted.)
+    #[cold]
+    #[inline(never)]
+    fn log_read(&mut self, line: u64, kind: u8, start: usize, pre_dram_cycles: u32, dram: u32) {
+        let pt = kind == PT;
+        let latency_cycles = pre_dram_cycles + dram;
+        let last_pool = if dram > 0 { 3 } else { 2 };
+        let parallel = pt && self.parallel.is_some() && !std::mem::take(&mut self.group_first);
+        self.log(MemEvent {
+            line,
+            offset_cycles: if pt { self.walk_clock } else { 0 },
+            latency_cycles,
+            pre_dram_cycles: if dram > 0 { pre_dram_cycles } else { 0 },
+            dram_cycles: dram,
+            first_pool: start as u8,
+            last_pool,
+            kind: if pt {
+                MemEventKind::PtRead
+            } else {
+                MemEventKind::DataRead
+            },
+            parallel,
+        });
     }
 
     /// Prefetch (host caches) the simulated-cache sets an access to `pa` will touch. A hint for
@@ -355,6 +501,12 @@ impl MemSystem {
             WalkEntry::L2 => 1,
         };
         let a = self.access(pa.line(), PT, false, start);
+        if self.log_events {
+            match &mut self.parallel {
+                Some((_, slowest)) => *slowest = (*slowest).max(a.latency_cycles),
+                None => self.walk_clock = self.walk_clock.saturating_add(a.latency_cycles),
+            }
+        }
         self.private.pt_served[a.served_by as usize] += 1;
         self.private.pt_served_cycles[a.served_by as usize] += a.latency_cycles as u64;
         a

@@ -19,7 +19,8 @@
 //! `XLAT_TIMING_THREAD` = `on` / `off` / `auto` (the default: on when this process may use at
 //! least two CPUs). A sweep whose workers fill the CPUs turns it off in its workers.
 
-use super::ooo::{CoreConfig, CoreRef, OooCore};
+use super::ooo::{CoreConfig, CoreRef, DramHandle, OooCore};
+use crate::mem::MemEvent;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -48,7 +49,18 @@ impl CoreModel {
     /// A core for `cfg` on a worker thread when `thread` and a thread can be started, else on
     /// this thread.
     pub fn new(cfg: &CoreConfig, l1d_hit_cycles: u32, thread: bool) -> CoreModel {
-        let core = OooCore::new(cfg, l1d_hit_cycles);
+        Self::with_dram(cfg, l1d_hit_cycles, thread, None)
+    }
+
+    /// [`CoreModel::new`] timing its references' memory events on the queued DRAM controller
+    /// `dram` ([`OooCore::with_dram`]).
+    pub fn with_dram(
+        cfg: &CoreConfig,
+        l1d_hit_cycles: u32,
+        thread: bool,
+        dram: Option<DramHandle>,
+    ) -> CoreModel {
+        let core = OooCore::with_dram(cfg, l1d_hit_cycles, dram);
         if thread {
             match ModelThread::start(core.clone()) {
                 Some(t) => return CoreModel::Thread(t),
@@ -61,9 +73,15 @@ impl CoreModel {
     /// Take one reference (in program order); see [`OooCore::reference`].
     #[inline]
     pub fn reference(&mut self, r: &CoreRef) -> Result<(), String> {
+        self.reference_with(r, &[])
+    }
+
+    /// Take one reference with its memory events; see [`OooCore::reference_with`].
+    #[inline]
+    pub fn reference_with(&mut self, r: &CoreRef, events: &[MemEvent]) -> Result<(), String> {
         match self {
-            CoreModel::Here(core) => core.reference(r),
-            CoreModel::Thread(t) => t.reference(r),
+            CoreModel::Here(core) => core.reference_with(r, events),
+            CoreModel::Thread(t) => t.reference(r, events),
         }
     }
 
@@ -92,10 +110,27 @@ impl CoreModel {
 
 /// What the engine sends the worker.
 enum Message {
-    /// References to account, in program order; the emptied buffer comes back for reuse.
-    Refs(Vec<CoreRef>),
+    /// References to account, in program order, with their memory events; the emptied
+    /// buffers come back for reuse.
+    Refs(Batch),
     /// A copy of the core with these references (not sent yet) accounted, to the reply channel.
-    Snapshot(Vec<CoreRef>, SyncSender<OooCore>),
+    Snapshot(Batch, SyncSender<OooCore>),
+}
+
+/// References and their memory events, in program order.
+#[derive(Clone, Debug, Default)]
+struct Batch {
+    refs: Vec<CoreRef>,
+    events: Vec<MemEvent>,
+}
+
+impl Batch {
+    fn with_capacity(n: usize) -> Batch {
+        Batch {
+            refs: Vec::with_capacity(n),
+            events: Vec::new(),
+        }
+    }
 }
 
 /// The engine's side of a core on a worker thread.
@@ -103,9 +138,9 @@ enum Message {
 pub struct ModelThread {
     to_worker: Option<SyncSender<Message>>,
     /// Emptied buffers coming back.
-    spare: Receiver<Vec<CoreRef>>,
+    spare: Receiver<Batch>,
     /// References taken but not sent yet.
-    batch: Vec<CoreRef>,
+    batch: Batch,
     /// References taken so far (for the dependence check).
     given: u64,
     worker: Option<JoinHandle<()>>,
@@ -114,8 +149,8 @@ pub struct ModelThread {
 impl std::fmt::Debug for Message {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Message::Refs(v) => write!(f, "Refs({})", v.len()),
-            Message::Snapshot(v, _) => write!(f, "Snapshot({})", v.len()),
+            Message::Refs(v) => write!(f, "Refs({})", v.refs.len()),
+            Message::Snapshot(v, _) => write!(f, "Snapshot({})", v.refs.len()),
         }
     }
 }
@@ -124,21 +159,22 @@ impl ModelThread {
     /// Start the worker with `core` (nothing taken yet); `None` if no thread can be started.
     fn start(mut core: OooCore) -> Option<ModelThread> {
         let (to_worker, inbox) = sync_channel::<Message>(IN_FLIGHT);
-        let (give_back, spare) = sync_channel::<Vec<CoreRef>>(IN_FLIGHT + 2);
+        let (give_back, spare) = sync_channel::<Batch>(IN_FLIGHT + 2);
         let worker = std::thread::Builder::new()
             .name("xlat-timing".into())
             .spawn(move || {
                 while let Ok(message) = inbox.recv() {
                     match message {
-                        Message::Refs(mut refs) => {
-                            core.take_refs(&refs);
-                            refs.clear();
+                        Message::Refs(mut b) => {
+                            core.take_refs(&b.refs, &b.events);
+                            b.refs.clear();
+                            b.events.clear();
                             // A full return channel drops the buffer (the engine makes another).
-                            let _ = give_back.try_send(refs);
+                            let _ = give_back.try_send(b);
                         }
                         Message::Snapshot(pending, reply) => {
                             let mut copy = core.clone();
-                            copy.take_refs(&pending);
+                            copy.take_refs(&pending.refs, &pending.events);
                             let _ = reply.send(copy);
                         }
                     }
@@ -148,18 +184,21 @@ impl ModelThread {
         Some(ModelThread {
             to_worker: Some(to_worker),
             spare,
-            batch: Vec::with_capacity(THREAD_BATCH),
+            batch: Batch::with_capacity(THREAD_BATCH),
             given: 0,
             worker: Some(worker),
         })
     }
 
     #[inline]
-    fn reference(&mut self, r: &CoreRef) -> Result<(), String> {
+    fn reference(&mut self, r: &CoreRef, events: &[MemEvent]) -> Result<(), String> {
         OooCore::check_dependence(r, self.given)?;
         self.given += 1;
-        self.batch.push(*r);
-        if self.batch.len() >= THREAD_BATCH {
+        self.batch.refs.push(*r);
+        if !events.is_empty() {
+            self.batch.events.extend_from_slice(events);
+        }
+        if self.batch.refs.len() >= THREAD_BATCH {
             self.send_batch();
         }
         Ok(())
@@ -172,7 +211,7 @@ impl ModelThread {
         let next = self
             .spare
             .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(THREAD_BATCH));
+            .unwrap_or_else(|_| Batch::with_capacity(THREAD_BATCH));
         let full = std::mem::replace(&mut self.batch, next);
         let sent = self
             .to_worker
@@ -293,6 +332,8 @@ mod tests {
                 } else {
                     ServedBy::L1
                 },
+                walk_events: 0,
+                data_events: 0,
             })
             .collect()
     }

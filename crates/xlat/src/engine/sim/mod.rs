@@ -145,8 +145,17 @@ impl<D: Design> Sim<D> {
         design.set_l2_tlb_latency(mmu.l2_latency_cycles);
         // One source on several cores: a multi-threaded trace.
         let threaded = more.is_empty() && cfg.sim.cores > 1;
-        let machine = Machine::build(&cfg, &mut os, &mut design, more, threaded);
+        // The queued DRAM model: one controller for every core, timed by the cores' models
+        // from the memory events the memory system logs (timing/ooo/memory.rs).
+        let dram = (cfg.dram_model() == crate::mem::DramModel::Queued).then(|| {
+            crate::timing::ooo::DramHandle::new(
+                crate::mem::dram::controller::DramController::new(&cfg.mem.dram)
+                    .expect("mem.dram was validated with the configuration"),
+            )
+        });
+        let machine = Machine::build(&cfg, &mut os, &mut design, more, threaded, dram.as_ref());
         let mut mem = MemSystem::new(&cfg.mem);
+        mem.set_log_events(dram.is_some());
         mem.nested = nested;
         Ok(Sim {
             mmu,
@@ -154,10 +163,11 @@ impl<D: Design> Sim<D> {
             l1_oracle_native: cfg.sim.oracle && !cfg.virt.enabled,
             // Only a one-core run: a machine's scheduler reads every core's clock between turns.
             core: (cfg.timing.model == TimingModel::Ooo).then(|| {
-                CoreModel::new(
+                CoreModel::with_dram(
                     &cfg.core,
                     cfg.mem.l1d.latency_cycles,
                     timing_thread && machine.is_none(),
+                    dram.as_ref().map(|d| d.share()),
                 )
             }),
             cur_instrs: 0,

@@ -67,6 +67,12 @@ impl<D: Design> Sim<D> {
             o.insert("enabled".into(), Value::from(self.cfg.sim.oracle));
         }
         self.mem.stats(&mut r);
+        if let Some(core) = self.core.as_ref() {
+            let cycles = r["timing"]["cycles"].as_f64().unwrap_or(0.0);
+            core.snapshot()
+                .settled()
+                .dram_stats(cycles, r.section("dram"));
+        }
         self.os.stats(&mut r);
         self.design.stats(&mut r);
         // Nested runs only: the `virt` section (virt/).
@@ -275,6 +281,12 @@ impl<D: Design> Sim<D> {
                 .map(|(_, st)| &st.mem)
                 .collect();
             self.mem.shared_stats(&mut r, &others);
+        }
+        // The cores share one queued DRAM controller: any core's handle reads it (the running
+        // one's, live, every core's requests so far in it).
+        if let Some(core) = self.core.as_ref() {
+            let cycles = r["timing"]["cycles"].as_f64().unwrap_or(0.0);
+            core.snapshot().dram_stats(cycles, r.section("dram"));
         }
         self.os.stats(&mut r);
         self.design.stats(&mut r);

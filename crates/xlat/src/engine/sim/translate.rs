@@ -286,6 +286,9 @@ impl<D: Design> Sim<D> {
     #[inline(never)]
     fn access_general(&mut self, kind: AccessKind, va: Vaddr) -> Result<(), SimError> {
         self.prefetch_ahead();
+        // The memory events of this reference's walk start here (anything logged since the
+        // last reference, by OS work, is not timed).
+        self.mem.clear_events();
         let vpn = va.vpn();
         let ifetch = kind == AccessKind::IFetch;
         let mut walk_cycles = 0;
@@ -401,6 +404,7 @@ impl<D: Design> Sim<D> {
         xlat_cycles: u64,
         walk_cycles: u64,
     ) -> Result<(), SimError> {
+        let walk_events = self.mem.events().len();
         let a = self.mem.data_access(pa, kind == AccessKind::Store);
         self.timing.data_stall_cycles +=
             a.latency_cycles
@@ -416,11 +420,26 @@ impl<D: Design> Sim<D> {
                 walk_cycles,
                 data_cycles: a.latency_cycles,
                 data_level: a.served_by,
+                // Events exist only under the queued DRAM model; a walk's are timed only
+                // when it cost time (not under `perfect_tlb`, nor a reference with none).
+                walk_events: if walk_cycles > 0 {
+                    walk_events as u16
+                } else {
+                    0
+                },
+                data_events: (self.mem.events().len() - walk_events) as u8,
             };
-            if let Err(problem) = core.reference(&r) {
+            let events = self.mem.events();
+            let events = if walk_cycles > 0 {
+                events
+            } else {
+                &events[walk_events..]
+            };
+            if let Err(problem) = core.reference_with(&r, events) {
                 return Err(self.dependence_error(problem));
             }
         }
+        self.mem.clear_events();
         Ok(())
     }
 

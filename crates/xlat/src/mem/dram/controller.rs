@@ -306,6 +306,7 @@ pub struct DramController {
     idle: [u32; 3],
     channels: Vec<ChannelState>,
     c: QueuedDramCounters,
+    core_clock_mhz: u32,
 }
 
 impl DramController {
@@ -363,7 +364,13 @@ impl DramController {
                 channels: vec![ChannelCounters::default(); cfg.channels as usize],
                 ..QueuedDramCounters::default()
             },
+            core_clock_mhz: cfg.core_clock_mhz,
         })
+    }
+
+    /// The core clock requests' cycles count, in MHz.
+    pub fn core_clock_mhz(&self) -> u32 {
+        self.core_clock_mhz
     }
 
     /// Latency in core cycles of a lone read that hits, finds its bank closed, or conflicts: the
@@ -684,5 +691,71 @@ impl DramController {
         }
         let bucket = (63 - latency.max(1).leading_zeros()) as usize;
         c.read_latency_log2_hist[bucket.min(LATENCY_BUCKETS - 1)] += 1;
+    }
+}
+
+/// Write the figures of controller `c` over a run of `cycles` core cycles into `out` (a run
+/// record's `dram` section) as its `queued` section: traffic per channel and in all with the
+/// bytes per core cycle beside the peak, read latency and queueing delay (page-table reads
+/// apart), row outcomes of reads in time order, queue and drain counts, and the histogram of
+/// read latencies (power-of-two buckets). Every figure is a count, a state or a fraction the
+/// warm-up subtraction recomputes (`crate::warmup`).
+pub fn queued_stats(c: &DramController, cycles: f64, out: &mut crate::stats::Stats) {
+    use crate::stats::StatsExt;
+    let k = &c.c;
+    let q = out.section("queued");
+    let bytes: u64 = k.channels.iter().map(|ch| ch.bytes).sum();
+    let peak = c.peak_bytes_per_second() / (c.core_clock_mhz as f64 * 1e6);
+    q.put_u64("reads", k.reads);
+    q.put_u64("writes", k.writes);
+    q.put_u64("pt_reads", k.pt_reads);
+    q.put_f64("pt_read_share", k.pt_read_share());
+    q.put_u64("read_latency_cycles", k.read_latency_cycles);
+    q.put_f64("avg_read_latency_cycles", k.avg_read_latency_cycles());
+    q.put_u64("read_queue_cycles", k.read_queue_cycles);
+    q.put_f64("avg_read_queue_cycles", k.avg_read_queue_cycles());
+    q.put_u64("pt_read_latency_cycles", k.pt_read_latency_cycles);
+    q.put_f64(
+        "avg_pt_read_latency_cycles",
+        ratio(k.pt_read_latency_cycles, k.pt_reads),
+    );
+    q.put_u64("pt_read_queue_cycles", k.pt_read_queue_cycles);
+    q.put_f64("avg_pt_read_queue_cycles", k.avg_pt_read_queue_cycles());
+    q.put_u64("row_hits", k.read_row[0]);
+    q.put_u64("row_empty", k.read_row[1]);
+    q.put_u64("row_conflicts", k.read_row[2]);
+    q.put_f64(
+        "row_hit_rate",
+        ratio(k.read_row[0], k.read_row.iter().sum()),
+    );
+    q.put_u64("write_queue_reads", k.write_queue_reads);
+    q.put_u64("write_merges", k.write_merges);
+    q.put_u64("read_queue_full_cycles", k.read_queue_full_cycles);
+    q.put_u64("write_queue_full_cycles", k.write_queue_full_cycles);
+    q.put_u64("watermark_drains", k.watermark_drains);
+    q.put_u64("late_arrivals", k.late_arrivals);
+    q.put_u64("bytes_moved", bytes);
+    for (i, ch) in k.channels.iter().enumerate() {
+        q.put_u64(&format!("channel_{i}_bytes_moved"), ch.bytes);
+    }
+    q.put_f64("run_cycles", cycles);
+    q.put_f64(
+        "bandwidth_bytes_per_cycle",
+        if cycles > 0.0 {
+            bytes as f64 / cycles
+        } else {
+            0.0
+        },
+    );
+    q.put_f64("peak_bandwidth_bytes_per_cycle", peak);
+    let h = q.section("read_latency_hist");
+    for (b, n) in k.read_latency_log2_hist.iter().enumerate() {
+        let lo = if b == 0 { 0 } else { 1u64 << b };
+        let name = if b + 1 == LATENCY_BUCKETS {
+            format!("{lo}+")
+        } else {
+            format!("{lo}-{}", (1u64 << (b + 1)) - 1)
+        };
+        h.put_u64(&name, *n);
     }
 }

@@ -89,12 +89,28 @@ pub struct DramConfig {
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum DramModel {
-    /// Every access sees an idle channel: [`Dram`].
+    /// `queued` when the core model gives every request a time (`timing.model = "ooo"` with
+    /// `core.resource_grant` `time_order` or `program_order`), else `idle`. A run's record
+    /// names the model it used ([`DramModel::resolve`]).
     #[default]
+    Auto,
+    /// Every access sees an idle channel: [`Dram`].
     Idle,
-    /// Queues, FR-FCFS, bank and bus timing: [`controller::DramController`] (the engine does not
-    /// call it yet).
+    /// Queues, FR-FCFS, bank and bus timing: [`controller::DramController`], driven by the
+    /// out-of-order core at each request's time (see `crate::timing::ooo`).
     Queued,
+}
+
+impl DramModel {
+    /// The model a run uses: `auto` becomes `queued` when `timed` (the core model gives each
+    /// request a time), else `idle`; an explicit choice stays.
+    pub fn resolve(self, timed: bool) -> DramModel {
+        match self {
+            DramModel::Auto if timed => DramModel::Queued,
+            DramModel::Auto => DramModel::Idle,
+            m => m,
+        }
+    }
 }
 
 /// The `mem.dram` keys that only the queued model reads: a run's record leaves them out under
@@ -127,7 +143,7 @@ impl Default for DramConfig {
             core_clock_mhz: 2600,
             controller_cycles: 40,
             address_mapping: DramMapping::RowContiguous,
-            model: DramModel::Idle,
+            model: DramModel::Auto,
             timing: DramTimingSet::Ddr4x3200,
             ranks: 1,
             bank_groups: 4,
@@ -230,15 +246,23 @@ impl DramConfig {
         self.timing.timings(&self.custom)
     }
 
-    /// Leave out of a run record's `mem.dram` table the keys this configuration does not use:
-    /// every [`QUEUED_MODEL_KEYS`] under `model = "idle"`, `custom` unless `timing = "custom"`.
-    pub fn trim_record(&self, dram: &mut serde_json::Map<String, serde_json::Value>) {
-        if self.model == DramModel::Idle {
+    /// Leave out of a run record's `mem.dram` table the keys the run does not use, and name the
+    /// model it used (`used`, [`DramModel::resolve`]d) in place of `auto`: every
+    /// [`QUEUED_MODEL_KEYS`] under the idle model, `custom` unless `timing = "custom"`.
+    pub fn trim_record(
+        &self,
+        used: DramModel,
+        dram: &mut serde_json::Map<String, serde_json::Value>,
+    ) {
+        if used == DramModel::Idle {
             for key in QUEUED_MODEL_KEYS {
                 dram.shift_remove(key);
             }
-        } else if self.timing != DramTimingSet::Custom {
-            dram.shift_remove("custom");
+        } else {
+            dram.insert("model".into(), serde_json::json!("queued"));
+            if self.timing != DramTimingSet::Custom {
+                dram.shift_remove("custom");
+            }
         }
     }
 }

@@ -10,6 +10,7 @@
 use super::core_ref::CoreRef;
 use super::state::{OooCore, BATCH};
 use super::time_order::TimeOrder;
+use crate::mem::MemEvent;
 
 impl OooCore {
     /// Take one reference (in program order); it is accounted with the next batch (see
@@ -17,9 +18,20 @@ impl OooCore {
     /// reference.
     #[inline]
     pub fn reference(&mut self, r: &CoreRef) -> Result<(), String> {
+        self.reference_with(r, &[])
+    }
+
+    /// [`OooCore::reference`] with the reference's memory events (`r.events()` of them: its
+    /// walk's, then its data access's; see `memory.rs`).
+    #[inline]
+    pub fn reference_with(&mut self, r: &CoreRef, events: &[MemEvent]) -> Result<(), String> {
         Self::check_dependence(r, self.given)?;
+        debug_assert_eq!(r.events(), events.len());
         self.given += 1;
         self.batch.push(*r);
+        if !events.is_empty() {
+            self.batch_events.extend_from_slice(events);
+        }
         if self.batch.len() >= BATCH {
             self.account_batch();
         }
@@ -30,10 +42,10 @@ impl OooCore {
     /// the caller has checked as [`OooCore::reference`] checks them: the same as calling
     /// `reference` on each, without copying them into the batch first (the model's worker
     /// thread, [`CoreModel`](crate::timing::CoreModel), takes them so).
-    pub fn take_refs(&mut self, refs: &[CoreRef]) {
+    pub fn take_refs(&mut self, refs: &[CoreRef], events: &[MemEvent]) {
         self.account_batch();
         self.given += refs.len() as u64;
-        self.account_refs(refs);
+        self.account_refs(refs, events);
     }
 
     /// The error [`OooCore::reference`] gives for reference number `given` (0-based) whose
@@ -54,28 +66,38 @@ impl OooCore {
     pub(super) fn account_batch(&mut self) {
         // Taken out and put back, so that its buffer is reused (no allocation).
         let mut batch = std::mem::take(&mut self.batch);
-        self.account_refs(&batch);
+        let mut events = std::mem::take(&mut self.batch_events);
+        self.account_refs(&batch, &events);
         batch.clear();
+        events.clear();
         self.batch = batch;
+        self.batch_events = events;
     }
 
     /// Account references `refs` (in program order, after those accounted so far).
-    fn account_refs(&mut self, refs: &[CoreRef]) {
+    /// `events`: theirs, in order (`CoreRef::events` each).
+    fn account_refs(&mut self, refs: &[CoreRef], events: &[MemEvent]) {
         if let Some(mut t) = self.tord.take() {
-            self.account_in_time_order(&mut t, refs);
+            self.account_in_time_order(&mut t, refs, events);
             self.tord = Some(t);
         } else {
+            let mut at = 0;
             for r in refs {
-                self.account(r);
+                let n = r.events();
+                self.account(r, &events[at..at + n]);
+                at += n;
             }
         }
     }
 
     /// Account references (in program order) under `time_order`.
     #[inline(never)]
-    fn account_in_time_order(&mut self, t: &mut TimeOrder, batch: &[CoreRef]) {
+    fn account_in_time_order(&mut self, t: &mut TimeOrder, batch: &[CoreRef], events: &[MemEvent]) {
+        let mut at = 0;
         for r in batch {
-            self.front_in_time_order(t, r);
+            let n = r.events();
+            self.front_in_time_order(t, r, &events[at..at + n]);
+            at += n;
         }
     }
 }

@@ -28,4 +28,17 @@ pub struct CoreRef {
     pub data_cycles: u32,
     /// The level that served the data access.
     pub data_level: ServedBy,
+    /// Memory events ([`crate::mem::MemEvent`]) of its page walk, given with it (0 unless the
+    /// queued DRAM model is on).
+    pub walk_events: u16,
+    /// Memory events of its data access, after the walk's.
+    pub data_events: u8,
+}
+
+impl CoreRef {
+    /// Its memory events, walk and data.
+    #[inline(always)]
+    pub fn events(&self) -> usize {
+        self.walk_events as usize + self.data_events as usize
+    }
 }

@@ -15,13 +15,13 @@ use super::core_ref::CoreRef;
 use super::pools::{miss_levels, InFlight, Pool};
 use super::state::OooCore;
 use super::time_order::{Pend, Retiring, Stage, TimeOrder};
-use crate::mem::ServedBy;
+use crate::mem::{MemEvent, ServedBy};
 use crate::trace::AccessKind;
 
 impl OooCore {
     /// Account one reference (in program order) under `program_order` or `idle_gaps`.
     #[inline]
-    pub(super) fn account(&mut self, r: &CoreRef) {
+    pub(super) fn account(&mut self, r: &CoreRef, ev: &[MemEvent]) {
         let n = r.instrs as u64;
         let is_mem = r.kind != AccessKind::IFetch;
         // Dispatch of the instructions up to this reference.
@@ -82,16 +82,20 @@ impl OooCore {
         let xlat_done = if r.walk_cycles > 0 {
             let request = issue + (r.xlat_cycles - r.walk_cycles) as f64;
             let len = r.walk_cycles as f64;
-            let start = match &mut self.walkers {
+            let (start, len) = match &mut self.walkers {
                 Pool::Earliest(units) => {
                     let start = fmax(request, units.earliest());
+                    let len = len + self.walk_extra(&ev[..r.walk_events as usize], start, r);
+                    let Pool::Earliest(units) = &mut self.walkers else {
+                        unreachable!("the pool is the one just read");
+                    };
                     units.take_until(start + len);
-                    start
+                    (start, len)
                 }
                 Pool::Gaps(slots) => {
                     let (start, unit) = slots.fit(request, len, self.last_dispatch);
                     slots.take(unit, start, len);
-                    start
+                    (start, len)
                 }
             };
             let done = start + len;
@@ -124,14 +128,14 @@ impl OooCore {
         } else {
             let levels = miss_levels(r.data_level);
             let len = r.data_cycles as f64;
-            let start = if self.gaps {
-                self.grant_mshrs_in_gaps(levels, xlat_done, len)
+            let (start, len) = if self.gaps {
+                (self.grant_mshrs_in_gaps(levels, xlat_done, len), len)
             } else {
-                self.grant_mshrs_earliest(levels, xlat_done, len)
+                self.grant_data_miss(levels, xlat_done, len, &ev[r.walk_events as usize..])
             };
             let done = start + len;
             self.c.mshr_wait_cycles += start - xlat_done;
-            self.c.miss_busy_cycles += r.data_cycles as f64 - self.l1d_hit_cycles;
+            self.c.miss_busy_cycles += len - self.l1d_hit_cycles;
             self.fills.record(r.line, done);
             done
         };
@@ -232,6 +236,48 @@ impl OooCore {
         start
     }
 
+    /// The cycles a walk of reference `r` granted at `start` takes beyond its idle latency
+    /// (`memory.rs`): 0 without a controller or events.
+    #[inline(always)]
+    fn walk_extra(&mut self, walk_events: &[MemEvent], start: f64, r: &CoreRef) -> f64 {
+        if r.walk_events == 0 || self.dram.is_none() {
+            return 0.0;
+        }
+        self.time_walk(walk_events, start)
+    }
+
+    /// Under `program_order` and `time_order`, a data miss of idle latency `len` through the
+    /// first `levels` levels, with its memory events `ev` (none under the idle model):
+    /// [`OooCore::grant_mshrs_earliest`], the MSHRs held as long as the miss takes at its
+    /// time (`memory.rs`). Returns the start and that length.
+    #[inline(always)]
+    fn grant_data_miss(
+        &mut self,
+        levels: usize,
+        request: f64,
+        len: f64,
+        ev: &[MemEvent],
+    ) -> (f64, f64) {
+        if self.dram.is_none() {
+            return (self.grant_mshrs_earliest(levels, request, len), len);
+        }
+        let n = self.mshr_pools_upto[levels];
+        let mut start = request;
+        for units in &self.mshr_units[..n] {
+            start = fmax(start, units.earliest());
+        }
+        let len = if ev.is_empty() {
+            len
+        } else {
+            self.data_miss_len(ev, start, len)
+        };
+        for (k, units) in self.mshr_units[..n].iter_mut().enumerate() {
+            units.take_until(start + len);
+            self.m.mshr_data_cycles[k] += len;
+        }
+        (start, len)
+    }
+
     /// Under `program_order` and `time_order`: one MSHR of every pool of the first `levels`
     /// levels, from the earliest time at or after `request` all are free, each taken for `len`
     /// cycles; returns the start.
@@ -252,7 +298,7 @@ impl OooCore {
 impl OooCore {
     /// `time_order`: read reference `r` (in program order): dispatch it, queue what it requests.
     #[inline(always)]
-    pub(super) fn front_in_time_order(&mut self, t: &mut TimeOrder, r: &CoreRef) {
+    pub(super) fn front_in_time_order(&mut self, t: &mut TimeOrder, r: &CoreRef, ev: &[MemEvent]) {
         let idx = self.refs;
         // Keep the window within `window_mask` (the ROB bounds it anyway), and within the ring.
         while idx - t.retired >= t.window_mask {
@@ -327,7 +373,7 @@ impl OooCore {
         // comes at its dispatch be granted as soon as it is read.
         self.grant_until(t, issue);
         let n = n as u32;
-        if is_mem && r.walk_cycles == 0 {
+        if is_mem && r.walk_cycles == 0 && ev.is_empty() {
             while t.retired < idx && t.p(t.retired).stage == Stage::Done {
                 self.retire_one_in_time_order(t);
             }
@@ -339,6 +385,10 @@ impl OooCore {
         let ws = InFlight::slot(r.vpn);
         let fs = InFlight::slot(r.line);
         *t.p(idx) = Pend::read(r, n, new_group, dispatch_first, dispatch_mem, issue);
+        if !ev.is_empty() {
+            let first = t.events.push(ev);
+            t.p(idx).ev_start = first;
+        }
         // The walk and the fill in flight this reference merges with are the latest ones
         // before it in program order, as under the other schemes.
         if r.walk_cycles > 0 {
@@ -469,7 +519,7 @@ impl OooCore {
                 t.grants_back_in_time += 1;
             }
             t.last_grant = fmax(t.last_grant, xlat_done);
-            self.grant_data(t, xlat_done, idx, r.data_level, r.data_cycles, fs)
+            self.grant_data(t, xlat_done, idx, r.data_level, r.data_cycles, fs, false)
         } else {
             let own = xlat_done + r.data_cycles as f64;
             if fill_owner_done > own {
@@ -627,6 +677,20 @@ impl OooCore {
                 unreachable!("time_order pools are first come, first served");
             };
             let start = fmax(request, units.earliest());
+            let p = t.p(i);
+            let (first, n) = (p.ev_start, p.walk_events as usize);
+            let len = if n > 0 && self.dram.is_some() {
+                let mut ev = std::mem::take(&mut self.scratch);
+                t.events.get(first, n, &mut ev);
+                let extra = self.time_walk(&ev, start);
+                self.scratch = ev;
+                len + extra
+            } else {
+                len
+            };
+            let Pool::Earliest(units) = &mut self.walkers else {
+                unreachable!("time_order pools are first come, first served");
+            };
             units.take_until(start + len);
             let done = start + len;
             self.c.walker_queue_cycles += start - request;
@@ -641,7 +705,7 @@ impl OooCore {
             self.translated(t, i);
         } else {
             debug_assert_eq!(stage, Stage::Data);
-            let done = self.grant_data(t, request, i, level, data_cycles, fs as usize);
+            let done = self.grant_data(t, request, i, level, data_cycles, fs as usize, true);
             t.p(i).data_done = done;
             t.wake_owner(i, false);
             self.data_known(t, i);
@@ -651,7 +715,9 @@ impl OooCore {
 
     /// Grant reference `i`'s data miss (served at `level` in `data_cycles`, its line in slot
     /// `fill_slot` of the fill owners) requested at `request`: one MSHR of every level it
-    /// passes, from the earliest time all are free; returns when the fill completes.
+    /// passes, from the earliest time all are free; returns when the fill completes. `pending`:
+    /// `i` has a pending record (whose memory events are timed); the fast path's has none.
+    #[allow(clippy::too_many_arguments)]
     #[inline]
     fn grant_data(
         &mut self,
@@ -661,9 +727,23 @@ impl OooCore {
         level: ServedBy,
         data_cycles: u32,
         fill_slot: usize,
+        pending: bool,
     ) -> f64 {
         let len = data_cycles as f64;
-        let start = self.grant_mshrs_earliest(miss_levels(level), request, len);
+        let (start, len) = if pending && self.dram.is_some() {
+            let p = t.p(i);
+            let (first, n) = (
+                p.ev_start.wrapping_add(p.walk_events as u32),
+                p.data_events as usize,
+            );
+            let mut ev = std::mem::take(&mut self.scratch);
+            t.events.get(first, n, &mut ev);
+            let granted = self.grant_data_miss(miss_levels(level), request, len, &ev);
+            self.scratch = ev;
+            granted
+        } else {
+            self.grant_data_miss(miss_levels(level), request, len, &[])
+        };
         let done = start + len;
         self.c.mshr_wait_cycles += start - request;
         self.c.miss_busy_cycles += len - self.l1d_hit_cycles;

@@ -39,8 +39,11 @@
 //!   instruction; the non-memory instructions in between dispatch at the full width.
 //! - No wrong-path execution, branch mispredictions, instruction-fetch stalls beyond an `IFetch`
 //!   reference's latency, functional-unit or port limits, or load-store forwarding.
-//! - Cache, TLB and DRAM state change in program order, not issue order; a walk's own
-//!   page-table reads take no MSHRs; latencies are those of the serial lookups of `mem`.
+//! - Cache, TLB and the idle DRAM model's row buffers change in program order, not issue
+//!   order; latencies are those of the serial lookups of `mem`. Under the queued DRAM model
+//!   (`memory.rs`) a walk's page-table reads take MSHRs below the walk's entry level and every
+//!   DRAM access is timed at its request by the shared controller; under the idle model a walk's
+//!   reads take no MSHRs and DRAM has no queues.
 //!
 //! ## References
 //! Skylake-SP defaults: Intel 64 and IA-32 Architectures Optimization Reference Manual
@@ -57,6 +60,8 @@
 //! - `base.rs`: the NaN-free max/min of times and the fixed ring of the last values.
 //! - `pools.rs`: walker and MSHR pools (4-ary heap of free times; idle intervals) and the
 //!   in-flight tables that merge walks and fills.
+//! - `memory.rs`: the memory system under load (queued DRAM, MSHRs taken by walks): the shared
+//!   controller, the events of references not yet granted, timing a walk's reads and a miss.
 //! - `time_order.rs`: the state of `time_order` (pending references' records, request queue).
 //! - `state.rs`: [`OooCore`]'s fields, construction, and what the engine reads (cycles, clock,
 //!   stats, the settled core).
@@ -79,6 +84,7 @@ mod batch;
 mod config;
 mod core_ref;
 mod grants;
+mod memory;
 mod pools;
 mod rob;
 mod state;
@@ -86,6 +92,7 @@ mod time_order;
 
 pub use config::{CoreConfig, ResourceGrant};
 pub use core_ref::CoreRef;
+pub use memory::DramHandle;
 pub use state::OooCore;
 
 #[cfg(test)]

@@ -125,6 +125,12 @@ impl OooCore {
             self.grant_next(t);
         }
         let p = t.p(idx);
+        let events = p.walk_events as usize + p.data_events as usize;
+        if events > 0 {
+            let first = p.ev_start;
+            t.events.release(first, events);
+        }
+        let p = t.p(idx);
         let done = Retiring {
             kind: p.kind,
             n: p.n,

@@ -11,8 +11,10 @@
 use super::base::{fmax, Ring};
 use super::config::{CoreConfig, ResourceGrant};
 use super::core_ref::CoreRef;
+use super::memory::{DramHandle, MemCounters};
 use super::pools::{InFlight, Pool, Units, STALE_BATCH};
 use super::time_order::TimeOrder;
+use crate::mem::MemEvent;
 use crate::stats::{Stats, StatsExt};
 use std::borrow::Cow;
 
@@ -86,6 +88,15 @@ pub struct OooCore {
     pub(super) batch: Vec<CoreRef>,
     /// References given so far (accounted or in `batch`).
     pub(super) given: u64,
+    /// The memory events of the references in `batch`, in order (see [`CoreRef::events`]).
+    pub(super) batch_events: Vec<MemEvent>,
+    /// The queued DRAM controller (`mem.dram.model = "queued"`), shared with the run's other
+    /// cores; `None` under the idle model.
+    pub(super) dram: Option<DramHandle>,
+    /// The memory system's figures under load.
+    pub(super) m: MemCounters,
+    /// The events of the reference being granted (a reused buffer).
+    pub(super) scratch: Vec<MemEvent>,
 }
 
 /// References the core takes before it accounts them, all at once.
@@ -101,6 +112,14 @@ impl OooCore {
     /// A core at cycle 0 with empty queues; `l1d_hit_cycles` is the L1D latency (the part of a
     /// data access a hit costs).
     pub fn new(cfg: &CoreConfig, l1d_hit_cycles: u32) -> Self {
+        Self::with_dram(cfg, l1d_hit_cycles, None)
+    }
+
+    /// A core as [`OooCore::new`] that times its references' memory events (`CoreRef`'s
+    /// `walk_events`, `data_events`) on the queued DRAM controller `dram` (see `memory.rs`).
+    /// With a controller every MSHR pool is kept: page-walk reads take L2 and LLC MSHRs without
+    /// an L1D one, so a pool larger than the one above it can bind.
+    pub fn with_dram(cfg: &CoreConfig, l1d_hit_cycles: u32, dram: Option<DramHandle>) -> Self {
         let inv_dispatch = 1.0 / cfg.dispatch_width as f64;
         let inv_retire = 1.0 / cfg.retire_width as f64;
         let grant = cfg.resource_grant;
@@ -111,10 +130,11 @@ impl OooCore {
         // a level has no more misses outstanding than the level above it: a pool at least as
         // large as one above it can never be full, and is left out (exactly: the schedule is
         // the same; the host skips its bookkeeping).
+        let all = dram.is_some();
         let mshr_sizes = [
             Some(cfg.l1d_mshrs),
-            (cfg.l2_mshrs < cfg.l1d_mshrs).then_some(cfg.l2_mshrs),
-            (cfg.llc_mshrs < cfg.l1d_mshrs.min(cfg.l2_mshrs)).then_some(cfg.llc_mshrs),
+            (all || cfg.l2_mshrs < cfg.l1d_mshrs).then_some(cfg.l2_mshrs),
+            (all || cfg.llc_mshrs < cfg.l1d_mshrs.min(cfg.l2_mshrs)).then_some(cfg.llc_mshrs),
         ];
         OooCore {
             inv_dispatch,
@@ -167,6 +187,10 @@ impl OooCore {
             c: CoreCounters::default(),
             batch: Vec::with_capacity(BATCH),
             given: 0,
+            batch_events: Vec::new(),
+            dram,
+            m: MemCounters::default(),
+            scratch: Vec::new(),
             tord: (grant == ResourceGrant::TimeOrder).then(|| {
                 Box::new(TimeOrder::new(
                     (cfg.rob_entries as usize + 1) * REFS_PER_INSTRUCTION,
@@ -227,6 +251,36 @@ impl OooCore {
         t.put_f64("mshr_wait_cycles", c.mshr_wait_cycles);
         t.put_u64("walk_merges", c.walk_merges);
         t.put_u64("line_merges", c.line_merges);
+        if self.dram.is_some() {
+            let m = &self.m;
+            t.put_f64("walk_mshr_wait_cycles", m.walk_mshr_wait_cycles);
+            t.put_u64("walk_reads_timed", m.walk_reads);
+            t.put_u64("walk_dram_reads", m.walk_dram_reads);
+            t.put_f64("walk_dram_cycles", m.walk_dram_cycles);
+            t.put_f64("walk_dram_idle_cycles", m.walk_dram_idle_cycles);
+            t.put_u64("data_dram_reads", m.data_dram_reads);
+            t.put_f64("data_dram_cycles", m.data_dram_cycles);
+            t.put_f64("data_dram_idle_cycles", m.data_dram_idle_cycles);
+            t.put_u64("dram_writes", m.dram_writes);
+            for (k, level) in ["l1d", "l2", "llc"].iter().enumerate() {
+                t.put_f64(
+                    &format!("avg_{level}_mshrs_data"),
+                    per_cycle(m.mshr_data_cycles[k]),
+                );
+                t.put_f64(
+                    &format!("avg_{level}_mshrs_walk"),
+                    per_cycle(m.mshr_walk_cycles[k]),
+                );
+            }
+        }
+    }
+
+    /// Write the queued DRAM controller's figures into the `dram.queued` section (nothing
+    /// under the idle model). `cycles`: the run's length, for bandwidths.
+    pub fn dram_stats(&self, cycles: f64, out: &mut Stats) {
+        if let Some(d) = &self.dram {
+            d.with(|c| crate::mem::dram::controller::queued_stats(c, cycles, out));
+        }
     }
 
     /// The core with every reference read so far retired: under `time_order` the last

@@ -41,6 +41,8 @@ fn load(i: u64, data: u32, level: ServedBy) -> CoreRef {
         walk_cycles: 0,
         data_cycles: data,
         data_level: level,
+        walk_events: 0,
+        data_events: 0,
     }
 }
 
@@ -320,6 +322,8 @@ fn r(
         walk_cycles,
         data_cycles,
         data_level,
+        walk_events: 0,
+        data_events: 0,
     }
 }
 
@@ -809,6 +813,8 @@ fn arb_ref() -> impl Strategy<Value = CoreRef> {
                 walk_cycles,
                 data_cycles,
                 data_level,
+                walk_events: 0,
+                data_events: 0,
             }
         })
 }

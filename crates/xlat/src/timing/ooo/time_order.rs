@@ -9,6 +9,7 @@
 
 use super::base::{fmax, fmin, Ring};
 use super::core_ref::CoreRef;
+use super::memory::EventQueue;
 use super::pools::{InFlight, IN_FLIGHT_SLOTS};
 use crate::mem::ServedBy;
 use crate::trace::AccessKind;
@@ -78,6 +79,11 @@ pub(super) struct Pend {
     pub(super) next_dep: u32,
     pub(super) next_walk: u32,
     pub(super) next_fill: u32,
+    /// Its memory events in `TimeOrder::events` (see `memory.rs`): the first's number, and
+    /// how many are its walk's and its data access's.
+    pub(super) ev_start: u32,
+    pub(super) walk_events: u16,
+    pub(super) data_events: u8,
 }
 
 impl Default for Pend {
@@ -93,6 +99,8 @@ impl Default for Pend {
             walk_cycles: 0,
             data_cycles: 0,
             data_level: ServedBy::L1,
+            walk_events: 0,
+            data_events: 0,
         };
         Pend {
             xlat_done: 0.0,
@@ -142,6 +150,9 @@ impl Pend {
             next_dep: NONE,
             next_walk: NONE,
             next_fill: NONE,
+            ev_start: 0,
+            walk_events: r.walk_events,
+            data_events: r.data_events,
         }
     }
 }
@@ -302,6 +313,8 @@ pub(super) struct TimeOrder {
     /// tests check it).
     pub(super) last_grant: f64,
     pub(super) grants_back_in_time: u64,
+    /// The memory events of the references read and not retired.
+    pub(super) events: EventQueue,
 }
 
 /// Records the `pend` ring starts with (it doubles as needed, up to the window).
@@ -325,6 +338,7 @@ impl TimeOrder {
             work: Vec::with_capacity(len),
             last_grant: 0.0,
             grants_back_in_time: 0,
+            events: EventQueue::default(),
         }
     }
 

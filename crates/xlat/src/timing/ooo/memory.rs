@@ -1,0 +1,260 @@
+//! The memory system under load, as the core times it (`mem.dram.model = "queued"`): the
+//! queued DRAM controller the cores share ([`DramHandle`]), the memory events of the references
+//! whose grants are still to come ([`EventQueue`]), and the timing of a walk's page-table reads
+//! and of a data miss at the times the core requests them ([`OooCore::time_walk`],
+//! [`OooCore::data_miss_len`]).
+//!
+//! ## Model
+//! The functional simulation logs, for every reference, the accesses that left their entry
+//! level ([`MemEvent`]: the walk's page-table reads that missed the walk's entry level, the data
+//! read that reached DRAM, the dirty lines written back to DRAM) with their idle latencies.
+//! When the core grants a walk a walker at `start`, each of the walk's reads is requested at
+//! `start` + its offset in the walk + the delay of the reads before it (a parallel group shares
+//! one request time and adds its slowest member's delay); it takes one MSHR of every level below
+//! the walk's entry it passes (`core.l2_mshrs`, `core.llc_mshrs` when walks enter at L2), waiting
+//! for the earliest time one of each is free, exactly as a data miss does; a read that reaches
+//! DRAM arrives there after its cache lookups and takes the queued controller's latency in place
+//! of the idle one. A data miss that reaches DRAM is timed the same way from its MSHR grant.
+//! Write-backs enter the DRAM write queue at the time of the access that evicted them.
+//!
+//! ## Approximations (also in docs/timing.md)
+//! - A walk's reads are granted their MSHRs and DRAM slots when the walk is granted its walker,
+//!   at their own (later) request times: the MSHR pools take a unit from then on (the unit's
+//!   idle time before that is lost to other requests), and the DRAM calendar accepts the
+//!   request out of arrival order (`mem.dram.reorder_window_cycles`).
+//! - A walk's offsets count its page-table reads' latencies only (a design's own lookup
+//!   latencies in between are not in them); a walk's read to a line with a miss outstanding
+//!   does not merge with it.
+//! - Cache contents and the idle model's row buffers change in program order (functional
+//!   state); the queued controller's banks and queues change in request-time order.
+//!
+//! Contract: with no events (the idle model) nothing here is called and the core's schedule is
+//! what it was; with events, the same references and events give the same schedule.
+
+use super::base::fmax;
+use super::state::OooCore;
+use crate::mem::dram::controller::{DramController, DramRequest, RequestKind};
+use crate::mem::{MemEvent, MemEventKind};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// The queued DRAM controller of a run, shared by its cores (every core's handle is a
+/// [`DramHandle::share`] of one). `Clone` copies the controller (a snapshot of the core for its
+/// record must not send its requests to the live one).
+pub struct DramHandle(Arc<Mutex<DramController>>);
+
+impl DramHandle {
+    /// A handle to a new controller.
+    pub fn new(c: DramController) -> Self {
+        DramHandle(Arc::new(Mutex::new(c)))
+    }
+
+    /// Another handle to the same controller (another core of the same run).
+    pub fn share(&self) -> Self {
+        DramHandle(Arc::clone(&self.0))
+    }
+
+    /// Run `f` on the controller.
+    pub fn with<R>(&self, f: impl FnOnce(&mut DramController) -> R) -> R {
+        // A poisoned lock means a core panicked mid-request: the run is lost anyway.
+        let mut c = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut c)
+    }
+}
+
+impl Clone for DramHandle {
+    fn clone(&self) -> Self {
+        DramHandle::new(self.with(|c| c.clone()))
+    }
+}
+
+impl std::fmt::Debug for DramHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DramHandle")
+    }
+}
+
+/// The memory events of the references read and not retired (under `time_order`), in
+/// program order; a reference names its first by its absolute number's low 32 bits.
+#[derive(Clone, Debug, Default)]
+pub(super) struct EventQueue {
+    events: VecDeque<MemEvent>,
+    /// Absolute number of `events[0]`.
+    base: u64,
+}
+
+impl EventQueue {
+    /// Append `ev`; returns the low 32 bits of the first one's number.
+    #[inline]
+    pub(super) fn push(&mut self, ev: &[MemEvent]) -> u32 {
+        let first = self.base + self.events.len() as u64;
+        self.events.extend(ev.iter().copied());
+        first as u32
+    }
+
+    fn full(&self, first: u32) -> u64 {
+        self.base + first.wrapping_sub(self.base as u32) as u64
+    }
+
+    /// Copy `n` events from `first` into `out` (cleared first).
+    #[inline]
+    pub(super) fn get(&self, first: u32, n: usize, out: &mut Vec<MemEvent>) {
+        out.clear();
+        if n == 0 {
+            return;
+        }
+        debug_assert!(
+            self.full(first) + n as u64 <= self.base + self.events.len() as u64,
+            "events {first} +{n} past the queue (base {}, len {})",
+            self.base,
+            self.events.len()
+        );
+        let at = (self.full(first) - self.base) as usize;
+        out.extend(self.events.range(at..at + n).copied());
+    }
+
+    /// Forget the events before `first + n` (their reference retired).
+    #[inline]
+    pub(super) fn release(&mut self, first: u32, n: usize) {
+        let end = self.full(first) + n as u64;
+        while self.base < end {
+            self.events.pop_front();
+            self.base += 1;
+        }
+    }
+}
+
+/// The figures of the memory system under load, per core.
+#[derive(Clone, Debug, Default)]
+pub(super) struct MemCounters {
+    /// Page-walk reads timed (left the walk's entry level) and those that reached DRAM.
+    pub(super) walk_reads: u64,
+    pub(super) walk_dram_reads: u64,
+    /// Cycles walk reads waited for an MSHR.
+    pub(super) walk_mshr_wait_cycles: f64,
+    /// DRAM latency of walk reads under the queued controller, and what the idle model gave
+    /// them (the difference is what load added, or took away: the controller's row outcome in
+    /// time order can beat the idle model's program order).
+    pub(super) walk_dram_cycles: f64,
+    pub(super) walk_dram_idle_cycles: f64,
+    /// The same for data misses that reached DRAM.
+    pub(super) data_dram_reads: u64,
+    pub(super) data_dram_cycles: f64,
+    pub(super) data_dram_idle_cycles: f64,
+    /// MSHR-cycles held per level (L1D, L2, LLC), by data misses and by walk reads.
+    pub(super) mshr_data_cycles: [f64; 3],
+    pub(super) mshr_walk_cycles: [f64; 3],
+    /// Write-backs sent to the DRAM write queue.
+    pub(super) dram_writes: u64,
+}
+
+impl OooCore {
+    /// A DRAM read of `line` arriving at core time `arrival`: its latency from `arrival`.
+    #[inline]
+    fn dram_read(&mut self, line: u64, arrival: f64, page_table: bool) -> f64 {
+        let at = arrival.max(0.0).ceil();
+        let c = self
+            .dram
+            .as_ref()
+            .expect("events come with a controller")
+            .with(|d| {
+                d.access(&DramRequest {
+                    line,
+                    write: false,
+                    arrival_cycle: at as u64,
+                    kind: if page_table {
+                        RequestKind::PageTable
+                    } else {
+                        RequestKind::Data
+                    },
+                })
+            });
+        at - arrival + c.latency_cycles as f64
+    }
+
+    /// A write-back of `line` entering the DRAM write queue at `at`.
+    #[inline]
+    fn dram_write(&mut self, line: u64, at: f64) {
+        self.m.dram_writes += 1;
+        self.dram
+            .as_ref()
+            .expect("events come with a controller")
+            .with(|d| {
+                d.access(&DramRequest {
+                    line,
+                    write: true,
+                    arrival_cycle: at.max(0.0).ceil() as u64,
+                    kind: RequestKind::Data,
+                })
+            });
+    }
+
+    /// The walk granted a walker at `start`: time its events (page-table reads and write-backs,
+    /// in walk order) and return the cycles the walk takes beyond its idle latency.
+    pub(super) fn time_walk(&mut self, events: &[MemEvent], start: f64) -> f64 {
+        let mut extra = 0.0;
+        // The slowest delay of the group in progress (a serial read is a group of one).
+        let mut group: Option<f64> = None;
+        for e in events {
+            if !e.parallel {
+                extra += group.take().unwrap_or(0.0);
+            }
+            let request = start + e.offset_cycles as f64 + extra;
+            if e.kind == MemEventKind::Write {
+                self.dram_write(e.line, request);
+                continue;
+            }
+            let (first, last) = (e.first_pool as usize, e.last_pool as usize);
+            let mut s = request;
+            for u in &self.mshr_units[first..last] {
+                s = fmax(s, u.earliest());
+            }
+            let idle = e.latency_cycles as f64;
+            let mut len = idle;
+            self.m.walk_reads += 1;
+            if e.dram_cycles > 0 {
+                let lat = self.dram_read(e.line, s + e.pre_dram_cycles as f64, true);
+                len += lat - e.dram_cycles as f64;
+                self.m.walk_dram_reads += 1;
+                self.m.walk_dram_cycles += lat;
+                self.m.walk_dram_idle_cycles += e.dram_cycles as f64;
+            }
+            for (k, u) in self.mshr_units[first..last].iter_mut().enumerate() {
+                u.take_until(s + len);
+                self.m.mshr_walk_cycles[first + k] += len;
+            }
+            self.m.walk_mshr_wait_cycles += s - request;
+            let delay = (s - request) + (len - idle);
+            group = Some(group.map_or(delay, |g: f64| g.max(delay)));
+        }
+        extra + group.unwrap_or(0.0)
+    }
+
+    /// A data miss granted its MSHRs at `start`, of idle latency `data_cycles`: time its events
+    /// (the DRAM read, write-backs) and return how long it holds its MSHRs.
+    pub(super) fn data_miss_len(
+        &mut self,
+        events: &[MemEvent],
+        start: f64,
+        data_cycles: f64,
+    ) -> f64 {
+        let mut len = data_cycles;
+        for e in events {
+            match e.kind {
+                MemEventKind::Write => self.dram_write(
+                    e.line,
+                    start + (data_cycles - e.dram_cycles as f64).max(0.0),
+                ),
+                _ if e.dram_cycles > 0 => {
+                    let lat = self.dram_read(e.line, start + e.pre_dram_cycles as f64, false);
+                    len += lat - e.dram_cycles as f64;
+                    self.m.data_dram_reads += 1;
+                    self.m.data_dram_cycles += lat;
+                    self.m.data_dram_idle_cycles += e.dram_cycles as f64;
+                }
+                _ => {}
+            }
+        }
+        len
+    }
+}
