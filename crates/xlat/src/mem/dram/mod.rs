@@ -215,7 +215,9 @@ impl DramConfig {
             if ours != theirs {
                 return Err(format!(
                     "mem.dram.{name} = {ours} disagrees with {key} ({theirs}): the idle and \
-                     queued models share tCL, tRCD, tRP and the clock; set them alike"
+                     queued models share tCL, tRCD, tRP and the clock; set them alike (a \
+                     timing set, or `mem.dram.timing = \"custom\"` with mem.dram.custom.*), or \
+                     keep the idle model with mem.dram.model = \"idle\""
                 ));
             }
         }

@@ -20,6 +20,10 @@ pub enum DramTimingSet {
     #[default]
     #[serde(rename = "ddr4_3200")]
     Ddr4x3200,
+    /// JEDEC DDR4-2666V (19-19-19), x8 devices (1 KiB page), 8 Gb: [`DDR4_2666V`] (the
+    /// `skylake-sp` CPU preset's).
+    #[serde(rename = "ddr4_2666")]
+    Ddr4x2666,
     /// JEDEC DDR5-4800B (40-39-39), x8 devices (1 KiB page), 16 Gb, one 32-bit subchannel per
     /// `channel`: [`DDR5_4800B`].
     #[serde(rename = "ddr5_4800")]
@@ -34,6 +38,7 @@ impl DramTimingSet {
     pub fn timings(self, custom: &DramTimings) -> DramTimings {
         match self {
             DramTimingSet::Ddr4x3200 => DDR4_3200AA,
+            DramTimingSet::Ddr4x2666 => DDR4_2666V,
             DramTimingSet::Ddr5x4800 => DDR5_4800B,
             DramTimingSet::Custom => custom.clone(),
         }
@@ -132,6 +137,39 @@ pub const DDR4_3200AA: DramTimings = DramTimings {
     t_cs: 2,
     t_refi: 12480,
     t_rfc: 560,
+};
+
+/// JEDEC DDR4-2666V (JESD79-4, speed bin DDR4-2666V: CL-tRCD-tRP 19-19-19, tCK 0.75 ns): tRAS
+/// 32 ns, tRC = tRAS + tRP, tWR 15 ns, tRTP 7.5 ns, CWL 14 (the lower CWL of the bin), tCCD_L
+/// max(5 nCK, 5.355 ns), tWTR_S max(2 nCK, 2.5 ns), tWTR_L max(4 nCK, 7.5 ns), tRRD_S(1K) 4 nCK,
+/// tRRD_L(1K) max(4 nCK, 4.9 ns), tFAW(1K) 28 nCK, tREFI 7.8 us, tRFC1(8 Gb) 350 ns, BL8. The
+/// clock counts are Ramulator 2's `DDR4_2666V` preset and its x8 secondary timings
+/// (`python/ramulator/dram/ddr4.py` at c5b1c3a4), but tRFC, which it takes as 360 ns (as for
+/// [`DDR4_3200AA`], xlat keeps JEDEC's 350 ns). `t_rtw_turnaround` and `t_cs` as for DDR4-3200.
+pub const DDR4_2666V: DramTimings = DramTimings {
+    clock_mhz: 1333,
+    t_bl: 4,
+    t_cl: 19,
+    t_rcd: 19,
+    t_rp: 19,
+    t_ras: 43,
+    t_rc: 62,
+    t_cwl: 14,
+    t_rtp: 10,
+    t_wr: 20,
+    t_ccd_s: 4,
+    t_ccd_l: 7,
+    t_ccd_s_wr: 4,
+    t_ccd_l_wr: 7,
+    t_rrd_s: 4,
+    t_rrd_l: 7,
+    t_faw: 28,
+    t_wtr_s: 4,
+    t_wtr_l: 10,
+    t_rtw_turnaround: 2,
+    t_cs: 2,
+    t_refi: 10400,
+    t_rfc: 467,
 };
 
 /// JEDEC DDR5-4800B (JESD79-5, speed bin DDR5-4800B: CL-tRCD-tRP 40-39-39, tCK 0.416 ns; the
