@@ -136,6 +136,7 @@ const FRACTIONS: &[(&str, &str, &str)] = &[
         "pt_reads",
     ),
     ("bandwidth_bytes_per_cycle", "bytes_moved", "run_cycles"),
+    ("avg_walk_latency_cycles", "walk_busy_cycles", "walks_timed"),
 ];
 
 /// Whether `key` (the last component of its path) names a state or an identifier rather than

@@ -748,4 +748,41 @@ mod tests {
         assert_eq!(m.llc.pt_lines, 1);
         assert_eq!(m.private.l2.c.misses, [1, 1]);
     }
+
+    #[test]
+    fn the_event_log_holds_walk_reads_below_the_entry_level_in_walk_order_and_dram_data_reads() {
+        let mut m = MemSystem::new(&MemConfig::default());
+        m.set_log_events(true);
+        m.clear_events();
+        let first = m.pt_access(Paddr(0x10_0000));
+        let second = m.pt_access(Paddr(0x20_0000));
+        m.pt_access(Paddr(0x10_0000)); // an L2 hit: not logged
+        m.begin_parallel();
+        m.pt_access(Paddr(0x30_0000));
+        m.pt_access(Paddr(0x40_0000));
+        m.end_parallel();
+        m.data_access(Paddr(0x50_0000), false);
+        m.data_access(Paddr(0x50_0008), false); // an L1 hit: not logged
+        let e = m.events();
+        assert_eq!(e.len(), 5, "{e:?}");
+        assert!(e[..4].iter().all(|e| e.kind == MemEventKind::PtRead));
+        assert_eq!(e[4].kind, MemEventKind::DataRead);
+        // Serial reads follow each other; the group shares one offset after the L2 hit.
+        assert_eq!(e[0].offset_cycles, 0);
+        assert_eq!(e[1].offset_cycles, first.latency_cycles);
+        let group = first.latency_cycles + second.latency_cycles + 14;
+        assert_eq!((e[2].offset_cycles, e[3].offset_cycles), (group, group));
+        assert_eq!((e[2].parallel, e[3].parallel), (false, true));
+        // A walk entering at L2 holds L2 and LLC MSHRs to DRAM; the data read all three.
+        assert_eq!((e[0].first_pool, e[0].last_pool), (1, 3));
+        assert_eq!((e[4].first_pool, e[4].last_pool), (0, 3));
+        assert_eq!(e[4].pre_dram_cycles, 4 + 14 + 40);
+        assert_eq!(e[0].latency_cycles, e[0].pre_dram_cycles + e[0].dram_cycles);
+        m.clear_events();
+        assert!(m.events().is_empty());
+        // Off (the idle model): nothing is logged.
+        let mut off = MemSystem::new(&MemConfig::default());
+        off.pt_access(Paddr(0x10_0000));
+        assert!(off.events().is_empty());
+    }
 }

@@ -204,15 +204,23 @@ fn the_queued_keys_are_checked_and_appear_in_the_record_only_under_the_queued_mo
         ..one_channel()
     };
     assert!(bad.validate().unwrap_err().contains("multiple of ranks"));
-    // The idle model ignores the queued keys (presets with other bank counts stay valid).
+    // The idle model ignores the queued keys (presets with other bank counts stay valid); `auto`
+    // may become the queued model, so it checks them.
     assert_eq!(
         DramConfig {
             bank_groups: 3,
+            model: DramModel::Idle,
             ..DramConfig::default()
         }
         .validate(),
         Ok(())
     );
+    assert!(DramConfig {
+        bank_groups: 3,
+        ..DramConfig::default()
+    }
+    .validate()
+    .is_err());
     // Unknown keys are rejected, in the table and in `custom`.
     assert!(toml::from_str::<DramConfig>("modle = \"queued\"").is_err());
     assert!(toml::from_str::<DramConfig>("[custom]\nt_xyz = 3").is_err());
@@ -228,9 +236,16 @@ fn the_queued_keys_are_checked_and_appear_in_the_record_only_under_the_queued_mo
             .collect();
         crate::Config::resolve(None, &o)
     };
-    let idle = set(&[]).unwrap().to_json();
+    // `auto` under the default out-of-order core is the queued model, under `simple` the idle
+    // one, and the record names the model used.
+    let auto = set(&[]).unwrap().to_json();
+    assert_eq!(auto["mem"]["dram"]["model"], "queued");
+    assert!(auto["mem"]["dram"].get("write_queue_entries").is_some());
+    let idle = set(&[("timing.model", "simple")]).unwrap().to_json();
     assert!(idle["mem"]["dram"].get("model").is_none());
     assert!(idle["mem"]["dram"].get("write_queue_entries").is_none());
+    let e = set(&[("mem.dram.model", "queued"), ("timing.model", "simple")]).unwrap_err();
+    assert!(e.to_string().contains("needs each request's time"), "{e}");
     let queued = set(&[("mem.dram.model", "queued"), ("mem.dram.refresh", "false")])
         .unwrap()
         .to_json();

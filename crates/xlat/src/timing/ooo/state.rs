@@ -253,6 +253,17 @@ impl OooCore {
         t.put_u64("line_merges", c.line_merges);
         if self.dram.is_some() {
             let m = &self.m;
+            // The walk latency as timed under load (the walker held from grant to done).
+            t.put_u64("walks_timed", c.walks);
+            t.put_f64("walk_busy_cycles", c.walk_busy_cycles);
+            t.put_f64(
+                "avg_walk_latency_cycles",
+                if c.walks > 0 {
+                    c.walk_busy_cycles / c.walks as f64
+                } else {
+                    0.0
+                },
+            );
             t.put_f64("walk_mshr_wait_cycles", m.walk_mshr_wait_cycles);
             t.put_u64("walk_reads_timed", m.walk_reads);
             t.put_u64("walk_dram_reads", m.walk_dram_reads);

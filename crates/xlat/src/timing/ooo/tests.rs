@@ -976,3 +976,234 @@ proptest! {
         prop_assert_eq!(cycles_of(&cfg, &refs).to_bits(), cycles_of(&cfg, &refs).to_bits());
     }
 }
+
+// ---- The memory system under load (`memory.rs`): walks' reads on MSHRs, queued DRAM. ----
+
+/// A core timing its references' memory events on a one-channel queued DDR4-3200 controller.
+fn queued_core(cfg: &CoreConfig) -> OooCore {
+    let dram = crate::mem::DramConfig {
+        channels: 1,
+        refresh: false,
+        ..crate::mem::DramConfig::default()
+    };
+    let c = crate::mem::dram::controller::DramController::new(&dram).unwrap();
+    OooCore::with_dram(cfg, L1, Some(DramHandle::new(c)))
+}
+
+/// A DRAM read event of `line` after `pre` cycles of lookups, idle DRAM latency `dram`.
+fn dram_event(
+    line: u64,
+    kind: crate::mem::MemEventKind,
+    offset: u32,
+    first_pool: u8,
+) -> crate::mem::MemEvent {
+    crate::mem::MemEvent {
+        line,
+        offset_cycles: offset,
+        latency_cycles: 58 + 100,
+        pre_dram_cycles: 58,
+        dram_cycles: 100,
+        first_pool,
+        last_pool: 3,
+        kind,
+        parallel: false,
+    }
+}
+
+/// `n` independent loads missing to DRAM, each with its data event (lines `line(i)`).
+fn loaded_misses_at(
+    n: u64,
+    line: impl Fn(u64) -> u64,
+) -> Vec<(CoreRef, Vec<crate::mem::MemEvent>)> {
+    (0..n)
+        .map(|i| {
+            let line = line(i);
+            let r = CoreRef {
+                line,
+                data_cycles: 158,
+                data_events: 1,
+                ..miss(i)
+            };
+            let e = dram_event(line, crate::mem::MemEventKind::DataRead, 0, 0);
+            (r, vec![e])
+        })
+        .collect()
+}
+
+/// [`loaded_misses_at`] lines `base + i * stride`.
+fn loaded_misses(n: u64, base: u64, stride: u64) -> Vec<(CoreRef, Vec<crate::mem::MemEvent>)> {
+    loaded_misses_at(n, |i| base + i * stride)
+}
+
+/// The line of row `row`'s first column in bank 0 of channel 0 under the default
+/// `row_contiguous` mapping of one channel (16 banks of 128-line rows, the bank XORed with the
+/// row's low bits).
+fn bank0_row(row: u64) -> u64 {
+    row * 2048 + (row % 16) * 128
+}
+
+fn run_queued(cfg: &CoreConfig, refs: &[(CoreRef, Vec<crate::mem::MemEvent>)]) -> OooCore {
+    let mut c = queued_core(cfg);
+    for (r, ev) in refs {
+        c.reference_with(r, ev).unwrap();
+    }
+    c.settled().into_owned()
+}
+
+#[test]
+fn a_lone_dram_miss_under_the_queued_model_costs_its_lookups_plus_the_controllers_latency() {
+    let cfg = CoreConfig::default();
+    let c = run_queued(&cfg, &loaded_misses(1, 1 << 20, 1));
+    let idle = c
+        .dram
+        .as_ref()
+        .unwrap()
+        .with(|d| d.idle_latencies()[1] as f64);
+    // One load: dispatched at 0, its miss requested at 0, DRAM reached after 58 cycles of
+    // lookups, an empty bank's latency there; retired the cycle after.
+    assert_eq!(c.m.data_dram_reads, 1);
+    assert_eq!(c.m.data_dram_cycles, idle);
+    assert!((c.cycles() - (58.0 + idle)).abs() <= 1.0, "{}", c.cycles());
+}
+
+#[test]
+fn misses_queued_on_one_bank_take_longer_than_the_same_misses_spread_over_banks() {
+    let cfg = CoreConfig::default();
+    // Lines in one bank's different rows conflict; consecutive lines of one row
+    // hit. Both streams offer the controller ten misses at once (the L1D's fill buffers).
+    let conflicting = run_queued(&cfg, &loaded_misses_at(200, |i| bank0_row(512 + i)));
+    let hitting = run_queued(&cfg, &loaded_misses(200, 1 << 20, 1));
+    assert!(
+        conflicting.cycles() > 1.5 * hitting.cycles(),
+        "conflicts {} vs hits {}",
+        conflicting.cycles(),
+        hitting.cycles()
+    );
+    // The idle model would have charged both the same latency per miss.
+    assert!(conflicting.m.data_dram_cycles > conflicting.m.data_dram_idle_cycles);
+}
+
+#[test]
+fn a_walks_reads_wait_for_l2_mshrs_that_data_misses_hold() {
+    // One L2 MSHR (fewer than the L1D's 10, so the pool binds for data too) and a walk whose
+    // only read misses L2 and goes to DRAM: behind a data miss holding that MSHR, the walk
+    // waits, and the core says so.
+    let cfg = CoreConfig {
+        l2_mshrs: 1,
+        ..CoreConfig::default()
+    };
+    let (data, data_ev) = loaded_misses(1, 1 << 20, 1).remove(0);
+    let walk_read = dram_event(7 << 20, crate::mem::MemEventKind::PtRead, 0, 1);
+    let walk = CoreRef {
+        walk_events: 1,
+        ..walked(hit(1), 158)
+    };
+    let alone = run_queued(&cfg, &[(walk, vec![walk_read])]);
+    let behind = run_queued(&cfg, &[(data, data_ev), (walk, vec![walk_read])]);
+    assert_eq!(alone.m.walk_mshr_wait_cycles, 0.0);
+    assert!(behind.m.walk_mshr_wait_cycles > 100.0, "{:?}", behind.m);
+    assert!(behind.cycles() > alone.cycles() + 100.0);
+    assert_eq!((behind.m.walk_reads, behind.m.walk_dram_reads), (1, 1));
+}
+
+#[test]
+fn a_parallel_group_of_walk_reads_costs_its_slowest_member_not_their_sum() {
+    let cfg = CoreConfig::default();
+    let mut serial = Vec::new();
+    for k in 0..4u64 {
+        // Four different banks (row 8192 (k + 1)'s bank 0 moved by k): no bank conflict.
+        serial.push(dram_event(
+            bank0_row(8192 * (k + 1)) + 128 * k,
+            crate::mem::MemEventKind::PtRead,
+            0,
+            1,
+        ));
+    }
+    let mut parallel = serial.clone();
+    for e in parallel.iter_mut().skip(1) {
+        e.parallel = true;
+    }
+    for (i, e) in serial.iter_mut().enumerate() {
+        e.offset_cycles = 158 * i as u32;
+    }
+    let walk = |n: u64| CoreRef {
+        walk_events: 4,
+        ..walked(hit(0), n)
+    };
+    let s = run_queued(&cfg, &[(walk(4 * 158), serial)]);
+    let p = run_queued(&cfg, &[(walk(158), parallel)]);
+    assert!(
+        p.cycles() < s.cycles() / 2.0,
+        "parallel {} serial {}",
+        p.cycles(),
+        s.cycles()
+    );
+}
+
+#[test]
+fn the_queued_model_gives_the_same_schedule_every_time_and_on_the_models_thread() {
+    let cfg = CoreConfig::default();
+    let refs = loaded_misses(3000, 1 << 20, 37);
+    let a = run_queued(&cfg, &refs);
+    let b = run_queued(&cfg, &refs);
+    assert_eq!(a.cycles().to_bits(), b.cycles().to_bits());
+    let dram = || {
+        let d = crate::mem::DramConfig {
+            channels: 1,
+            refresh: false,
+            ..crate::mem::DramConfig::default()
+        };
+        Some(DramHandle::new(
+            crate::mem::dram::controller::DramController::new(&d).unwrap(),
+        ))
+    };
+    let mut here = crate::timing::CoreModel::with_dram(&cfg, L1, false, dram());
+    let mut there = crate::timing::CoreModel::with_dram(&cfg, L1, true, dram());
+    for (r, ev) in &refs {
+        here.reference_with(r, ev).unwrap();
+        there.reference_with(r, ev).unwrap();
+    }
+    let (h, t) = (here.snapshot(), there.snapshot());
+    assert_eq!(
+        h.settled().cycles().to_bits(),
+        t.settled().cycles().to_bits()
+    );
+    assert_eq!(h.settled().cycles().to_bits(), a.cycles().to_bits());
+}
+
+#[test]
+fn cores_sharing_one_controller_slow_each_other_down() {
+    let cfg = CoreConfig::default();
+    let d = crate::mem::DramConfig {
+        channels: 1,
+        refresh: false,
+        ..crate::mem::DramConfig::default()
+    };
+    let shared = DramHandle::new(crate::mem::dram::controller::DramController::new(&d).unwrap());
+    let mut a = OooCore::with_dram(&cfg, L1, Some(shared.share()));
+    let mut b = OooCore::with_dram(&cfg, L1, Some(shared.share()));
+    let alone = run_queued(&cfg, &loaded_misses(2000, 1 << 20, 1));
+    // Two cores streaming different rows, interleaved in chunks as the machine runs them.
+    let ra = loaded_misses(2000, 1 << 20, 1);
+    let rb = loaded_misses(2000, 1 << 28, 1);
+    for chunk in 0..(2000 / 64) {
+        for i in chunk * 64..(chunk + 1) * 64 {
+            a.reference_with(&ra[i].0, &ra[i].1).unwrap();
+        }
+        for i in chunk * 64..(chunk + 1) * 64 {
+            b.reference_with(&rb[i].0, &rb[i].1).unwrap();
+        }
+        a.account_batch();
+        b.account_batch();
+    }
+    assert!(
+        a.settled().cycles() > alone.cycles() * 1.2,
+        "{} vs {}",
+        a.settled().cycles(),
+        alone.cycles()
+    );
+    // A snapshot of one core copies the controller: it leaves the shared one as it was.
+    let before = shared.with(|c| c.counters().reads);
+    let _ = a.clone().settled();
+    assert_eq!(shared.with(|c| c.counters().reads), before);
+}
