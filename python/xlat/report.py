@@ -1027,6 +1027,97 @@ class _Figures:
         )
         self._save(fig, name, caption, panels, ylabel)
 
+    def dram_latency_distribution(self) -> None:
+        """The distribution of DRAM read latency under the queued model
+        (dram.queued.read_latency_hist): a panel per workload and setting, a line per design."""
+        if not self.wants("dram_latency_distribution"):
+            return
+        self._log2_histogram(
+            "dram_latency_distribution",
+            prefix="dram.queued.read_latency_hist.",
+            count_col="dram.queued.reads",
+            designs=self.data.designs,
+            ylabel="DRAM reads (%)",
+            xlabel="DRAM read latency (core cycles, log2 bucket's lower bound)",
+            caption_head=(
+                "Distribution of DRAM read latency under the queued DRAM model "
+                "(dram.queued.read_latency_hist: arrival at the controller to first data, "
+                "queueing, bank and bus waits included), the share of a run's DRAM reads in each "
+                "log2 bucket labelled by its lowest cycle count"
+            ),
+        )
+
+    def loaded_latency(self) -> None:
+        """Loaded latency: each run's average DRAM read latency against the DRAM bandwidth it
+        used (dram.queued), a panel per setting, a marker per design, beside the peak. Drawn
+        when the runs used the queued DRAM model."""
+        data = self.data
+        df = data.df
+        cols = [
+            "dram.queued.avg_read_latency_cycles",
+            "dram.queued.bandwidth_bytes_per_cycle",
+            "dram.queued.peak_bandwidth_bytes_per_cycle",
+        ]
+        if not self.wants("loaded_latency") or not all(c in df.columns for c in cols):
+            return
+        if float(df[cols[0]].fillna(0).max()) <= 0:
+            return
+        mhz = (
+            df["config.mem.dram.core_clock_mhz"].astype(float)
+            if "config.mem.dram.core_clock_mhz" in df.columns
+            else None
+        )
+        fig, axes = self.facets(len(data.settings))
+        panels, handles = [], []
+        for ax, setting in zip(axes, data.settings):
+            series = {}
+            for d in data.designs:
+                xs, ys = [], []
+                for w in data.workloads:
+                    g = data.rows(w, setting, d)
+                    if g is None or g.empty:
+                        xs.append(float("nan"))
+                        ys.append(float("nan"))
+                        continue
+                    clock = mhz.loc[g.index].mean() / 1000 if mhz is not None else 2.6
+                    xs.append(float(g[cols[1]].mean()) * clock)
+                    ys.append(float(g[cols[0]].mean()))
+                style = self.line_style(d)
+                h = ax.scatter(
+                    xs,
+                    ys,
+                    marker=style.get("marker", "o"),
+                    color=style.get("color"),
+                    s=18,
+                    label=d,
+                )
+                if len(handles) < len(data.designs):
+                    handles.append(h)
+                series[d] = ys
+                series[f"{d} GB/s"] = xs
+            peak = df[cols[2]].astype(float).max() * (
+                float(mhz.max()) / 1000 if mhz is not None else 2.6
+            )
+            ax.axvline(peak, color="0.4", linestyle="--", linewidth=0.8)
+            ax.grid(True, axis="both")
+            label = data.setting_label(setting)
+            self.title(ax, label or "all runs")
+            panels.append({"title": label or "all runs", "x": data.workloads, "series": series})
+        fig.supylabel("average DRAM read latency (core cycles)", fontsize=8)
+        fig.supxlabel("DRAM bandwidth used (GB/s; dashed: the configuration's peak)", fontsize=8)
+        self._legend(fig, handles, data.designs)
+        caption = (
+            "Loaded latency: each run's average DRAM read latency under the queued DRAM model "
+            "(dram.queued.avg_read_latency_cycles, arrival at the controller to first data) "
+            "against the DRAM bandwidth it used (dram.queued.bandwidth_bytes_per_cycle x the "
+            "core clock), one marker per design and workload, the dashed line at the "
+            "configuration's peak (channels x one 64-byte burst per tBL). Latency rising "
+            "toward the peak is queueing; page-table reads share these queues with data"
+            + (" (a panel per setting)" if data.axes else "")
+            + f". Over {data.scope()}; {data.seed_agg()}."
+        )
+        self._save(fig, "loaded_latency", caption, panels, "average DRAM read latency (cycles)")
+
     def line_style(self, design: str) -> dict[str, Any]:
         """Marker, dash, colour of a design's line (by its place in the registry, as bars)."""
         colour, second = style_slots(_design_index(design, self.data.designs))
@@ -1487,6 +1578,8 @@ def _draw(
         f.served_by(cycles=True)
     f.latency_distribution()
     f.fault_latency_distribution()
+    f.loaded_latency()
+    f.dram_latency_distribution()
     f.pwc_hit_rate()
     levels = [
         (c, n)

@@ -698,7 +698,7 @@ impl DramController {
 /// record's `dram` section) as its `queued` section: traffic per channel and in all with the
 /// bytes per core cycle beside the peak, read latency and queueing delay (page-table reads
 /// apart), row outcomes of reads in time order, queue and drain counts, and the histogram of
-/// read latencies (power-of-two buckets). Every figure is a count, a state or a fraction the
+/// read latencies (power-of-two buckets keyed by their lower bound). Every figure is a count, a state or a fraction the
 /// warm-up subtraction recomputes (`crate::warmup`).
 pub fn queued_stats(c: &DramController, cycles: f64, out: &mut crate::stats::Stats) {
     use crate::stats::StatsExt;
@@ -748,14 +748,12 @@ pub fn queued_stats(c: &DramController, cycles: f64, out: &mut crate::stats::Sta
         },
     );
     q.put_f64("peak_bandwidth_bytes_per_cycle", peak);
+    // Keyed by each bucket's lower bound, as `walk.latency_hist` (bucket 0 holds 0-1 cycles,
+    // bucket 64 holds 64-127, the last everything above its bound).
     let h = q.section("read_latency_hist");
     for (b, n) in k.read_latency_log2_hist.iter().enumerate() {
         let lo = if b == 0 { 0 } else { 1u64 << b };
-        let name = if b + 1 == LATENCY_BUCKETS {
-            format!("{lo}+")
-        } else {
-            format!("{lo}-{}", (1u64 << (b + 1)) - 1)
-        };
-        h.put_u64(&name, *n);
+        h.put_u64(&lo.to_string(), *n);
     }
 }
+
