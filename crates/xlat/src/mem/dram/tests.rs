@@ -715,3 +715,39 @@ proptest! {
         prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
     }
 }
+
+#[test]
+fn the_ro_ba_ra_co_ch_mapping_is_ramulator_2s() {
+    // Ramulator 2's DDR4 8 Gb x8 rank under RoBaRaCoCh: from the line address up, 7 column bits
+    // (1024 columns / prefetch 8), 0 rank bits, 2 bank-group bits, 2 bank bits, then the row.
+    let cfg = DramConfig {
+        channels: 1,
+        address_mapping: DramMapping::RoBaRaCoCh,
+        ..DramConfig::default()
+    };
+    assert_eq!(cfg.validate(), Ok(()));
+    let map = AddressMap::new(DramMapping::RoBaRaCoCh, 1, 16, 8192, 1, 4);
+    let line =
+        |row: u64, bank: u64, group: u64, col: u64| (row << 11) | (bank << 9) | (group << 7) | col;
+    // Flat bank = bank * bank_groups + group (bank groups fastest, as `split_bank` reads it).
+    assert_eq!(map.locate(line(5, 2, 3, 17)), (2 * 4 + 3, 5));
+    assert_eq!(map.split_bank(2 * 4 + 3), (0, 0, 3, 2));
+    // A row's 128 lines share one bank and row; the next line opens the next bank group.
+    assert!((0..128).all(|c| map.locate(line(9, 1, 1, c)) == map.locate(line(9, 1, 1, 0))));
+    assert_eq!(map.locate(line(9, 1, 1, 127) + 1), (4 + 2, 9));
+    // No XOR: the row does not move the bank.
+    assert_eq!(map.locate(line(0x7777, 0, 0, 0)), (0, 0x7777));
+    // Two channels, two ranks: channel in the lowest line bit, rank right above the column.
+    let map = AddressMap::new(DramMapping::RoBaRaCoCh, 2, 32, 8192, 2, 4);
+    let line = |row: u64, bank: u64, group: u64, rank: u64, col: u64, ch: u64| {
+        (row << 13) | (bank << 11) | (group << 9) | (rank << 8) | (col << 1) | ch
+    };
+    assert_eq!(map.locate(line(3, 1, 2, 1, 100, 1)), (32 + 16 + 4 + 2, 3));
+    assert_eq!(map.split_bank(32 + 16 + 4 + 2), (1, 1, 2, 1));
+    let bad = DramConfig {
+        banks_per_channel: 12,
+        bank_groups: 4,
+        ..cfg
+    };
+    assert!(bad.validate().unwrap_err().contains("ro_ba_ra_co_ch"));
+}
