@@ -751,3 +751,34 @@ fn the_ro_ba_ra_co_ch_mapping_is_ramulator_2s() {
     };
     assert!(bad.validate().unwrap_err().contains("ro_ba_ra_co_ch"));
 }
+
+#[test]
+fn a_write_activated_in_idle_read_time_drains_though_its_write_comes_after_the_next_read() {
+    // Ramulator 2 switches to writes whenever its read queue is empty and finishes a write it
+    // has activated: a lone write to a closed bank has its ACTIVATE at once and its WRITE tRCD
+    // (22 clocks, 36 core cycles) later. A read arriving in between must not leave it buffered
+    // (before, the idle drain wanted the WRITE before the read, so at any rate with less than
+    // tRCD between requests writes left only through the high watermark).
+    let mut d = DramController::new(&one_channel()).unwrap();
+    d.access(&wr(line_of(1, 0, 0), 100));
+    assert_eq!(
+        d.counters().channels[0].writes,
+        0,
+        "buffered until the next request"
+    );
+    let r = d.access(&rd(line_of(1, 5, 0), 120));
+    let c = d.counters();
+    assert_eq!((c.idle_drained_writes, c.channels[0].writes), (1, 1));
+    assert_eq!(c.watermark_drains, 0);
+    // The read to another bank group is delayed only by the write's burst and tWTR_S on the
+    // shared bus, not by a drain of its own.
+    assert_eq!(r.service, DramService::Row(RowOutcome::Empty));
+    // A write whose ACTIVATE would come after the next arrival still waits: a conflict in a
+    // bank activated at 0 cannot activate before tRC (74 clocks, 121 core cycles).
+    let mut d = DramController::new(&one_channel()).unwrap();
+    d.access(&rd(line_of(1, 0, 0), 0));
+    d.access(&wr(line_of(2, 0, 0), 40));
+    d.access(&rd(line_of(1, 5, 0), 60));
+    assert_eq!(d.counters().idle_drained_writes, 0);
+    assert_eq!(d.counters().channels[0].writes, 0);
+}
