@@ -102,8 +102,10 @@
 //! DDR4-3200AA, 1 channel, 1 rank, 4 x 4 banks, 8 KiB rows (Ramulator 2's `DDR4_8Gb_x8`,
 //! `DDR4_3200AA`):
 //! `cargo run --release -p xlat --example dram_curve -- [--pattern random|stream|random_mix|
-//! stream_mix]... [--intervals 40,24,...] [--mapping row_contiguous|line_interleaved|champsim]
-//! [--write-stream FILE] [--stream-in FILE]` (its module doc lists every option).
+//! stream_mix]... [--intervals 40,24,...] [--mapping row_contiguous|line_interleaved|champsim|
+//! ro_ba_ra_co_ch] [--write-stream FILE] [--stream-in FILE] [--json]` (its module doc lists every
+//! option). `scripts/ramulator_validate.py --compare-xlat` runs it on Ramulator's own streams
+//! with `ro_ba_ra_co_ch` (results and deviations measured: docs/timing.md).
 //!
 //! ## References
 //! JEDEC JESD79-4 (DDR4) and JESD79-5 (DDR5) speed bins and timing rules (`timing.rs` cites the
