@@ -4,6 +4,7 @@
     scripts/ramulator_validate.py [--source DIR|URL] [--commit REV] [--out DIR]
                                   [--kinds K,K,...] [--intervals N,N,...] [--requests N]
                                   [--seed N] [--jobs N] [--json FILE] [--streams-only]
+                                  [--compare-xlat]
 
 Streams. The script writes its own request streams (``--streams-only`` stops there): text files
 of one request a line, ``<arrival_cycle> <hex byte address> <R|W>``, arrival cycles counted in
@@ -51,6 +52,21 @@ theoretical peak, 1 channel x 3200 MT/s x 8 B = 25.6 GB/s.
 ``--json FILE`` writes all of it. Each run's figures are kept in ``OUT/results/`` and reused
 while newer than the driver and the stream.
 
+xlat side (``--compare-xlat``). After Ramulator's figures, the script builds xlat's
+``crates/xlat/examples/dram_curve.rs`` (``cargo build --release -p xlat --example dram_curve``;
+set ``CARGO_BUILD_JOBS`` to limit it) and replays the very same stream files through xlat's
+queued DRAM model (``dram_curve --stream-in FILE --json``) configured as Ramulator is: DDR4-3200AA,
+1 channel, 1 rank, 4 bank groups x 4 banks, 8 KiB rows, read and write queues of 32, write
+watermarks 26 / 6 entries (0.8 / 0.2 x 32), refresh on, 2600 MHz core, ``controller_cycles``
+0, ``address_mapping = "ro_ba_ra_co_ch"`` (Ramulator's RoBaRaCoCh). xlat reports a read's
+latency to its first data beat; Ramulator to the end of its burst, so the comparison adds the
+burst, nBL = 4 DRAM cycles = 2.5 ns, to xlat's read latencies (said in the table's header).
+Each xlat run's figures are kept in ``OUT/xlat-results/`` and reused while newer than the
+example binary and the stream. Then, per stream kind, a side-by-side table: interval, offered
+GB/s, delivered GB/s of both, read average latency of both and their difference in %, and the
+verdict against issue 35's criteria: read latency within 10 % at every interval offering less
+than 80 % of the 25.6 GB/s peak, and saturation bandwidth (highest delivered) within 5 %.
+
 Without a Ramulator source, or when a tool is missing or the build fails, the script writes the
 streams, says on stderr what is missing and why Ramulator was not run, and exits 0 without
 figures: it never invents one. CI does not run this script and no test depends on Ramulator.
@@ -85,6 +101,13 @@ CHANNELS, MTPS, BUS_BYTES = 1, 3200, 8
 PEAK_GBPS = CHANNELS * MTPS * BUS_BYTES / 1000  # 25.6
 # A stream is saturated when its delivered bandwidth falls below this share of the offered one.
 SATURATED = 0.97
+# Issue 35's criteria for the xlat comparison.
+LATENCY_TOLERANCE = 0.10  # read latency, at offered loads below LATENCY_SCOPE x the peak
+LATENCY_SCOPE = 0.80
+SATURATION_TOLERANCE = 0.05  # saturation (highest delivered) bandwidth
+# xlat's dram_curve configuration matching ddr4_3200aa.yaml (its other settings are the
+# example's fixed DDR4-3200AA 1 x 1 x 4 x 4 system with queues of 32, watermarks 26 / 6).
+XLAT_ARGS = ["--mapping", "ro_ba_ra_co_ch", "--refresh", "on", "--core-mhz", str(CORE_MHZ)]
 KINDS = ["random_read", "stream_read", "mix_2r1w"]
 INTERVALS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 24, 32, 48, 64]
 
@@ -363,6 +386,128 @@ def print_table(kind: str, rows: list[dict]) -> None:
         )
 
 
+# ---------------------------------------------------------------------------------------------
+# The xlat side
+
+
+def build_xlat() -> tuple[Path | None, str]:
+    """Build xlat's dram_curve example; (binary, why-not message)."""
+    if shutil.which("cargo") is None:
+        return None, "cargo not found"
+    cmd = ["cargo", "build", "--release", "--quiet", "-p", "xlat", "--example", "dram_curve"]
+    r = subprocess.run(cmd, cwd=ROOT)
+    if r.returncode != 0:
+        return None, f"{' '.join(cmd)} failed"
+    meta = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--no-deps"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    binary = Path(json.loads(meta.stdout)["target_directory"]) / "release/examples/dram_curve"
+    return (binary, "") if binary.exists() else (None, f"{binary} not built")
+
+
+def run_xlat(binary: Path, stream: Path, out: Path) -> dict:
+    """dram_curve's figures for ``stream`` (kept in ``OUT/xlat-results``, reused while newer)."""
+    res = out / "xlat-results" / (stream.stem + ".json")
+    res.parent.mkdir(parents=True, exist_ok=True)
+    newest = max(binary.stat().st_mtime, stream.stat().st_mtime)
+    if res.exists() and res.stat().st_mtime > newest:
+        return json.loads(res.read_text())
+    text = subprocess.run(
+        [str(binary), "--stream-in", str(stream), "--json", *XLAT_ARGS],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    fig = json.loads(text.strip().splitlines()[-1])
+    res.write_text(json.dumps(fig, indent=1))
+    return fig
+
+
+def compare_rows(rows: list[dict], xfigs: list[dict]) -> dict:
+    """Side by side: Ramulator's rows and xlat's figures of the same streams, with verdicts.
+
+    xlat's read latencies run to the first data beat: the burst (``burst_ns``) is added to
+    compare with Ramulator's, which run to the end of the burst.
+    """
+    out = []
+    for r, x in zip(rows, xfigs):
+        x_lat = x["read_lat_avg_ns"] + x["burst_ns"]
+        diff = (x_lat - r["read_lat_avg_ns"]) / r["read_lat_avg_ns"]
+        in_scope = r["offered_gbps"] < LATENCY_SCOPE * PEAK_GBPS
+        x_sat = x["delivered_gbps"] < SATURATED * r["offered_gbps"]
+        out.append(
+            {
+                "interval": r["interval"],
+                "offered_gbps": r["offered_gbps"],
+                "ramulator_delivered_gbps": r["delivered_gbps"],
+                "xlat_delivered_gbps": x["delivered_gbps"],
+                "ramulator_saturated": r["saturated"],
+                "xlat_saturated": x_sat,
+                "ramulator_read_avg_ns": r["read_lat_avg_ns"],
+                "xlat_read_avg_ns": x_lat,
+                "ramulator_read_p50_ns": r["read_lat_p50_ns"],
+                "xlat_read_p50_ns": x["read_lat_p50_ns"] + x["burst_ns"],
+                "latency_diff": diff,
+                "in_latency_scope": in_scope,
+                "latency_ok": abs(diff) <= LATENCY_TOLERANCE if in_scope else None,
+                "xlat": x,
+            }
+        )
+    r_sat = max(r["delivered_gbps"] for r in rows)
+    x_sat = max(x["delivered_gbps"] for x in xfigs)
+    sat_diff = (x_sat - r_sat) / r_sat
+    scoped = [c for c in out if c["in_latency_scope"]]
+    unsat = [c for c in scoped if not (c["ramulator_saturated"] or c["xlat_saturated"])]
+    worst = lambda cs: max((abs(c["latency_diff"]) for c in cs), default=None)  # noqa: E731
+    return {
+        "rows": out,
+        "ramulator_saturation_gbps": r_sat,
+        "xlat_saturation_gbps": x_sat,
+        "saturation_diff": sat_diff,
+        "saturation_ok": abs(sat_diff) <= SATURATION_TOLERANCE,
+        "latency_ok": all(c["latency_ok"] for c in scoped),
+        "worst_latency_diff_in_scope": worst(scoped),
+        "worst_latency_diff_unsaturated": worst(unsat),
+    }
+
+
+def print_comparison(kind: str, cmp: dict) -> None:
+    """The side-by-side markdown table of one stream kind, with its verdicts."""
+    ok = lambda b: "pass" if b else "FAIL"  # noqa: E731
+    print(
+        f"\n{kind}: saturation Ramulator {cmp['ramulator_saturation_gbps']:.2f} GB/s, xlat "
+        f"{cmp['xlat_saturation_gbps']:.2f} GB/s ({100 * cmp['saturation_diff']:+.1f} %, "
+        f"criterion 5 %: {ok(cmp['saturation_ok'])}); read latency below "
+        f"{LATENCY_SCOPE:.0%} of the peak (offered < {LATENCY_SCOPE * PEAK_GBPS:.2f} GB/s), "
+        f"criterion 10 %: {ok(cmp['latency_ok'])}, worst "
+        f"{100 * (cmp['worst_latency_diff_in_scope'] or 0):.1f} %"
+        + (
+            f" (unsaturated rows only: {100 * cmp['worst_latency_diff_unsaturated']:.1f} %)"
+            if cmp["worst_latency_diff_unsaturated"] is not None
+            else ""
+        )
+        + "\n"
+    )
+    print(
+        "| interval | offered GB/s | delivered GB/s Ramulator | delivered GB/s xlat "
+        "| read avg ns Ramulator | read avg ns xlat (+nBL) | diff | verdict |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    for c in cmp["rows"]:
+        verdict = "(above 80 % of peak)" if c["latency_ok"] is None else ok(c["latency_ok"])
+        print(
+            f"| {c['interval']} | {c['offered_gbps']:.2f} "
+            f"| {c['ramulator_delivered_gbps']:.2f}{' *' if c['ramulator_saturated'] else ''} "
+            f"| {c['xlat_delivered_gbps']:.2f}{' *' if c['xlat_saturated'] else ''} "
+            f"| {c['ramulator_read_avg_ns']:.1f} | {c['xlat_read_avg_ns']:.1f} "
+            f"| {100 * c['latency_diff']:+.1f} % | {verdict} |"
+        )
+
+
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x]
 
@@ -390,6 +535,11 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="parallel runs")
     p.add_argument("--json", metavar="FILE", help="write every figure to FILE")
     p.add_argument("--streams-only", action="store_true", help="write the streams and stop")
+    p.add_argument(
+        "--compare-xlat",
+        action="store_true",
+        help="also replay the streams through xlat's queued DRAM model and compare",
+    )
     a = p.parse_args()
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -450,6 +600,27 @@ def main() -> int:
             "saturation_gbps": max(r["delivered_gbps"] for r in rows),
             "rows": rows,
         }
+    if a.compare_xlat:
+        binary, why = build_xlat()
+        if binary is None:
+            print(f"xlat: not run: {why}.", file=sys.stderr)
+        else:
+            with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+                xfigs = dict(
+                    zip(jobs, pool.map(lambda j: run_xlat(binary, streams[j], out), jobs))
+                )
+            print(
+                f"\nxlat queued DRAM model against Ramulator 2 on the same streams: "
+                f"dram_curve --stream-in STREAM --json {' '.join(XLAT_ARGS)}; xlat's read "
+                f"latencies + nBL (burst, {xfigs[jobs[0]]['burst_ns']:.2f} ns) to end of burst "
+                f"as Ramulator's; * saturated"
+            )
+            report["xlat"] = {"args": XLAT_ARGS, "kinds": {}}
+            for kind in kinds:
+                rows = report["kinds"][kind]["rows"]
+                cmp = compare_rows(rows, [xfigs[(kind, i)] for i in intervals])
+                print_comparison(kind, cmp)
+                report["xlat"]["kinds"][kind] = cmp
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0

@@ -16,11 +16,14 @@
 //! Options: `--pattern random|stream|random_mix|stream_mix` (repeatable; default random and
 //! stream), `--intervals 40,20,...` (core cycles between requests, fractions allowed; request i
 //! arrives at floor(i x interval)), `--count N` (requests per stream, 20000), `--seed S` (1),
-//! `--mapping row_contiguous|line_interleaved|champsim` (row_contiguous: a row's 128 lines
-//! together, as Ramulator 2's `RoBaRaCoCh` mapper but for xlat's XOR of the bank with the low
-//! row bits), `--refresh on|off`, `--core-mhz MHZ`, `--stream-in FILE` (replay a stream file
-//! instead of generating), `--write-stream FILE` (save each generated stream; with several
-//! streams FILE is a prefix: `FILE.<pattern>.<interval>.txt`).
+//! `--mapping row_contiguous|line_interleaved|champsim|ro_ba_ra_co_ch` (row_contiguous: a row's
+//! 128 lines together, as Ramulator 2's `RoBaRaCoCh` mapper but for xlat's XOR of the bank with
+//! the low row bits; `ro_ba_ra_co_ch`: exactly Ramulator 2's `RoBaRaCoCh`, the mapping of
+//! `scripts/ramulator_validate.py --compare-xlat`), `--refresh on|off`, `--core-mhz MHZ`,
+//! `--stream-in FILE` (replay a stream file instead of generating), `--write-stream FILE` (save
+//! each generated stream; with several streams FILE is a prefix:
+//! `FILE.<pattern>.<interval>.txt`), `--json` (one JSON object a stream instead of the table,
+//! for `scripts/ramulator_validate.py`).
 //!
 //! Stream file: one request per line, `<arrival_cycle> <hex byte address> <R|W>`, arrival in
 //! core cycles of `--core-mhz` (a `#` line records it: `# core_clock_mhz=2600`); `#` lines are
@@ -36,6 +39,14 @@
 //! spent waiting for a read-queue entry (the stream is open-loop: past saturation the backlog,
 //! and so the latency, grows with the stream's length), and the row-hit share of the reads
 //! served by the banks.
+//!
+//! `--json` prints, per stream, `{"name", "interval", "requests", "reads", "writes", "bytes",
+//! "first_arrival_ns", "data_end_ns", "delivered_gbps", "read_lat_avg_ns", "read_lat_p50_ns",
+//! "read_lat_p99_ns", "burst_ns", "write_queue_reads", "read_row": [hit, empty, conflict],
+//! "write_row": [...], "read_queue_full_wait_ns", "write_queue_full_wait_ns",
+//! "watermark_drains", "idle_drained_writes"}`: the latencies are the table's (to the first
+//! data beat, reads served by the banks only), `burst_ns` the burst (tBL) to add for
+//! Ramulator 2's end-of-burst convention.
 
 use std::io::{BufRead, Write};
 use xlat::mem::dram::controller::{DramController, DramRequest, DramService, RequestKind};
@@ -84,6 +95,7 @@ struct Options {
     core_mhz: u32,
     stream_in: Option<String>,
     write_stream: Option<String>,
+    json: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -97,11 +109,16 @@ fn parse_args() -> Result<Options, String> {
         core_mhz: 2600,
         stream_in: None,
         write_stream: None,
+        json: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "--help" || flag == "-h" {
             return Err(String::new());
+        }
+        if flag == "--json" {
+            o.json = true;
+            continue;
         }
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
@@ -122,6 +139,7 @@ fn parse_args() -> Result<Options, String> {
                     "row_contiguous" => DramMapping::RowContiguous,
                     "line_interleaved" => DramMapping::LineInterleaved,
                     "champsim" => DramMapping::Champsim,
+                    "ro_ba_ra_co_ch" => DramMapping::RoBaRaCoCh,
                     _ => return Err(format!("unknown mapping '{value}'")),
                 }
             }
@@ -216,6 +234,15 @@ struct Row {
     queue_wait_ns: f64,
     reads: u64,
     writes: u64,
+    bytes: u64,
+    first_arrival_ns: f64,
+    data_end_ns: f64,
+    write_queue_reads: u64,
+    read_row: [u64; 3],
+    write_row: [u64; 3],
+    write_queue_wait_ns: f64,
+    watermark_drains: u64,
+    idle_drained_writes: u64,
 }
 
 fn run(cfg: &DramConfig, reqs: &[(u64, u64, bool)]) -> Row {
@@ -257,7 +284,31 @@ fn run(cfg: &DramConfig, reqs: &[(u64, u64, bool)]) -> Row {
         queue_wait_ns: ns(c.read_queue_full_cycles as f64 / c.reads.max(1) as f64),
         reads: c.reads,
         writes: c.writes,
+        bytes,
+        first_arrival_ns: ns(first as f64),
+        data_end_ns: ns(c.data_end_cycle as f64),
+        write_queue_reads: c.write_queue_reads,
+        read_row: c.read_row,
+        write_row: c.write_row,
+        write_queue_wait_ns: ns(c.write_queue_full_cycles as f64 / c.writes.max(1) as f64),
+        watermark_drains: c.watermark_drains,
+        idle_drained_writes: c.idle_drained_writes,
     }
+}
+
+fn print_header(o: &Options, peak: f64) {
+    println!(
+        "# DDR4-3200AA, 1 channel x 1 rank x 4 bank groups x 4 banks, 8 KiB rows, mapping {:?}, \
+         refresh {}, core {} MHz, peak {peak:.1} GB/s",
+        o.mapping,
+        if o.refresh { "on" } else { "off" },
+        o.core_mhz
+    );
+    println!(
+        "| stream | interval (cycles) | offered GB/s | delivered GB/s | avg read ns | p50 ns | \
+         p99 ns | of which queue-full wait ns | row hits | reads | writes |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
 }
 
 fn main() {
@@ -270,8 +321,9 @@ fn main() {
             eprintln!(
                 "usage: dram_curve [--pattern random|stream|random_mix|stream_mix]... \
                  [--intervals 40,20,...] [--count N] [--seed S] \
-                 [--mapping row_contiguous|line_interleaved|champsim] [--refresh on|off] \
-                 [--core-mhz MHZ] [--stream-in FILE] [--write-stream FILE]"
+                 [--mapping row_contiguous|line_interleaved|champsim|ro_ba_ra_co_ch] \
+                 [--refresh on|off] [--core-mhz MHZ] [--stream-in FILE] [--write-stream FILE] \
+                 [--json]"
             );
             std::process::exit(if e.is_empty() { 0 } else { 2 });
         }
@@ -294,22 +346,12 @@ fn main() {
         refresh: o.refresh,
         ..DramConfig::default()
     };
-    let peak = DramController::new(&cfg)
-        .expect("valid DRAM configuration")
-        .peak_bytes_per_second()
-        / 1e9;
-    println!(
-        "# DDR4-3200AA, 1 channel x 1 rank x 4 bank groups x 4 banks, 8 KiB rows, mapping {:?}, \
-         refresh {}, core {} MHz, peak {peak:.1} GB/s",
-        o.mapping,
-        if o.refresh { "on" } else { "off" },
-        o.core_mhz
-    );
-    println!(
-        "| stream | interval (cycles) | offered GB/s | delivered GB/s | avg read ns | p50 ns | \
-         p99 ns | of which queue-full wait ns | row hits | reads | writes |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let probe = DramController::new(&cfg).expect("valid DRAM configuration");
+    let peak = probe.peak_bytes_per_second() / 1e9;
+    let burst_ns = probe.timings().t_bl as f64 * 1000.0 / cfg.dram_clock_mhz as f64;
+    if !o.json {
+        print_header(&o, peak);
+    }
     let mut streams: Vec<(String, f64, Stream)> = Vec::new();
     if let Some(path) = &o.stream_in {
         let reqs = read_stream(path).unwrap_or_else(|e| {
@@ -352,6 +394,32 @@ fn main() {
         }
         let offered = 64.0 * o.core_mhz as f64 * 1e6 / interval / 1e9;
         let r = run(&cfg, reqs);
+        if o.json {
+            let figures = serde_json::json!({
+                "name": name,
+                "interval": interval,
+                "requests": reqs.len(),
+                "reads": r.reads,
+                "writes": r.writes,
+                "bytes": r.bytes,
+                "first_arrival_ns": r.first_arrival_ns,
+                "data_end_ns": r.data_end_ns,
+                "delivered_gbps": r.delivered_gbps,
+                "read_lat_avg_ns": r.avg_ns,
+                "read_lat_p50_ns": r.p50_ns,
+                "read_lat_p99_ns": r.p99_ns,
+                "burst_ns": burst_ns,
+                "write_queue_reads": r.write_queue_reads,
+                "read_row": r.read_row,
+                "write_row": r.write_row,
+                "read_queue_full_wait_ns": r.queue_wait_ns,
+                "write_queue_full_wait_ns": r.write_queue_wait_ns,
+                "watermark_drains": r.watermark_drains,
+                "idle_drained_writes": r.idle_drained_writes,
+            });
+            println!("{figures}");
+            continue;
+        }
         println!(
             "| {name} | {interval} | {offered:.1} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} % | {} | {} |",
             r.delivered_gbps,

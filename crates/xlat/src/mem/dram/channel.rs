@@ -179,6 +179,15 @@ pub struct Plan {
     pub outcome: RowOutcome,
 }
 
+impl Plan {
+    /// Tick of the command that commits its bank to this access: the ACTIVATE of a new row
+    /// session, the READ or WRITE of a row hit. (Ramulator 2 finishes a request it has
+    /// activated before any other of its bank: past this tick the access is under way.)
+    pub fn committed_at(&self) -> u64 {
+        self.act.unwrap_or(self.cas)
+    }
+}
+
 /// One command as committed, for the schedule validator of the tests.
 #[cfg(test)]
 #[derive(Clone, Copy, Debug)]

@@ -43,7 +43,10 @@
 //!   together) until `write_low_watermark_entries` remain; reads arriving meanwhile find the
 //!   data bus and banks taken by the drain. When the read queue has been empty since some tick
 //!   before a request's arrival, buffered writes are drained into that idle time, as many as
-//!   start before the arrival. A read of a line waiting in the write queue is served from it
+//!   are under way before the arrival: their ACTIVATE (a row hit: their WRITE) issues before
+//!   it, their WRITE may come after (Ramulator 2 switches to writes whenever its read queue is
+//!   empty and finishes a request it has activated first). A read of a line waiting in the
+//!   write queue is served from it
 //!   (`controller_cycles`). A write to a line already buffered merges with it.
 //! - Refresh (`refresh`): every rank refreshes all banks every tREFI (ranks staggered by
 //!   tREFI / ranks); from tRP before until tRFC after, the rank takes no command, and every row
@@ -99,8 +102,10 @@
 //! DDR4-3200AA, 1 channel, 1 rank, 4 x 4 banks, 8 KiB rows (Ramulator 2's `DDR4_8Gb_x8`,
 //! `DDR4_3200AA`):
 //! `cargo run --release -p xlat --example dram_curve -- [--pattern random|stream|random_mix|
-//! stream_mix]... [--intervals 40,24,...] [--mapping row_contiguous|line_interleaved|champsim]
-//! [--write-stream FILE] [--stream-in FILE]` (its module doc lists every option).
+//! stream_mix]... [--intervals 40,24,...] [--mapping row_contiguous|line_interleaved|champsim|
+//! ro_ba_ra_co_ch] [--write-stream FILE] [--stream-in FILE] [--json]` (its module doc lists every
+//! option). `scripts/ramulator_validate.py --compare-xlat` runs it on Ramulator's own streams
+//! with `ro_ba_ra_co_ch` (results and deviations measured: docs/timing.md).
 //!
 //! ## References
 //! JEDEC JESD79-4 (DDR4) and JESD79-5 (DDR5) speed bins and timing rules (`timing.rs` cites the
@@ -601,7 +606,7 @@ impl DramController {
     }
 
     /// Drain buffered writes into the time the read queue stood empty before `t`: as many as,
-    /// in drain order, start writing before `t`.
+    /// in drain order, have issued their ACTIVATE (a row hit: its WRITE) before `t`.
     fn idle_drain(&mut self, ch: usize, t: u64) {
         let st = &self.channels[ch];
         if st.buffered.is_empty() {
@@ -626,7 +631,9 @@ impl DramController {
                 continue;
             }
             let plan = self.channels[ch].cal.plan(w.bank, w.row, true, start);
-            if plan.cas >= t {
+            // A write whose ACTIVATE (a row hit: its WRITE) issues in the idle time is under
+            // way when the next request arrives, though its WRITE may come after.
+            if plan.committed_at() >= t {
                 break;
             }
             self.commit_write(ch, &w, &plan);

@@ -7,7 +7,7 @@
 //! index inside a channel counting bank groups fastest, then banks of a group, then ranks
 //! (`bank = (rank * banks_per_group + bank_in_group) * bank_groups + bank_group`, see
 //! [`AddressMap::split_bank`]). `row_contiguous` and `line_interleaved` do not depend on ranks or
-//! bank groups (so the idle model's figures do not either); `champsim` does.
+//! bank groups (so the idle model's figures do not either); `champsim` and `ro_ba_ra_co_ch` do.
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +32,13 @@ pub enum DramMapping {
     /// the row folded by XOR into chunks of that field's width. Every count must be a power of
     /// two.
     Champsim,
+    /// Ramulator 2's `RoBaRaCoCh` (`src/ramulator/controller/addr_mapper/impl/ro_ba_ra_co_ch.cpp`
+    /// with the `CacheLineInterleave` channel mapper at `interleave_bits: 0`, at commit
+    /// c5b1c3a4): from the line address up, channel, column (the row's `row_bytes / 64` lines),
+    /// rank, bank group, bank, row, with no XOR. Under one channel consecutive lines fill a row
+    /// (128 lines of an 8 KiB row) and then move to the next bank group. For the Ramulator 2
+    /// validation (docs/timing.md); every count must be a power of two.
+    RoBaRaCoCh,
 }
 
 /// Geometry and mapping of one DRAM system, precomputed for [`AddressMap::locate`].
@@ -92,6 +99,7 @@ impl AddressMap {
             DramMapping::RowContiguous => {}
             DramMapping::LineInterleaved => return self.locate_line_interleaved(line),
             DramMapping::Champsim => return self.locate_champsim(line),
+            DramMapping::RoBaRaCoCh => return self.locate_ro_ba_ra_co_ch(line),
         }
         if let Some((lpr, ch, bk)) = self.shifts {
             let rest = line >> lpr;
@@ -154,6 +162,31 @@ impl AddressMap {
         }
         let bank_in_channel = (rank << (g_bits + b_bits)) | group_bank;
         ((channel * self.banks + bank_in_channel) as usize, row)
+    }
+
+    /// (bank, row) under `ro_ba_ra_co_ch` (powers of two checked by `DramConfig::validate`):
+    /// channel, column, rank, bank group, bank, row from the low bits up.
+    #[cold]
+    fn locate_ro_ba_ra_co_ch(&self, line: u64) -> (usize, u64) {
+        let bits = |n: u64| n.trailing_zeros();
+        let (c_bits, g_bits, b_bits) = (
+            bits(self.channels),
+            bits(self.bank_groups),
+            bits(self.banks_per_group),
+        );
+        let r_bits = bits(self.banks) - g_bits - b_bits;
+        let field = |v: u64, w: u32| v & ((1u64 << w) - 1);
+        let channel = field(line, c_bits);
+        let rest = line >> c_bits >> bits(self.lines_per_row);
+        let rank = field(rest, r_bits);
+        let rest = rest >> r_bits;
+        let group = field(rest, g_bits);
+        let rest = rest >> g_bits;
+        let bank = field(rest, b_bits);
+        let row = rest >> b_bits;
+        // The flat index of `split_bank`: bank groups fastest, then banks of a group, then ranks.
+        let flat = (((rank << b_bits) | bank) << g_bits) | group;
+        ((channel * self.banks + flat) as usize, row)
     }
 
     /// `(channel, rank, bank_group, bank_in_group)` of a flat bank index from [`Self::locate`].

@@ -5,7 +5,9 @@
 //! then banks, then rows; the bank index is XORed with the low row bits (permutation-based
 //! interleaving) so that strided streams spread over banks. `line_interleaved` (ChampSim's
 //! field order): channel, then bank, then the row's lines, then row, no XOR; `champsim` adds
-//! ChampSim's XOR of row bits into channel, bank group and bank (see [`DramMapping`]).
+//! ChampSim's XOR of row bits into channel, bank group and bank; `ro_ba_ra_co_ch` is Ramulator 2's
+//! `RoBaRaCoCh`: channel, the row's lines, rank, bank group, bank, row, no XOR (see
+//! [`DramMapping`]).
 //! Latency per access, in core cycles: `controller_cycles` + (row hit: tCL; row empty: tRCD + tCL;
 //! row conflict: tRP + tRCD + tCL) converted from DRAM clocks. No queueing, refresh, or bus
 //! contention: every access sees an idle channel.
@@ -169,10 +171,15 @@ impl DramConfig {
         if self.dram_clock_mhz == 0 || self.core_clock_mhz == 0 {
             return Err("mem.dram: dram_clock_mhz and core_clock_mhz must be positive".into());
         }
-        if self.model == DramModel::Idle && self.address_mapping != DramMapping::Champsim {
+        let slices_bits = matches!(
+            self.address_mapping,
+            DramMapping::Champsim | DramMapping::RoBaRaCoCh
+        );
+        if self.model == DramModel::Idle && !slices_bits {
             return Ok(());
         }
-        // Only the queued model and the `champsim` mapping see ranks and bank groups.
+        // Only the queued model and the `champsim` and `ro_ba_ra_co_ch` mappings see ranks and
+        // bank groups.
         let per_rank_group = self.ranks as u64 * self.bank_groups as u64;
         if per_rank_group == 0 || !(self.banks_per_channel as u64).is_multiple_of(per_rank_group) {
             return Err(format!(
@@ -181,7 +188,7 @@ impl DramConfig {
                 self.banks_per_channel, self.ranks, self.bank_groups
             ));
         }
-        if self.address_mapping == DramMapping::Champsim {
+        if slices_bits {
             let banks_per_group = self.banks_per_channel as u64 / per_rank_group;
             let counts = [
                 ("channels", self.channels as u64),
@@ -192,8 +199,13 @@ impl DramConfig {
             ];
             if let Some((name, n)) = counts.iter().find(|(_, n)| !n.is_power_of_two()) {
                 return Err(format!(
-                    "mem.dram.address_mapping = \"champsim\" slices address bits: {name} ({n}) \
-                     must be a power of two"
+                    "mem.dram.address_mapping = \"{}\" slices address bits: {name} ({n}) \
+                     must be a power of two",
+                    if self.address_mapping == DramMapping::Champsim {
+                        "champsim"
+                    } else {
+                        "ro_ba_ra_co_ch"
+                    }
                 ));
             }
         }

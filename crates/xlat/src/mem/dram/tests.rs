@@ -730,3 +730,70 @@ proptest! {
         prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
     }
 }
+
+#[test]
+fn the_ro_ba_ra_co_ch_mapping_is_ramulator_2s() {
+    // Ramulator 2's DDR4 8 Gb x8 rank under RoBaRaCoCh: from the line address up, 7 column bits
+    // (1024 columns / prefetch 8), 0 rank bits, 2 bank-group bits, 2 bank bits, then the row.
+    let cfg = DramConfig {
+        channels: 1,
+        address_mapping: DramMapping::RoBaRaCoCh,
+        ..DramConfig::default()
+    };
+    assert_eq!(cfg.validate(), Ok(()));
+    let map = AddressMap::new(DramMapping::RoBaRaCoCh, 1, 16, 8192, 1, 4);
+    let line =
+        |row: u64, bank: u64, group: u64, col: u64| (row << 11) | (bank << 9) | (group << 7) | col;
+    // Flat bank = bank * bank_groups + group (bank groups fastest, as `split_bank` reads it).
+    assert_eq!(map.locate(line(5, 2, 3, 17)), (2 * 4 + 3, 5));
+    assert_eq!(map.split_bank(2 * 4 + 3), (0, 0, 3, 2));
+    // A row's 128 lines share one bank and row; the next line opens the next bank group.
+    assert!((0..128).all(|c| map.locate(line(9, 1, 1, c)) == map.locate(line(9, 1, 1, 0))));
+    assert_eq!(map.locate(line(9, 1, 1, 127) + 1), (4 + 2, 9));
+    // No XOR: the row does not move the bank.
+    assert_eq!(map.locate(line(0x7777, 0, 0, 0)), (0, 0x7777));
+    // Two channels, two ranks: channel in the lowest line bit, rank right above the column.
+    let map = AddressMap::new(DramMapping::RoBaRaCoCh, 2, 32, 8192, 2, 4);
+    let line = |row: u64, bank: u64, group: u64, rank: u64, col: u64, ch: u64| {
+        (row << 13) | (bank << 11) | (group << 9) | (rank << 8) | (col << 1) | ch
+    };
+    assert_eq!(map.locate(line(3, 1, 2, 1, 100, 1)), (32 + 16 + 4 + 2, 3));
+    assert_eq!(map.split_bank(32 + 16 + 4 + 2), (1, 1, 2, 1));
+    let bad = DramConfig {
+        banks_per_channel: 12,
+        bank_groups: 4,
+        ..cfg
+    };
+    assert!(bad.validate().unwrap_err().contains("ro_ba_ra_co_ch"));
+}
+
+#[test]
+fn a_write_activated_in_idle_read_time_drains_though_its_write_comes_after_the_next_read() {
+    // Ramulator 2 switches to writes whenever its read queue is empty and finishes a write it
+    // has activated: a lone write to a closed bank has its ACTIVATE at once and its WRITE tRCD
+    // (22 clocks, 36 core cycles) later. A read arriving in between must not leave it buffered
+    // (before, the idle drain wanted the WRITE before the read, so at any rate with less than
+    // tRCD between requests writes left only through the high watermark).
+    let mut d = DramController::new(&one_channel()).unwrap();
+    d.access(&wr(line_of(1, 0, 0), 100));
+    assert_eq!(
+        d.counters().channels[0].writes,
+        0,
+        "buffered until the next request"
+    );
+    let r = d.access(&rd(line_of(1, 5, 0), 120));
+    let c = d.counters();
+    assert_eq!((c.idle_drained_writes, c.channels[0].writes), (1, 1));
+    assert_eq!(c.watermark_drains, 0);
+    // The read to another bank group is delayed only by the write's burst and tWTR_S on the
+    // shared bus, not by a drain of its own.
+    assert_eq!(r.service, DramService::Row(RowOutcome::Empty));
+    // A write whose ACTIVATE would come after the next arrival still waits: a conflict in a
+    // bank activated at 0 cannot activate before tRC (74 clocks, 121 core cycles).
+    let mut d = DramController::new(&one_channel()).unwrap();
+    d.access(&rd(line_of(1, 0, 0), 0));
+    d.access(&wr(line_of(2, 0, 0), 40));
+    d.access(&rd(line_of(1, 5, 0), 60));
+    assert_eq!(d.counters().idle_drained_writes, 0);
+    assert_eq!(d.counters().channels[0].writes, 0);
+}
