@@ -194,7 +194,12 @@ pub(super) fn fix_fractions(t: &mut Stats, instructions: u64, cores: usize) {
             let den = get(dens[0].clone()).or_else(|| get(dens[1].clone()));
             num.zip(den).map(|(n, d)| ratio(n, d))
         };
-        let value = if let Some(p) = k.strip_suffix("miss_rate") {
+        let value = if k == "avg_walk_latency_cycles" {
+            // Per walk over every core's walks (the queued DRAM model's timed walks).
+            let busy = t.get("walk_busy_cycles").and_then(Value::as_f64);
+            busy.zip(get("walks_timed".into()))
+                .map(|(b, w)| if w > 0 { b / w as f64 } else { 0.0 })
+        } else if let Some(p) = k.strip_suffix("miss_rate") {
             per(
                 get(format!("{p}misses")),
                 [format!("{p}lookups"), format!("{p}accesses")],

@@ -763,4 +763,3 @@ pub fn queued_stats(c: &DramController, cycles: f64, out: &mut crate::stats::Sta
         h.put_u64(&lo.to_string(), *n);
     }
 }
-

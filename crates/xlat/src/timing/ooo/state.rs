@@ -309,6 +309,11 @@ impl OooCore {
             }
             c.tord = Some(t);
         }
+        // The memory system's figures count the grants the run has made, not those settling
+        // makes for its last references (on a copy of the controller): a warm-up snapshot
+        // would otherwise count requests the run then grants at other times, and a measured
+        // count could go below zero.
+        c.m = self.m.clone();
         Cow::Owned(c)
     }
 }
