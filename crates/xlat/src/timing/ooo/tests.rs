@@ -1047,7 +1047,20 @@ fn run_queued(cfg: &CoreConfig, refs: &[(CoreRef, Vec<crate::mem::MemEvent>)]) -
     for (r, ev) in refs {
         c.reference_with(r, ev).unwrap();
     }
-    c.settled().into_owned()
+    finish(&mut c);
+    c
+}
+
+/// Account and retire every reference given to `c`, in place (a settled copy keeps the
+/// memory system's figures of the grants made before settling).
+fn finish(c: &mut OooCore) {
+    c.account_batch();
+    if let Some(mut t) = c.tord.take() {
+        while t.retired < c.refs {
+            c.retire_one_in_time_order(&mut t);
+        }
+        c.tord = Some(t);
+    }
 }
 
 #[test]
