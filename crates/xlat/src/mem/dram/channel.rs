@@ -366,6 +366,22 @@ impl Channel {
                 act_from = act_from.max(from);
             }
         }
+        // The ACTIVATE is at or after `act_from` and closes no earlier than tRAS and tRCD plus
+        // tRTP (write recovery) after it: if even that does not fit before the next session,
+        // nothing later does.
+        if let Some(n) = next_act {
+            let close_after = self.t.ras.max(
+                self.t.rcd
+                    + if write {
+                        self.t.write_to_pre
+                    } else {
+                        self.t.rtp
+                    },
+            );
+            if act_from + close_after + self.t.rp > n || act_from + self.t.rc > n {
+                return None;
+            }
+        }
         loop {
             let act = self.place_act(rank, group, act_from);
             let cas = self.place_cas(rank, group, write, act + self.t.rcd);
