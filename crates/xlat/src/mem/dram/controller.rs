@@ -653,6 +653,15 @@ impl DramController {
         if busy_until >= t {
             return;
         }
+        // A write starts no earlier than this: if none can start before `t`, none drains.
+        let cutoff = st.cutoff;
+        if st
+            .buffered
+            .iter()
+            .all(|w| busy_until.max(w.arrival).max(cutoff) >= t)
+        {
+            return;
+        }
         self.drain_order(ch, busy_until);
         let order = std::mem::take(&mut self.scratch.order);
         let mut done = std::mem::take(&mut self.scratch.done);
