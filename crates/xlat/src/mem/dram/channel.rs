@@ -208,9 +208,15 @@ pub struct Channel {
     refresh: bool,
     /// Tick of each rank's first refresh (ranks staggered by tREFI / ranks).
     first_refresh: Vec<u64>,
+    /// Each bank's sessions in time order; those before the one open at `cutoff` are stale
+    /// (nothing looks at them) and pruned a few banks per [`Channel::prune`], round robin.
     sessions: Vec<VecDeque<Session>>,
     cas: VecDeque<Cas>,
     acts: Vec<VecDeque<Act>>,
+    /// The latest `cutoff` of [`Channel::prune`].
+    cutoff: u64,
+    /// The next bank whose stale sessions [`Channel::prune`] drops.
+    prune_next: usize,
     #[cfg(test)]
     pub log: Vec<LoggedCommand>,
 }
@@ -236,6 +242,8 @@ impl Channel {
             sessions: vec![VecDeque::new(); ranks * banks_per_rank],
             cas: VecDeque::new(),
             acts: vec![VecDeque::new(); ranks],
+            cutoff: 0,
+            prune_next: 0,
             #[cfg(test)]
             log: Vec::new(),
         }
@@ -293,11 +301,24 @@ impl Channel {
         }
     }
 
-    /// Whether `row` of `bank` is open at `tick`.
+    /// Whether `row` of `bank` is open at `tick` (as far as the sessions from the one open at
+    /// the latest `cutoff` of [`Channel::prune`] tell).
     pub fn row_open_at(&self, bank: usize, row: u64, tick: u64) -> bool {
         let s = &self.sessions[bank];
         let cur = s.partition_point(|x| x.act <= tick);
-        cur > 0 && s[cur - 1].row == row && tick < self.close_bound(bank, cur - 1)
+        if cur == 0 {
+            return false;
+        }
+        if tick < self.cutoff {
+            // A stale session (one a full prune would have dropped) does not count.
+            let live = s
+                .partition_point(|x| x.act <= self.cutoff)
+                .saturating_sub(1);
+            if cur - 1 < live {
+                return false;
+            }
+        }
+        s[cur - 1].row == row && tick < self.close_bound(bank, cur - 1)
     }
 
     /// The earliest placement of an access to `row` of `bank` (a WRITE if `write`) at or after
@@ -373,6 +394,22 @@ impl Channel {
                 outcome = RowOutcome::Conflict;
             } else {
                 act_from = act_from.max(from);
+            }
+        }
+        // The ACTIVATE is at or after `act_from` and closes no earlier than tRAS and tRCD plus
+        // tRTP (write recovery) after it: if even that does not fit before the next session,
+        // nothing later does.
+        if let Some(n) = next_act {
+            let close_after = self.t.ras.max(
+                self.t.rcd
+                    + if write {
+                        self.t.write_to_pre
+                    } else {
+                        self.t.rtp
+                    },
+            );
+            if act_from + close_after + self.t.rp > n || act_from + self.t.rc > n {
+                return None;
             }
         }
         loop {
@@ -562,11 +599,13 @@ impl Channel {
         }
     }
 
-    /// Forget what no placement at or after `cutoff` can depend on: column commands and
-    /// ACTIVATEs further back than their constraint windows, and each bank's sessions before the
-    /// one open at `cutoff`.
+    /// Forget what no placement at or after `cutoff` (never decreasing) can depend on: column
+    /// commands and ACTIVATEs further back than their constraint windows, and, for two banks a
+    /// call in turn, the sessions before the one open at `cutoff` (every bank's stale sessions
+    /// are at most a few calls old).
     pub fn prune(&mut self, cutoff: u64) {
         let t = self.t;
+        self.cutoff = cutoff;
         while self
             .cas
             .front()
@@ -579,10 +618,12 @@ impl Channel {
                 acts.pop_front();
             }
         }
-        for s in &mut self.sessions {
+        for _ in 0..2 {
+            let s = &mut self.sessions[self.prune_next];
             while s.len() >= 2 && s[1].act <= cutoff {
                 s.pop_front();
             }
+            self.prune_next = (self.prune_next + 1) % self.sessions.len();
         }
     }
 

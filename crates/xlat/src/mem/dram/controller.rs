@@ -118,6 +118,7 @@ use super::channel::{Channel, Plan, Ticks};
 use super::mapping::AddressMap;
 use super::timing::{DramTimings, TickClock};
 use super::{DramConfig, RowOutcome};
+use std::collections::VecDeque;
 
 /// What a request is for; the counters split reads by it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -279,15 +280,25 @@ struct ScheduledWrite {
     leave: u64,
 }
 
+/// Insert `x` into `q`, kept sorted by `key` (after entries of an equal key).
+fn insert_sorted<T>(q: &mut VecDeque<T>, x: T, key: impl Fn(&T) -> u64) {
+    let k = key(&x);
+    let i = q.partition_point(|y| key(y) <= k);
+    q.insert(i, x);
+}
+
 #[derive(Clone, Debug)]
 struct ChannelState {
     cal: Channel,
-    reads: Vec<QueuedRead>,
+    /// Reads placed whose READ issues after `cutoff`, sorted by `leave` (pruned at the front).
+    reads: VecDeque<QueuedRead>,
     /// Admission tick of the last read that waited for a queue entry: reads arriving before it
     /// queue behind it (the request port is in order).
     read_floor: u64,
+    /// Writes waiting in the write queue, oldest first.
     buffered: Vec<BufferedWrite>,
-    scheduled: Vec<ScheduledWrite>,
+    /// Writes drained whose WRITE issues after `cutoff`, sorted by `leave` (pruned at the front).
+    scheduled: VecDeque<ScheduledWrite>,
     write_floor: u64,
     /// No placement may start before this tick: the calendar's history before it is pruned.
     cutoff: u64,
@@ -312,6 +323,16 @@ pub struct DramController {
     channels: Vec<ChannelState>,
     c: QueuedDramCounters,
     core_clock_mhz: u32,
+    /// Scratch space of `drain_order` and the drains, kept to avoid allocating per request.
+    scratch: Scratch,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Scratch {
+    open: Vec<bool>,
+    taken: Vec<bool>,
+    order: Vec<usize>,
+    done: Vec<usize>,
 }
 
 impl DramController {
@@ -339,10 +360,10 @@ impl DramController {
             |clocks: u32| (controller_ticks + clock.dram(clocks)).div_ceil(clock.core_ticks) as u32;
         let channel = ChannelState {
             cal: Channel::new(t, ranks, groups, per_group, cfg.refresh),
-            reads: Vec::new(),
+            reads: VecDeque::new(),
             read_floor: 0,
             buffered: Vec::new(),
-            scheduled: Vec::new(),
+            scheduled: VecDeque::new(),
             write_floor: 0,
             cutoff: 0,
         };
@@ -370,6 +391,7 @@ impl DramController {
                 ..QueuedDramCounters::default()
             },
             core_clock_mhz: cfg.core_clock_mhz,
+            scratch: Scratch::default(),
         })
     }
 
@@ -435,8 +457,12 @@ impl DramController {
         let t = t.max(cutoff);
         st.cutoff = cutoff;
         st.cal.prune(cutoff);
-        st.reads.retain(|r| r.leave > cutoff);
-        st.scheduled.retain(|w| w.leave > cutoff);
+        while st.reads.front().is_some_and(|r| r.leave <= cutoff) {
+            st.reads.pop_front();
+        }
+        while st.scheduled.front().is_some_and(|w| w.leave <= cutoff) {
+            st.scheduled.pop_front();
+        }
         let done = if req.write {
             self.c.writes += 1;
             self.write(ch, bank, row, req.line, t)
@@ -470,11 +496,12 @@ impl DramController {
 
     fn read(&mut self, ch: usize, bank: usize, row: u64, line: u64, t: u64) -> (u64, DramService) {
         let st = &self.channels[ch];
-        let waiting = st.buffered.iter().any(|w| w.line == line && w.arrival <= t)
-            || st
-                .scheduled
-                .iter()
-                .any(|w| w.line == line && w.admit <= t && t < w.leave);
+        let waiting = st.buffered.iter().any(|w| w.line == line && w.arrival <= t) || {
+            let from = st.scheduled.partition_point(|w| w.leave <= t);
+            st.scheduled
+                .range(from..)
+                .any(|w| w.line == line && w.admit <= t)
+        };
         if waiting {
             self.c.write_queue_reads += 1;
             return (t, DramService::WriteQueue);
@@ -484,10 +511,14 @@ impl DramController {
         let st = &mut self.channels[ch];
         let plan = st.cal.plan(bank, row, false, admit.max(st.cutoff));
         st.cal.commit(&plan);
-        st.reads.push(QueuedRead {
-            admit,
-            leave: plan.cas,
-        });
+        insert_sorted(
+            &mut st.reads,
+            QueuedRead {
+                admit,
+                leave: plan.cas,
+            },
+            |r| r.leave,
+        );
         self.count_bank_access(ch, &plan, false);
         (plan.cas + self.t.cl, DramService::Row(plan.outcome))
     }
@@ -500,8 +531,9 @@ impl DramController {
         let mut at = t.max(st.read_floor);
         loop {
             let (mut queued, mut first_leave) = (0, u64::MAX);
-            for r in &st.reads {
-                if r.admit <= at && at < r.leave {
+            let from = st.reads.partition_point(|r| r.leave <= at);
+            for r in st.reads.range(from..) {
+                if r.admit <= at {
                     queued += 1;
                     first_leave = first_leave.min(r.leave);
                 }
@@ -527,8 +559,9 @@ impl DramController {
         loop {
             let st = &self.channels[ch];
             let (mut queued, mut first_leave) = (st.buffered.len(), u64::MAX);
-            for w in &st.scheduled {
-                if w.admit <= at && at < w.leave {
+            let from = st.scheduled.partition_point(|w| w.leave <= at);
+            for w in st.scheduled.range(from..) {
+                if w.admit <= at {
                     queued += 1;
                     first_leave = first_leave.min(w.leave);
                 }
@@ -568,15 +601,18 @@ impl DramController {
 
     /// The order writes leave the buffer in a drain starting at `from`: writes to rows open
     /// then first, then the rest, oldest first, each write followed by the later ones to its row.
-    fn drain_order(&self, ch: usize, from: u64) -> Vec<usize> {
+    /// Left in `self.scratch.order`.
+    fn drain_order(&mut self, ch: usize, from: u64) {
         let st = &self.channels[ch];
         let w = &st.buffered;
-        let open: Vec<bool> = w
-            .iter()
-            .map(|x| st.cal.row_open_at(x.bank, x.row, from))
-            .collect();
-        let mut taken = vec![false; w.len()];
-        let mut order = Vec::with_capacity(w.len());
+        let Scratch {
+            open, taken, order, ..
+        } = &mut self.scratch;
+        open.clear();
+        open.extend(w.iter().map(|x| st.cal.row_open_at(x.bank, x.row, from)));
+        taken.clear();
+        taken.resize(w.len(), false);
+        order.clear();
         for open_rows_first in [true, false] {
             for i in 0..w.len() {
                 if taken[i] || (open_rows_first && !open[i]) {
@@ -590,19 +626,19 @@ impl DramController {
                 }
             }
         }
-        order
     }
 
     /// Write `count` buffered writes to the banks, from `from` on, in drain order.
     fn drain(&mut self, ch: usize, from: u64, count: usize) {
-        let order = self.drain_order(ch, from);
-        let mut done = Vec::with_capacity(count);
-        for &i in order.iter().take(count) {
+        self.drain_order(ch, from);
+        let mut order = std::mem::take(&mut self.scratch.order);
+        order.truncate(count);
+        for &i in &order {
             let w = self.channels[ch].buffered[i];
             self.place_write(ch, &w, from.max(w.arrival));
-            done.push(i);
         }
-        self.remove_buffered(ch, done);
+        self.remove_buffered(ch, &mut order);
+        self.scratch.order = order;
     }
 
     /// Drain buffered writes into the time the read queue stood empty before `t`: as many as,
@@ -612,19 +648,30 @@ impl DramController {
         if st.buffered.is_empty() {
             return;
         }
+        // The latest READ of the reads admitted by `t` (sorted by it).
         let busy_until = st
             .reads
             .iter()
-            .filter(|r| r.admit <= t)
-            .map(|r| r.leave)
-            .max()
-            .unwrap_or(0);
+            .rev()
+            .find(|r| r.admit <= t)
+            .map_or(0, |r| r.leave);
         if busy_until >= t {
             return;
         }
-        let order = self.drain_order(ch, busy_until);
-        let mut done = Vec::new();
-        for i in order {
+        // A write starts no earlier than this: if none can start before `t`, none drains.
+        let cutoff = st.cutoff;
+        if st
+            .buffered
+            .iter()
+            .all(|w| busy_until.max(w.arrival).max(cutoff) >= t)
+        {
+            return;
+        }
+        self.drain_order(ch, busy_until);
+        let order = std::mem::take(&mut self.scratch.order);
+        let mut done = std::mem::take(&mut self.scratch.done);
+        done.clear();
+        for &i in &order {
             let w = self.channels[ch].buffered[i];
             let start = busy_until.max(w.arrival).max(self.channels[ch].cutoff);
             if start >= t {
@@ -640,7 +687,9 @@ impl DramController {
             self.c.idle_drained_writes += 1;
             done.push(i);
         }
-        self.remove_buffered(ch, done);
+        self.remove_buffered(ch, &mut done);
+        self.scratch.order = order;
+        self.scratch.done = done;
     }
 
     fn place_write(&mut self, ch: usize, w: &BufferedWrite, from: u64) {
@@ -652,19 +701,32 @@ impl DramController {
     fn commit_write(&mut self, ch: usize, w: &BufferedWrite, plan: &Plan) {
         let st = &mut self.channels[ch];
         st.cal.commit(plan);
-        st.scheduled.push(ScheduledWrite {
-            line: w.line,
-            admit: w.arrival,
-            leave: plan.cas,
-        });
+        insert_sorted(
+            &mut st.scheduled,
+            ScheduledWrite {
+                line: w.line,
+                admit: w.arrival,
+                leave: plan.cas,
+            },
+            |w| w.leave,
+        );
         self.count_bank_access(ch, plan, true);
     }
 
-    fn remove_buffered(&mut self, ch: usize, mut indices: Vec<usize>) {
-        indices.sort_unstable();
-        for i in indices.into_iter().rev() {
-            self.channels[ch].buffered.remove(i);
+    /// Remove the buffered writes at `indices` (distinct; left sorted).
+    fn remove_buffered(&mut self, ch: usize, indices: &mut [usize]) {
+        if indices.is_empty() {
+            return;
         }
+        indices.sort_unstable();
+        let buffered = &mut self.channels[ch].buffered;
+        let (mut k, mut i) = (0, 0);
+        buffered.retain(|_| {
+            let gone = indices.get(k) == Some(&i);
+            k += gone as usize;
+            i += 1;
+            !gone
+        });
     }
 
     fn count_bank_access(&mut self, ch: usize, plan: &Plan, write: bool) {
