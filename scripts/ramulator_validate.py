@@ -606,9 +606,7 @@ def main() -> int:
             print(f"xlat: not run: {why}.", file=sys.stderr)
         else:
             with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
-                xfigs = dict(
-                    zip(jobs, pool.map(lambda j: run_xlat(binary, streams[j], out), jobs))
-                )
+                xfigs = dict(zip(jobs, pool.map(lambda j: run_xlat(binary, streams[j], out), jobs)))
             print(
                 f"\nxlat queued DRAM model against Ramulator 2 on the same streams: "
                 f"dram_curve --stream-in STREAM --json {' '.join(XLAT_ARGS)}; xlat's read "

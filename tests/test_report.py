@@ -24,6 +24,8 @@ BASE_FIGURES = [
     "walk_served_by",
     "walk_cycles_by_level",
     "walk_latency_distribution",
+    "loaded_latency",
+    "dram_latency_distribution",
     "pwc_hit_rate",
     "pt_cache_share",
     "page_table_memory",

@@ -1875,7 +1875,7 @@ def write_report(
     >>> out = tempfile.mkdtemp()
     >>> paths = write_report(compare(["radix", "ideal"], "gups", "16MiB", 20000), out)
     >>> sorted(p.name for p in paths["figures"])[:3]
-    ['mmu_overhead.png', 'page_table_memory.png', 'pt_cache_share.png']
+    ['dram_latency_distribution.png', 'loaded_latency.png', 'mmu_overhead.png']
     >>> "<figure>" in paths["html"].read_text()
     True
     """

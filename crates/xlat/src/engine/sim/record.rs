@@ -70,7 +70,9 @@ impl<D: Design> Sim<D> {
         if let Some(core) = self.core.as_ref() {
             let cycles = r["timing"]["cycles"].as_f64().unwrap_or(0.0);
             // Not settled: the controller as the run has driven it (its counts only grow).
-            core.snapshot().dram_stats(cycles, r.section("dram"));
+            core.snapshot()
+                .accounted()
+                .dram_stats(cycles, r.section("dram"));
         }
         self.os.stats(&mut r);
         self.design.stats(&mut r);
@@ -285,7 +287,9 @@ impl<D: Design> Sim<D> {
         // one's, live, every core's requests so far in it).
         if let Some(core) = self.core.as_ref() {
             let cycles = r["timing"]["cycles"].as_f64().unwrap_or(0.0);
-            core.snapshot().dram_stats(cycles, r.section("dram"));
+            core.snapshot()
+                .accounted()
+                .dram_stats(cycles, r.section("dram"));
         }
         self.os.stats(&mut r);
         self.design.stats(&mut r);

@@ -60,8 +60,10 @@
 //! - `base.rs`: the NaN-free max/min of times and the fixed ring of the last values.
 //! - `pools.rs`: walker and MSHR pools (4-ary heap of free times; idle intervals) and the
 //!   in-flight tables that merge walks and fills.
-//! - `memory.rs`: the memory system under load (queued DRAM, MSHRs taken by walks): the shared
-//!   controller, the events of references not yet granted, timing a walk's reads and a miss.
+//! - `memory.rs`: the memory system under load (queued DRAM, MSHRs taken by walks): timing a
+//!   walk's reads and a data miss at their request times.
+//! - `dram_link.rs`: what that needs below `OooCore`: the shared controller's handle, the
+//!   events of the references not yet granted, the memory system's counters.
 //! - `time_order.rs`: the state of `time_order` (pending references' records, request queue).
 //! - `state.rs`: [`OooCore`]'s fields, construction, and what the engine reads (cycles, clock,
 //!   stats, the settled core).
@@ -71,9 +73,9 @@
 //! - `rob.rs`: retirement, the ROB's ring of retirement times, in-order retirement under
 //!   `time_order`.
 //!
-//! Which may call which: the four files of `impl OooCore` (`state.rs`, `batch.rs`,
-//! `grants.rs`, `rob.rs`) call each other's methods and name the types below them; those
-//! (`time_order.rs`, then `pools.rs`, then `base.rs`, `config.rs`, `core_ref.rs`) never name
+//! Which may call which: the five files of `impl OooCore` (`state.rs`, `batch.rs`,
+//! `grants.rs`, `rob.rs`, `memory.rs`) call each other's methods and name the types below them; those
+//! (`time_order.rs`, then `dram_link.rs`, `pools.rs`, then `base.rs`, `config.rs`, `core_ref.rs`) never name
 //! [`OooCore`]. Contract of the whole: references in program order in, cycles and `timing.*`
 //! figures out; nothing else of the simulation changes. This is the hot path: the `#[inline]`
 //! attributes, the field layout and the signatures are measured choices (docs/timing.md,
@@ -83,6 +85,7 @@ mod base;
 mod batch;
 mod config;
 mod core_ref;
+mod dram_link;
 mod grants;
 mod memory;
 mod pools;
@@ -92,7 +95,7 @@ mod time_order;
 
 pub use config::{CoreConfig, ResourceGrant};
 pub use core_ref::CoreRef;
-pub use memory::DramHandle;
+pub use dram_link::DramHandle;
 pub use state::OooCore;
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 use super::base::{fmax, Ring};
 use super::config::{CoreConfig, ResourceGrant};
 use super::core_ref::CoreRef;
-use super::memory::{DramHandle, MemCounters};
+use super::dram_link::{DramHandle, MemCounters};
 use super::pools::{InFlight, Pool, Units, STALE_BATCH};
 use super::time_order::TimeOrder;
 use crate::mem::MemEvent;
@@ -303,17 +303,30 @@ impl OooCore {
         }
         let mut c = self.clone();
         c.account_batch();
+        let granted = c.m.clone();
         if let Some(mut t) = c.tord.take() {
             while t.retired < c.refs {
                 c.retire_one_in_time_order(&mut t);
             }
             c.tord = Some(t);
         }
-        // The memory system's figures count the grants the run has made, not those settling
-        // makes for its last references (on a copy of the controller): a warm-up snapshot
-        // would otherwise count requests the run then grants at other times, and a measured
-        // count could go below zero.
-        c.m = self.m.clone();
+        // The memory system's figures count the grants the run has made (its references all
+        // accounted), not those settling makes for its last references (on a copy of the
+        // controller): a warm-up snapshot would otherwise count requests the run then grants at
+        // other times, and a measured count could go below zero.
+        c.m = granted;
+        Cow::Owned(c)
+    }
+
+    /// The core with every reference given so far accounted (not settled): the queued DRAM
+    /// controller as the run has driven it, whether the core ran here or on its own thread
+    /// (whose snapshots are accounted).
+    pub fn accounted(&self) -> Cow<'_, OooCore> {
+        if self.batch.is_empty() {
+            return Cow::Borrowed(self);
+        }
+        let mut c = self.clone();
+        c.account_batch();
         Cow::Owned(c)
     }
 }

@@ -1199,12 +1199,12 @@ fn cores_sharing_one_controller_slow_each_other_down() {
     // Two cores streaming different rows, interleaved in chunks as the machine runs them.
     let ra = loaded_misses(2000, 1 << 20, 1);
     let rb = loaded_misses(2000, 1 << 28, 1);
-    for chunk in 0..(2000 / 64) {
-        for i in chunk * 64..(chunk + 1) * 64 {
-            a.reference_with(&ra[i].0, &ra[i].1).unwrap();
+    for (ca, cb) in ra.chunks(64).zip(rb.chunks(64)) {
+        for (r, ev) in ca {
+            a.reference_with(r, ev).unwrap();
         }
-        for i in chunk * 64..(chunk + 1) * 64 {
-            b.reference_with(&rb[i].0, &rb[i].1).unwrap();
+        for (r, ev) in cb {
+            b.reference_with(r, ev).unwrap();
         }
         a.account_batch();
         b.account_batch();

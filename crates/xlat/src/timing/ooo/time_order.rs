@@ -9,7 +9,7 @@
 
 use super::base::{fmax, fmin, Ring};
 use super::core_ref::CoreRef;
-use super::memory::EventQueue;
+use super::dram_link::EventQueue;
 use super::pools::{InFlight, IN_FLIGHT_SLOTS};
 use crate::mem::ServedBy;
 use crate::trace::AccessKind;
