@@ -33,6 +33,11 @@ fn functional(mut record: Value) -> Value {
     for k in ["timing", "config", "sim"] {
         obj.remove(k);
     }
+    // The queued DRAM model's own figures: the controller's, in request-time order, under the
+    // grants that give requests their times (the functional `dram.*` counters stay).
+    if let Some(dram) = obj.get_mut("dram").and_then(Value::as_object_mut) {
+        dram.remove("queued");
+    }
     record
 }
 
@@ -107,8 +112,11 @@ fn a_pointer_chase_overlaps_nothing_and_gups_overlaps_its_misses() {
     };
     let (chase_ipc, chase_mlp) = ipc("pointer_chase");
     let (gups_ipc, gups_mlp) = ipc("gups");
-    // A chain has at most one miss in flight; GUPS keeps several.
-    assert!(chase_mlp <= 1.0 + 1e-9, "pointer_chase MLP {chase_mlp}");
+    // A chain has one miss in flight, its independent stores (8192 of the 60 000 references)
+    // little more: 0.97 under the idle DRAM model, 1.04 under the queued one, where the stores'
+    // misses are granted in time order with the chain's (and wait for L1D fill buffers: an open
+    // question, docs/timing.md). GUPS keeps several.
+    assert!(chase_mlp <= 1.1, "pointer_chase MLP {chase_mlp}");
     assert!(gups_mlp > 2.0, "gups MLP {gups_mlp}");
     assert!(
         gups_ipc > chase_ipc,
