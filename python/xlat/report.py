@@ -1104,7 +1104,7 @@ class _Figures:
             self.title(ax, label or "all runs")
             panels.append({"title": label or "all runs", "x": data.workloads, "series": series})
         fig.supylabel("average DRAM read latency (core cycles)", fontsize=8)
-        fig.supxlabel("DRAM bandwidth used (GB/s; dashed: the configuration's peak)", fontsize=8)
+        fig.supxlabel("DRAM bandwidth used (GB/s; dashed: peak)", fontsize=8)
         self._legend(fig, handles, data.designs)
         caption = (
             "Loaded latency: each run's average DRAM read latency under the queued DRAM model "
