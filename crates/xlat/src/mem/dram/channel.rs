@@ -18,8 +18,8 @@
 //! validator over the command log.
 
 use super::timing::{DramTimings, TickClock};
+use super::window::Window;
 use super::RowOutcome;
-use std::collections::VecDeque;
 
 /// Timing constraints in ticks.
 #[derive(Clone, Copy, Debug)]
@@ -208,11 +208,14 @@ pub struct Channel {
     refresh: bool,
     /// Tick of each rank's first refresh (ranks staggered by tREFI / ranks).
     first_refresh: Vec<u64>,
+    /// Per rank, the last answer of [`Channel::next_refresh`] past the first refresh: it holds
+    /// for every tick whose blackout start falls in the tREFI before it (saves a division).
+    next_refresh_memo: Vec<std::cell::Cell<u64>>,
     /// Each bank's sessions in time order; those before the one open at `cutoff` are stale
     /// (nothing looks at them) and pruned a few banks per [`Channel::prune`], round robin.
-    sessions: Vec<VecDeque<Session>>,
-    cas: VecDeque<Cas>,
-    acts: Vec<VecDeque<Act>>,
+    sessions: Vec<Window<Session>>,
+    cas: Window<Cas>,
+    acts: Vec<Window<Act>>,
     /// The latest `cutoff` of [`Channel::prune`].
     cutoff: u64,
     /// The next bank whose stale sessions [`Channel::prune`] drops.
@@ -236,12 +239,13 @@ impl Channel {
             bank_groups,
             banks_per_rank,
             refresh,
+            next_refresh_memo: vec![std::cell::Cell::new(0); ranks],
             first_refresh: (0..ranks as u64)
                 .map(|r| t.refi + r * (t.refi / ranks as u64))
                 .collect(),
-            sessions: vec![VecDeque::new(); ranks * banks_per_rank],
-            cas: VecDeque::new(),
-            acts: vec![VecDeque::new(); ranks],
+            sessions: vec![Window::new(); ranks * banks_per_rank],
+            cas: Window::new(),
+            acts: vec![Window::new(); ranks],
             cutoff: 0,
             prune_next: 0,
             #[cfg(test)]
@@ -265,7 +269,15 @@ impl Channel {
         if tick + self.t.rp < first {
             return first;
         }
-        first + ((tick + self.t.rp - first) / self.t.refi + 1) * self.t.refi
+        let x = tick + self.t.rp;
+        let memo = &self.next_refresh_memo[rank];
+        let m = memo.get();
+        if x < m && x + self.t.refi >= m {
+            return m;
+        }
+        let next = first + ((x - first) / self.t.refi + 1) * self.t.refi;
+        memo.set(next);
+        next
     }
 
     /// Latest tick a row opened at `act` in `rank` may close: tRP before the next refresh.
@@ -305,14 +317,14 @@ impl Channel {
     /// the latest `cutoff` of [`Channel::prune`] tell).
     pub fn row_open_at(&self, bank: usize, row: u64, tick: u64) -> bool {
         let s = &self.sessions[bank];
-        let cur = s.partition_point(|x| x.act <= tick);
+        let cur = s.partition_point_from_back(|x| x.act <= tick);
         if cur == 0 {
             return false;
         }
         if tick < self.cutoff {
             // A stale session (one a full prune would have dropped) does not count.
             let live = s
-                .partition_point(|x| x.act <= self.cutoff)
+                .partition_point_from_back(|x| x.act <= self.cutoff)
                 .saturating_sub(1);
             if cur - 1 < live {
                 return false;
@@ -326,7 +338,7 @@ impl Channel {
     /// the first gap long enough, trying sessions in time order from the one open at `from`.
     pub fn plan(&self, bank: usize, row: u64, write: bool, from: u64) -> Plan {
         let s = &self.sessions[bank];
-        let cur = s.partition_point(|x| x.act <= from);
+        let cur = s.partition_point_from_back(|x| x.act <= from);
         if cur == 0 {
             if let Some(p) = self.try_open(bank, row, write, from, None) {
                 return p;
@@ -382,6 +394,26 @@ impl Channel {
         let next_act = s.get(after.map_or(0, |j| j + 1)).map(|n| n.act);
         // Without a previous session the bank is closed; with one, it is open until we close
         // it, unless its refresh comes first.
+        // The ACTIVATE is at or after `act_from` and closes no earlier than tRAS and tRCD plus
+        // tRTP (write recovery) after it: if even that does not fit before the next session,
+        // nothing later does.
+        let close_after = self.t.ras.max(
+            self.t.rcd
+                + if write {
+                    self.t.write_to_pre
+                } else {
+                    self.t.rtp
+                },
+        );
+        let fits = |act_from: u64| {
+            next_act.is_none_or(|n| {
+                act_from + close_after + self.t.rp <= n && act_from + self.t.rc <= n
+            })
+        };
+        // A lower bound of `act_from` first, to skip the refresh arithmetic for gaps too short.
+        if !fits(after.map_or(from, |j| from.max(s[j].act + self.t.rc))) {
+            return None;
+        }
         let (mut act_from, mut closes_by_refresh) = (from, u64::MAX);
         let mut outcome = RowOutcome::Empty;
         if let Some(j) = after {
@@ -396,21 +428,8 @@ impl Channel {
                 act_from = act_from.max(from);
             }
         }
-        // The ACTIVATE is at or after `act_from` and closes no earlier than tRAS and tRCD plus
-        // tRTP (write recovery) after it: if even that does not fit before the next session,
-        // nothing later does.
-        if let Some(n) = next_act {
-            let close_after = self.t.ras.max(
-                self.t.rcd
-                    + if write {
-                        self.t.write_to_pre
-                    } else {
-                        self.t.rtp
-                    },
-            );
-            if act_from + close_after + self.t.rp > n || act_from + self.t.rc > n {
-                return None;
-            }
+        if !fits(act_from) {
+            return None;
         }
         loop {
             let act = self.place_act(rank, group, act_from);
@@ -456,12 +475,16 @@ impl Channel {
         let acts = &self.acts[rank];
         let t = &self.t;
         let mut a = from;
+        // `a` only moves later, so the first ACTIVATE in its window only moves later too.
+        let mut start = acts.partition_point_from_back(|x| x.tick < a.saturating_sub(t.act_window));
         'search: loop {
             a = self.after_blackout(rank, a);
             let lo = a.saturating_sub(t.act_window);
-            let start = acts.partition_point(|x| x.tick < lo);
+            while acts.get(start).is_some_and(|x| x.tick < lo) {
+                start += 1;
+            }
             // tRRD, both ways.
-            for x in acts.range(start..) {
+            for x in acts[start..].iter() {
                 if x.tick > a + t.act_window {
                     break;
                 }
@@ -475,7 +498,7 @@ impl Channel {
             let mut near = [0u64; 40];
             let mut n = 0;
             let mut at = None;
-            for x in acts.range(start..) {
+            for x in acts[start..].iter() {
                 if x.tick >= a + t.faw || n + 1 >= near.len() {
                     break;
                 }
@@ -516,11 +539,16 @@ impl Channel {
         let t = &self.t;
         let rank = rank as u16;
         let mut c = from;
+        // `c` only moves later, so the first column command in its window only moves later too.
+        let mut start = self
+            .cas
+            .partition_point_from_back(|x| x.tick < c.saturating_sub(t.cas_window));
         'search: loop {
-            let start = self
-                .cas
-                .partition_point(|x| x.tick < c.saturating_sub(t.cas_window));
-            for e in self.cas.range(start..) {
+            let lo = c.saturating_sub(t.cas_window);
+            while self.cas.get(start).is_some_and(|x| x.tick < lo) {
+                start += 1;
+            }
+            for e in self.cas[start..].iter() {
                 if e.tick > c + t.cas_window {
                     break;
                 }
@@ -567,10 +595,10 @@ impl Channel {
         }
         if let Some(a) = p.act {
             let acts = &mut self.acts[rank];
-            let i = acts.partition_point(|x| x.tick <= a);
+            let i = acts.partition_point_from_back(|x| x.tick <= a);
             acts.insert(i, Act { tick: a, group });
         }
-        let i = self.cas.partition_point(|x| x.tick <= p.cas);
+        let i = self.cas.partition_point_from_back(|x| x.tick <= p.cas);
         self.cas.insert(
             i,
             Cas {
@@ -606,31 +634,27 @@ impl Channel {
     pub fn prune(&mut self, cutoff: u64) {
         let t = self.t;
         self.cutoff = cutoff;
-        while self
-            .cas
-            .front()
-            .is_some_and(|x| x.tick + t.cas_window < cutoff)
-        {
-            self.cas.pop_front();
-        }
+        self.cas
+            .drop_front_while(|x| x.tick + t.cas_window < cutoff);
         for acts in &mut self.acts {
-            while acts.front().is_some_and(|x| x.tick + t.act_window < cutoff) {
-                acts.pop_front();
-            }
+            acts.drop_front_while(|x| x.tick + t.act_window < cutoff);
         }
         for _ in 0..2 {
             let s = &mut self.sessions[self.prune_next];
             while s.len() >= 2 && s[1].act <= cutoff {
                 s.pop_front();
             }
-            self.prune_next = (self.prune_next + 1) % self.sessions.len();
+            self.prune_next += 1;
+            if self.prune_next == self.sessions.len() {
+                self.prune_next = 0;
+            }
         }
     }
 
     /// Entries held (commands and sessions), to check that memory stays bounded.
     pub fn retained(&self) -> usize {
         self.cas.len()
-            + self.acts.iter().map(VecDeque::len).sum::<usize>()
-            + self.sessions.iter().map(VecDeque::len).sum::<usize>()
+            + self.acts.iter().map(|a| a.len()).sum::<usize>()
+            + self.sessions.iter().map(|s| s.len()).sum::<usize>()
     }
 }

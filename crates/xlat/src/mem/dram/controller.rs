@@ -117,8 +117,8 @@
 use super::channel::{Channel, Plan, Ticks};
 use super::mapping::AddressMap;
 use super::timing::{DramTimings, TickClock};
+use super::window::Window;
 use super::{DramConfig, RowOutcome};
-use std::collections::VecDeque;
 
 /// What a request is for; the counters split reads by it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -281,9 +281,9 @@ struct ScheduledWrite {
 }
 
 /// Insert `x` into `q`, kept sorted by `key` (after entries of an equal key).
-fn insert_sorted<T>(q: &mut VecDeque<T>, x: T, key: impl Fn(&T) -> u64) {
+fn insert_sorted<T>(q: &mut Window<T>, x: T, key: impl Fn(&T) -> u64) {
     let k = key(&x);
-    let i = q.partition_point(|y| key(y) <= k);
+    let i = q.partition_point_from_back(|y| key(y) <= k);
     q.insert(i, x);
 }
 
@@ -291,14 +291,14 @@ fn insert_sorted<T>(q: &mut VecDeque<T>, x: T, key: impl Fn(&T) -> u64) {
 struct ChannelState {
     cal: Channel,
     /// Reads placed whose READ issues after `cutoff`, sorted by `leave` (pruned at the front).
-    reads: VecDeque<QueuedRead>,
+    reads: Window<QueuedRead>,
     /// Admission tick of the last read that waited for a queue entry: reads arriving before it
     /// queue behind it (the request port is in order).
     read_floor: u64,
     /// Writes waiting in the write queue, oldest first.
     buffered: Vec<BufferedWrite>,
     /// Writes drained whose WRITE issues after `cutoff`, sorted by `leave` (pruned at the front).
-    scheduled: VecDeque<ScheduledWrite>,
+    scheduled: Window<ScheduledWrite>,
     write_floor: u64,
     /// No placement may start before this tick: the calendar's history before it is pruned.
     cutoff: u64,
@@ -360,10 +360,10 @@ impl DramController {
             |clocks: u32| (controller_ticks + clock.dram(clocks)).div_ceil(clock.core_ticks) as u32;
         let channel = ChannelState {
             cal: Channel::new(t, ranks, groups, per_group, cfg.refresh),
-            reads: VecDeque::new(),
+            reads: Window::new(),
             read_floor: 0,
             buffered: Vec::new(),
-            scheduled: VecDeque::new(),
+            scheduled: Window::new(),
             write_floor: 0,
             cutoff: 0,
         };
@@ -457,12 +457,8 @@ impl DramController {
         let t = t.max(cutoff);
         st.cutoff = cutoff;
         st.cal.prune(cutoff);
-        while st.reads.front().is_some_and(|r| r.leave <= cutoff) {
-            st.reads.pop_front();
-        }
-        while st.scheduled.front().is_some_and(|w| w.leave <= cutoff) {
-            st.scheduled.pop_front();
-        }
+        st.reads.drop_front_while(|r| r.leave <= cutoff);
+        st.scheduled.drop_front_while(|w| w.leave <= cutoff);
         let done = if req.write {
             self.c.writes += 1;
             self.write(ch, bank, row, req.line, t)
@@ -497,9 +493,9 @@ impl DramController {
     fn read(&mut self, ch: usize, bank: usize, row: u64, line: u64, t: u64) -> (u64, DramService) {
         let st = &self.channels[ch];
         let waiting = st.buffered.iter().any(|w| w.line == line && w.arrival <= t) || {
-            let from = st.scheduled.partition_point(|w| w.leave <= t);
-            st.scheduled
-                .range(from..)
+            let from = st.scheduled.partition_point_from_back(|w| w.leave <= t);
+            st.scheduled[from..]
+                .iter()
                 .any(|w| w.line == line && w.admit <= t)
         };
         if waiting {
@@ -531,8 +527,8 @@ impl DramController {
         let mut at = t.max(st.read_floor);
         loop {
             let (mut queued, mut first_leave) = (0, u64::MAX);
-            let from = st.reads.partition_point(|r| r.leave <= at);
-            for r in st.reads.range(from..) {
+            let from = st.reads.partition_point_from_back(|r| r.leave <= at);
+            for r in st.reads[from..].iter() {
                 if r.admit <= at {
                     queued += 1;
                     first_leave = first_leave.min(r.leave);
@@ -559,8 +555,8 @@ impl DramController {
         loop {
             let st = &self.channels[ch];
             let (mut queued, mut first_leave) = (st.buffered.len(), u64::MAX);
-            let from = st.scheduled.partition_point(|w| w.leave <= at);
-            for w in st.scheduled.range(from..) {
+            let from = st.scheduled.partition_point_from_back(|w| w.leave <= at);
+            for w in st.scheduled[from..].iter() {
                 if w.admit <= at {
                     queued += 1;
                     first_leave = first_leave.min(w.leave);

@@ -28,6 +28,7 @@ pub mod mapping;
 #[cfg(test)]
 mod tests;
 pub mod timing;
+mod window;
 
 pub use mapping::{AddressMap, DramMapping};
 pub use timing::{DramTimingSet, DramTimings};
