@@ -135,8 +135,12 @@ test-isa: setup
 test-python: build
 	$(MAKE) --no-print-directory python-tests
 
+# Two workers (pytest-xdist): with the Rust suite beside them early on and alone later, the two
+# CPUs stay busy. Each file's tests stay on one worker (tests/conftest.py). PYTEST_WORKERS=0 runs
+# them in this process, one at a time.
+PYTEST_WORKERS ?= 2
 python-tests:
-	$(PY) -m pytest -q -rs --durations=15 tests python/xlat docs/sweeps.md docs/notebook.md --doctest-modules --doctest-glob='sweeps.md' --doctest-glob='notebook.md'
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q -rs --durations=15 tests python/xlat docs/sweeps.md docs/notebook.md --doctest-modules --doctest-glob='sweeps.md' --doctest-glob='notebook.md'
 
 # The report's browser test needs Chromium, which `make test` never installs (it is skipped, with
 # its reason, when Chromium is missing): this target installs Debian's chromium (apt-get as

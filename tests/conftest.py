@@ -19,6 +19,16 @@ SMALL = ["--footprint", "16MiB", "--refs", "20k"]
 os.environ.setdefault("XLAT_CACHE_DIR", tempfile.mkdtemp(prefix="xlat-test-cache-"))
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test`` runs two workers, ``--dist loadgroup``), keep each
+    file's tests on one worker, as its module fixtures are built once per worker, and every test
+    of the session fixture ``mehpt_quick`` on the same one, so that its quick runs are simulated
+    once. Without xdist the marks do nothing."""
+    for item in items:
+        group = "mehpt_quick" if "mehpt_quick" in item.fixturenames else item.path.name
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def xlat(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Run `python -m xlat ARGS` from the repository root and capture its output."""
     proc = subprocess.run(
