@@ -73,9 +73,27 @@ def add_parsers(sub) -> None:
         help="list the paper's experiments and claims (every paper's without a name)",
     )
     p.add_argument(
-        "--quick", action="store_true", help="small version for CI: fails if a direction flips"
+        "--quick",
+        action="store_true",
+        help="smoke test for CI, not graded: fails if a checked claim's direction differs from "
+        "its full run's recorded figure",
     )
-    p.add_argument("--db", default="out/reproduce.duckdb", help="result store (resumable)")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a configuration key in every run, e.g. --set timing.model=simple "
+        "(repeatable)",
+    )
+    p.add_argument(
+        "--recorded",
+        action="store_true",
+        help="run nothing: grade the claims from the last full runs' figures in data/claims",
+    )
+    p.add_argument("--json", action="store_true", help="the claims rows as JSON on stdout")
+    p.add_argument(
+        "--db", default="out/reproduce.duckdb", help="result store (resumable; default %(default)s)"
+    )
     p.add_argument("--out", default="out", help="folder of the report (reproduce-PAPER.md)")
     p.add_argument("--workers", type=int, help="parallel runs (default: cores)")
     p.add_argument(

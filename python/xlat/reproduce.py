@@ -19,8 +19,13 @@ repository's root, ``configs/`` and ``data/claims/``):
     paper's number as a ratio: a speedup, or ``0.08`` for "-92 %"), ``kind`` = ``speedup``
     (time of ``baseline`` / time of ``design``, time by ``metric`` ``cycles`` or ``total``),
     ``ratio`` (``figure`` of ``design`` / of ``baseline``) or ``value`` (``figure`` of
-    ``design`` itself, no baseline: e.g. L2P entries used; it agrees when ours is within a
-    factor 2 of the paper's, there being no direction), ``experiment``, ``set`` (the values
+    ``design`` itself, no baseline: e.g. L2P entries used), ``effect`` (how it is graded:
+    ``speedup``, ``reduction``, ``increase`` or ``value``, :data:`EFFECTS`), ``counts`` (what the
+    paper's figure counts: for a speedup ``core cycles``, ``core cycles + OS time`` or ``OS
+    time``), ``full`` (the last full run's figure, recorded: what the page grades and what the
+    quick smoke test's direction is checked against; the paper's ``full_run`` says when),
+    optionally ``headline`` (a number of the paper's abstract) and ``derived`` (how a figure the
+    paper does not print was derived), ``experiment``, ``set`` (the values
     of swept keys that select the runs) and optionally ``baseline_set`` (other values for the
     baseline's runs), ``baseline_experiment`` (the baseline's runs come from that experiment:
     for a design whose machine or OS policy differs from its baseline's), ``mean`` =
@@ -46,11 +51,13 @@ repository's root, ``configs/`` and ``data/claims/``):
 A design issue adds its paper by adding these two files: the command finds them by name.
 Every experiment is a sweep stored in the result store (``--db``), so a second run resumes:
 stored runs are skipped. Ours is the geometric mean over the workloads (and seeds) of the
-experiment's runs that match ``set``; ``ratio`` = ours / paper; the direction agrees when ours
-and the paper's number lie on the same side of 1.
+experiment's runs that match ``set``; its *effect ratio* to the paper's figure
+(:func:`effect_ratio`) gets a grade from :data:`GRADE_TABLE`, the one table of thresholds.
 
-``--quick`` runs each experiment's ``quick`` variant and fails (exit 1) when the direction of a
-``quick = true`` claim does not agree: the CI check (tests/test_reproduce.py).
+``--quick`` runs each experiment's ``quick`` variant as a smoke test: it grades nothing and
+fails (exit 1) when a ``quick = true`` claim's figure lies on the other side of 1 than its
+recorded ``full`` figure: the CI check (tests/test_reproduce.py). ``--recorded`` grades the
+recorded ``full`` figures without running anything (docs/reproduction.md).
 """
 
 from __future__ import annotations
@@ -78,7 +85,10 @@ EXPERIMENT_META = ("name", "figure", "description", "quick", "baseline_experimen
 CLAIM_KEYS = {
     "id", "text", "ref", "paper", "kind", "metric", "figure", "design", "baseline",
     "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick", "note", "of",
+    "effect", "counts", "headline", "derived", "full",
 }  # fmt: skip
+#: What a speedup's paper figure may count (``counts``; issue 36, item 6).
+TIME_COUNTS = ("core cycles", "core cycles + OS time", "OS time")
 
 
 class ReproduceError(ValueError):
@@ -164,9 +174,41 @@ def load_paper(name: str) -> dict[str, Any]:
             raise ReproduceError(f"{path}: claim {c.get('id')}: a share needs figure and of")
         if not isinstance(c.get("paper"), (int, float)) or c["paper"] <= 0:
             raise ReproduceError(f"{path}: claim {c.get('id')}: 'paper' must be a positive ratio")
+        _check_grading(path, c)
     data["path"] = str(path)
     data["name"] = name
     return data
+
+
+def _check_grading(path: Path, c: dict[str, Any]) -> None:
+    """The keys that grade a claim: ``effect`` (one of :data:`EFFECTS`, consistent with ``kind``
+    and with the side of ``paper``), ``counts`` (what the paper's figure counts; for a speedup one
+    of :data:`TIME_COUNTS`), optionally ``full`` (the last full run's figure: the direction the
+    quick smoke test checks), ``headline`` (a number of the paper's abstract) and ``derived`` (how
+    a figure the paper does not print was derived from those it does)."""
+    cid, effect, paper = c.get("id"), c.get("effect"), c["paper"]
+    if effect not in EFFECTS:
+        raise ReproduceError(f"{path}: claim {cid}: effect must be one of {', '.join(EFFECTS)}")
+    expected = {"speedup": ("speedup",), "ratio": ("reduction", "increase"),
+                "value": ("value",), "share": ("value",)}[c["kind"]]  # fmt: skip
+    if effect not in expected:
+        raise ReproduceError(
+            f"{path}: claim {cid}: a {c['kind']} claim's effect is one of {expected}"
+        )
+    if (effect == "reduction" and paper >= 1) or (effect != "value" and paper == 1):
+        raise ReproduceError(f"{path}: claim {cid}: paper {paper} has no {effect} to grade")
+    if effect == "increase" and paper <= 1:
+        raise ReproduceError(f"{path}: claim {cid}: paper {paper} is no increase")
+    if not isinstance(c.get("counts"), str) or not c["counts"]:
+        raise ReproduceError(f"{path}: claim {cid}: 'counts' (what the paper counts) is missing")
+    if c["kind"] == "speedup" and c["counts"] not in TIME_COUNTS:
+        raise ReproduceError(f"{path}: claim {cid}: counts must be one of {TIME_COUNTS}")
+    if "full" in c and not isinstance(c["full"], (int, float)):
+        raise ReproduceError(f"{path}: claim {cid}: 'full' must be the full run's figure")
+    if c.get("quick") and "full" not in c:
+        raise ReproduceError(
+            f"{path}: claim {cid}: quick, but no 'full' figure to check its direction against"
+        )
 
 
 def experiment_spec(paper: dict[str, Any], exp: dict[str, Any], quick: bool) -> dict[str, Any]:
@@ -287,34 +329,184 @@ def with_store(spec: dict[str, Any], db: str | Path) -> dict[str, Any]:
     return {**spec, "set": {k: sub(v) for k, v in spec["set"].items()}}
 
 
-def direction_agrees(paper: float, ours: float) -> bool:
-    """Whether ours lies on the same side of 1 as the paper's number.
+#: THE grade table, the one place where grade thresholds live (docs/reproduction.md, "Grades";
+#: nothing else in xlat, its claims files or its tests holds a threshold or tolerance). Rows
+#: ``(grade, low, high)``: a claim whose effect ratio (:func:`effect_ratio`) lies in
+#: ``[low, high]`` gets that grade, the first row that holds it winning. Outside every row: a
+#: positive effect ratio of a speedup, reduction or increase is ``direction only`` (same side of
+#: "no effect" as the paper, but too far from its size); zero or negative (no effect, or the
+#: opposite side) is ``contradicted``; a ``value`` has no side, so outside the rows it is
+#: ``contradicted`` too. A claim without xlat's figure is ``not run``.
+GRADE_TABLE: tuple[tuple[str, float, float], ...] = (
+    ("reproduced", 0.75, 1.33),
+    ("partial", 0.4, 0.75),
+    ("partial", 1.33, 2.5),
+)
+#: Every grade, best first (the order of the per-paper counts).
+GRADES = ("reproduced", "partial", "direction only", "contradicted", "not run")
+#: How a claim's effect is measured (its ``effect`` key): a ``speedup`` s (time of the baseline
+#: over time of the design) has effect s - 1; a ``reduction`` (a figure of the design over the
+#: baseline's, below 1: "-43 %" is 0.57) has effect 1 - ratio; an ``increase`` (such a ratio above
+#: 1: "1.7x the requests") has effect ratio - 1; a ``value`` is compared as it is.
+EFFECTS = ("speedup", "reduction", "increase", "value")
+
+
+def effect_ratio(effect: str, paper: float, ours: float) -> float:
+    """xlat's effect over the paper's (issue 36): for a speedup s, (s_xlat - 1) / (s_paper - 1);
+    for a reduction r = 1 - ratio, r_xlat / r_paper; for an increase, (x_xlat - 1) /
+    (x_paper - 1); for a value, xlat's over the paper's. NaN without xlat's figure.
 
     Examples
     --------
-    >>> direction_agrees(1.23, 1.02), direction_agrees(0.08, 1.5), direction_agrees(1.1, 1.0)
-    (True, False, False)
+    >>> round(effect_ratio("speedup", 1.157, 1.017), 3)   # TPS: 1.7 % against 15.7 %
+    0.108
+    >>> round(effect_ratio("reduction", 0.634, 0.999), 3)  # CoLT: 0.1 % of misses against 36.6 %
+    0.003
+    >>> effect_ratio("value", 192, 96), effect_ratio("speedup", 1.24, 0.9) < 0
+    (0.5, True)
     """
     if not math.isfinite(ours):
-        return False
-    return (paper > 1 and ours > 1) or (paper < 1 and ours < 1) or (paper == 1 == ours)
+        return float("nan")
+    if effect == "value":
+        return ours / paper
+    if effect == "reduction":
+        return (1.0 - ours) / (1.0 - paper)
+    return (ours - 1.0) / (paper - 1.0)  # speedup, increase
 
 
-def within_factor_2(paper: float, ours: float) -> bool:
-    """Whether ours is within a factor 2 of the paper's number (``value`` claims).
+def grade(effect: str, paper: float, ours: float) -> str:
+    """The grade of xlat's figure ``ours`` against the paper's, by :data:`GRADE_TABLE`.
 
     Examples
     --------
-    >>> within_factor_2(192, 120), within_factor_2(0.7, 0.3), within_factor_2(0.7, float("nan"))
-    (True, False, False)
+    >>> grade("speedup", 1.24, 1.24), grade("speedup", 1.24, 1.12), grade("speedup", 1.24, 1.01)
+    ('reproduced', 'partial', 'direction only')
+    >>> grade("speedup", 1.24, 0.98), grade("reduction", 0.37, 1.0), grade("value", 0.7, 0.37)
+    ('contradicted', 'contradicted', 'partial')
+    >>> grade("value", 192, 1000), grade("speedup", 1.24, float("nan"))
+    ('contradicted', 'not run')
     """
-    return math.isfinite(ours) and ours > 0 and 0.5 <= ours / paper <= 2.0
+    return grade_of_ratio(effect, effect_ratio(effect, paper, ours))
+
+
+def grade_of_ratio(effect: str, e: float) -> str:
+    """The grade of effect ratio ``e`` of a claim of kind ``effect`` (:data:`GRADE_TABLE`).
+
+    Examples
+    --------
+    >>> grade_of_ratio("speedup", 0.4), grade_of_ratio("speedup", 0.39), grade_of_ratio("value", 3)
+    ('partial', 'direction only', 'contradicted')
+    """
+    if not math.isfinite(e):
+        return "not run"
+    for name, low, high in GRADE_TABLE:
+        if low <= e <= high:
+            return name
+    return "direction only" if e > 0 and effect != "value" else "contradicted"
+
+
+def mutations(effect: str, paper: float) -> dict[str, float]:
+    """Figures of xlat that must not grade as the paper's own figure does (the mutation test,
+    tests/test_reproduce.py): no effect (1.0; a value: 0), the opposite side (1 / paper; a
+    value, which has no side: 4x the paper's) and half the paper's effect.
+
+    Examples
+    --------
+    >>> {k: round(v, 3) for k, v in mutations("speedup", 1.24).items()}
+    {'none': 1.0, 'opposite': 0.806, 'half': 1.12}
+    >>> mutations("value", 0.7)
+    {'none': 0.0, 'opposite': 2.8, 'half': 0.35}
+    """
+    if effect == "value":
+        return {"none": 0.0, "opposite": 4.0 * paper, "half": paper / 2.0}
+    return {"none": 1.0, "opposite": 1.0 / paper, "half": 1.0 + (paper - 1.0) / 2.0}
+
+
+def same_direction(effect: str, a: float, b: float) -> bool:
+    """Whether two of xlat's figures of one claim lie on the same side of "no effect" (1.0): the
+    quick smoke test's check against the full run's recorded figure. A value has no side: any
+    two finite values agree.
+
+    Examples
+    --------
+    >>> same_direction("speedup", 1.02, 1.3), same_direction("reduction", 0.9, 1.1)
+    (True, False)
+    >>> same_direction("value", 0.4, 900.0), same_direction("speedup", 1.0, float("nan"))
+    (True, False)
+    """
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return False
+    if effect == "value":
+        return True
+    return (a > 1 and b > 1) or (a < 1 and b < 1) or (a == 1 == b)
+
+
+def xlat_counts(claim: dict[str, Any]) -> str:
+    """What xlat's figure of ``claim`` counts: core cycles or core cycles + OS time for a
+    speedup (its ``metric``), otherwise the figure's name.
+
+    Examples
+    --------
+    >>> xlat_counts({"kind": "speedup", "metric": "total"})
+    'core cycles + OS time'
+    >>> xlat_counts({"kind": "ratio", "figure": "walk.mem_accesses"})
+    'walk.mem_accesses'
+    """
+    if claim["kind"] == "speedup":
+        return "core cycles + OS time" if claim.get("metric") == "total" else "core cycles"
+    return claim["figure"]
 
 
 def _fmt(x: float) -> str:
     if not math.isfinite(x):
         return "n/a"
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3f}"
+
+
+def claim_row(paper: dict[str, Any], c: dict[str, Any], ours: float, quick: bool) -> dict[str, Any]:
+    """One claim's row of the report and of ``--json``: the claim's id, text, place in the paper
+    (``ref``, and ``derived`` when the paper does not print the figure), the paper's figure,
+    xlat's (``ours``), the effect ratio and the grade (a quick run does not grade: ``smoke
+    test``, with whether its direction matches the full run's recorded figure ``full``), what
+    each side counts, and whether it is a headline claim.
+
+    Examples
+    --------
+    >>> c = {"id": "x", "text": "t", "ref": "§8.1, Fig. 18", "paper": 1.24, "kind": "speedup",
+    ...      "effect": "speedup", "counts": "core cycles", "full": 1.01}
+    >>> r = claim_row({"full_run": "2026-11-25"}, c, 1.01, quick=False)
+    >>> r["grade"], round(r["effect_ratio"], 3), r["counts_differ"]
+    ('direction only', 0.042, False)
+    >>> q = claim_row({}, {**c, "quick": True}, 1.3, quick=True)
+    >>> q["grade"], q["direction_as_full"]
+    ('smoke test', True)
+    """
+    paper_fig = float(c["paper"])
+    full = float(c["full"]) if "full" in c else float("nan")
+    row = {
+        "id": c["id"],
+        "text": c["text"],
+        "ref": c["ref"],
+        "derived": c.get("derived", ""),
+        "headline": bool(c.get("headline", False)),
+        "effect": c["effect"],
+        "paper": paper_fig,
+        "ours": ours,
+        "effect_ratio": effect_ratio(c["effect"], paper_fig, ours),
+        "grade": "smoke test" if quick else grade(c["effect"], paper_fig, ours),
+        "counts": c["counts"],
+        "xlat_counts": xlat_counts(c),
+        "counts_differ": c["kind"] == "speedup" and c["counts"] != xlat_counts(c),
+        "full": full,
+        "full_grade": grade(c["effect"], paper_fig, full),
+        "full_run": paper.get("full_run", ""),
+        "kind": c["kind"],
+        "quick": bool(c.get("quick", False)),
+        "note": " ".join(str(c.get("note", "")).split()),
+    }
+    if quick:
+        row["direction_as_full"] = same_direction(c["effect"], ours, full)
+    return row
 
 
 def reproduce(
@@ -324,13 +516,14 @@ def reproduce(
     workers: int | None = None,
     progress: str = "lines",
     keep_ray: bool = False,
+    overrides: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) paper ``name``'s experiments and compute its claims (``keep_ray``: leave
-    the Ray instance of the first sweep running for the next ones; the caller shuts it down).
+    the Ray instance of the first sweep running for the next ones; the caller shuts it down;
+    ``overrides``: ``--set`` keys applied to every run, over the experiments' own ``set``).
 
     Returns ``{"paper", "claims": [rows], "frames": {experiment: DataFrame}, "failed": n,
-    "seconds"}``; each claim row has ``id``, ``text``, ``ref``, ``paper``, ``ours``, ``ratio``,
-    ``agrees``, ``quick``, ``note``.
+    "seconds", "quick"}``; each claim row is :func:`claim_row`'s.
     """
     paper = load_paper(name)
     frames, failed = {}, 0
@@ -340,10 +533,10 @@ def reproduce(
             frames[exp["name"]] = _empty_frame()
             continue
         try:
-            spec = parse_spec(
-                with_store(experiment_spec(paper, exp, quick), db),
-                f"{paper['path']}:{exp['name']}",
-            )
+            spec = experiment_spec(paper, exp, quick)
+            if overrides:
+                spec["set"] = {**spec.get("set", {}), **overrides}
+            spec = parse_spec(with_store(spec, db), f"{paper['path']}:{exp['name']}")
         except SpecError as e:
             raise ReproduceError(str(e)) from None
         summary = run_sweep(spec, db, workers, None, False, progress, keep_ray)
@@ -356,54 +549,125 @@ def reproduce(
         ours = claim_value(
             _pooled(frames, c["experiment"]), c, _pooled(frames, c.get("baseline_experiment"))
         )
-        rows.append(
-            {
-                "id": c["id"],
-                "text": c["text"],
-                "ref": c["ref"],
-                "paper": float(c["paper"]),
-                "ours": ours,
-                "ratio": ours / c["paper"] if math.isfinite(ours) else float("nan"),
-                "agrees": (
-                    within_factor_2(float(c["paper"]), ours)
-                    if c["kind"] == "value"
-                    else direction_agrees(float(c["paper"]), ours)
-                ),
-                "kind": c["kind"],
-                "quick": bool(c.get("quick", False)),
-                "note": " ".join(str(c.get("note", "")).split()),
-            }
-        )
+        rows.append(claim_row(paper, c, ours, quick))
     return {
         "paper": paper,
         "claims": rows,
         "frames": frames,
         "failed": failed,
         "seconds": time.monotonic() - t0,
+        "quick": quick,
     }
 
 
-def claims_table(rows: list[dict[str, Any]]) -> str:
-    """The first table of the report: claim, paper, ours, ratio, direction agrees (markdown);
-    a claim without runs (e.g. a grid point that ``--quick`` does not run) shows ``n/a``."""
-    out = [
-        "| claim | where | paper | ours | ours / paper | direction agrees |",
-        "|---|---|---|---|---|---|",
-    ]
+def recorded(name: str) -> dict[str, Any]:
+    """Paper ``name``'s claims graded from the figures of its last full run recorded in its
+    claims file (``full``; ``full_run`` says when and how), without running anything: the page
+    docs/reproduction.md and ``xlat reproduce --recorded``.
+
+    Examples
+    --------
+    >>> r = recorded("mehpt")
+    >>> r["claims"][0]["id"], r["claims"][0]["grade"]
+    ('contiguous', 'reproduced')
+    """
+    paper = load_paper(name)
+    rows = [claim_row(paper, c, float(c.get("full", float("nan"))), False) for c in paper["claim"]]
+    return {"paper": paper, "claims": rows, "frames": {}, "failed": 0, "seconds": 0.0,
+            "quick": False}  # fmt: skip
+
+
+def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Headline claims (the abstract's numbers) first, then the others, each in file order.
+
+    Examples
+    --------
+    >>> [r["id"] for r in ordered([{"id": "a", "headline": False}, {"id": "b", "headline": True}])]
+    ['b', 'a']
+    """
+    return [r for r in rows if r["headline"]] + [r for r in rows if not r["headline"]]
+
+
+def grade_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many claims got each grade (:data:`GRADES` order; quick rows count as smoke tests).
+
+    Examples
+    --------
+    >>> grade_counts([{"grade": "partial"}, {"grade": "partial"}, {"grade": "not run"}])
+    {'reproduced': 0, 'partial': 2, 'direction only': 0, 'contradicted': 0, 'not run': 1}
+    """
+    out = {g: 0 for g in GRADES}
     for r in rows:
-        out.append(
-            f"| {r['text']} | {r['ref']} | {_fmt(r['paper'])} | {_fmt(r['ours'])} | "
-            f"{_fmt(r['ratio'])} | {_agreement(r)} |"
-        )
+        out[r["grade"]] = out.get(r["grade"], 0) + 1
+    return out
+
+
+def counts_line(rows: list[dict[str, Any]]) -> str:
+    """The per-paper count of grades as one line, headline claims' grades in brackets.
+
+    Examples
+    --------
+    >>> counts_line([{"grade": "partial", "headline": True}, {"grade": "contradicted",
+    ...              "headline": False}])
+    '0 reproduced, 1 partial (headline 1), 0 direction only, 1 contradicted, 0 not run'
+    """
+    heads = grade_counts([r for r in rows if r["headline"]])
+    return ", ".join(
+        f"{n} {g}" + (f" (headline {heads[g]})" if heads.get(g) else "")
+        for g, n in grade_counts(rows).items()
+    )
+
+
+def _fmt_ratio(x: float) -> str:
+    return "n/a" if not math.isfinite(x) else f"{x:.2f}"
+
+
+def claims_table(rows: list[dict[str, Any]]) -> str:
+    """The report's claims table (markdown), headline claims first: id, claim, place in the
+    paper, the paper's figure, xlat's, effect ratio, grade, and what each counts. A quick run's
+    rows (grade ``smoke test``) show the full run's recorded figure and whether the quick
+    figure lies on its side instead of a grade.
+
+    Examples
+    --------
+    >>> c = {"id": "x", "text": "t: 1.24x", "ref": "Fig. 18", "paper": 1.24, "kind": "speedup",
+    ...      "effect": "speedup", "counts": "core cycles + OS time", "headline": True}
+    >>> print(claims_table([claim_row({}, c, 1.01, False)]).splitlines()[2][:60])
+    | **x** | t: 1.24x | Fig. 18 | 1.240 | 1.010 | 0.04 | direct
+    >>> claims_table([claim_row({}, c, 1.01, False)]).endswith("xlat: core cycles (**differs**) |")
+    True
+    """
+    quick = any(r["grade"] == "smoke test" for r in rows)
+    head = ["id", "claim", "place in the paper", "paper", "xlat", "effect ratio", "grade",
+            "counted"]  # fmt: skip
+    if quick:
+        head[5:7] = ["full run (recorded)", "quick: smoke test"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in ordered(rows):
+        place = r["ref"] + (f"; derived: {r['derived']}" if r["derived"] else "")
+        counted = f"paper: {r['counts']}; xlat: {r['xlat_counts']}"
+        if r["counts_differ"]:
+            counted += " (**differs**)"
+        cells = [f"**{r['id']}**" if r["headline"] else r["id"], r["text"], place,
+                 _fmt(r["paper"]), _fmt(r["ours"])]  # fmt: skip
+        if quick:
+            if not r["quick"]:
+                check = "not checked" if math.isfinite(r["ours"]) else "not run"
+            else:
+                check = "direction as full" if r["direction_as_full"] else "**direction flipped**"
+            cells += [_fmt(r["full"]), check]
+        else:
+            cells += [_fmt_ratio(r["effect_ratio"]), r["grade"]]
+        out.append("| " + " | ".join([*cells, counted]) + " |")
     return "\n".join(out)
 
 
-def _agreement(row: dict[str, Any]) -> str:
-    if not math.isfinite(row["ours"]):
-        return "n/a (not run)"
-    if row.get("kind") == "value":
-        return "yes (within 2x)" if row["agrees"] else "**no** (not within 2x)"
-    return "yes" if row["agrees"] else "**no**"
+def json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The claims rows as ``--json`` prints them (NaN as null), headline claims first."""
+    return [
+        {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+        for r in ordered(rows)
+    ]
 
 
 def claim_notes(rows: list[dict[str, Any]]) -> str:
@@ -604,13 +868,51 @@ TABLES_NOTE = (
 )
 
 
+#: What the report says of a quick run's claims, in place of grades.
+QUICK_NOTE = (
+    "A quick run (`--quick`: shorter runs at smaller footprints, for CI) is a smoke test and "
+    "grades nothing: each claim marked `quick` in the claims file is checked only to lie on "
+    "the same side of 1 as the figure of the last full run recorded in the claims file "
+    "(`full`, shown beside it); the grades are the full runs' (docs/reproduction.md)."
+)
+
+
+def grades_note() -> str:
+    """How grades are computed, with the one grade table (:data:`GRADE_TABLE`) quoted.
+
+    Examples
+    --------
+    >>> "reproduced: effect ratio 0.75-1.33" in grades_note()
+    True
+    """
+    bands = "; ".join(f"{g}: effect ratio {lo:g}-{hi:g}" for g, lo, hi in GRADE_TABLE)
+    return (
+        "Effect ratio: for a speedup s, (s_xlat - 1) / (s_paper - 1); for a reduction r (the "
+        "share removed), r_xlat / r_paper; for an increase x, (x_xlat - 1) / (x_paper - 1); for "
+        f"a value, xlat's over the paper's. Grades ({bands}; otherwise direction only when the "
+        "effect ratio is positive, contradicted when it is zero or negative, or for a value "
+        "outside the partial band; not run without xlat's figure) come from one table, "
+        "`GRADE_TABLE` in python/xlat/reproduce.py. Headline claims (the abstract's numbers) "
+        "are in bold and first. *Counted*: what the paper's figure counts and what xlat's does."
+    )
+
+
 def report(result: dict[str, Any], command: str, figures: dict[str, str] | None = None) -> str:
-    """The reproduction report (markdown): claims table, scaling, then each experiment (its
-    chart from ``figures``, see :func:`experiment_figures`, and its table)."""
+    """The reproduction report (markdown): the count of grades, the claims table (headline
+    claims first), scaling, then each experiment (its chart from ``figures``, see
+    :func:`experiment_figures`, and its table)."""
     p = result["paper"]
+    quick = result.get("quick", False)
+    summary = (
+        f"Quick run: smoke test, not graded. {QUICK_NOTE}"
+        if quick
+        else f"Grades: {counts_line(result['claims'])}."
+    )
     return "\n".join(
         [
             f"# Reproduction: {p['title']}",
+            "",
+            summary,
             "",
             f"Generated by `{command}` from the result store "
             f"({result['seconds']:.0f} s for the runs not stored yet). Paper parameters: "
@@ -619,6 +921,8 @@ def report(result: dict[str, Any], command: str, figures: dict[str, str] | None 
             "## Claims",
             "",
             claims_table(result["claims"]),
+            "",
+            grades_note(),
             "",
             " ".join(p.get("claims_note", CLAIMS_NOTE).split()),
             "",
@@ -635,6 +939,67 @@ def report(result: dict[str, Any], command: str, figures: dict[str, str] | None 
             figure_tables(result, figures),
         ]
     )
+
+
+def ledger(names: list[str]) -> str:
+    """The opening of docs/reproduction.md: every paper's count of grades and its claims table,
+    graded from the last full runs' figures recorded in the claims files (:func:`recorded`).
+
+    Examples
+    --------
+    >>> text = ledger(["tps"])
+    >>> text.splitlines()[0], "| tps |" in text
+    ('## Grades', True)
+    """
+    results = {n: recorded(n) for n in names}
+    lines = [
+        "## Grades",
+        "",
+        "| paper | " + " | ".join(GRADES) + " | headline claims |",
+        "|" + "---|" * (len(GRADES) + 2),
+    ]
+    for n, r in results.items():
+        counts = grade_counts(r["claims"])
+        heads = ", ".join(f"{x['id']}: {x['grade']}" for x in r["claims"] if x["headline"])
+        lines.append(f"| {n} | " + " | ".join(str(counts[g]) for g in GRADES) + f" | {heads} |")
+    lines += ["", grades_note(), ""]
+    for r in results.values():
+        p = r["paper"]
+        lines += [f"### {p['title']}", "", f"Figures: {p.get('full_run', 'not recorded')}.", "",
+                  claims_table(r["claims"]), ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, str]:
+    """``--set KEY=VALUE`` items as a table, each key checked against the configuration (a
+    ReproduceError naming the item otherwise).
+
+    Examples
+    --------
+    >>> parse_overrides(["timing.model=simple"])
+    {'timing.model': 'simple'}
+    >>> parse_overrides(["timing.modle=simple"])
+    Traceback (most recent call last):
+    ...
+    xlat.reproduce.ReproduceError: --set timing.modle=simple: --set: unknown configuration key ...
+    """
+    from xlat import _core
+    from xlat.run import resolve_config_sources
+
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise ReproduceError(
+                f"--set expects KEY=VALUE (e.g. timing.model=simple), got '{item}'"
+            )
+        try:
+            resolve_config_sources(set={key: value})
+        except (_core.XlatError, ValueError) as e:
+            raise ReproduceError(f"--set {item}: {e}") from None  # names the key, or the value
+        out[key] = value
+    return out
 
 
 def main(args) -> int:
@@ -656,10 +1021,14 @@ def main(args) -> int:
                 print(f"  experiment {e['name']}: {e['description']} ({e['figure']})")
             for c in p["claim"]:
                 q = " [quick]" if c.get("quick") else ""
-                print(f"  claim {c['id']}: {c['text']} ({c['ref']}){q}")
+                h = " [headline]" if c.get("headline") else ""
+                print(f"  claim {c['id']}: {c['text']} ({c['ref']}){h}{q}")
         return 0
+    if getattr(args, "recorded", False):
+        return _recorded(args, names)
+    overrides = parse_overrides(getattr(args, "set", None))
     try:
-        return _reproduce_papers(args, names)
+        return _reproduce_papers(args, names, overrides)
     finally:
         # One Ray instance served every experiment (starting one per experiment cost more than
         # the --quick simulations themselves).
@@ -668,12 +1037,30 @@ def main(args) -> int:
             ray.shutdown()
 
 
-def _reproduce_papers(args, names: list[str]) -> int:
+def _recorded(args, names: list[str]) -> int:
+    """``--recorded``: grade the claims from the full runs' figures in the claims files."""
+    if args.quick or getattr(args, "set", None):
+        raise ReproduceError("--recorded runs nothing: it takes neither --quick nor --set")
+    if getattr(args, "json", False):
+        import json
+
+        out = {n: json_rows(recorded(n)["claims"]) for n in names}
+        print(json.dumps(out if len(names) > 1 else out[names[0]], indent=2))
+    else:
+        print(ledger(names))
+    return 0
+
+
+def _reproduce_papers(args, names: list[str], overrides: dict[str, str]) -> int:
     status = 0
+    as_json = getattr(args, "json", False)
+    everything = {}
     for n in names:
-        progress = "errors" if args.quiet else "lines"
-        result = reproduce(n, args.quick, args.db, args.workers, progress, keep_ray=True)
+        progress = "errors" if args.quiet or as_json else "lines"
+        result = reproduce(n, args.quick, args.db, args.workers, progress, keep_ray=True,
+                           overrides=overrides)  # fmt: skip
         command = f"xlat reproduce {n}" + (" --quick" if args.quick else "")
+        command += "".join(f" --set {k}={v}" for k, v in overrides.items())
         if args.out:
             stem = f"reproduce-{n}{'-quick' if args.quick else ''}"
             figures = experiment_figures(result, Path(args.out), stem)
@@ -681,14 +1068,22 @@ def _reproduce_papers(args, names: list[str]) -> int:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(report(result, command, figures) + "\n", encoding="utf-8")
             print(f"report written: {out}", file=sys.stderr)
-        print(claims_table(result["claims"]))
+        if as_json:
+            everything[n] = json_rows(result["claims"])
+        else:
+            print(claims_table(result["claims"]))
         if result["failed"]:
             print(f"xlat: error: {result['failed']} runs failed (see xlat results --status "
                   f"failed --db {args.db})", file=sys.stderr)  # fmt: skip
             status = 1
-        checked = [r for r in result["claims"] if r["quick"] or not args.quick]
-        flipped = [r["id"] for r in checked if not r["agrees"]]
-        if args.quick and flipped:
-            print(f"xlat: error: {n}: direction flipped for {', '.join(flipped)}", file=sys.stderr)
+        flipped = [r["id"] for r in result["claims"] if r["quick"] and args.quick
+                   and not r["direction_as_full"]]  # fmt: skip
+        if flipped:
+            print(f"xlat: error: {n}: quick direction differs from the full run's for "
+                  f"{', '.join(flipped)}", file=sys.stderr)  # fmt: skip
             status = 1
+    if as_json:
+        import json
+
+        print(json.dumps(everything if len(names) > 1 else everything[names[0]], indent=2))
     return status
