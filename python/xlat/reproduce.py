@@ -961,6 +961,7 @@ def ledger(names: list[str]) -> str:
     for n, r in results.items():
         counts = grade_counts(r["claims"])
         heads = ", ".join(f"{x['id']}: {x['grade']}" for x in r["claims"] if x["headline"])
+        heads = heads or "none marked"
         lines.append(f"| {n} | " + " | ".join(str(counts[g]) for g in GRADES) + f" | {heads} |")
     lines += ["", grades_note(), ""]
     for r in results.values():
