@@ -412,7 +412,7 @@ def _champsim_figures(exe: Path, text: str) -> dict:
     dram = {"rq_hits": 0, "rq_misses": 0, "wq_hits": 0, "wq_misses": 0, "dbus_congested": 0.0}
     for m in re.finditer(
         r"RQ ROW_BUFFER_HIT:\s+(\d+)\s+ROW_BUFFER_MISS:\s+(\d+).*?"
-        r"AVG DBUS CONGESTED CYCLE:\s+([0-9.-]+|-)\s*"
+        r"AVG DBUS CONGESTED CYCLE:\s+([0-9.-]+|-).*?"
         r"WQ ROW_BUFFER_HIT:\s+(\d+)\s+ROW_BUFFER_MISS:\s+(\d+)",
         text,
         re.S,
