@@ -232,8 +232,13 @@ def _run(cmd: list[str], cwd: Path, log: Path) -> None:
         subprocess.run(cmd, cwd=cwd, check=True, stdout=f, stderr=subprocess.STDOUT)
 
 
-def build_champsim(src: Path, out: Path, jobs: int) -> tuple[dict[str, Path], str]:
+def build_champsim(
+    src: Path, out: Path, jobs: int, extra_patches: tuple[Path, ...] = ()
+) -> tuple[dict[str, Path], str]:
     """Build one ChampSim binary per configuration from the source ``src`` in ``out/champsim``.
+
+    ``extra_patches`` are applied after ``PATCH`` (``--extra-patch``; e.g.
+    ``scripts/champsim/srrip-long-insertion.patch``, docs/timing.md).
 
     Returns (binaries by configuration, why-not message); the build log is
     ``out/champsim-build.log``.
@@ -247,7 +252,9 @@ def build_champsim(src: Path, out: Path, jobs: int) -> tuple[dict[str, Path], st
             ["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True
         ).stdout.strip()
         stamp = hashlib.sha256(
-            (head or str(src)).encode() + PATCH.read_bytes() + cfg_text.encode()
+            (head or str(src)).encode()
+            + b"".join(p.read_bytes() for p in (PATCH, *extra_patches))
+            + cfg_text.encode()
         ).hexdigest()
         bins = {n: build / "bin" / f"champsim_{n}" for n in CONFIGS}
         stamp_file = build / ".xlat-build-stamp"
@@ -266,7 +273,8 @@ def build_champsim(src: Path, out: Path, jobs: int) -> tuple[dict[str, Path], st
             shutil.copytree(
                 src, build, ignore=shutil.ignore_patterns("bin", ".csconfig", ".git", "*.o")
             )
-        _run(["patch", "-p1", "-i", str(PATCH)], build, log)
+        for patch in (PATCH, *extra_patches):
+            _run(["patch", "-p1", "-i", str(patch.resolve())], build, log)
         (build / "xlat_configs.json").write_text(cfg_text)
         _run([str(Path(sys.executable).resolve()), "config.sh", "xlat_configs.json"], build, log)
         make = ["make", f"-j{jobs}"]
@@ -407,9 +415,9 @@ def _champsim_figures(exe: Path, text: str) -> dict:
         m = re.search(rf"{cache} AVERAGE MISS LATENCY: ([0-9.]+) cycles", text)
         return float(m.group(1)) if m else -1.0
 
-    # DRAM channels: read/write row-buffer hits and misses, data-bus congestion
+    # DRAM channels: read and write row-buffer hits and misses, summed over the channels
     # (``DRAM_CHANNEL::populate_dbus``; printed by ``plain_printer``).
-    dram = {"rq_hits": 0, "rq_misses": 0, "wq_hits": 0, "wq_misses": 0, "dbus_congested": 0.0}
+    dram = {"rq_hits": 0, "rq_misses": 0, "wq_hits": 0, "wq_misses": 0}
     for m in re.finditer(
         r"RQ ROW_BUFFER_HIT:\s+(\d+)\s+ROW_BUFFER_MISS:\s+(\d+).*?"
         r"AVG DBUS CONGESTED CYCLE:\s+([0-9.-]+|-).*?"
@@ -485,6 +493,13 @@ def main() -> int:
         help="extra xlat setting for every xlat run (e.g. core.lq_entries=224)",
     )
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="make -j for ChampSim")
+    p.add_argument(
+        "--extra-patch",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a further patch for ChampSim, applied after scripts/champsim/xlat-match.patch",
+    )
     a = p.parse_args()
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -506,7 +521,8 @@ def main() -> int:
     elif not (src / "config.sh").exists() and not (src / "HEAD").exists():
         why_not = f"{src} is not a ChampSim source tree or git repository (no config.sh)"
     else:
-        bins, why_not = build_champsim(src.resolve(), out, a.jobs)
+        extra = tuple(Path(f) for f in a.extra_patch)
+        bins, why_not = build_champsim(src.resolve(), out, a.jobs, extra)
     if why_not:
         print(f"ChampSim: not run: {why_not}. Printing the xlat columns only.", file=sys.stderr)
 
