@@ -3,7 +3,7 @@
 
     scripts/champsim_validate.py [--champsim-src DIR] [--out DIR] [--records N]
                                  [--footprint BYTES] [--patterns P,P,...] [--models M,M,...]
-                                 [--jobs N]
+                                 [--jobs N] [--extra-patch FILE]
 
 Writes the traces (``TRACES``: name -> writer pattern, footprint, instructions) with
 ``tools/champsim_trace_writer.py``: gups, stream, pointer_chase, graph, hash at 256 MiB; gups_1g
@@ -22,7 +22,10 @@ IPC(page-walk caches on) / IPC(off), and the TLB, walk and cache counters of bot
 then the comparison of the default grant (``ooo_time``) with ChampSim in per cent against the
 10 % criterion, and the DRAM and walk figures of both (read row-buffer hit rate, ChampSim's LLC
 and STLB miss latencies, xlat's ``dram.queued`` read latency and queueing, timed walks).
-``--models`` picks the xlat models run (all four by default).
+``--models`` picks the xlat models run (all four by default); ``--extra-patch FILE`` applies a
+further patch to ChampSim after the xlat-match patch (e.g.
+``scripts/champsim/srrip-long-insertion.patch``: ChampSim's SRRIP inserting fills at RRPV 2, see
+docs/timing.md).
 
 xlat: IPC of the measured part = (instructions(full) - instructions(prologue)) /
 (cycles(full) - cycles(prologue)), from a run of the whole trace and a run stopped after the
