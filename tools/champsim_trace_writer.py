@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write small ChampSim-format traces of five access patterns, with register dependences.
+"""Write small ChampSim-format traces of ten access patterns, with register dependences.
 
 The traces feed both ChampSim and xlat (``xlat run --trace FILE.champsim``), so the two can be
 compared on the same instruction stream (see ``scripts/champsim_validate.py`` and
@@ -31,6 +31,36 @@ Patterns (``--pattern``):
 ``hash``
     Hash-table lookups: a hash of a random key (ALU), a bucket load, and the item load through
     the pointer the bucket holds.
+``random_chase``
+    A dependent chain of random 64-byte nodes: each load's address is the previous load's
+    value, and each next node is drawn at random over the footprint (a walk, not a cycle: with a
+    few ten thousand steps over millions of nodes a revisit is rare, and no permutation of the
+    whole footprint has to be built, which ``pointer_chase`` does and which is too slow at
+    1 GiB).
+``page_stride``
+    A sweep with one 8-byte load every 4 KiB (``STRIDE``), in ascending address order and
+    wrapping at the footprint: the loads are independent (their address comes from the loop
+    index), so they are all in flight at once, and every one touches a new page. The stride is
+    chosen from ChampSim's DRAM address mapping (``scripts/champsim_validate.py``: 64-byte
+    lines, 1 channel bit, 2 bank-group bits, 2 bank bits, then 7 column bits, i.e. bits 11-17,
+    then the row): 4 KiB changes only column bit 12, so while the physical pages are
+    consecutive, 64 successive loads (256 KiB) fall in one channel, bank group, bank and row;
+    then the row changes and ChampSim's XOR of the row into the bank moves the sweep to
+    another bank.
+``zipf``
+    Skewed random loads: an item rank drawn from a Zipf distribution of exponent
+    ``ZIPF_S`` (0.99, as YCSB) over the footprint's 64-byte items, scattered over the footprint
+    by an odd multiplier (rank -> rank x ``SCATTER`` mod items, a bijection), two ALU
+    instructions (the random number and the hash) and the load. Loads are independent.
+``random_update``
+    Random read-modify-write updates ``a[idx[i]] += v``: a sequential load of the index array,
+    the load of the 8-byte entry it names (random over the footprint), an add, the store back.
+    The updates are independent of each other, so with one new page per update the two page
+    walkers are the bottleneck at large footprints.
+``chase_with_loads``
+    A dependent chain (as ``random_chase``, over half the footprint) interleaved with two
+    independent random loads per step (over the other half; their addresses come from an ALU
+    recurrence, not from the chain), so each step's chain miss overlaps two independent misses.
 
 Examples
 --------
@@ -139,7 +169,103 @@ def _hash(footprint: int, rng: random.Random) -> Iterator[Rec]:
         yield [4], [3], [], [slab + key * 64]  # r4 = r3->item
 
 
-LOOP_BODY = {"gups": 5, "stream": 5, "pointer_chase": 2, "graph": 4 + 3 * 8, "hash": 5}
+def _random_chase(footprint: int, rng: random.Random) -> Iterator[Rec]:
+    nodes = max(footprint // 64, 2)
+    cur = 0
+    while True:
+        yield [1], [1], [], [_array(0) + cur * 64]  # r1 = r1->next
+        yield [2], [2], [], []  # loop counter
+        cur = rng.randrange(nodes)
+
+
+STRIDE = 4096
+"""``page_stride``'s stride: column bit 12 of ChampSim's mapping (see the pattern's doc)."""
+
+
+def _page_stride(footprint: int, rng: random.Random) -> Iterator[Rec]:
+    steps = max(footprint // STRIDE, 1)
+    i = 0
+    while True:
+        yield [4], [1], [], [_array(0) + i * STRIDE]  # r4 = a[r1]
+        yield [5], [5, 4], [], []  # r5 += r4
+        yield [1], [1], [], []  # r1 += STRIDE / 8
+        i = (i + 1) % steps
+
+
+ZIPF_S = 0.99
+"""Zipf exponent of ``zipf`` (YCSB's default)."""
+
+SCATTER = 0x9E37_79B9_7F4A_7C15
+"""Odd multiplier that scatters ``zipf``'s ranks over the items (bijective modulo 2^k)."""
+
+
+def zipf_rank(u: float, n: int, s: float = ZIPF_S) -> int:
+    """The rank (0-based) of a uniform ``u`` in [0, 1) under Zipf(``s``) over ``n`` items.
+
+    The inverse of the continuous approximation of Zipf's CDF, P(rank < k) = (k^(1-s) - 1) /
+    (n^(1-s) - 1) for k in [1, n]; close enough for a skew (at n = 2^24, rank 0 takes 3.8 % of
+    the draws and the first 1000 ranks 39 %).
+
+    Examples
+    --------
+    >>> zipf_rank(0.0, 1 << 24), zipf_rank(0.999999, 1 << 24) > 1 << 23
+    (0, True)
+    """
+    a = 1.0 - s
+    k = ((n**a - 1.0) * u + 1.0) ** (1.0 / a)
+    return min(int(k) - 1, n - 1)
+
+
+def _zipf(footprint: int, rng: random.Random) -> Iterator[Rec]:
+    items = max(footprint // 64, 1)
+    while True:
+        rank = zipf_rank(rng.random(), items)
+        pos = rank * SCATTER % items if items & (items - 1) == 0 else rank
+        yield [1], [1], [], []  # r1 = next random number
+        yield [2], [1], [], []  # r2 = hash(r1)
+        yield [3], [2], [], [_array(0) + pos * 64]  # r3 = table[r2]
+        yield [4], [4, 3], [], []  # r4 += r3
+
+
+def _random_update(footprint: int, rng: random.Random) -> Iterator[Rec]:
+    entries = max(footprint // 8, 1)
+    table, index = _array(0), _array(1)
+    i = 0
+    while True:
+        idx = rng.randrange(entries)
+        yield [2], [1], [], [index + i * 4]  # r2 = idx[r1]
+        yield [3], [2], [], [table + idx * 8]  # r3 = a[r2]
+        yield [3], [3], [], []  # r3 += v
+        yield [], [2, 3], [table + idx * 8], []  # a[r2] = r3
+        yield [1], [1], [], []  # r1++
+        i += 1
+
+
+def _chase_with_loads(footprint: int, rng: random.Random) -> Iterator[Rec]:
+    nodes = max(footprint // 128, 2)
+    chain, other = _array(0), _array(1)
+    cur = 0
+    while True:
+        yield [1], [1], [], [chain + cur * 64]  # r1 = r1->next
+        yield [9], [9], [], []  # r9 = next random index
+        yield [5], [9], [], [other + rng.randrange(nodes) * 64]  # r5 = b[r9]
+        yield [6], [9], [], [other + rng.randrange(nodes) * 64]  # r6 = b[r9 >> 32]
+        yield [7], [7, 5, 6], [], []  # r7 += r5 + r6
+        cur = rng.randrange(nodes)
+
+
+LOOP_BODY = {
+    "gups": 5,
+    "stream": 5,
+    "pointer_chase": 2,
+    "graph": 4 + 3 * 8,
+    "hash": 5,
+    "random_chase": 2,
+    "page_stride": 3,
+    "zipf": 4,
+    "random_update": 5,
+    "chase_with_loads": 5,
+}
 """Records per iteration of each pattern's loop (the period of its instruction pointers)."""
 
 PATTERNS = {
@@ -148,6 +274,11 @@ PATTERNS = {
     "pointer_chase": _pointer_chase,
     "graph": _graph,
     "hash": _hash,
+    "random_chase": _random_chase,
+    "page_stride": _page_stride,
+    "zipf": _zipf,
+    "random_update": _random_update,
+    "chase_with_loads": _chase_with_loads,
 }
 
 
