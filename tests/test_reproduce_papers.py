@@ -27,6 +27,11 @@ def test_reproduce_quick_of_each_paper_keeps_its_checked_directions(paper, tmp_p
         row = next(line for line in report.splitlines()
                    if line.startswith((f"| {c['id']} |", f"| **{c['id']}** |")))  # fmt: skip
         assert "| direction as full |" in row, row
+    # The paper's baseline statistics come first, with xlat's from the quick runs.
+    assert report.index("## The baseline first") < report.index("## Claims")
+    for b in reproduce.load_paper(paper)["baseline"]:
+        row = next(line for line in report.splitlines() if line.startswith(f"| {b['id']} |"))
+        assert "not recorded" not in row and "| n/a |" not in row, row
 
 
 def test_the_lvm_paper_has_its_claims_and_quick_variant():

@@ -12,9 +12,21 @@ repository's root, ``configs/`` and ``data/claims/``):
 
   - ``[[experiment]]`` tables: ``name``, ``figure``, ``description`` and the keys of a sweep spec
     (docs/sweeps.md: ``designs``, ``workloads``, ``footprint``, ``warmup``, ``refs``, ``seeds``,
-    ``set``; not ``preset``), with an ``[experiment.quick]`` table of keys that replace them
-    for ``--quick`` (``skip = true`` there: ``--quick`` does not run the experiment, and no
-    ``quick`` claim may use it);
+    ``set``; not ``preset``), with an ``[experiment.quick]`` table that derives the quick run
+    from the full one (:func:`quick_spec`, :data:`QUICK_KEYS`; issue 36, item 3): factors of
+    ``footprint``, ``refs`` and ``warmup`` (default the paper's ``quick_scale`` table, else 1),
+    ``only`` (the full grid's points kept: a subset of ``workloads``, of a ``footprint`` list or
+    of a swept ``set`` key's values), and nothing else: every other setting is the full run's,
+    except the keys the paper lists in ``scale_with_footprint`` (sizes relative to the
+    footprint: physical memory, Utopia's RestSegs), which are scaled by the footprint's factor
+    so that their ratio to the footprint is the full run's (``skip = true``: ``--quick`` does
+    not run the experiment, and no ``quick`` claim may use it);
+  - ``[[baseline]]`` tables (issue 36, item 5): statistics of the paper's own baseline shown
+    beside xlat's before the claims (:func:`baseline_section`), not graded: ``id``, ``text``,
+    ``ref``, ``paper`` (a number or ``[low, high]``), ``figure`` (optionally ``per`` another
+    figure of the run, or a share of the figures in ``of``), ``experiment``, ``design``
+    (default radix), ``set``, optionally ``derived``, ``note``, or ``kind = "speedup"`` with
+    ``baseline_set`` (e.g. THP over 4 KiB pages);
   - ``[[claim]]`` tables: ``id``, ``text``, ``ref`` (section / table / figure), ``paper`` (the
     paper's number as a ratio: a speedup, or ``0.08`` for "-92 %"), ``kind`` = ``speedup``
     (time of ``baseline`` / time of ``design``, time by ``metric`` ``cycles`` or ``total``),
@@ -139,6 +151,10 @@ def load_paper(name: str) -> dict[str, Any]:
     if not (DATA / data["preset"]).is_file():
         raise ReproduceError(f"{path}: preset '{data['preset']}' not found")
     names = [e.get("name") for e in data["experiment"]]
+    for e in data["experiment"]:
+        _check_quick(path, data, e)
+    if data.get("baseline") is not None:
+        _check_baselines(path, data, names)
     for c in data["claim"]:
         unknown = set(c) - CLAIM_KEYS
         if unknown:
@@ -180,6 +196,39 @@ def load_paper(name: str) -> dict[str, Any]:
     return data
 
 
+def _check_quick(path: Path, paper: dict[str, Any], exp: dict[str, Any]) -> None:
+    """An experiment's quick table (:data:`QUICK_KEYS`): factors in (0, 1], ``only`` a subset of
+    the full run's grid; the paper's ``quick_scale`` and ``scale_with_footprint``."""
+    where = f"{path}: experiment {exp.get('name')}: quick"
+    quick = exp.get("quick", {})
+    unknown = set(quick) - set(QUICK_KEYS)
+    if unknown:
+        raise ReproduceError(
+            f"{where}: unknown keys {sorted(unknown)}; a quick run differs from the full run "
+            f"only by {', '.join(QUICK_KEYS)} (issue 36: quick is derived from full)"
+        )
+    for table, label in ((quick, where), (paper.get("quick_scale", {}), f"{path}: quick_scale")):
+        for k, v in table.items():
+            if k in QUICK_FACTORS and not (isinstance(v, (int, float)) and 0 < v <= 1):
+                raise ReproduceError(f"{label}: {k} must be a factor in (0, 1], got {v!r}")
+        if table is not quick and set(table) - set(QUICK_FACTORS):
+            raise ReproduceError(f"{label}: keys are {', '.join(QUICK_FACTORS)}")
+    if not all(isinstance(k, str) for k in paper.get("scale_with_footprint", [])):
+        raise ReproduceError(f"{path}: scale_with_footprint must list configuration keys")
+    for key, keep in quick.get("only", {}).items():
+        full = exp.get(key) if key in ("workloads", "footprint") else exp.get("set", {}).get(key)
+        full = full if isinstance(full, list) else [full]
+        if key == "footprint":
+            from xlat.values import parse_size
+
+            full = [parse_size(str(v)) for v in full]
+            keep = [parse_size(str(v)) for v in keep]
+        if not isinstance(keep, list) or not keep or any(v not in full for v in keep):
+            raise ReproduceError(
+                f"{where}: only.{key} = {keep!r} is not a subset of the full run's {full!r}"
+            )
+
+
 def _check_grading(path: Path, c: dict[str, Any]) -> None:
     """The keys that grade a claim: ``effect`` (one of :data:`EFFECTS`, consistent with ``kind``
     and with the side of ``paper``), ``counts`` (what the paper's figure counts; for a speedup one
@@ -212,7 +261,8 @@ def _check_grading(path: Path, c: dict[str, Any]) -> None:
 
 
 def experiment_spec(paper: dict[str, Any], exp: dict[str, Any], quick: bool) -> dict[str, Any]:
-    """The sweep spec of experiment ``exp`` (its quick variant with ``quick``).
+    """The sweep spec of experiment ``exp`` (its quick variant with ``quick``: derived from the
+    full run's by :func:`quick_spec`).
 
     Examples
     --------
@@ -222,11 +272,153 @@ def experiment_spec(paper: dict[str, Any], exp: dict[str, Any], quick: bool) -> 
     ('4GiB', ['gups'], True)
     """
     spec = {k: v for k, v in exp.items() if k not in EXPERIMENT_META}
-    if quick:
-        spec.update({k: v for k, v in exp.get("quick", {}).items() if k != "skip"})
     spec["preset"] = str(DATA / paper["preset"])
+    if quick and not exp.get("quick", {}).get("skip"):
+        spec = quick_spec(paper, exp, spec)
+        if not spec["set"]:
+            del spec["set"]
     spec["name"] = f"{paper['name']}-{exp['name']}{'-quick' if quick else ''}"
     return spec
+
+
+#: Keys of an experiment's ``[experiment.quick]`` table (issue 36, item 3): the factors that
+#: scale the full run's ``footprint``, ``refs`` and ``warmup`` (default the paper's
+#: ``quick_scale``, else 1), ``only`` (grid points of the full run the quick run keeps: a subset
+#: of its ``workloads``, ``footprint`` list or a swept ``set`` key's values; each kept point
+#: runs with the full run's settings) and ``skip``. Nothing else can differ: quick is derived
+#: from full (:func:`quick_spec`).
+QUICK_KEYS = ("footprint", "refs", "warmup", "only", "skip")
+#: The factors of a quick run: footprint, measured references, warm-up references.
+QUICK_FACTORS = ("footprint", "refs", "warmup")
+
+
+def quick_factors(paper: dict[str, Any], exp: dict[str, Any]) -> dict[str, float]:
+    """The factors experiment ``exp``'s quick run scales its full run's footprint, references
+    and warm-up by: its ``[experiment.quick]`` table's, else the paper's ``quick_scale``, else 1.
+
+    Examples
+    --------
+    >>> p = load_paper("utopia")
+    >>> quick_factors(p, p["experiment"][0])
+    {'footprint': 0.5, 'refs': 0.1, 'warmup': 0.5}
+    """
+    table = {**paper.get("quick_scale", {}), **exp.get("quick", {})}
+    return {k: float(table.get(k, 1.0)) for k in QUICK_FACTORS}
+
+
+def _size_text(n: int) -> str:
+    """A size in bytes as the largest binary unit that divides it.
+
+    Examples
+    --------
+    >>> _size_text(2**30), _size_text(3 * 2**29), _size_text(4097)
+    ('1GiB', '1536MiB', '4097')
+    """
+    for unit, name in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if n % unit == 0:
+            return f"{n // unit}{name}"
+    return str(n)
+
+
+def _count_text(n: int) -> str:
+    """A count in the sweep specs' notation: ``300k``, ``1.1M``, else the digits.
+
+    Examples
+    --------
+    >>> _count_text(300000), _count_text(1100000), _count_text(287500)
+    ('300k', '1100k', '287500')
+    """
+    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+def _scale_size(value: Any, factor: float) -> Any:
+    """A size setting scaled by ``factor``: a size (``"20GiB"`` or bytes), a list of them (a
+    swept key), or a list of tables with ``bytes`` (e.g. ``utopia.restsegs``; returned as the
+    inline TOML text that ``--set`` takes).
+
+    Examples
+    --------
+    >>> _scale_size("20GiB", 0.5), _scale_size(["72GiB", 80 * 2**30], 0.25)
+    ('10GiB', ['18GiB', '20GiB'])
+    >>> _scale_size([{"bytes": 2**27, "page_size": "4KiB", "ways": 16}], 0.5)
+    '[{bytes = 67108864, page_size = "4KiB", ways = 16}]'
+    """
+    from xlat.values import parse_size
+
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+
+        def item(v: Any) -> str:
+            return (
+                f'"{v}"'
+                if isinstance(v, str)
+                else str(v).lower()
+                if isinstance(v, bool)
+                else str(v)
+            )
+
+        tables = []
+        for t in value:
+            t = {**t, "bytes": round(parse_size(str(t["bytes"])) * factor)}
+            tables.append("{" + ", ".join(f"{k} = {item(v)}" for k, v in t.items()) + "}")
+        return "[" + ", ".join(tables) + "]"
+    if isinstance(value, list):
+        return [_scale_size(v, factor) for v in value]
+    return _size_text(round(parse_size(str(value)) * factor))
+
+
+def _resolved(spec: dict[str, Any], key: str) -> Any:
+    """The value of configuration ``key`` beneath an experiment: its ``set`` value, else the
+    preset's (or the built-in default) as the resolved configuration has it."""
+    if key in spec.get("set", {}):
+        return spec["set"][key]
+    from xlat.run import resolve_config_sources
+
+    scalars = {k: v for k, v in spec.get("set", {}).items() if not isinstance(v, list)}
+    text, _, _ = resolve_config_sources(preset=spec["preset"], set=scalars)
+    node: Any = tomllib.loads(text)
+    for part in key.split("."):
+        node = node[part]
+    return node
+
+
+def quick_spec(paper: dict[str, Any], exp: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """The quick variant of full spec ``spec`` (experiment ``exp``): the grid points ``only``
+    keeps, the footprint, ``refs`` and ``warmup`` scaled by :func:`quick_factors`, and the
+    paper's ``scale_with_footprint`` keys (sizes relative to the footprint: physical memory, a
+    RestSeg) scaled by the footprint's factor, so that their ratio to the footprint, which
+    decides the outcome, is the full run's. Every other setting is the full run's.
+
+    Examples
+    --------
+    >>> p = load_paper("utopia")
+    >>> s = experiment_spec(p, p["experiment"][0], quick=True)
+    >>> s["footprint"], s["workloads"], s["warmup"], s["refs"], s["set"]["os.thp"]
+    ('1GiB', ['gups'], '500k', '300k', 'never')
+    >>> s["set"]["os.phys_mem_bytes"], s["set"]["utopia.restsegs"][:22]
+    ('32GiB', '[{bytes = 67108864, pa')
+    """
+    from xlat.values import parse_count, parse_size
+
+    out = {**spec, "set": dict(spec.get("set", {}))}
+    for key, keep in exp.get("quick", {}).get("only", {}).items():
+        if key in ("workloads", "footprint"):
+            full = out[key] if isinstance(out[key], list) else [out[key]]
+            same = (lambda a, b: parse_size(str(a)) == parse_size(str(b))) if key == "footprint" \
+                else (lambda a, b: a == b)  # fmt: skip
+            out[key] = [v for v in full if any(same(v, k) for k in keep)]
+        else:
+            full = out["set"][key] if isinstance(out["set"][key], list) else [out["set"][key]]
+            out["set"][key] = [v for v in full if v in keep]
+    f = quick_factors(paper, exp)
+    if "footprint" in out and f["footprint"] != 1.0:
+        out["footprint"] = _scale_size(out["footprint"], f["footprint"])
+    for key in ("refs", "warmup"):
+        if key in out and f[key] != 1.0:
+            out[key] = _count_text(round(parse_count(str(out[key])) * f[key]))
+    if f["footprint"] != 1.0:
+        for key in paper.get("scale_with_footprint", []):
+            out["set"][key] = _scale_size(_resolved(out, key), f["footprint"])
+    return out
 
 
 def _select(df, design: str, values: dict[str, Any]):
@@ -855,6 +1047,247 @@ def experiment_figures(result: dict[str, Any], out: Path, stem: str) -> dict[str
     return files
 
 
+#: Keys of a ``[[baseline]]`` entry: a statistic of the paper's baseline (issue 36, item 5).
+BASELINE_KEYS = {"id", "text", "ref", "paper", "figure", "of", "per", "experiment", "design",
+                 "set", "baseline_set", "kind", "derived", "note"}  # fmt: skip
+
+
+def _check_baselines(path: Path, paper: dict[str, Any], names: list[str]) -> None:
+    """The ``[[baseline]]`` entries: known keys, a figure, an experiment of the paper, and the
+    paper's figure as a positive number or a ``[low, high]`` range."""
+    for b in paper["baseline"]:
+        where = f"{path}: baseline {b.get('id')}"
+        unknown = set(b) - BASELINE_KEYS
+        if unknown:
+            raise ReproduceError(f"{where}: unknown keys {sorted(unknown)}")
+        listed = (
+            b.get("experiment") if isinstance(b.get("experiment"), list) else [b.get("experiment")]
+        )
+        if not all(e in names for e in listed):
+            raise ReproduceError(
+                f"{where}: experiment '{b.get('experiment')}' is not one of {names}"
+            )
+        if b.get("kind", "value") not in ("value", "speedup"):
+            raise ReproduceError(f"{where}: kind must be value or speedup")
+        if b.get("kind", "value") == "value" and "figure" not in b:
+            raise ReproduceError(f"{where}: 'figure' is missing")
+        p = b.get("paper")
+        low_high = p if isinstance(p, list) else [p, p]
+        if len(low_high) != 2 or not all(isinstance(x, (int, float)) and x > 0 for x in low_high):
+            raise ReproduceError(f"{where}: 'paper' must be a positive number or [low, high]")
+
+
+def paper_range(b: dict[str, Any]) -> tuple[float, float]:
+    """A baseline statistic's figure in the paper as ``(low, high)`` (equal for one number).
+
+    Examples
+    --------
+    >>> paper_range({"paper": 137}), paper_range({"paper": [0.597, 0.996]})
+    ((137.0, 137.0), (0.597, 0.996))
+    """
+    p = b["paper"]
+    return (float(p[0]), float(p[1])) if isinstance(p, list) else (float(p), float(p))
+
+
+def baseline_ratio(b: dict[str, Any], ours: float) -> float:
+    """xlat's figure of baseline statistic ``b`` over the paper's: for a range, over its nearer
+    end (1.0 inside it); for a speedup, the effect ratio (:func:`effect_ratio`).
+
+    Examples
+    --------
+    >>> baseline_ratio({"paper": 137}, 68.5), baseline_ratio({"paper": [0.6, 0.99]}, 0.8)
+    (0.5, 1.0)
+    >>> baseline_ratio({"paper": [5, float("inf")]}, 1.0), baseline_ratio({"paper": 39}, math.nan)
+    (0.2, nan)
+    >>> round(baseline_ratio({"paper": 1.3, "kind": "speedup"}, 1.1), 3)
+    0.333
+    """
+    if not math.isfinite(ours):
+        return float("nan")
+    low, high = paper_range(b)
+    if b.get("kind") == "speedup":
+        return effect_ratio("speedup", low, ours)
+    if ours < low:
+        return ours / low
+    return ours / high if ours > high else 1.0
+
+
+def baseline_standing(ratio: float) -> str:
+    """How xlat's baseline statistic stands to the paper's, by :data:`GRADE_TABLE`'s bands: ``as
+    the paper's`` (its ``reproduced`` band), ``within the partial band``, ``**differs**``
+    (outside it: the design's comparison against this baseline cannot match the paper's) or
+    ``not recorded``.
+
+    Examples
+    --------
+    >>> baseline_standing(1.1), baseline_standing(0.5), baseline_standing(0.2)
+    ("as the paper's", 'within the partial band', '**differs**')
+    """
+    g = grade_of_ratio("value", ratio)
+    return {"reproduced": "as the paper's", "partial": "within the partial band",
+            "not run": "not recorded"}.get(g, "**differs**")  # fmt: skip
+
+
+def baseline_value(frames: dict[str, Any], b: dict[str, Any]) -> float:
+    """xlat's figure of baseline statistic ``b`` from the runs of its experiment(s): the
+    arithmetic mean over the runs of ``design`` (default radix) that match ``set`` of
+    ``figure`` (divided by ``per``, a figure of the same run, or taken as a share of the sum of
+    the figures in ``of``; an absent figure of ``of`` counts 0); for ``kind = "speedup"`` the
+    geometric mean of the speedup of ``set`` over ``baseline_set``. NaN without runs."""
+    df = _pooled(frames, b["experiment"])
+    design = b.get("design", "radix")
+    if b.get("kind") == "speedup":
+        claim = {"kind": "speedup", "design": design, "baseline": design,
+                 "set": b.get("set", {}), "baseline_set": b.get("baseline_set", {})}  # fmt: skip
+        return claim_value(df, claim)
+    rows = _select(df, design, b.get("set", {}))
+    if rows.empty:
+        return float("nan")
+
+    def col(name: str, absent: float):
+        if name in rows.columns:
+            return rows[name].astype(float)
+        return rows["seed"].astype(float) * 0 + absent
+
+    v = col(b["figure"], 0.0 if "of" in b else math.nan)
+    if "of" in b:
+        v = v / sum(col(f, 0.0).fillna(0.0) for f in b["of"])
+    if "per" in b:
+        v = v / col(b["per"], math.nan)
+    finite = [float(x) for x in v if math.isfinite(float(x))]
+    return sum(finite) / len(finite) if finite else float("nan")
+
+
+def baseline_rows(paper: dict[str, Any], frames: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each baseline statistic of ``paper`` with the paper's figure, xlat's (from ``frames``;
+    None: not recorded), their ratio and how xlat's stands (:func:`baseline_standing`).
+
+    Examples
+    --------
+    >>> rows = baseline_rows(load_paper("utopia"), None)
+    >>> rows[0]["id"], rows[0]["paper"], rows[0]["standing"]
+    ('radix_walk_latency', (137.0, 137.0), 'not recorded')
+    """
+    out = []
+    for b in paper.get("baseline", []):
+        ours = float("nan") if frames is None else baseline_value(frames, b)
+        ratio = baseline_ratio(b, ours)
+        out.append({"id": b["id"], "text": b["text"], "ref": b["ref"],
+                    "derived": b.get("derived", ""), "paper": paper_range(b), "ours": ours,
+                    "ratio": ratio, "standing": baseline_standing(ratio),
+                    "kind": b.get("kind", "value"), "note": b.get("note", "")})  # fmt: skip
+    return out
+
+
+def _fmt_stat(x: float) -> str:
+    if not math.isfinite(x):
+        return "∞" if x > 0 else "n/a"
+    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.3g}"
+
+
+def baseline_table(rows: list[dict[str, Any]]) -> str:
+    """The baseline section (markdown): first, when a statistic differs from the paper's beyond
+    the grade table's partial band, a sentence saying so; then the table of the paper's figure
+    beside xlat's. Empty without baseline statistics.
+
+    Examples
+    --------
+    >>> b = {"id": "w", "text": "radix cycles per walk", "ref": "§3", "paper": 137}
+    >>> text = baseline_table([{**baseline_rows({"baseline": [b]}, None)[0]}])
+    >>> "| w | radix cycles per walk | §3 | 137.0 | not recorded |  |  |" in text
+    True
+    """
+    if not rows:
+        return ""
+    differs = [r for r in rows if r["standing"] == "**differs**"]
+    lines = []
+    if differs:
+        what = "; ".join(
+            f"{r['text']}: xlat {_fmt_stat(r['ours'])} against the paper's "
+            f"{_paper_text(r)} ({_fmt_ratio(r['ratio'])}x)"
+            for r in differs
+        )
+        lines += [
+            f"**The baseline differs** from the paper's ({what}): where a design's gain "
+            "comes from what these figures measure, its comparison against this baseline "
+            "cannot match the paper's.",
+            "",
+        ]
+    lines += [
+        "| id | statistic of the baseline | place in the paper | paper | xlat | "
+        "xlat / paper | standing |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        place = r["ref"] + (f"; derived: {r['derived']}" if r["derived"] else "")
+        ours = "not recorded" if r["standing"] == "not recorded" else _fmt_stat(r["ours"])
+        ratio = "" if r["standing"] == "not recorded" else _fmt_ratio(r["ratio"])
+        cells = [r["id"], r["text"], place, _paper_text(r)]
+        cells += [ours, ratio, "" if r["standing"] == "not recorded" else r["standing"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = [f"- *{r['id']}*: {' '.join(r['note'].split())}" for r in rows if r["note"]]
+    return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def _paper_text(r: dict[str, Any]) -> str:
+    low, high = r["paper"]
+    if low == high:
+        return _fmt_stat(low)
+    return (
+        f"> {_fmt_stat(low)}" if not math.isfinite(high) else f"{_fmt_stat(low)}-{_fmt_stat(high)}"
+    )
+
+
+#: What the baseline section says of its figures.
+BASELINE_NOTE = (
+    "The paper's own baseline (radix unless named) beside xlat's on the same workloads: "
+    "statistics, not graded claims. xlat / paper: xlat's figure over the paper's (over the "
+    "nearer end of a range, 1.0 inside it; for a speedup the effect ratio); standing by the "
+    "bands of the grade table (`GRADE_TABLE`): as the paper's in its `reproduced` band, "
+    "**differs** outside its `partial` band."
+)
+
+
+def latency_distribution(
+    frames: dict[str, Any],
+    experiment: str | list[str],
+    design: str = "radix",
+    values: dict[str, Any] | None = None,
+) -> str:
+    """xlat's walk-latency distribution of ``design``'s runs of ``experiment`` (their
+    ``walk.latency_hist`` buckets pooled) as its median, 90th and 99th percentiles, each the
+    log2 bucket it falls in; empty without a histogram.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"design": ["radix"], "status": ["ok"], "walk.latency_hist.64": [50],
+    ...                    "walk.latency_hist.128": [45], "walk.latency_hist.512": [5]})
+    >>> latency_distribution({"e": df}, "e")
+    'median 64-127 cycles, 90th percentile 128-255, 99th percentile 512-1023 (100 walks)'
+    """
+    df = _select(_pooled(frames, experiment), design, values or {})
+    cols = sorted((int(c.rsplit(".", 1)[1]), c) for c in df.columns
+                  if c.startswith("walk.latency_hist."))  # fmt: skip
+    counts = [(low, float(df[c].astype(float).fillna(0.0).sum())) for low, c in cols]
+    total = sum(n for _, n in counts)
+    if total <= 0:
+        return ""
+
+    def pct(q: float) -> str:
+        seen = 0.0
+        for low, n in counts:
+            seen += n
+            if seen >= q * total:
+                return f"{low}-{max(1, 2 * low - 1)}"
+        return "n/a"
+
+    return (
+        f"median {pct(0.5)} cycles, 90th percentile {pct(0.9)}, 99th percentile "
+        f"{pct(0.99)} ({total:.0f} walks)"
+    )
+
+
 #: The report's note under the claims table, unless the claims file has ``claims_note``.
 CLAIMS_NOTE = (
     "Ours: geometric mean over the experiment's workloads of the per-workload ratio. "
@@ -897,11 +1330,37 @@ def grades_note() -> str:
     )
 
 
+def baseline_section(paper: dict[str, Any], frames: dict[str, Any] | None) -> str:
+    """The page's baseline section (:func:`baseline_table` with :data:`BASELINE_NOTE` and, from
+    runs, xlat's walk-latency distribution); empty for a paper without ``[[baseline]]``."""
+    rows = baseline_rows(paper, frames)
+    if not rows:
+        return ""
+    parts = [baseline_table(rows), BASELINE_NOTE]
+    first = paper["baseline"][0]
+    if frames is not None:
+        dist = latency_distribution(frames, first["experiment"], first.get("design", "radix"),
+                                    first.get("set"))  # fmt: skip
+        if dist:
+            parts.append(
+                f"xlat's walk latency (`walk.latency_hist`, the runs of `{first['id']}` pooled; "
+                f"the paper gives averages only): {dist}."
+            )
+    else:
+        parts.append(
+            "xlat's figures are not recorded for the last full runs: "
+            f"`xlat reproduce {paper['name']} --quick` shows them from its runs."
+        )
+    return "\n\n".join(parts)
+
+
 def report(result: dict[str, Any], command: str, figures: dict[str, str] | None = None) -> str:
-    """The reproduction report (markdown): the count of grades, the claims table (headline
-    claims first), scaling, then each experiment (its chart from ``figures``, see
+    """The reproduction report (markdown): the count of grades, the baseline (the paper's
+    statistics beside xlat's, :func:`baseline_section`), the claims table (headline claims
+    first), scaling, then each experiment (its chart from ``figures``, see
     :func:`experiment_figures`, and its table)."""
     p = result["paper"]
+    base = baseline_section(p, result["frames"])
     quick = result.get("quick", False)
     summary = (
         f"Quick run: smoke test, not graded. {QUICK_NOTE}"
@@ -918,6 +1377,7 @@ def report(result: dict[str, Any], command: str, figures: dict[str, str] | None 
             f"({result['seconds']:.0f} s for the runs not stored yet). Paper parameters: "
             f"`{p['preset']}`; claims and experiments: `data/claims/{p['name']}.toml`.",
             "",
+            *(["## The baseline first", "", base, ""] if base else []),
             "## Claims",
             "",
             claims_table(result["claims"]),
@@ -966,7 +1426,9 @@ def ledger(names: list[str]) -> str:
     lines += ["", grades_note(), ""]
     for r in results.values():
         p = r["paper"]
+        base = baseline_section(p, None)
         lines += [f"### {p['title']}", "", f"Figures: {p.get('full_run', 'not recorded')}.", "",
+                  *(["#### The baseline first", "", base, ""] if base else []),
                   claims_table(r["claims"]), ""]  # fmt: skip
     return "\n".join(lines)
 
@@ -1072,7 +1534,8 @@ def _reproduce_papers(args, names: list[str], overrides: dict[str, str]) -> int:
         if as_json:
             everything[n] = json_rows(result["claims"])
         else:
-            print(claims_table(result["claims"]))
+            base = baseline_section(result["paper"], result["frames"])
+            print((base + "\n\n" if base else "") + claims_table(result["claims"]))
         if result["failed"]:
             print(f"xlat: error: {result['failed']} runs failed (see xlat results --status "
                   f"failed --db {args.db})", file=sys.stderr)  # fmt: skip
