@@ -209,7 +209,9 @@ def test_recorded_grades_need_no_runs_and_json_carries_the_same_fields():
     out = xlat("reproduce", "tps", "--recorded", "--json").stdout
     import json
 
-    rows = json.loads(out)
+    paper = json.loads(out)
+    assert set(paper) == {"baseline", "claims"}
+    rows = paper["claims"]
     assert rows[0]["id"] == "tps_walk_refs" and rows[0]["headline"]
     assert {"id", "ref", "paper", "ours", "effect_ratio", "grade", "counts", "xlat_counts"} <= set(
         rows[0]

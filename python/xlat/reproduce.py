@@ -855,11 +855,36 @@ def claims_table(rows: list[dict[str, Any]]) -> str:
 
 
 def json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The claims rows as ``--json`` prints them (NaN as null), headline claims first."""
-    return [
-        {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
-        for r in ordered(rows)
-    ]
+    """The claims rows as ``--json`` prints them (NaN and infinities as null), headline claims
+    first."""
+    return [_json_safe(r) for r in ordered(rows)]
+
+
+def json_paper(result: dict[str, Any]) -> dict[str, Any]:
+    """One paper's ``--json`` object: its ``baseline`` statistics (:func:`baseline_rows`, the
+    paper's figure as ``[low, high]``; xlat's null when not recorded) and its ``claims``
+    (:func:`json_rows`).
+
+    Examples
+    --------
+    >>> out = json_paper(recorded("utopia"))
+    >>> out["baseline"][0]["id"], out["baseline"][0]["ours"], out["claims"][0]["headline"]
+    ('radix_walk_latency', None, True)
+    """
+    base = baseline_rows(result["paper"], result["frames"] or None)
+    return {"baseline": [_json_safe(b) for b in base], "claims": json_rows(result["claims"])}
+
+
+def _json_safe(v: Any) -> Any:
+    """``v`` with every non-finite float (NaN; an open bound such as "above 5") as None, so that
+    the output is strict JSON."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    return v
 
 
 def claim_notes(rows: list[dict[str, Any]]) -> str:
@@ -1507,7 +1532,7 @@ def _recorded(args, names: list[str]) -> int:
     if getattr(args, "json", False):
         import json
 
-        out = {n: json_rows(recorded(n)["claims"]) for n in names}
+        out = {n: json_paper(recorded(n)) for n in names}
         print(json.dumps(out if len(names) > 1 else out[names[0]], indent=2))
     else:
         print(ledger(names))
@@ -1532,7 +1557,7 @@ def _reproduce_papers(args, names: list[str], overrides: dict[str, str]) -> int:
             out.write_text(report(result, command, figures) + "\n", encoding="utf-8")
             print(f"report written: {out}", file=sys.stderr)
         if as_json:
-            everything[n] = json_rows(result["claims"])
+            everything[n] = json_paper(result)
         else:
             base = baseline_section(result["paper"], result["frames"])
             print((base + "\n\n" if base else "") + claims_table(result["claims"]))
