@@ -70,8 +70,16 @@ fn main() {
             .chain(designs.first().map(|d| (*d, true, "ooo", false, None)))
             // The same two under the idle DRAM model: what the queued controller (the `ooo`
             // core's default, `mem.dram.model = "auto"`) costs.
-            .chain(designs.first().map(|d| (*d, true, "ooo", true, Some("idle"))))
-            .chain(designs.first().map(|d| (*d, true, "ooo", false, Some("idle"))));
+            .chain(
+                designs
+                    .first()
+                    .map(|d| (*d, true, "ooo", true, Some("idle"))),
+            )
+            .chain(
+                designs
+                    .first()
+                    .map(|d| (*d, true, "ooo", false, Some("idle"))),
+            );
         for (design, oracle, model, may_thread, dram) in variants {
             // Read when the simulation is built; otherwise `XLAT_TIMING_THREAD` decides.
             xlat::timing::set_timing_thread((!may_thread).then_some(false));
@@ -85,9 +93,9 @@ fn main() {
             ];
             if design == "restrictive_only" {
                 // It swaps a full set's victim out (without swap it stops with an error, as
-                // `make demo`'s sweep says). Only there: with swap configured the engine is
-                // slower even where nothing is reclaimed (radix gups: 6.4 -> 3.8 M refs/s,
-                // figures identical), which would change every other row.
+                // `make demo`'s sweep says). Only there, so that the other rows stay comparable
+                // with the earlier tables (configured swap used to slow every design down; since
+                // 2026-11-28 it costs little, docs/performance.md).
                 overrides.push(("os.swap.bytes".to_string(), "8GiB".to_string()));
             }
             let grant = env_or("XLAT_BENCH_GRANT", "");

@@ -185,7 +185,7 @@ impl Os {
     /// Install `m` in the page map and report it.
     pub(super) fn install(&mut self, asid: Asid, m: Mapping, changes: &mut Vec<MapChange>) {
         if self.swap_on {
-            self.swap.track(asid, m.vpn);
+            self.swap.track(asid, m.vpn, m.pfn);
         }
         // Owned data is movable: compaction may relocate it (see `apply_relocations`).
         // HugeTLB pool pages stay unowned: never moved.

@@ -590,7 +590,7 @@ impl Os {
     #[inline]
     pub fn note_walk(&mut self, asid: Asid, m: &Mapping) {
         if self.swap_on {
-            self.swap.referenced(asid, m.vpn);
+            self.swap.referenced(m.pfn);
         }
         self.policy_note_walk(asid, m);
     }

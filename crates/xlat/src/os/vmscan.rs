@@ -34,10 +34,13 @@ impl Os {
         let mut evicted = 0;
         while evicted < pages && self.swap.used_pages * BASE_PAGE_BYTES < self.cfg.swap.bytes {
             let procs = &self.procs;
-            let Some((asid, vpn)) = self
-                .swap
-                .victim(|a, v| procs[a as usize].pages.get(v).is_some_and(|m| m.vpn == v))
-            else {
+            let Some((asid, vpn)) = self.swap.victim(|a, v| {
+                procs[a as usize]
+                    .pages
+                    .get(v)
+                    .filter(|m| m.vpn == v)
+                    .map(|m| m.pfn)
+            }) else {
                 break;
             };
             let m = self.procs[asid as usize]
