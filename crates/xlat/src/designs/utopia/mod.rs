@@ -742,16 +742,19 @@ impl Design for Utopia {
             pages: st.pages + 1,
             ..st
         });
-        let s = &mut self.segs[i].slots[slot];
-        s.reserved = false;
-        s.claimed = false;
-        s.occupant = Some(Occupant {
-            asid,
-            vpn: m.vpn,
-            writable: m.writable,
-            rrpv: RRPV_INSERT,
-            reuse: 0,
-        });
+        let seg = &mut self.segs[i];
+        seg.slots[slot].reserved = false;
+        seg.slots[slot].claimed = false;
+        seg.set_occupant(
+            slot,
+            Some(Occupant {
+                asid,
+                vpn: m.vpn,
+                writable: m.writable,
+                rrpv: RRPV_INSERT,
+                reuse: 0,
+            }),
+        );
         // The OS wrote the set's TAR entry and SF counter: cached copies are stale.
         self.invalidate_set(i, st, set);
         Ok(())
@@ -767,7 +770,7 @@ impl Design for Utopia {
         match held {
             Some((i, slot)) => {
                 let seg = &mut self.segs[i];
-                seg.slots[slot].occupant = None;
+                seg.set_occupant(slot, None);
                 let set = slot as u64 / seg.ways as u64;
                 let st = self.structs[asid as usize][i].expect("a RestSeg page has its TAR");
                 self.invalidate_set(i, st, set);
