@@ -217,9 +217,14 @@ def test_recorded_grades_need_no_runs_and_json_carries_the_same_fields():
         rows[0]
     )
     speedup = next(r for r in rows if r["id"] == "tps_speedup")
+    claim = next(c for c in reproduce.load_paper("tps")["claim"] if c["id"] == "tps_speedup")
+    assert speedup["ours"] == claim["full"] and 1.0 < claim["full"] < 1.157
     assert speedup["grade"] == "direction only" and speedup["effect_ratio"] == pytest.approx(
-        0.017 / 0.157
+        (claim["full"] - 1) / (1.157 - 1)
     )
+    # The baseline statistics recorded from the same runs come first, graded against the paper.
+    (mpki,) = paper["baseline"]
+    assert mpki["id"] == "l1_dtlb_mpki" and mpki["ours"] > 5 and mpki["standing"] != "not recorded"
     page = xlat("reproduce", "all", "--recorded").stdout
     assert page.startswith("## Grades") and "| tps | 2 | 0 | 3 | 0 | 0 |" in page
 

@@ -715,10 +715,11 @@ def reproduce(
     ``overrides``: ``--set`` keys applied to every run, over the experiments' own ``set``).
 
     Returns ``{"paper", "claims": [rows], "frames": {experiment: DataFrame}, "failed": n,
-    "seconds", "quick"}``; each claim row is :func:`claim_row`'s.
+    "simulated": runs not found in the store, "seconds", "quick"}``; each claim row is
+    :func:`claim_row`'s.
     """
     paper = load_paper(name)
-    frames, failed = {}, 0
+    frames, failed, simulated = {}, 0, 0
     t0 = time.monotonic()
     for exp in paper["experiment"]:
         if quick and exp.get("quick", {}).get("skip"):
@@ -735,6 +736,7 @@ def reproduce(
         if summary["interrupted"]:
             raise KeyboardInterrupt(f"interrupted; finished runs are stored in {db}")
         failed += summary["failed"]
+        simulated += summary["total"] - summary["skipped"]
         frames[exp["name"]] = frame_of(db, summary["runs"])
     rows = []
     for c in paper["claim"]:
@@ -747,6 +749,7 @@ def reproduce(
         "claims": rows,
         "frames": frames,
         "failed": failed,
+        "simulated": simulated,
         "seconds": time.monotonic() - t0,
         "quick": quick,
     }
@@ -765,8 +768,8 @@ def recorded(name: str) -> dict[str, Any]:
     """
     paper = load_paper(name)
     rows = [claim_row(paper, c, float(c.get("full", float("nan"))), False) for c in paper["claim"]]
-    return {"paper": paper, "claims": rows, "frames": {}, "failed": 0, "seconds": 0.0,
-            "quick": False}  # fmt: skip
+    return {"paper": paper, "claims": rows, "frames": {}, "failed": 0, "simulated": 0,
+            "seconds": 0.0, "quick": False}  # fmt: skip
 
 
 def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -1074,7 +1077,7 @@ def experiment_figures(result: dict[str, Any], out: Path, stem: str) -> dict[str
 
 #: Keys of a ``[[baseline]]`` entry: a statistic of the paper's baseline (issue 36, item 5).
 BASELINE_KEYS = {"id", "text", "ref", "paper", "figure", "of", "per", "experiment", "design",
-                 "set", "baseline_set", "kind", "derived", "note"}  # fmt: skip
+                 "set", "baseline_set", "kind", "derived", "note", "full"}  # fmt: skip
 
 
 def _check_baselines(path: Path, paper: dict[str, Any], names: list[str]) -> None:
@@ -1185,7 +1188,8 @@ def baseline_value(frames: dict[str, Any], b: dict[str, Any]) -> float:
 
 def baseline_rows(paper: dict[str, Any], frames: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Each baseline statistic of ``paper`` with the paper's figure, xlat's (from ``frames``;
-    None: not recorded), their ratio and how xlat's stands (:func:`baseline_standing`).
+    None: the last full runs' figure recorded in the claims file as ``full``, or not recorded),
+    their ratio and how xlat's stands (:func:`baseline_standing`).
 
     Examples
     --------
@@ -1195,7 +1199,10 @@ def baseline_rows(paper: dict[str, Any], frames: dict[str, Any] | None) -> list[
     """
     out = []
     for b in paper.get("baseline", []):
-        ours = float("nan") if frames is None else baseline_value(frames, b)
+        if frames is None:
+            ours = float(b.get("full", float("nan")))
+        else:
+            ours = baseline_value(frames, b)
         ratio = baseline_ratio(b, ours)
         out.append({"id": b["id"], "text": b["text"], "ref": b["ref"],
                     "derived": b.get("derived", ""), "paper": paper_range(b), "ours": ours,
@@ -1371,10 +1378,10 @@ def baseline_section(paper: dict[str, Any], frames: dict[str, Any] | None) -> st
                 f"xlat's walk latency (`walk.latency_hist`, the runs of `{first['id']}` pooled; "
                 f"the paper gives averages only): {dist}."
             )
-    else:
+    elif any(r["standing"] == "not recorded" for r in rows):
         parts.append(
-            "xlat's figures are not recorded for the last full runs: "
-            f"`xlat reproduce {paper['name']} --quick` shows them from its runs."
+            "xlat's figures marked not recorded were not kept from the last full runs: "
+            f"`xlat reproduce {paper['name']}` (or `--quick`) shows them from its runs."
         )
     return "\n\n".join(parts)
 

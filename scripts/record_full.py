@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Record the last full runs' figures in the claims files: every claim's and baseline
+statistic's ``full`` and the paper's ``full_run``, from a result store that holds the full runs
+(``xlat reproduce PAPER --db DB``; nothing is simulated here: a run missing from the store is an
+error). The page docs/reproduction.md and ``xlat reproduce --recorded`` grade these figures.
+
+Usage::
+
+    xlat reproduce all --db out/full.duckdb            # the full runs (resumable)
+    python scripts/record_full.py --db out/full.duckdb --commit "$(git rev-parse --short HEAD)" all
+
+Figures are written with three decimals (claims, as docs/reproduction.md prints them) or four
+significant digits (baseline statistics, e.g. 137.2 cycles). The file is edited in place, line
+by block: comments and layout stay, a ``full`` line is replaced where it is, and a block
+without one gets it after its ``id``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import re
+import sys
+from pathlib import Path
+
+from xlat import reproduce as rp
+
+
+def _fmt_claim(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def _fmt_stat(x: float) -> str:
+    return f"{x:.4g}" if abs(x) < 1e4 else f"{x:.0f}"
+
+
+def rewrite(text: str, figures: dict[tuple[str, str], str], full_run: str) -> str:
+    """``text`` (a claims file) with each ``[[claim]]`` / ``[[baseline]]`` block's ``full`` set
+    from ``figures`` (keyed by block kind and id; a block not in it keeps its line) and the
+    ``full_run`` line replaced.
+
+    >>> t = 'full_run = "old"\\n[[claim]]\\nid = "a"\\nfull = 1.0\\n'
+    >>> t += '[[baseline]]\\nid = "b"\\nx = 1\\n'
+    >>> print(rewrite(t, {("claim", "a"): "2.000", ("baseline", "b"): "137.2"}, "new"), end="")
+    full_run = "new"
+    [[claim]]
+    id = "a"
+    full = 2.000
+    [[baseline]]
+    id = "b"
+    full = 137.2
+    x = 1
+    """
+    blocks: list[list[str]] = [[]]
+    for line in text.splitlines(keepends=True):
+        if re.match(r"\[\[\w+\]\]\s*$", line):
+            blocks.append([])
+        blocks[-1].append(line)
+    out = []
+    for block in blocks:
+        head = re.match(r"\[\[(claim|baseline)\]\]", block[0]) if block else None
+        ident = next((m.group(1) for ln in block if (m := re.match(r'id = "([^"]+)"', ln))), None)
+        value = figures.get((head.group(1), ident)) if head else None
+        if value is not None:
+            at = [i for i, ln in enumerate(block) if ln.startswith("full = ")]
+            if at:
+                block[at[0]] = f"full = {value}\n"
+            else:
+                i = next(i for i, ln in enumerate(block) if ln.startswith("id = "))
+                block.insert(i + 1, f"full = {value}\n")
+        out += [f"full_run = {_toml_str(full_run)}\n" if ln.startswith("full_run = ") else ln
+                for ln in block]  # fmt: skip
+    return "".join(out)
+
+
+def _toml_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("papers", nargs="+", help="paper names, or all")
+    ap.add_argument("--db", required=True, help="result store holding the full runs")
+    ap.add_argument("--commit", required=True, help="the commit the runs were made at")
+    ap.add_argument("--note", default="", help="appended to each paper's full_run text")
+    args = ap.parse_args()
+    names = rp.papers() if args.papers == ["all"] else args.papers
+    today = datetime.date.today().isoformat()
+    for name in names:
+        # The figures must come from runs made at the commit named: a run missing from the
+        # store is simulated by the resumed sweep (at this tree), and then nothing is written.
+        result = rp.reproduce(name, db=args.db, progress="errors")
+        if result["failed"] or result["simulated"]:
+            print(f"{name}: {result['failed']} runs failed and {result['simulated']} were not "
+                  f"in {args.db} (simulated now, at this tree): nothing written; run "
+                  f"`xlat reproduce {name} --db {args.db}` first and name its commit",
+                  file=sys.stderr)  # fmt: skip
+            return 1
+        figures = {}
+        for row in result["claims"]:
+            if math.isfinite(row["ours"]):
+                figures[("claim", row["id"])] = _fmt_claim(row["ours"])
+        for b in rp.baseline_rows(result["paper"], result["frames"]):
+            if math.isfinite(b["ours"]):
+                figures[("baseline", b["id"])] = _fmt_stat(b["ours"])
+        path = Path(result["paper"]["path"])
+        run = (f"the last full runs' figures: `xlat reproduce {name}` at commit {args.commit}, "
+               f"{today}, timing.model = ooo with the queued DRAM model (claims to 3 decimals)"
+               + (f"; {args.note}" if args.note else ""))  # fmt: skip
+        path.write_text(rewrite(path.read_text(encoding="utf-8"), figures, run), encoding="utf-8")
+        print(f"{name}: {len(figures)} figures written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
