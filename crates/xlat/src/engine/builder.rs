@@ -201,7 +201,10 @@ impl Simulation {
                 source,
                 more,
                 nested,
-                timing_thread: crate::timing::thread_wanted().map_err(SimError::Config)?,
+                // Not in a sampled run: the core sees a few per cent of the references there, and
+                // each window's probe would copy the worker's whole core across threads.
+                timing_thread: crate::timing::thread_wanted().map_err(SimError::Config)?
+                    && !cfg.sim.sampling.is_on(),
             },
         )
         .map_err(|e| SimError::Os { event: 0, error: e })?;
