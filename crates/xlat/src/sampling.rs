@@ -278,6 +278,17 @@ pub fn finish_record(r: &mut Value, cfg: &SamplingConfig, windows: &[Window], de
             put_interval(m, k, xs);
         }
     }
+    if windows.is_empty() {
+        // A trace that ended within the first unit: no estimate, and the timing figures are
+        // left as the detailed references gave them (none, when it ended in the functional
+        // part).
+        s.put_str(
+            "estimate",
+            "none: no window was completed (the run ended within its first unit)",
+        );
+        r["sampling"] = Value::Object(s);
+        return;
+    }
     // The run's estimate: exact references and instructions, the windows' mean time per
     // reference; its interval follows from that of `cycles_per_ref`.
     let (cpr, cpr_half) = mean_ci(&rates[0].1);

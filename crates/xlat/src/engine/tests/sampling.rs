@@ -199,3 +199,29 @@ fn a_sampled_run_of_several_processes_is_refused() {
     let e = run_workload(&c).unwrap_err().to_string();
     assert!(e.contains("2 processes are not supported"), "{e}");
 }
+
+#[test]
+fn a_trace_that_ends_within_the_first_unit_reports_no_window_and_no_estimate() {
+    let base = 0x7000_0000_0000u64;
+    let mut events = vec![Event::Mmap {
+        addr: Vaddr(base),
+        len: 1 << 20,
+        prot: RW,
+        flags: 0,
+    }];
+    events.extend((0..3000u64).map(|i| load(base + (i * 4096) % (1 << 20), 8)));
+    let mut c = small("radix");
+    c.sim.sampling = crate::sampling::SamplingConfig {
+        interval: 10000,
+        window: 1000,
+        detailed_warmup: 1000,
+    };
+    let r = run(&c, Box::new(Events(events.into_iter()))).unwrap();
+    assert_eq!(r["refs"], 3000);
+    assert_eq!(r["sampling"]["windows"], 0);
+    assert!(r["sampling"]["estimate"]
+        .as_str()
+        .unwrap()
+        .starts_with("none"));
+    assert!(r["sampling"]["metrics"]["ipc"].get("ci95_low").is_none());
+}
