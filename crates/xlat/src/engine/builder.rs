@@ -2,10 +2,11 @@
 //! [`run`] and [`run_workload`].
 //!
 //! Owns the run's construction (validate the configuration, boot the OS model, build the host of
-//! a nested run and the design, hand them to the design-specialized runner), the wall clock, and
-//! the warm-up (the snapshot when it ends, the measured region's record). May call: `config`,
-//! `designs` (`build_and_visit`), `os`, `stats`, `timing` (whether the core runs on a thread of
-//! its own), `trace`, `virt` (the host), `warmup`, `workloads`, and the engine's `error` and `sim`
+//! a nested run and the design, hand them to the design-specialized runner), the wall clock, the
+//! warm-up (the snapshot when it ends, the measured region's record) and a sampled run's phases
+//! (`Simulation::step_sampled`). May call: `config`, `designs` (`build_and_visit`), `os`, `stats`,
+//! `timing` (whether the core runs on a thread of its own), `trace`, `virt` (the host), `warmup`,
+//! `sampling` (the windows of a sampled run), `workloads`, and the engine's `error` and `sim`
 //! (the runner). Contract: see the engine's module doc; the record of a run does not depend on
 //! how it is chunked by [`Simulation::step`].
 

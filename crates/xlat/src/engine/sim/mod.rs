@@ -10,10 +10,11 @@
 //! (syscalls, faults, daemons, mapping changes and shootdowns), `sched` (the turns of the cores
 //! and processes of a machine) and `record` (the result record).
 //!
-//! May call: `addr`, `config`, `designs`, `mem`, `mmu`, `os`, `timing`, `trace`, `virt`, and the
-//! engine's `counters`, `error`, `machine` and `stream`. Contract: as the engine's (see its
-//! module doc); with one process on one core `machine` is `None` and the loop runs exactly as it
-//! always did.
+//! May call: `addr`, `config`, `designs`, `mem`, `mmu`, `os`, `sampling` (its probe), `timing`,
+//! `trace`, `virt`, and the engine's `counters`, `error`, `machine` and `stream`. Contract: as
+//! the engine's (see its module doc); with one process on one core `machine` is `None` and the
+//! loop runs exactly as it always did. A sampled run parks the core while references run
+//! functionally warmed (`Runner::set_functional`): the loop is the same, without the core.
 
 mod os_events;
 mod record;
