@@ -68,6 +68,12 @@ fn functional_warming_keeps_every_count_but_the_cores_time_as_a_detailed_run_has
         ] {
             assert_eq!(full[key], s[key], "{design}: {key}");
         }
+        // The memory system's DRAM model (its row buffers) is warmed too; the queued
+        // controller's figures (`dram.queued`) are the core's, detailed references only.
+        for key in ["accesses", "reads", "writes", "row_hits", "row_conflicts"] {
+            assert_eq!(full["dram"][key], s["dram"][key], "{design}: dram.{key}");
+        }
+        assert_eq!(full[design], s[design], "{design}: its own section");
         assert_eq!(s["sampling"]["windows"], 20, "{design}");
         assert_eq!(s["sampling"]["measured_refs"], 20 * 1000, "{design}");
     }
