@@ -152,3 +152,32 @@ def test_compare_report_rejects_a_figure_wider_than_a_page(tmp_path):
         check=False,
     )
     assert proc.returncode == 2 and "wider than a page" in proc.stderr
+
+
+def test_run_with_sampling_set_gives_the_sampling_section_and_refuses_a_window_beyond_its_unit(
+    run_json,
+):
+    args = ["--design", "radix", "--workload", "gups", "--refs", "60k", "--footprint", "16MiB"]
+    unit = ["--set", "sim.sampling.interval=5000", "--set", "sim.sampling.window=500"]
+    rec = run_json(*args, *unit, "--set", "sim.sampling.detailed_warmup=500")
+    s = rec["sampling"]
+    assert s["windows"] == 12 and s["interval_method"] == "student_t_95"
+    assert rec["config"]["sim"]["sampling"] == {
+        "interval": 5000,
+        "window": 500,
+        "detailed_warmup": 500,
+    }
+    e = s["estimate"]
+    assert e["ipc_ci95_low"] <= rec["timing"]["ipc"] == e["ipc"] <= e["ipc_ci95_high"]
+    table = xlat("run", *args, *unit).stdout
+    assert "sampled: IPC" in table and "12 windows" in table
+    bad = xlat(
+        "run",
+        *args,
+        "--set",
+        "sim.sampling.interval=1000",
+        "--set",
+        "sim.sampling.window=2000",
+        check=False,
+    )
+    assert bad.returncode == 2 and "sim.sampling.window (2000)" in bad.stderr, bad.stderr

@@ -269,7 +269,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         if "cores" in rec:
             print()
             print(core_table(rec))
+        if "sampling" in rec:
+            print()
+            print(sampling_line(rec))
     return 0
+
+
+def sampling_line(rec: dict) -> str:
+    """The estimate of a sampled run (``sim.sampling``) with its 95 % interval, as one line.
+
+    >>> rec = {"sampling": {"windows": 40, "interval": 5000, "window": 1000,
+    ...        "estimate": {"ipc": 0.25, "ipc_ci95_low": 0.24, "ipc_ci95_high": 0.26}}}
+    >>> sampling_line(rec)[:60]
+    'sampled: IPC 0.2500 [0.2400, 0.2600] (95 % CI, 40 windows of'
+    >>> sampling_line({"sampling": {"windows": 0, "interval": 5000, "window": 1000,
+    ...                "estimate": "none: no window was completed"}})
+    'sampled: no estimate (none: no window was completed)'
+    """
+    s = rec["sampling"]
+    e = s["estimate"]
+    if not isinstance(e, dict):
+        return f"sampled: no estimate ({e})"
+    high = e.get("ipc_ci95_high")
+    high_text = f"{high:.4f}" if high is not None else "unbounded"
+    low = e.get("ipc_ci95_low")
+    interval = f" [{low:.4f}, {high_text}]" if low is not None else ""
+    return (
+        f"sampled: IPC {e['ipc']:.4f}{interval} (95 % CI, {s['windows']} windows of "
+        f"{s['window']:,} per {s['interval']:,} refs; TLB, walk and cache figures cover every "
+        "reference)"
+    )
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -39,6 +39,24 @@ EXPLICIT = {
     "timing.avg_outstanding_walks": "walks (time average)",
 }
 
+#: Sampled simulation (``sampling.*``): each window rate's mean and interval bounds have the
+#: rate's unit; the relative half-width is a fraction of the mean.
+_SAMPLED_RATES = {
+    "cycles_per_ref": "cycles per event",
+    "cpi": "cycles per instruction",
+    "ipc": "instructions per cycle",
+    "l1_tlb_mpki": "per 1000 instructions",
+    "l2_tlb_mpki": "per 1000 instructions",
+    "avg_walk_cycles": "cycles per event",
+    "mmu_overhead_share": "fraction (0-1)",
+}
+for _rate, _unit in _SAMPLED_RATES.items():
+    for _stat in ("mean", "ci95_low", "ci95_high", "ci95_half_width"):
+        EXPLICIT[f"sampling.metrics.{_rate}.{_stat}"] = _unit
+    EXPLICIT[f"sampling.metrics.{_rate}.ci95_relative"] = "ratio"
+EXPLICIT["sampling.estimate.ipc_ci95_low"] = "instructions per cycle"
+EXPLICIT["sampling.estimate.ipc_ci95_high"] = "instructions per cycle"
+
 #: (pattern on the key's last component, unit); first match wins.
 RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"_seconds$"), "seconds"),
@@ -155,8 +173,8 @@ def stats_text(record: Mapping[str, Any], config: bool = False) -> str:
 
 #: Runs whose records together hold every figure a run can produce (each design under the
 #: default ooo core, the simple core, THP, nested translation, two processes on two cores,
-#: warm-up, coalescing, range and any-size TLBs, reservations); small, so the index builds in
-#: seconds.
+#: warm-up, coalescing, range and any-size TLBs, reservations, sampling); small, so the index
+#: builds in seconds.
 INDEX_RUNS: list[dict[str, Any]] = [
     {"set": {"timing.model": "simple"}},
     {"set": {"os.thp": "always"}},
@@ -171,6 +189,14 @@ INDEX_RUNS: list[dict[str, Any]] = [
     {"set": {"os.hugetlb.pages": 4, "os.hugetlb.size": "2MiB"}},
     # Elastic Translations' Leshy and CoalaKhugepaged sections (et.leshy.*, et.khugepaged.*).
     {"design": "et", "set": {"et.leshy.mode": "online", "et.khugepaged.enabled": True}},
+    # Sampled simulation's section (sampling.*).
+    {
+        "set": {
+            "sim.sampling.interval": 1000,
+            "sim.sampling.window": 200,
+            "sim.sampling.detailed_warmup": 200,
+        }
+    },
 ]
 
 #: Where the index of keys lives in docs/results.md (generated between these lines).

@@ -74,6 +74,11 @@ pub struct SimConfig {
     /// Cycles of one TLB-shootdown IPI round with several cores: charged to the initiating core
     /// (sending, waiting for the acknowledgements) and to each interrupted core (its handler).
     pub shootdown_ipi_cycles: u64,
+    /// Sampled simulation (`crate::sampling`): of every `interval` references, `window` are
+    /// measured in detail after `detailed_warmup` detailed but unmeasured ones, and the rest run
+    /// functionally warmed (no core timing). Off while `interval` is 0 (the default); the
+    /// record's `sampling` section gives each rate's 95 % confidence interval.
+    pub sampling: crate::sampling::SamplingConfig,
 }
 
 impl Default for SimConfig {
@@ -91,6 +96,7 @@ impl Default for SimConfig {
             flush_tlb_on_switch: false,
             switch_window_refs: 1000,
             shootdown_ipi_cycles: 4000,
+            sampling: crate::sampling::SamplingConfig::default(),
         }
     }
 }
@@ -491,6 +497,21 @@ impl Config {
         self.sim
             .quantum_cycles(self.mem.dram.core_clock_mhz.max(1))
             .map_err(ConfigError)?;
+        self.sim.sampling.validate().map_err(ConfigError)?;
+        if self.sim.sampling.is_on() && self.sim.cores > 1 {
+            return Err(ConfigError(format!(
+                "sim.sampling runs on one core; sim.cores = {} is not supported with sampled \
+                 simulation yet (set sim.sampling.interval = 0)",
+                self.sim.cores
+            )));
+        }
+        if self.sim.sampling.is_on() && self.sim.refs < self.sim.sampling.interval {
+            return Err(ConfigError(format!(
+                "sim.refs ({}) is shorter than one sampling unit (sim.sampling.interval = {}): \
+                 the run would measure no window; lower the interval or simulate more",
+                self.sim.refs, self.sim.sampling.interval
+            )));
+        }
         if self.sim.switch_window_refs == 0 {
             return Err(ConfigError(
                 "sim.switch_window_refs must be at least 1".into(),
@@ -598,12 +619,18 @@ impl Config {
     /// `sim.warmup_refs` appears only when it is set (not 0), so that the records of runs
     /// without warm-up stay as they were before the key existed; likewise the queued DRAM
     /// model's `mem.dram` keys appear only when the run uses it, and `mem.dram.model` names the
-    /// model used ([`Config::dram_model`]), never `auto`.
+    /// model used ([`Config::dram_model`]), never `auto`; `sim.sampling` appears only when
+    /// sampling is on (`sim.sampling.interval` above 0).
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self).expect("config serializes");
         if !self.sim.warmup_refs.is_set() {
             if let Some(sim) = v.get_mut("sim").and_then(|s| s.as_object_mut()) {
                 sim.shift_remove("warmup_refs");
+            }
+        }
+        if !self.sim.sampling.is_on() {
+            if let Some(sim) = v.get_mut("sim").and_then(|s| s.as_object_mut()) {
+                sim.shift_remove("sampling");
             }
         }
         if let Some(dram) = v.pointer_mut("/mem/dram").and_then(|d| d.as_object_mut()) {

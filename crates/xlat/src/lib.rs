@@ -21,6 +21,7 @@ pub mod prefetch;
 pub mod profiles;
 pub mod recency;
 pub mod rng;
+pub mod sampling;
 pub mod simd;
 pub mod stats;
 pub mod suggest;

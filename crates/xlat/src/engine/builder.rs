@@ -2,10 +2,11 @@
 //! [`run`] and [`run_workload`].
 //!
 //! Owns the run's construction (validate the configuration, boot the OS model, build the host of
-//! a nested run and the design, hand them to the design-specialized runner), the wall clock, and
-//! the warm-up (the snapshot when it ends, the measured region's record). May call: `config`,
-//! `designs` (`build_and_visit`), `os`, `stats`, `timing` (whether the core runs on a thread of
-//! its own), `trace`, `virt` (the host), `warmup`, `workloads`, and the engine's `error` and `sim`
+//! a nested run and the design, hand them to the design-specialized runner), the wall clock, the
+//! warm-up (the snapshot when it ends, the measured region's record) and a sampled run's phases
+//! (`Simulation::step_sampled`). May call: `config`, `designs` (`build_and_visit`), `os`, `stats`,
+//! `timing` (whether the core runs on a thread of its own), `trace`, `virt` (the host), `warmup`,
+//! `sampling` (the windows of a sampled run), `workloads`, and the engine's `error` and `sim`
 //! (the runner). Contract: see the engine's module doc; the record of a run does not depend on
 //! how it is chunked by [`Simulation::step`].
 
@@ -48,6 +49,20 @@ pub struct Simulation {
     warmup_why: &'static str,
     /// The record when the warm-up ended.
     snapshot: Option<Value>,
+    /// The state of a sampled run (`sim.sampling`); `None` when sampling is off.
+    sampler: Option<Sampler>,
+}
+
+/// A sampled run's progress (see [`crate::sampling`]).
+struct Sampler {
+    cfg: crate::sampling::SamplingConfig,
+    /// The runner is running functionally warmed.
+    functional: bool,
+    /// The probe at the first reference of the window under way.
+    start: Option<crate::sampling::Probe>,
+    windows: Vec<crate::sampling::Window>,
+    /// References run in detail in the measured region.
+    detailed_refs: u64,
 }
 
 /// The warm-up of a run (per process) and why: `sim.warmup_refs` when it is a count, else
@@ -187,10 +202,30 @@ impl Simulation {
                 source,
                 more,
                 nested,
-                timing_thread: crate::timing::thread_wanted().map_err(SimError::Config)?,
+                // Not in a sampled run: the core sees a few per cent of the references there, and
+                // each window's probe would copy the worker's whole core across threads.
+                timing_thread: crate::timing::thread_wanted().map_err(SimError::Config)?
+                    && !cfg.sim.sampling.is_on(),
             },
         )
         .map_err(|e| SimError::Os { event: 0, error: e })?;
+        let sampler = if cfg.sim.sampling.is_on() {
+            if processes > 1 {
+                return Err(SimError::Config(format!(
+                    "sim.sampling runs one process; {processes} processes are not supported \
+                     with sampled simulation yet (set sim.sampling.interval = 0)"
+                )));
+            }
+            Some(Sampler {
+                cfg: cfg.sim.sampling,
+                functional: false,
+                start: None,
+                windows: Vec::new(),
+                detailed_refs: 0,
+            })
+        } else {
+            None
+        };
         Ok(Simulation {
             runner: factory(os).map_err(|e| SimError::Os { event: 0, error: e })?,
             wall_seconds: 0.0,
@@ -199,6 +234,7 @@ impl Simulation {
             warmup_total,
             warmup_why,
             snapshot: None,
+            sampler,
         })
     }
 
@@ -216,7 +252,9 @@ impl Simulation {
     /// to measure).
     pub fn step(&mut self, max_refs: u64) -> Result<bool, SimError> {
         let t = Instant::now();
-        let r = if self.snapshot.is_none() && self.warmup_total > 0 {
+        let r = if self.sampler.is_some() {
+            self.step_sampled(max_refs)
+        } else if self.snapshot.is_none() && self.warmup_total > 0 {
             self.step_warmup(max_refs)
         } else {
             self.runner.step(max_refs)
@@ -244,6 +282,72 @@ impl Simulation {
         Ok(done)
     }
 
+    /// [`Simulation::step`] of a sampled run: the warm-up functionally warmed, then each unit
+    /// of `interval` references as its functional part, its detailed warm-up and its measured
+    /// window ([`crate::sampling`]); every phase ends exactly at its last reference.
+    fn step_sampled(&mut self, max_refs: u64) -> Result<bool, SimError> {
+        let mut left = max_refs;
+        while left > 0 {
+            let before = self.runner.refs();
+            if self.snapshot.is_none() && self.warmup_total > 0 {
+                self.set_functional(true);
+                let done = self.step_warmup(left)?;
+                left -= self.runner.refs() - before;
+                if done {
+                    self.set_functional(false);
+                    return Ok(true);
+                }
+                continue;
+            }
+            let s = self.sampler.as_ref().expect("a sampled run");
+            let cfg = s.cfg;
+            let offset = (before - self.warmup_total) % cfg.interval;
+            let functional_end = cfg.functional_refs();
+            let window_start = functional_end + cfg.detailed_warmup;
+            let (functional, phase_end) = if offset < functional_end {
+                (true, functional_end)
+            } else if offset < window_start {
+                (false, window_start)
+            } else {
+                (false, cfg.interval)
+            };
+            if offset == window_start {
+                let probe = self.runner.probe();
+                self.sampler.as_mut().expect("a sampled run").start = Some(probe);
+            }
+            self.set_functional(functional);
+            let done = self.runner.step(left.min(phase_end - offset))?;
+            let moved = self.runner.refs() - before;
+            left = left.saturating_sub(moved);
+            let closes_window = offset >= window_start && offset + moved == cfg.interval;
+            let probe = closes_window.then(|| self.runner.probe());
+            let s = self.sampler.as_mut().expect("a sampled run");
+            if !functional {
+                s.detailed_refs += moved;
+            }
+            if let Some(b) = probe {
+                let a = s.start.take().expect("a window closes after it started");
+                s.windows.push(crate::sampling::Window::between(&a, &b));
+            }
+            if done {
+                // A window the run ended in is not measured.
+                s.start = None;
+                self.set_functional(false);
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Switch a sampled run's runner to functional warming or back to detail.
+    fn set_functional(&mut self, on: bool) {
+        let s = self.sampler.as_mut().expect("a sampled run");
+        if s.functional != on {
+            s.functional = on;
+            self.runner.set_functional(on);
+        }
+    }
+
     /// References simulated so far (the warm-up's included).
     pub fn refs(&self) -> u64 {
         self.runner.refs()
@@ -253,6 +357,9 @@ impl Simulation {
     /// region and a `warmup` section (see [`crate::warmup`]).
     pub fn record(&self) -> Value {
         let mut r = self.measured_record();
+        if let Some(s) = self.sampler.as_ref() {
+            crate::sampling::finish_record(&mut r, &s.cfg, &s.windows, s.detailed_refs);
+        }
         if let (Some(seconds), Some(sim)) = (self.setup_seconds, r.get_mut("sim")) {
             if let Some(sim) = sim.as_object_mut() {
                 sim.insert("setup_seconds".into(), seconds.into());

@@ -14,7 +14,7 @@
 //! [`Simulation`], [`run`] and [`run_workload`].
 //!
 //! It may call: `addr`, `config`, `designs`, `mem`, `mmu`, `os`, `simd`, `stats`, `timing`,
-//! `trace`, `virt`, `warmup`, `workloads`. None of them calls the engine.
+//! `trace`, `virt`, `warmup`, `sampling`, `workloads`. None of them calls the engine.
 //!
 //! # Parts
 //! From the bottom up; a part names items only of the parts before it (and its own children):

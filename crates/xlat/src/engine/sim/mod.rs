@@ -10,10 +10,11 @@
 //! (syscalls, faults, daemons, mapping changes and shootdowns), `sched` (the turns of the cores
 //! and processes of a machine) and `record` (the result record).
 //!
-//! May call: `addr`, `config`, `designs`, `mem`, `mmu`, `os`, `timing`, `trace`, `virt`, and the
-//! engine's `counters`, `error`, `machine` and `stream`. Contract: as the engine's (see its
-//! module doc); with one process on one core `machine` is `None` and the loop runs exactly as it
-//! always did.
+//! May call: `addr`, `config`, `designs`, `mem`, `mmu`, `os`, `sampling` (its probe), `timing`,
+//! `trace`, `virt`, and the engine's `counters`, `error`, `machine` and `stream`. Contract: as
+//! the engine's (see its module doc); with one process on one core `machine` is `None` and the
+//! loop runs exactly as it always did. A sampled run parks the core while references run
+//! functionally warmed (`Runner::set_functional`): the loop is the same, without the core.
 
 mod os_events;
 mod record;
@@ -41,6 +42,11 @@ pub(super) trait Runner: Send {
     fn step(&mut self, max_refs: u64) -> Result<bool, SimError>;
     fn refs(&self) -> u64;
     fn record(&self, wall_seconds: f64) -> Value;
+    /// Run the references that follow functionally warmed (`true`: every state but the core's
+    /// time updated, see `crate::sampling`) or in detail (`false`, as every run starts).
+    fn set_functional(&mut self, on: bool);
+    /// The running totals a sampled window is measured from.
+    fn probe(&self) -> crate::sampling::Probe;
 }
 
 /// The simulator of one design: the running core's and the installed process's state, the
@@ -59,6 +65,13 @@ pub(super) struct Sim<D: Design> {
     /// latencies computed here and changes nothing else (so it may run on a thread of its own,
     /// see [`CoreModel`]).
     core: Option<CoreModel>,
+    /// The out-of-order core while references run functionally warmed (`sim.sampling`): taken
+    /// out of `core`, so that the loop runs without it and without a test of its own.
+    parked_core: Option<CoreModel>,
+    /// `c.refs` when the core last resumed after functional warming (`None` in a run that
+    /// never parked it): a dependence on a reference before that point is on one the core
+    /// never saw, long completed, and is dropped.
+    resumed_at: Option<u64>,
     /// Instruction count and dependence of the reference being simulated (for `core`).
     cur_instrs: u32,
     cur_dep: u16,
@@ -170,6 +183,8 @@ impl<D: Design> Sim<D> {
                     dram.as_ref().map(|d| d.share()),
                 )
             }),
+            parked_core: None,
+            resumed_at: None,
             cur_instrs: 0,
             cur_dep: 0,
             cfg,
@@ -285,5 +300,53 @@ impl<D: Design> Runner for Sim<D> {
             return self.record_machine(wall_seconds);
         }
         self.record_one_core(wall_seconds)
+    }
+
+    fn set_functional(&mut self, on: bool) {
+        debug_assert!(self.machine.is_none(), "sampling runs on one core");
+        if on {
+            if self.core.is_some() {
+                self.parked_core = self.core.take();
+            }
+        } else if self.parked_core.is_some() {
+            self.core = self.parked_core.take();
+            self.resumed_at = Some(self.c.refs);
+        }
+        // The queued DRAM controller is timed by the core: no events while it is parked.
+        self.mem
+            .set_log_events(!on && self.cfg.dram_model() == crate::mem::DramModel::Queued);
+    }
+
+    fn probe(&self) -> crate::sampling::Probe {
+        let c = &self.c;
+        let (cycles, exposed) = match self.core_model() {
+            Some(core) => {
+                let snap = core.snapshot();
+                let settled = snap.settled();
+                (settled.cycles(), settled.head_stall_translation_cycles())
+            }
+            None => (
+                self.timing.core_cycles(&self.cfg.timing, c.instructions),
+                (1.0 - self.cfg.timing.translation_overlap)
+                    * self.timing.mmu_overhead_cycles as f64,
+            ),
+        };
+        crate::sampling::Probe {
+            refs: c.refs,
+            instructions: c.instructions,
+            cycles,
+            exposed_translation_cycles: exposed,
+            l1_tlb_misses: self.mmu.l1_misses,
+            l2_tlb_misses: self.mmu.l2_misses,
+            walks: c.walks,
+            walk_cycles: c.walk_cycles,
+        }
+    }
+}
+
+impl<D: Design> Sim<D> {
+    /// The out-of-order core, parked or not (`timing.model = "ooo"`).
+    pub(super) fn core_model(&self) -> Option<&CoreModel> {
+        self.core.as_ref().or(self.parked_core.as_ref())
     }
 }

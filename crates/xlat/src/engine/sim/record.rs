@@ -49,7 +49,7 @@ impl<D: Design> Sim<D> {
                 + self.mem.nested.as_ref().map_or(0, |h| {
                     h.os_cycles(self.cfg.timing.page_fault_cycles)
                 }),
-            self.core.as_ref().map(CoreModel::snapshot).as_deref(),
+            self.core_model().map(CoreModel::snapshot).as_deref(),
             &mut r,
         );
         {
@@ -67,7 +67,7 @@ impl<D: Design> Sim<D> {
             o.insert("enabled".into(), Value::from(self.cfg.sim.oracle));
         }
         self.mem.stats(&mut r);
-        if let Some(core) = self.core.as_ref() {
+        if let Some(core) = self.core_model() {
             let cycles = r["timing"]["cycles"].as_f64().unwrap_or(0.0);
             // Not settled: the controller as the run has driven it (its counts only grow).
             core.snapshot()
@@ -94,7 +94,7 @@ impl<D: Design> Sim<D> {
             );
             s.insert(
                 "timing_thread".into(),
-                Value::from(self.core.as_ref().is_some_and(CoreModel::threaded)),
+                Value::from(self.core_model().is_some_and(CoreModel::threaded)),
             );
         }
         r.insert("config".into(), self.cfg.to_json());

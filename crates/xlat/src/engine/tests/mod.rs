@@ -1,10 +1,11 @@
 //! The engine's tests, by the part they exercise: `one_core` (the loop, the oracle, walks
-//! and faults of one process on one core), `machine` (multi-core and multi-process runs) and
-//! `warmup` (the measured region after a warm-up). This file holds what they share: small
-//! configurations and a source of events from a list.
+//! and faults of one process on one core), `machine` (multi-core and multi-process runs),
+//! `warmup` (the measured region after a warm-up) and `sampling` (sampled simulation). This
+//! file holds what they share: small configurations and a source of events from a list.
 
 mod machine;
 mod one_core;
+mod sampling;
 mod warmup;
 
 use super::*;

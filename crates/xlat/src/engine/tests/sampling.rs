@@ -1,0 +1,233 @@
+//! Sampled simulation (`sim.sampling`): off leaves a run as it was, functional warming keeps
+//! every functional count, the sampled IPC's interval holds the full run's, the interval
+//! narrows with more windows, bad shapes are refused, and a sampled record is deterministic
+//! however the run is chunked.
+
+use super::*;
+
+fn cfg(design: &str, workload: &str, extra: &[(&str, &str)]) -> Result<Config, String> {
+    let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let mut set = vec![
+        o("sim.design", design),
+        o("workload.name", workload),
+        o("workload.footprint", "64MiB"),
+        o("os.phys_mem_bytes", "1GiB"),
+        o("sim.refs", "200000"),
+    ];
+    set.extend(extra.iter().map(|(k, v)| o(k, v)));
+    Config::resolve(None, &set).map_err(|e| e.0)
+}
+
+fn sampled(interval: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("sim.sampling.interval", interval.to_string()),
+        ("sim.sampling.window", "1000".into()),
+        ("sim.sampling.detailed_warmup", "1000".into()),
+    ]
+}
+
+fn run_with(design: &str, workload: &str, extra: &[(&str, String)]) -> Value {
+    let extra: Vec<(&str, &str)> = extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    run_workload(&cfg(design, workload, &extra).unwrap()).unwrap()
+}
+
+fn metric<'a>(r: &'a Value, key: &str) -> &'a Value {
+    &r["sampling"]["metrics"][key]
+}
+
+#[test]
+fn sampling_off_leaves_the_record_and_its_configuration_as_they_were() {
+    let plain = without_wall_clock(run_with("radix", "gups", &[]));
+    // A window and warm-up set while the interval is 0 change nothing either.
+    let off = without_wall_clock(run_with(
+        "radix",
+        "gups",
+        &[
+            ("sim.sampling.interval", "0".into()),
+            ("sim.sampling.window", "7".into()),
+        ],
+    ));
+    assert_eq!(plain, off);
+    assert!(plain.get("sampling").is_none());
+    assert!(plain["config"]["sim"].get("sampling").is_none());
+}
+
+#[test]
+fn functional_warming_keeps_every_count_but_the_cores_time_as_a_detailed_run_has_it() {
+    for design in ["radix", "ecpt", "utopia"] {
+        let full = run_with(design, "gups", &[]);
+        let s = run_with(design, "gups", &sampled("10000"));
+        for key in [
+            "refs",
+            "instructions",
+            "tlb",
+            "walk",
+            "cache",
+            "os",
+            "page_table",
+        ] {
+            assert_eq!(full[key], s[key], "{design}: {key}");
+        }
+        // The memory system's DRAM model (its row buffers) is warmed too; the queued
+        // controller's figures (`dram.queued`) are the core's, detailed references only.
+        for key in ["accesses", "reads", "writes", "row_hits", "row_conflicts"] {
+            assert_eq!(full["dram"][key], s["dram"][key], "{design}: dram.{key}");
+        }
+        assert_eq!(full[design], s[design], "{design}: its own section");
+        assert_eq!(s["sampling"]["windows"], 20, "{design}");
+        assert_eq!(s["sampling"]["measured_refs"], 20 * 1000, "{design}");
+    }
+}
+
+#[test]
+fn the_sampled_ipc_of_a_steady_workload_lies_within_its_interval_of_the_full_run() {
+    for design in ["radix", "ecpt"] {
+        let full = run_with(design, "gups", &[]);
+        let s = run_with(design, "gups", &sampled("5000"));
+        let ipc = full["timing"]["ipc"].as_f64().unwrap();
+        let e = &s["sampling"]["estimate"];
+        let (lo, hi) = (
+            e["ipc_ci95_low"].as_f64().unwrap(),
+            e["ipc_ci95_high"].as_f64().unwrap(),
+        );
+        assert!(
+            lo <= ipc && ipc <= hi,
+            "{design}: {ipc} not in [{lo}, {hi}]"
+        );
+        assert_eq!(s["timing"]["ipc"], e["ipc"]);
+        assert_eq!(s["sampling"]["windows"], 40);
+        // The whole-run L1 TLB MPKI lies within the windows' interval as well.
+        let mpki = full["tlb"]["l1_mpki"].as_f64().unwrap();
+        let m = metric(&s, "l1_tlb_mpki");
+        assert!(
+            m["ci95_low"].as_f64().unwrap() <= mpki && mpki <= m["ci95_high"].as_f64().unwrap(),
+            "{design}: {mpki} not in {m}"
+        );
+    }
+}
+
+#[test]
+fn the_interval_narrows_with_more_windows() {
+    let few = run_with("radix", "gups", &sampled("20000"));
+    let many = run_with("radix", "gups", &sampled("5000"));
+    assert_eq!(few["sampling"]["windows"], 10);
+    assert_eq!(many["sampling"]["windows"], 40);
+    let half = |r: &Value| {
+        metric(r, "cycles_per_ref")["ci95_half_width"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        half(&many) < half(&few),
+        "{} !< {}",
+        half(&many),
+        half(&few)
+    );
+}
+
+#[test]
+fn a_sampled_record_is_the_same_for_a_seed_however_the_run_is_chunked() {
+    let c = cfg(
+        "radix",
+        "btree",
+        &[
+            ("sim.sampling.interval", "10000"),
+            ("sim.sampling.window", "1000"),
+            ("sim.warmup_refs", "15000"),
+        ],
+    )
+    .unwrap();
+    let once = without_wall_clock(run_workload(&c).unwrap());
+    assert_eq!(once, without_wall_clock(run_workload(&c).unwrap()));
+    let sources =
+        crate::workloads::create_all(&c.workload, c.sim.simulated_refs(), c.sim.seed).unwrap();
+    let mut sim = Simulation::with_sources(&c, sources).unwrap();
+    while !sim.step(777).unwrap() {}
+    let chunked = without_wall_clock(sim.record());
+    let mut differ = Vec::new();
+    diff("", &once, &chunked, &mut differ);
+    assert!(differ.is_empty(), "{differ:?}");
+    assert_eq!(once["sampling"]["windows"], 20);
+    assert_eq!(once["refs"], 200000);
+}
+
+/// The paths at which `a` and `b` differ.
+fn diff(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                diff(
+                    &format!("{path}.{k}"),
+                    v,
+                    y.get(k).unwrap_or(&Value::Null),
+                    out,
+                );
+            }
+        }
+        _ if a != b => out.push(format!("{path}: {a} vs {b}")),
+        _ => {}
+    }
+}
+
+#[test]
+fn bad_sampling_configurations_are_refused_with_the_key_named() {
+    let err = |extra: &[(&str, &str)]| cfg("radix", "gups", extra).unwrap_err();
+    let e = err(&[
+        ("sim.sampling.interval", "1000"),
+        ("sim.sampling.window", "2000"),
+    ]);
+    assert!(e.contains("sim.sampling.window (2000)"), "{e}");
+    let e = err(&[
+        ("sim.sampling.interval", "1000"),
+        ("sim.sampling.window", "0"),
+    ]);
+    assert!(e.contains("sim.sampling.window must be at least 1"), "{e}");
+    let e = err(&[("sim.sampling.interval", "1000000")]);
+    assert!(e.contains("shorter than one sampling unit"), "{e}");
+    let e = err(&[("sim.sampling.interval", "-5")]);
+    assert!(e.contains("must not be negative"), "{e}");
+    let e = err(&[("sim.sampling.windw", "5")]);
+    assert!(
+        e.contains("unknown configuration key 'sim.sampling.windw'"),
+        "{e}"
+    );
+    let e = err(&[
+        ("sim.sampling.interval", "10000"),
+        ("sim.cores", "2"),
+        ("workload.name", "gups,btree"),
+    ]);
+    assert!(e.contains("sim.sampling runs on one core"), "{e}");
+}
+
+#[test]
+fn a_sampled_run_of_several_processes_is_refused() {
+    let c = cfg("radix", "gups,btree", &[("sim.sampling.interval", "10000")]).unwrap();
+    let e = run_workload(&c).unwrap_err().to_string();
+    assert!(e.contains("2 processes are not supported"), "{e}");
+}
+
+#[test]
+fn a_trace_that_ends_within_the_first_unit_reports_no_window_and_no_estimate() {
+    let base = 0x7000_0000_0000u64;
+    let mut events = vec![Event::Mmap {
+        addr: Vaddr(base),
+        len: 1 << 20,
+        prot: RW,
+        flags: 0,
+    }];
+    events.extend((0..3000u64).map(|i| load(base + (i * 4096) % (1 << 20), 8)));
+    let mut c = small("radix");
+    c.sim.sampling = crate::sampling::SamplingConfig {
+        interval: 10000,
+        window: 1000,
+        detailed_warmup: 1000,
+    };
+    let r = run(&c, Box::new(Events(events.into_iter()))).unwrap();
+    assert_eq!(r["refs"], 3000);
+    assert_eq!(r["sampling"]["windows"], 0);
+    assert!(r["sampling"]["estimate"]
+        .as_str()
+        .unwrap()
+        .starts_with("none"));
+    assert!(r["sampling"]["metrics"]["ipc"].get("ci95_low").is_none());
+}

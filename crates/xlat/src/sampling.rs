@@ -1,0 +1,384 @@
+//! Sampled simulation (`sim.sampling`): systematic sampling of short detailed windows in the
+//! manner of SMARTS (Wunderlich et al., ISCA 2003), with functional warming in between.
+//!
+//! # Method
+//!
+//! The measured region (after `sim.warmup_refs`) is cut into units of `interval` references.
+//! In each unit the first `interval - detailed_warmup - window` references run *functionally
+//! warmed*: every piece of state that outlives a window is updated as in a detailed run (the
+//! OS model and its faults, page tables and the design's structures, TLBs, page-walk caches,
+//! caches and their replacement state, the fixed-latency DRAM model's row buffers), but the
+//! out-of-order core is not given the reference and the queued DRAM controller sees none of
+//! its memory requests. Then `detailed_warmup` references run in detail without being measured
+//! (they refill the core's window and the DRAM queues), then `window` references run in detail
+//! and are measured. The warm-up of `sim.warmup_refs` runs functionally warmed as well.
+//!
+//! # What is sampled and what is counted over the whole run
+//!
+//! Counts that functional warming keeps (references, instructions, TLB misses, walks and their
+//! latency under the fixed-latency memory model, cache and DRAM counts, OS events) are exact
+//! over the whole run. Core time exists only in the windows: `timing.cycles` is estimated as
+//! the windows' mean cycles per reference times the references measured, and `timing.ipc` and
+//! `timing.mmu_overhead_share` from it. The `sampling` section of the record gives, per window
+//! metric, the mean and its 95 % confidence interval (Student t with `windows - 1` degrees of
+//! freedom over the window-to-window variance), and lists which figures are estimates and
+//! which cover the detailed references only (the core's own figures, the queued DRAM model's).
+//!
+//! Contract: with `sim.sampling.interval = 0` (the default) nothing here runs and a record is
+//! bit-identical to one of a build without sampling; with it on, the record of a seed is
+//! deterministic (wall-clock fields aside).
+
+use crate::stats::{Stats, StatsExt};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `[sim.sampling]`: systematic sampling of detailed windows (off while `interval` is 0).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SamplingConfig {
+    /// References per sampling unit; 0 (the default) turns sampling off. Recommended: 100000
+    /// with the default `window` and `detailed_warmup` (docs/timing.md, "Sampled simulation").
+    pub interval: u64,
+    /// References measured in detail at the end of each unit (the window).
+    pub window: u64,
+    /// References simulated in detail but not measured just before each window (they refill
+    /// the out-of-order core's window and the DRAM queues after functional warming).
+    pub detailed_warmup: u64,
+}
+
+impl Default for SamplingConfig {
+    fn default() -> Self {
+        SamplingConfig {
+            interval: 0,
+            window: 2000,
+            detailed_warmup: 2000,
+        }
+    }
+}
+
+impl SamplingConfig {
+    /// Whether sampling is on (`interval` above 0).
+    pub fn is_on(&self) -> bool {
+        self.interval > 0
+    }
+
+    /// References of each unit run functionally warmed.
+    pub fn functional_refs(&self) -> u64 {
+        self.interval - self.window - self.detailed_warmup
+    }
+
+    /// Check the shape of a unit (only when sampling is on).
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.is_on() {
+            return Ok(());
+        }
+        if self.window == 0 {
+            return Err(
+                "sim.sampling.window must be at least 1 when sampling is on \
+                 (sim.sampling.interval > 0)"
+                    .into(),
+            );
+        }
+        if self.window.saturating_add(self.detailed_warmup) > self.interval {
+            return Err(format!(
+                "sim.sampling.window ({}) plus sim.sampling.detailed_warmup ({}) exceeds \
+                 sim.sampling.interval ({}): each unit of `interval` references holds its \
+                 detailed warm-up and its window",
+                self.window, self.detailed_warmup, self.interval
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The running totals a window is measured from (taken at its first and after its last
+/// reference).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Probe {
+    /// References simulated (all processes; the warm-up's included).
+    pub refs: u64,
+    /// Instructions of those references.
+    pub instructions: u64,
+    /// Core cycles so far (the core model's, all of its references accounted).
+    pub cycles: f64,
+    /// Cycles of those that retirement stood still behind a translation (`ooo`), or the
+    /// exposed translation cycles of the `simple` formula.
+    pub exposed_translation_cycles: f64,
+    /// Data-side L1 TLB misses.
+    pub l1_tlb_misses: u64,
+    /// Data-side L2 TLB misses.
+    pub l2_tlb_misses: u64,
+    /// TLB-miss walks and their cycles.
+    pub walks: u64,
+    /// Cycles of those walks.
+    pub walk_cycles: u64,
+}
+
+/// One measured window: the difference of its two probes.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Window {
+    refs: u64,
+    instructions: u64,
+    cycles: f64,
+    exposed: f64,
+    l1: u64,
+    l2: u64,
+    walks: u64,
+    walk_cycles: u64,
+}
+
+impl Window {
+    /// The window from its first probe `a` to its last `b`.
+    pub fn between(a: &Probe, b: &Probe) -> Window {
+        Window {
+            refs: b.refs - a.refs,
+            instructions: b.instructions - a.instructions,
+            cycles: b.cycles - a.cycles,
+            exposed: b.exposed_translation_cycles - a.exposed_translation_cycles,
+            l1: b.l1_tlb_misses - a.l1_tlb_misses,
+            l2: b.l2_tlb_misses - a.l2_tlb_misses,
+            walks: b.walks - a.walks,
+            walk_cycles: b.walk_cycles - a.walk_cycles,
+        }
+    }
+}
+
+/// Two-sided 97.5 % quantiles of Student's t for 1..=30 degrees of freedom.
+const T_975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// The 0.975 quantile of Student's t with `df` degrees of freedom (a table to 30, then the
+/// Cornish-Fisher expansion around the normal's 1.959964, good to 1e-3).
+pub fn t_975(df: u64) -> f64 {
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T_975[df as usize - 1],
+        _ => {
+            let z: f64 = 1.959964;
+            let n = df as f64;
+            z + (z.powi(3) + z) / (4.0 * n)
+                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
+        }
+    }
+}
+
+/// Mean and 95 % confidence half-width of `xs` (Student t over the sample variance); the
+/// half-width is infinite with fewer than two values.
+pub fn mean_ci(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len();
+    if n == 0 {
+        return (0.0, f64::INFINITY);
+    }
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, f64::INFINITY);
+    }
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    (mean, t_975(n as u64 - 1) * (var / n as f64).sqrt())
+}
+
+fn put_interval(out: &mut Stats, key: &str, xs: &[f64]) {
+    let (mean, half) = mean_ci(xs);
+    let s = out.section(key);
+    s.put_u64("n", xs.len() as u64);
+    s.put_f64("mean", mean);
+    if half.is_finite() {
+        s.put_f64("ci95_low", mean - half);
+        s.put_f64("ci95_high", mean + half);
+        s.put_f64("ci95_half_width", half);
+        s.put_f64(
+            "ci95_relative",
+            if mean != 0.0 { half / mean.abs() } else { 0.0 },
+        );
+    }
+}
+
+/// Per-window values of the rates the `sampling` section reports.
+fn series(windows: &[Window]) -> Vec<(&'static str, Vec<f64>)> {
+    let per_ref = |f: &dyn Fn(&Window) -> f64| -> Vec<f64> {
+        windows.iter().filter(|w| w.refs > 0).map(f).collect()
+    };
+    let per_instr = |f: &dyn Fn(&Window) -> f64| -> Vec<f64> {
+        windows
+            .iter()
+            .filter(|w| w.instructions > 0)
+            .map(f)
+            .collect()
+    };
+    vec![
+        ("cycles_per_ref", per_ref(&|w| w.cycles / w.refs as f64)),
+        ("cpi", per_instr(&|w| w.cycles / w.instructions as f64)),
+        (
+            "ipc",
+            windows
+                .iter()
+                .filter(|w| w.cycles > 0.0)
+                .map(|w| w.instructions as f64 / w.cycles)
+                .collect(),
+        ),
+        (
+            "l1_tlb_mpki",
+            per_instr(&|w| w.l1 as f64 * 1000.0 / w.instructions as f64),
+        ),
+        (
+            "l2_tlb_mpki",
+            per_instr(&|w| w.l2 as f64 * 1000.0 / w.instructions as f64),
+        ),
+        (
+            "avg_walk_cycles",
+            windows
+                .iter()
+                .filter(|w| w.walks > 0)
+                .map(|w| w.walk_cycles as f64 / w.walks as f64)
+                .collect(),
+        ),
+        (
+            "mmu_overhead_share",
+            windows
+                .iter()
+                .filter(|w| w.cycles > 0.0)
+                .map(|w| w.exposed / w.cycles)
+                .collect(),
+        ),
+    ]
+}
+
+/// Keys of the record's `timing` section that are estimates from the windows.
+pub const ESTIMATED_KEYS: &[&str] = &["timing.cycles", "timing.ipc", "timing.mmu_overhead_share"];
+
+/// Rewrite record `r` (of the measured region, whole-run counts) for a sampled run: the
+/// timing estimates from `windows` and the `sampling` section. `detailed_refs` is how many
+/// references ran in detail (windows and their warm-ups).
+pub fn finish_record(r: &mut Value, cfg: &SamplingConfig, windows: &[Window], detailed_refs: u64) {
+    let refs = r["refs"].as_u64().unwrap_or(0);
+    let instructions = r["instructions"].as_u64().unwrap_or(0);
+    let rates = series(windows);
+    let mut s = Stats::new();
+    s.put_u64("interval", cfg.interval);
+    s.put_u64("window", cfg.window);
+    s.put_u64("detailed_warmup", cfg.detailed_warmup);
+    s.put_u64("windows", windows.len() as u64);
+    s.put_u64("measured_refs", windows.iter().map(|w| w.refs).sum());
+    s.put_u64("detailed_refs", detailed_refs);
+    s.put_f64(
+        "detailed_share",
+        if refs > 0 {
+            detailed_refs as f64 / refs as f64
+        } else {
+            0.0
+        },
+    );
+    s.put_str("interval_method", "student_t_95");
+    {
+        let m = s.section("metrics");
+        for (k, xs) in &rates {
+            put_interval(m, k, xs);
+        }
+    }
+    if windows.is_empty() {
+        // A trace that ended within the first unit: no estimate, and the timing figures are
+        // left as the detailed references gave them (none, when it ended in the functional
+        // part).
+        s.put_str(
+            "estimate",
+            "none: no window was completed (the run ended within its first unit)",
+        );
+        r["sampling"] = Value::Object(s);
+        return;
+    }
+    // The run's estimate: exact references and instructions, the windows' mean time per
+    // reference; its interval follows from that of `cycles_per_ref`.
+    let (cpr, cpr_half) = mean_ci(&rates[0].1);
+    let cycles = cpr * refs as f64;
+    let ipc_at = |c: f64| {
+        if c > 0.0 {
+            instructions as f64 / (c * refs as f64)
+        } else {
+            0.0
+        }
+    };
+    let (share, _) = mean_ci(&rates[6].1);
+    {
+        let e = s.section("estimate");
+        e.put_f64("cycles", cycles);
+        e.put_f64("ipc", ipc_at(cpr));
+        if cpr_half.is_finite() {
+            e.put_f64("ipc_ci95_low", ipc_at(cpr + cpr_half));
+            // Unbounded above when the interval of the time per reference reaches 0.
+            if cpr - cpr_half > 0.0 {
+                e.put_f64("ipc_ci95_high", ipc_at(cpr - cpr_half));
+            }
+        }
+        e.put_str(
+            "method",
+            "cycles = mean cycles per reference of the windows x references measured; \
+             ipc = instructions / cycles (instructions counted over the whole run)",
+        );
+    }
+    s.insert(
+        "estimated_keys".into(),
+        Value::from(ESTIMATED_KEYS.to_vec()),
+    );
+    s.put_str(
+        "detailed_refs_only",
+        "the out-of-order core's own figures (timing.* other than the estimated keys) and the \
+         queued DRAM model's (dram.* from the controller) cover the detailed references only",
+    );
+    s.put_str(
+        "whole_run",
+        "every other figure (references, instructions, TLB, page-walk cache, walk, cache, \
+         OS and design counts) is counted over every reference: functional warming keeps them",
+    );
+    if let Some(t) = r.get_mut("timing").and_then(Value::as_object_mut) {
+        let f = |v: f64| serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number);
+        t.insert("cycles".into(), f(cycles));
+        t.insert("ipc".into(), f(ipc_at(cpr)));
+        t.insert("mmu_overhead_share".into(), f(share));
+    }
+    r["sampling"] = Value::Object(s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn students_t_matches_its_table_and_tends_to_the_normal() {
+        assert_eq!(t_975(1), 12.706);
+        assert_eq!(t_975(30), 2.042);
+        assert!((t_975(40) - 2.021).abs() < 1e-3, "{}", t_975(40));
+        assert!((t_975(120) - 1.980).abs() < 1e-3, "{}", t_975(120));
+        assert!((t_975(1_000_000) - 1.96).abs() < 1e-3);
+    }
+
+    #[test]
+    fn the_interval_of_a_known_sample_is_its_mean_plus_or_minus_t_times_the_standard_error() {
+        let (m, h) = mean_ci(&[1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert_eq!(m, 3.0);
+        // s = sqrt(2.5), t(4) = 2.776.
+        assert!((h - 2.776 * (2.5f64 / 5.0).sqrt()).abs() < 1e-12);
+        assert!(mean_ci(&[7.0]).1.is_infinite());
+    }
+
+    #[test]
+    fn a_window_larger_than_its_interval_is_refused_with_the_keys_named() {
+        let bad = SamplingConfig {
+            interval: 1000,
+            window: 900,
+            detailed_warmup: 200,
+        };
+        let e = bad.validate().unwrap_err();
+        assert!(e.contains("sim.sampling.window (900)") && e.contains("interval (1000)"));
+        let zero = SamplingConfig {
+            interval: 1000,
+            window: 0,
+            detailed_warmup: 0,
+        };
+        assert!(zero.validate().unwrap_err().contains("at least 1"));
+        assert!(SamplingConfig::default().validate().is_ok());
+        assert!(!SamplingConfig::default().is_on());
+    }
+}
