@@ -239,8 +239,8 @@ def test_set_with_an_unknown_key_is_an_error_naming_it(tmp_path):
 
 def test_set_overrides_a_key_in_every_run_of_every_experiment(monkeypatch):
     seen = []
-    monkeypatch.setattr(reproduce, "run_sweep", lambda spec, *a, **k: seen.append(spec) or
-                        {"interrupted": False, "failed": 0, "runs": []})  # fmt: skip
+    summary = {"interrupted": False, "failed": 0, "runs": [], "total": 0, "skipped": 0}
+    monkeypatch.setattr(reproduce, "run_sweep", lambda spec, *a, **k: seen.append(spec) or summary)
     monkeypatch.setattr(reproduce, "frame_of", lambda db, runs: reproduce._empty_frame())
     result = reproduce.reproduce("tps", overrides={"timing.model": "simple"})
     assert len(seen) == 3 and all(s.params["timing.model"] == ["simple"] for s in seen)
