@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all setup build wheel package vgtool demo report-docs results-docs test test-rust test-isa test-python rust-tests python-tests build-then-python-tests test-browser bench lint fmt clean
+.PHONY: all setup build wheel package vgtool demo report-docs results-docs test test-rust test-isa test-python rust-tests python-tests test-browser bench lint fmt clean
 
 all: build
 
@@ -107,16 +107,8 @@ results-docs: build
 # The Rust and Python suites run side by side once the build is done (the Python tests leave a
 # CPU mostly idle: they wait on subprocesses, Ray and the disk); each suite's output is printed
 # whole when it ends.
-# The Rust tests compile (about 8 CPU-minutes) while the core's three builds link and while the
-# Python tests run: the builds leave one of the two cores idle much of the time (rustc's front end
-# is serial), and the Rust tests need no Python build. Their target folders differ
-# (`target/release-test` against `target/<triple>/release` and `target/cpu-*`), so neither
-# waits for the other's lock.
-test: setup
-	$(MAKE) --no-print-directory -j2 --output-sync=target rust-tests build-then-python-tests
-
-build-then-python-tests: build
-	$(MAKE) --no-print-directory python-tests
+test: build
+	$(MAKE) --no-print-directory -j2 --output-sync=target rust-tests python-tests
 
 # The Rust tests, in profile release-test (Cargo.toml: release without LTO).
 test-rust: setup
