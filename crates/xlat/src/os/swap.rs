@@ -11,7 +11,7 @@
 //!
 //! The accessed bits are kept per frame (the first 4 KiB frame of the page), in a bitmap, not
 //! per page in the clock's map: every walk sets one, and a hash-map probe per walk into a map of
-//! every mapped page cost radix on gups at 1 GiB 40 % of its run time (host cache misses) with
+//! every mapped page took 27 % of radix on gups at 1 GiB under perf (host cache misses), with
 //! nothing ever swapped. The two are equivalent because a page's frame changes only through
 //! `install` (migration and compaction re-install), which sets the new frame's bit as tracking
 //! the page did, and no frame is mapped twice; so a tracked page's bit is always the one its
