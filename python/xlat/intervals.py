@@ -46,6 +46,10 @@ T_975 = (
     2.052, 2.048, 2.045, 2.042,
 )  # fmt: skip
 
+#: The flattened keys of a sampled run's cycles-per-reference interval (``mean``, ``n``,
+#: ``ci95_half_width``) that a time's standard error comes from.
+CPR_KEY = "sampling.metrics.cycles_per_ref."
+
 #: What a table says once when none of its figures has an interval.
 NO_INTERVAL = "no interval: one unsampled run"
 
@@ -192,7 +196,7 @@ def time_error(row: Mapping[str, Any], metric: str = "cycles") -> tuple[float, f
     time = cycles + (0.0 if os_cycles != os_cycles else os_cycles)
     if not is_sampled(row):
         return time, 0.0, math.inf
-    key = "sampling.metrics.cycles_per_ref."
+    key = CPR_KEY
     mean, n = _float(row.get(key + "mean")), _float(row.get(key + "n"))
     half = _float(row.get(key + "ci95_half_width"))
     if not (n >= 2 and mean > 0 and half == half):

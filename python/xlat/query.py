@@ -306,7 +306,9 @@ def with_speedup_estimates(df, baseline: str, metric: str = "cycles"):
     from xlat import intervals
 
     total = "total" if metric == "total" else "cycles"
-    rows = df.to_dict("records")
+    wanted = ["design", "point_hash", "speedup", "timing.cycles", "timing.os_cycles"]
+    wanted += ["sampling.windows"] + [c for c in df.columns if c.startswith(intervals.CPR_KEY)]
+    rows = df[[c for c in wanted if c in df.columns]].to_dict("records")
     errors = [intervals.time_error(r, total) for r in rows]
     base = {}
     for r, e in zip(rows, errors):
