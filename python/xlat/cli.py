@@ -324,6 +324,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _print_stats_text(recs)
     else:
         print(format_table(table_rows(recs, args.baseline, args.metric)))
+        if len(recs) > 1:
+            print()
+            print("\n".join(speedup_notes(recs, args.baseline, args.metric)))
     if args.report:
         try:
             paths = write_report(recs, args.report, args.baseline, width=args.figure_width)
@@ -332,6 +335,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise UsageError(message.replace("--out", "--report", 1)) from None
         print(f"report written: {paths['html']} and {paths['markdown']}", file=sys.stderr)
     return 0
+
+
+def speedup_notes(recs: list[dict], baseline: str | None, metric: str) -> list[str]:
+    """The lines under ``xlat compare``'s table, printed once: how the speedups' 95 % intervals
+    were derived and each speedup whose interval contains 1.0, or ``no interval: one unsampled
+    run`` (:func:`xlat.intervals.notes`).
+
+    >>> recs = [{"design": "radix", "timing": {"cycles": 10.0}},
+    ...         {"design": "ideal", "timing": {"cycles": 8.0}}]
+    >>> speedup_notes(recs, None, "cycles")
+    ['no interval: one unsampled run']
+    """
+    from xlat.intervals import notes, record_estimates
+
+    return notes(record_estimates(recs, baseline, metric))
 
 
 def cmd_config(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from xlat.query import (
     default_columns,
     design_order,
     format_frame,
+    interval_display,
     results,
     varying_params,
     write_frame,
@@ -279,7 +280,9 @@ def cmd_results(args: argparse.Namespace) -> int:
         speedup_over=args.speedup_over,
         spec=args.spec,
         metric=args.metric,
+        intervals=args.speedup_over is not None,
     )
+    notes = out.attrs.get("speedup_notes", []) if args.speedup_over is not None else []
     if args.output is not None:
         fmt = None if args.format in (None, "table") else args.format
         if args.format == "table":
@@ -298,8 +301,14 @@ def cmd_results(args: argparse.Namespace) -> int:
             out.columns = [
                 c[len("config.") :] if c.startswith("config.") else c for c in out.columns
             ]
+    table_format = (args.format or "table") == "table"
+    if table_format and args.speedup_over is not None:
+        out = interval_display(out)
     try:
         print(format_frame(out, args.format or "table").rstrip("\n"))
+        if table_format and notes:
+            print()
+            print("\n".join(notes))
         sys.stdout.flush()
     except BrokenPipeError:  # `xlat results | head`: the reader is gone, which is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

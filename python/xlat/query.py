@@ -298,6 +298,141 @@ def with_speedup(df, baseline: str, metric: str = "cycles"):
     return df.assign(speedup=ref.astype(float) / df["_time"]).drop(columns="_time")
 
 
+def with_speedup_estimates(df, baseline: str, metric: str = "cycles"):
+    """``df`` (with its ``speedup`` column, :func:`with_speedup`) plus a column
+    ``speedup_estimate``: each run's speedup over the baseline's run of the same grid point as
+    an :class:`xlat.intervals.LogEstimate` (the baseline's own runs exact; a pair with a
+    sampled run with its sampling interval; two unsampled runs without an interval)."""
+    from xlat import intervals
+
+    total = "total" if metric == "total" else "cycles"
+    wanted = ["design", "point_hash", "speedup", "timing.cycles", "timing.os_cycles"]
+    wanted += ["sampling.windows"] + [c for c in df.columns if c.startswith(intervals.CPR_KEY)]
+    rows = df[[c for c in wanted if c in df.columns]].to_dict("records")
+    errors = [intervals.time_error(r, total) for r in rows]
+    base = {}
+    for r, e in zip(rows, errors):
+        if r["design"] == baseline:
+            base.setdefault(r["point_hash"], e)
+    est = []
+    for r, e in zip(rows, errors):
+        sp = r.get("speedup")
+        if r["design"] == baseline:
+            est.append(intervals.exact(1.0))
+        elif r["point_hash"] not in base or not (sp == sp) or metric not in ("cycles", "total"):
+            est.append(intervals.none(sp if sp == sp else float("nan")))
+        else:
+            est.append(intervals.ratio_estimate(base[r["point_hash"]], e))
+    out = df.copy()  # one block per dtype: a wide stored frame would warn of fragmentation
+    out["speedup_estimate"] = est
+    return out
+
+
+def speedup_estimates(df, index: list[str], table) -> dict:
+    """The estimate of every cell of :func:`speedup_table`'s ``table`` (built from ``df`` with
+    :func:`with_speedup_estimates`), keyed ``(row key, design)``: a cell's seeds give Student's
+    t interval, one run its sampling interval (:func:`xlat.intervals.cell_estimate`); a
+    geomean row combines its workloads' cells (:func:`xlat.intervals.geomean_estimate`)."""
+    from xlat import intervals
+
+    cells: dict[tuple, dict[str, Any]] = {}
+    for key, g in df.groupby([*index, "design"], sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        cells.setdefault(tuple(key[:-1]), {})[key[-1]] = intervals.cell_estimate(
+            [float(v) for v in g["speedup"]], list(g["speedup_estimate"])
+        )
+    pos = index.index("workload") if "workload" in index else None
+    per_setting = pos is not None and len(index) > 1
+
+    def others(k: tuple) -> tuple:
+        return k[:pos] + k[pos + 1 :] if per_setting else ()
+
+    out = {}
+    for row in table.index:
+        k = row if isinstance(row, tuple) else (row,)
+        for d in table.columns:
+            if k in cells:
+                e = cells[k].get(d)
+            else:  # a geomean row: its setting's workloads (or every row)
+                members = [m for m in cells if others(m) == others(k)]
+                parts = [cells[m].get(d) for m in members]
+                e = (
+                    intervals.geomean_estimate(parts)
+                    if parts and all(p is not None and p.point == p.point for p in parts)
+                    else None
+                )
+            out[(row, d)] = e if e is not None else intervals.none(float("nan"))
+    return out
+
+
+def with_intervals(table, estimates: dict):
+    """``table`` (:func:`speedup_table`) with columns ``DESIGN.ci95_low`` and
+    ``DESIGN.ci95_high`` after each design's when some cell has an interval (the table
+    unchanged otherwise), and in ``attrs["speedup_notes"]`` the lines to print once under it
+    (:func:`xlat.intervals.notes`).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from xlat import intervals
+    >>> t = pd.DataFrame({"radix": [1.0], "ecpt": [1.01]}, index=pd.Index(["gups"], name="w"))
+    >>> est = {("gups", "radix"): intervals.exact(1.0),
+    ...        ("gups", "ecpt"): intervals.seed_estimate([0.99, 1.02, 1.02])}
+    >>> out = with_intervals(t, est)
+    >>> list(out.columns)
+    ['radix', 'radix.ci95_low', 'radix.ci95_high', 'ecpt', 'ecpt.ci95_low', 'ecpt.ci95_high']
+    >>> out.attrs["speedup_notes"][-1]
+    '* the interval contains 1.0: not distinguishable from 1.0'
+    """
+    from xlat import intervals
+
+    labels = {f"{d} @ {row}": e for (row, d), e in estimates.items()}
+    lines = intervals.notes(labels, cells=True)
+    if not any(e.has_interval for e in estimates.values()):
+        table.attrs["speedup_notes"] = lines
+        return table
+    cols = {}
+    for d in table.columns:
+        cols[d] = table[d]
+        bounds = [estimates[(row, d)].bounds() for row in table.index]
+        cols[f"{d}.ci95_low"] = [b[1] for b in bounds]
+        cols[f"{d}.ci95_high"] = [b[2] for b in bounds]
+    import pandas as pd
+
+    out = pd.DataFrame(cols, index=table.index)
+    out.columns.name = table.columns.name
+    out.attrs["speedup_notes"] = lines
+    return out
+
+
+def interval_display(table):
+    """A speedup table with intervals (:func:`with_intervals`) for the screen: each design's
+    cell as ``1.012 [0.995, 1.030]*`` (:func:`xlat.intervals.interval_cell`), the bound
+    columns folded into it; a table without them is returned as it is.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"ecpt": [1.01], "ecpt.ci95_low": [0.99], "ecpt.ci95_high": [1.03]})
+    >>> interval_display(t)["ecpt"].tolist()
+    ['1.010 [0.990, 1.030]*']
+    """
+    from xlat.intervals import interval_cell
+
+    lows = [c for c in table.columns if str(c).endswith(".ci95_low")]
+    if not lows:
+        return table
+    out = table.copy()
+    for c in lows:
+        d = str(c)[: -len(".ci95_low")]
+        out[d] = [
+            interval_cell(p, lo, hi)
+            for p, lo, hi in zip(table[d], table[c], table[f"{d}.ci95_high"])
+        ]
+        out = out.drop(columns=[c, f"{d}.ci95_high"])
+    return out
+
+
 def _strip(name: str) -> str:
     return name[len("config.") :] if name.startswith("config.") else name
 
@@ -376,6 +511,7 @@ def results(
     speedup_over: str | None = None,
     spec: str | Path | Mapping[str, Any] | None = None,
     metric: str = "cycles",
+    intervals: bool = False,
 ):
     """Query the result store; returns a pandas DataFrame.
 
@@ -387,7 +523,10 @@ def results(
     - ``speedup_over=DESIGN``: the speedup of every design over DESIGN (ratio of ``metric`` on
       the same grid point: ``cycles``, the core's time, or ``total``, OS time included), rows
       ``by`` (default: workload and every swept parameter) x designs, geometric mean over seeds
-      and a final ``geomean`` row.
+      and a final ``geomean`` row. With ``intervals``, each design's 95 % interval follows
+      it as ``DESIGN.ci95_low`` and ``DESIGN.ci95_high`` where the runs carry one (from
+      several seeds per point, or from sampled runs; docs/timing.md, "Intervals of
+      speedups"), and ``attrs["speedup_notes"]`` holds the lines to print once under it.
     - ``value`` with ``by`` (and optionally ``pivot``): ``value`` aggregated with ``agg``.
 
     Examples
@@ -420,7 +559,11 @@ def results(
             raise QueryError("no stored run matches the filters")
         df = with_speedup(df, speedup_over, metric)
         index = _index(by, df)
-        return speedup_table(df, index)
+        table = speedup_table(df, index)
+        if not intervals:
+            return table
+        df = with_speedup_estimates(df, speedup_over, metric)
+        return with_intervals(table, speedup_estimates(df, index, table))
     if value is not None:
         df = load_rows(db, where, status, hashes)
         if df.empty:

@@ -30,7 +30,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from xlat.query import design_order, geomean, varying_params, with_speedup
+from xlat import intervals
+from xlat.query import (
+    design_order,
+    geomean,
+    interval_display,
+    varying_params,
+    with_speedup,
+    with_speedup_estimates,
+)
 from xlat.records import speedups
 from xlat.run import designs as registered_designs
 from xlat.run import version
@@ -182,10 +190,17 @@ def table_rows(
     >>> rows = table_rows([run("radix", "gups", "16MiB", 20000)])
     >>> rows[0]["design"], rows[0]["speedup"]
     ('radix', 1.0)
+
+    ``speedup_ci95_low`` and ``speedup_ci95_high`` bound the speedup's 95 % interval where the
+    runs carry one (sampled runs, :func:`xlat.intervals.record_estimates`), NaN otherwise.
     """
+    from xlat.intervals import record_estimates
+
     sp = speedups(records, baseline, metric)
+    est = record_estimates(records, baseline, metric)
     rows = []
     for r in records:
+        _, low, high = est[r["design"]].bounds()
         instr = max(r["instructions"], 1)
         walks = r["walk"]["count"]
         rows.append(
@@ -205,6 +220,8 @@ def table_rows(
                 "page_table_peak_bytes": r["page_table"]["peak_bytes"],
                 "max_contiguous_bytes": r["page_table"]["max_contiguous_bytes"],
                 "speedup": sp[r["design"]],
+                "speedup_ci95_low": low,
+                "speedup_ci95_high": high,
                 "mrefs_per_sec": r["sim"]["refs_per_sec"] / 1e6,
             }
         )
@@ -278,17 +295,31 @@ COLUMNS = [
 
 
 def format_table(rows: list[dict[str, Any]], markdown: bool = False) -> str:
-    """Aligned text table (or a Markdown table) of :func:`table_rows` output.
+    """Aligned text table (or a Markdown table) of :func:`table_rows` output. When a row's
+    speedup has a 95 % interval (``speedup_ci95_low`` / ``_high``), a column ``speedup 95 % CI``
+    follows the speedup, ``*`` marking an interval that contains 1.0.
 
     Examples
     --------
-    >>> print(format_table([{"design": "x", "refs": 1, "l1_tlb_mpki": 0, "l2_tlb_mpki": 0,
+    >>> row = {"design": "x", "refs": 1, "l1_tlb_mpki": 0, "l2_tlb_mpki": 0,
     ...   "walks": 0, "walk_refs_per_walk": 0, "avg_walk_cycles": 0, "mmu_overhead_cycles": 0,
-    ...   "page_table_peak_bytes": 0, "speedup": 1, "mrefs_per_sec": 1}]).split()[0])
+    ...   "page_table_peak_bytes": 0, "speedup": 1, "mrefs_per_sec": 1}
+    >>> print(format_table([row]).split()[0])
     design
+    >>> text = format_table([{**row, "speedup": 1.01, "speedup_ci95_low": 0.99,
+    ...                       "speedup_ci95_high": 1.03}])
+    >>> text.splitlines()[1].split()[-3:-1]
+    ['[0.990,', '1.030]*']
     """
-    header = [title for _, title, _ in COLUMNS]
-    body = [[fmt.format(row[key]) for key, _, fmt in COLUMNS] for row in rows]
+    columns = list(COLUMNS)
+    if any(
+        row.get("speedup_ci95_low", float("nan")) == row.get("speedup_ci95_low") for row in rows
+    ):
+        at = [key for key, _, _ in columns].index("speedup") + 1
+        columns.insert(at, ("_ci95", "speedup 95 % CI", "{}"))
+        rows = [{**row, "_ci95": _ci_cell(row)} for row in rows]
+    header = [title for _, title, _ in columns]
+    body = [[fmt.format(row[key]) for key, _, fmt in columns] for row in rows]
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
         lines += ["| " + " | ".join(cells) + " |" for cells in body]
@@ -298,6 +329,16 @@ def format_table(rows: list[dict[str, Any]], markdown: bool = False) -> str:
         c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
     )
     return "\n".join([fmt_row(header)] + [fmt_row(b) for b in body])
+
+
+def _ci_cell(row: dict[str, Any]) -> str:
+    """``[low, high]`` of a row's speedup interval, ``*`` when it contains 1.0; empty without."""
+    from xlat.intervals import contains_one
+
+    low, high = row.get("speedup_ci95_low", float("nan")), row.get("speedup_ci95_high")
+    if low != low or high is None or high != high:
+        return ""
+    return f"[{low:.3f}, {high:.3f}]" + ("*" if contains_one(low, high) else "")
 
 
 def figure_width(value: str | float | None) -> float:
@@ -390,6 +431,7 @@ class _Data:
         self.axes = varying_params(df)
         for a in self.axes:
             df[a] = df[a].astype(str)
+        df = with_speedup_estimates(df, baseline)
         self.df = df
         self.baseline = baseline
         self.workloads = sorted(df["workload"].astype(str).unique())
@@ -422,6 +464,35 @@ class _Data:
         if not vals:
             return float("nan")
         return geomean(vals) if agg == "geomean" else sum(vals) / len(vals)
+
+    def speedup_estimate(self, workload: str, setting: tuple, design: str):
+        """The speedup of one cell over the baseline with its 95 % interval where the runs
+        carry one (:func:`xlat.intervals.cell_estimate`: seeds, or one sampled pair); the
+        ``geomean`` workload combines the setting's workloads."""
+        if workload == "geomean":
+            parts = [self.speedup_estimate(w, setting, design) for w in self.workloads]
+            if not all(p.point == p.point for p in parts):
+                return intervals.none(float("nan"))
+            return intervals.geomean_estimate(parts)
+        g = self.rows(workload, setting, design)
+        if g is None or g.empty:
+            return intervals.none(float("nan"))
+        return intervals.cell_estimate(
+            [float(v) for v in g["speedup"]], list(g["speedup_estimate"])
+        )
+
+    def speedup_estimates(self) -> dict[str, Any]:
+        """Every cell's speedup estimate (geomean rows included), labelled ``design @ workload
+        (setting)``, for the notes under a table or caption."""
+        out = {}
+        for setting in self.settings:
+            for w in [*self.workloads, "geomean"]:
+                for d in self.designs:
+                    label = f"{d} @ {w}" + (
+                        f" ({self.setting_label(setting)})" if self.axes else ""
+                    )
+                    out[label] = self.speedup_estimate(w, setting, d)
+        return out
 
     def setting_label(self, setting: tuple, skip: str | None = None) -> str:
         return ", ".join(
@@ -488,26 +559,38 @@ class _Data:
 
 def speedup_table(data: _Data):
     """Speedup of every design over the baseline: one row per setting x workload, then one
-    ``geomean`` row per setting (geometric mean over that setting's workloads)."""
+    ``geomean`` row per setting (geometric mean over that setting's workloads). Where some
+    cell has a 95 % interval (seeds or sampled runs, :meth:`_Data.speedup_estimate`), each
+    design's column is followed by ``DESIGN.ci95_low`` and ``DESIGN.ci95_high``."""
     import pandas as pd
 
-    rows = []
+    rows, bounds = [], []
     for setting in data.settings:
         per = {d: [] for d in data.designs}
-        for w in data.workloads:
+        for w in [*data.workloads, "geomean"]:
             row = dict(zip((_short(a) for a in data.axes), setting))
             row["workload"] = w
+            ci = {}
             for d in data.designs:
-                v = data.cell(w, setting, d, "speedup", "geomean")
+                if w == "geomean":
+                    v = geomean(per[d])
+                else:
+                    v = data.cell(w, setting, d, "speedup", "geomean")
+                    per[d].append(v)
                 row[d] = v
-                per[d].append(v)
+                _, low, high = data.speedup_estimate(w, setting, d).bounds()
+                ci[f"{d}.ci95_low"], ci[f"{d}.ci95_high"] = low, high
             rows.append(row)
-        row = dict(zip((_short(a) for a in data.axes), setting))
-        row["workload"] = "geomean"
-        for d in data.designs:
-            row[d] = geomean(per[d])
-        rows.append(row)
-    return pd.DataFrame(rows)
+            bounds.append(ci)
+    table = pd.DataFrame(rows)
+    if not any(v == v for ci in bounds for v in ci.values()):
+        return table
+    cols = {c: table[c] for c in table.columns if c not in data.designs}
+    for d in data.designs:
+        cols[d] = table[d]
+        cols[f"{d}.ci95_low"] = [ci[f"{d}.ci95_low"] for ci in bounds]
+        cols[f"{d}.ci95_high"] = [ci[f"{d}.ci95_high"] for ci in bounds]
+    return pd.DataFrame(cols)
 
 
 #: matplotlib style of every figure (8 pt text at a 3.33 in column; TrueType fonts in PDFs).
@@ -591,6 +674,16 @@ class _Figures:
                     "title": p["title"],
                     "x": list(p["x"]),
                     "series": {k: [_num(v) for v in vs] for k, vs in p["series"].items()},
+                    **(
+                        {
+                            "ci95": {
+                                k: [[_num(lo), _num(hi)] for lo, hi in vs]
+                                for k, vs in p["ci95"].items()
+                            }
+                        }
+                        if p.get("ci95")
+                        else {}
+                    ),
                 }
                 for p in panels
             ],
@@ -670,6 +763,9 @@ class _Figures:
                         "series": {
                             k: v[start : start + max_groups] for k, v in p["series"].items()
                         },
+                        "ci95": {
+                            k: v[start : start + max_groups] for k, v in p.get("ci95", {}).items()
+                        },
                     }
                 )
         longest = max((len(s) for r in rows for s in r["x"]), default=1)
@@ -709,6 +805,26 @@ class _Figures:
                     edgecolor="black",
                     linewidth=0.4,
                 )
+                ci = row["ci95"].get(s)
+                if ci and not stacked:
+                    # 95 % intervals (xlat.intervals): a black whisker over each bar that has one
+                    pts = [
+                        (x, v, lo, hi)
+                        for x, v, (lo, hi) in zip(xs, row["series"][s], ci)
+                        if v == v and lo == lo and hi == hi
+                    ]
+                    if pts:
+                        ax.errorbar(
+                            [p[0] for p in pts],
+                            [p[1] for p in pts],
+                            yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]],
+                            fmt="none",
+                            ecolor="black",
+                            elinewidth=0.6,
+                            capsize=1.2,
+                            capthick=0.6,
+                            zorder=3,
+                        )
                 if not stacked:
                     for x, v in zip(xs, row["series"][s]):
                         if v != v:  # no value (e.g. no walk reached that PWC level)
@@ -795,15 +911,26 @@ class _Figures:
         geo_group: bool = False,
         designs: list[str] | None = None,
         log: bool = False,
+        speedup_errors: bool = False,
     ) -> None:
-        """One panel per setting: workloads on x, a bar per design (``log``: a log y axis)."""
+        """One panel per setting: workloads on x, a bar per design (``log``: a log y axis;
+        ``speedup_errors``: the bars are speedups, drawn with their 95 % intervals as error
+        bars where the runs carry one)."""
         if not self.wants(name):
             return
         data = self.data
         designs = designs or data.designs
         panels = []
+        sources = set()
         for setting in data.settings:
             series = {}
+            errors = {}
+            if speedup_errors:
+                x = data.workloads + (["geomean"] if geo_group else [])
+                for d in designs:
+                    est = [data.speedup_estimate(w, setting, d) for w in x]
+                    sources |= {e.source for e in est if e.has_interval}
+                    errors[d] = [e.bounds()[1:] for e in est]
             for d in designs:
                 vals = []
                 for w in data.workloads:
@@ -816,12 +943,22 @@ class _Figures:
                     vals.append(geomean(vals))
                 series[d] = vals
             x = data.workloads + (["geomean"] if geo_group else [])
-            panels.append({"title": data.setting_label(setting), "x": x, "series": series})
+            panel = {"title": data.setting_label(setting), "x": x, "series": series}
+            if sources:
+                panel["ci95"] = errors
+            panels.append(panel)
         styles = {d: self.design_style(d) for d in designs}
         agg_txt = data.seed_agg(geo=agg == "geomean")
         caption = f"{what} Over {data.scope()}; {agg_txt}" + (
             "; one panel per setting." if data.axes else "."
         )
+        if speedup_errors:
+            method = intervals.method_text(sources)
+            caption += (
+                f" Error bars: {method[0].lower()}{method[1:]}."
+                if method
+                else f" No error bars ({intervals.NO_INTERVAL} per point)."
+            )
         self.bars(name, caption, panels, designs, ylabel, styles, ref_line, log=log)
 
     def design_style(self, design: str) -> tuple[str, str]:
@@ -1531,6 +1668,7 @@ def _draw(
         ref_line=1.0,
         geo_group=True,
         designs=[d for d in data.designs if d != base] or data.designs,
+        speedup_errors=True,
     )
     if "timing.mmu_overhead_share" in df.columns:
         f.per_setting_bars(
@@ -1743,7 +1881,10 @@ def _speedup_latex(table, baseline: str) -> str:
             lines.append("\\midrule")
         prev = setting
         cells = [esc(_axis_value_text(f".{k}", str(vals[k]))) for k in keys] + [
-            "--" if vals[d] != vals[d] else f"{vals[d]:.3f}" for d in designs
+            vals[d]
+            if isinstance(vals[d], str)
+            else ("--" if vals[d] != vals[d] else f"{vals[d]:.3f}")
+            for d in designs
         ]
         if vals["workload"] == "geomean":
             cells = [f"\\textit{{{c}}}" for c in cells]
@@ -1936,6 +2077,10 @@ def _write_report_files(
 
     speed = speedup_table(grid)
     speed.to_csv(out / "speedup.csv", index=False)
+    speed = interval_display(speed)  # the tables show each interval in its speedup's cell
+    speed_notes = intervals.notes(
+        {k: e for k, e in grid.speedup_estimates().items() if e.point == e.point}, cells=True
+    )
     paths_extra = {}
     if latex:
         tex = out / "speedup.tex"
@@ -1955,12 +2100,15 @@ def _write_report_files(
     )
 
     def speed_cell(c: str, v: Any) -> str:
+        if isinstance(v, str) and c in designs:
+            return v
         if c in designs:
             return "n/a" if v != v else f"{v:.3f}"
         return _axis_value_text(f".{c}", str(v)) if c != "workload" else str(v)
 
     speed_head = list(speed.columns)
     speed_body = [[speed_cell(c, v) for c, v in zip(speed_head, row)] for row in speed.values]
+    md_speed_body = [[cell.replace("*", "\\*") for cell in row] for row in speed_body]
 
     def md_table(head: list[str], body: list[list[str]], numeric: list[bool]) -> list[str]:
         return [
@@ -1985,8 +2133,9 @@ def _write_report_files(
         "of each setting (never pooled over settings). Also in speedup.csv"
         + (" and speedup.tex." if latex else "."),
         "",
-        *md_table(speed_head, speed_body, [c in designs for c in speed_head]),
+        *md_table(speed_head, md_speed_body, [c in designs for c in speed_head]),
         "",
+        *(x for line in speed_notes for x in (line.replace("*", "\\*"), "")),
         "## Figures",
         "",
     ]
@@ -2060,6 +2209,7 @@ footer {{ color: #555; font-size: 0.85em; margin-top: 2em; border-top: 1px solid
 setting; {html.escape(grid.seed_agg(geo=True))}; the geomean rows are the geometric mean over the
 workloads of each setting.</p>
 {table_html(speed_head, speed_body, [c in designs for c in speed_head])}
+{"<p>" + "<br>".join(map(html.escape, speed_notes)) + "</p>" if speed_notes else ""}
 <h2>Figures</h2>
 {figures_html}
 <h2>Runs</h2>

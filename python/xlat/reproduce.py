@@ -97,7 +97,7 @@ EXPERIMENT_META = ("name", "figure", "description", "quick", "baseline_experimen
 CLAIM_KEYS = {
     "id", "text", "ref", "paper", "kind", "metric", "figure", "design", "baseline",
     "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick", "note", "of",
-    "effect", "counts", "headline", "derived", "full",
+    "effect", "counts", "headline", "derived", "full", "full_ci95",
 }  # fmt: skip
 #: What a speedup's paper figure may count (``counts``; issue 36, item 6).
 TIME_COUNTS = ("core cycles", "core cycles + OS time", "OS time")
@@ -482,6 +482,88 @@ def claim_value(df, claim: dict[str, Any], baseline_df=None) -> float:
     return _geomean(ratios.tolist())
 
 
+def claim_estimate(df, claim: dict[str, Any], baseline_df=None):
+    """The 95 % interval of ``claim``'s figure from its runs, as an
+    :class:`xlat.intervals.LogEstimate` (source ``"none"``: no interval). Only ratios averaged
+    geometrically have one (a ``speedup`` or a ``ratio`` claim without ``mean``): per grid
+    point (workload, footprint), several seeds give Student's t on the log ratios; one seed of
+    a speedup whose runs are sampled gives the delta method on the two runs' cycles
+    (:func:`xlat.intervals.ratio_estimate`); the points are then combined as the geometric
+    mean is (:func:`xlat.intervals.geomean_estimate`). ``value`` and ``share`` claims, the
+    "up to" (``mean = "max"``) and arithmetic means have none.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rows = [{"design": d, "status": "ok", "workload": "gups", "seed": s,
+    ...          "timing.cycles": c} for d, s, c in [("radix", 1, 120.0), ("x", 1, 100.0),
+    ...          ("radix", 2, 130.0), ("x", 2, 100.0), ("radix", 3, 125.0), ("x", 3, 100.0)]]
+    >>> c = {"kind": "speedup", "design": "x", "baseline": "radix"}
+    >>> e = claim_estimate(pd.DataFrame(rows), c)
+    >>> e.source, [round(v, 3) for v in e.bounds()]
+    ('seeds', [1.249, 1.131, 1.38])
+    >>> claim_estimate(pd.DataFrame(rows[:2]), c).source  # one unsampled run per side
+    'none'
+    """
+    from xlat import intervals
+
+    nothing = intervals.none(float("nan"))
+    if claim["kind"] not in ("speedup", "ratio") or claim.get("mean") in ("max", "arithmetic"):
+        return nothing
+    values = claim.get("set", {})
+    d = _select(df, claim["design"], values)
+    b = _select(df if baseline_df is None else baseline_df, claim["baseline"],
+                claim.get("baseline_set", values))  # fmt: skip
+    keys = [k for k in ("workload", "config.workload.footprint", "seed") if k in df.columns]
+    d, b = d.set_index(keys), b.set_index(keys)
+    common = d.index.intersection(b.index)
+    if len(common) == 0:
+        return nothing
+    d, b = d.loc[common], b.loc[common]
+    metric = claim.get("metric", "cycles")
+    if claim["kind"] == "speedup":
+        ratios = _time(b, metric) / _time(d, metric)
+    else:
+        ratios = d[claim["figure"]].astype(float) / b[claim["figure"]].astype(float)
+    point_keys = [k for k in keys if k != "seed"]
+    cells = []
+    groups = ratios.groupby(level=point_keys, sort=False) if point_keys else [((), ratios)]
+    for _, r in groups:
+        errors = None
+        if claim["kind"] == "speedup" and len(r) == 1:
+            at = r.index[0]
+            pair = (b.loc[[at]].iloc[0].to_dict(), d.loc[[at]].iloc[0].to_dict())
+            errors = [intervals.ratio_estimate(*(intervals.time_error(x, metric) for x in pair))]
+        cells.append(intervals.cell_estimate([float(v) for v in r], errors))
+    return intervals.geomean_estimate(cells)
+
+
+def interval_spans(effect: str, paper: float, low: float, high: float) -> str:
+    """What a claim's 95 % interval ``[low, high]`` spans that its point figure hides: 1.0 (no
+    effect; not for a ``value``) and grade boundaries (the grades of its two ends); empty when
+    it spans neither or there is no interval. Grading stays on the point figure.
+
+    Examples
+    --------
+    >>> interval_spans("speedup", 1.24, 0.99, 1.03)
+    '1.0; grades contradicted to direction only'
+    >>> interval_spans("speedup", 1.24, 1.15, 1.25), interval_spans("speedup", 1.24, 1.2, 1.25)
+    ('grades partial to reproduced', '')
+    """
+    from xlat.intervals import contains_one
+
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    parts = []
+    if effect != "value" and contains_one(low, high):
+        parts.append("1.0")
+    ends = [grade(effect, paper, low), grade(effect, paper, high)]
+    if ends[0] != ends[1]:
+        order = sorted(ends, key=GRADES.index, reverse=True)
+        parts.append(f"grades {order[0]} to {order[1]}")
+    return "; ".join(parts)
+
+
 def _empty_frame():
     """The runs of an experiment that ``--quick`` skips: none."""
     import pandas as pd
@@ -655,12 +737,22 @@ def _fmt(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3f}"
 
 
-def claim_row(paper: dict[str, Any], c: dict[str, Any], ours: float, quick: bool) -> dict[str, Any]:
+def claim_row(
+    paper: dict[str, Any],
+    c: dict[str, Any],
+    ours: float,
+    quick: bool,
+    ci95: tuple[float, float] | None = None,
+    interval: str = "",
+) -> dict[str, Any]:
     """One claim's row of the report and of ``--json``: the claim's id, text, place in the paper
     (``ref``, and ``derived`` when the paper does not print the figure), the paper's figure,
     xlat's (``ours``), the effect ratio and the grade (a quick run does not grade: ``smoke
     test``, with whether its direction matches the full run's recorded figure ``full``), what
-    each side counts, and whether it is a headline claim.
+    each side counts, and whether it is a headline claim. ``ci95`` is the 95 % interval of
+    xlat's figure where its runs carry one (:func:`claim_estimate`; a recorded run's
+    ``full_ci95``), ``interval`` its source; ``interval_spans`` says when it spans 1.0 or a
+    grade boundary (:func:`interval_spans`; the grade stays the point figure's).
 
     Examples
     --------
@@ -696,6 +788,11 @@ def claim_row(paper: dict[str, Any], c: dict[str, Any], ours: float, quick: bool
         "quick": bool(c.get("quick", False)),
         "note": " ".join(str(c.get("note", "")).split()),
     }
+    low, high = ci95 if ci95 is not None else (float("nan"), float("nan"))
+    row["ci95_low"], row["ci95_high"] = float(low), float(high)
+    row["interval"] = interval if math.isfinite(row["ci95_low"]) else ""
+    row["interval_spans"] = interval_spans(c["effect"], paper_fig, row["ci95_low"],
+                                           row["ci95_high"])  # fmt: skip
     if quick:
         row["direction_as_full"] = same_direction(c["effect"], ours, full)
     return row
@@ -740,10 +837,12 @@ def reproduce(
         frames[exp["name"]] = frame_of(db, summary["runs"])
     rows = []
     for c in paper["claim"]:
-        ours = claim_value(
-            _pooled(frames, c["experiment"]), c, _pooled(frames, c.get("baseline_experiment"))
-        )
-        rows.append(claim_row(paper, c, ours, quick))
+        runs = _pooled(frames, c["experiment"])
+        base_runs = _pooled(frames, c.get("baseline_experiment"))
+        ours = claim_value(runs, c, base_runs)
+        est = claim_estimate(runs, c, base_runs) if len(runs) else None
+        ci = est.bounds()[1:] if est is not None and est.has_interval else None
+        rows.append(claim_row(paper, c, ours, quick, ci, est.source if ci else ""))
     return {
         "paper": paper,
         "claims": rows,
@@ -767,7 +866,11 @@ def recorded(name: str) -> dict[str, Any]:
     ('contiguous', 'reproduced')
     """
     paper = load_paper(name)
-    rows = [claim_row(paper, c, float(c.get("full", float("nan"))), False) for c in paper["claim"]]
+    rows = [
+        claim_row(paper, c, float(c.get("full", float("nan"))), False,
+                  tuple(c["full_ci95"]) if "full_ci95" in c else None, "recorded")
+        for c in paper["claim"]
+    ]  # fmt: skip
     return {"paper": paper, "claims": rows, "frames": {}, "failed": 0, "simulated": 0,
             "seconds": 0.0, "quick": False}  # fmt: skip
 
@@ -833,18 +936,25 @@ def claims_table(rows: list[dict[str, Any]]) -> str:
     True
     """
     quick = any(r["grade"] == "smoke test" for r in rows)
+    spans = any(math.isfinite(r.get("ci95_low", float("nan"))) for r in rows)
     head = ["id", "claim", "place in the paper", "paper", "xlat", "effect ratio", "grade",
             "counted"]  # fmt: skip
     if quick:
         head[5:7] = ["full run (recorded)", "quick: smoke test"]
+    if spans:
+        head[4] = "xlat [95 % CI]"
+        head.insert(len(head) - 1, "interval spans")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in ordered(rows):
         place = r["ref"] + (f"; derived: {r['derived']}" if r["derived"] else "")
         counted = f"paper: {r['counts']}; xlat: {r['xlat_counts']}"
         if r["counts_differ"]:
             counted += " (**differs**)"
+        ours = _fmt(r["ours"])
+        if math.isfinite(r.get("ci95_low", float("nan"))):
+            ours += f" [{_fmt(r['ci95_low'])}, {_fmt(r['ci95_high'])}]"
         cells = [f"**{r['id']}**" if r["headline"] else r["id"], r["text"], place,
-                 _fmt(r["paper"]), _fmt(r["ours"])]  # fmt: skip
+                 _fmt(r["paper"]), ours]  # fmt: skip
         if quick:
             if not r["quick"]:
                 check = "not checked" if math.isfinite(r["ours"]) else "not run"
@@ -853,8 +963,37 @@ def claims_table(rows: list[dict[str, Any]]) -> str:
             cells += [_fmt(r["full"]), check]
         else:
             cells += [_fmt_ratio(r["effect_ratio"]), r["grade"]]
+        if spans:
+            cells.append(r.get("interval_spans") or "")
         out.append("| " + " | ".join([*cells, counted]) + " |")
     return "\n".join(out)
+
+
+def interval_note(rows: list[dict[str, Any]]) -> str:
+    """The line under a claims table on its intervals, said once: how they were derived and
+    that grades stay on the point figure, or that there are none (one unsampled run).
+
+    Examples
+    --------
+    >>> print(interval_note([{"ci95_low": float("nan")}])[:60])
+    Intervals: no interval: one unsampled run per grid point and
+    """
+    sources = {r.get("interval") for r in rows if math.isfinite(r.get("ci95_low", float("nan")))}
+    if not sources:
+        return (
+            "Intervals: no interval: one unsampled run per grid point and one seed (xlat's "
+            "figures carry 95 % intervals when the runs are sampled, `--set "
+            "sim.sampling.interval=N`, or have several seeds; docs/timing.md, 'Intervals of "
+            "speedups')."
+        )
+    from xlat.intervals import method_text
+
+    method = method_text(s for s in sources if s != "recorded")
+    method = method or "95 % intervals as recorded with the full runs (`full_ci95`)"
+    return (
+        f"Intervals: {method}. Grades stay on the point figure; *interval spans* names 1.0 "
+        "(no effect) or the grades of the interval's two ends when they differ."
+    )
 
 
 def json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -1416,6 +1555,8 @@ def report(result: dict[str, Any], command: str, figures: dict[str, str] | None 
             "",
             claims_table(result["claims"]),
             "",
+            interval_note(result["claims"]),
+            "",
             grades_note(),
             "",
             " ".join(p.get("claims_note", CLAIMS_NOTE).split()),
@@ -1458,12 +1599,18 @@ def ledger(names: list[str]) -> str:
         heads = heads or "none marked"
         lines.append(f"| {n} | " + " | ".join(str(counts[g]) for g in GRADES) + f" | {heads} |")
     lines += ["", grades_note(), ""]
+    every = [c for r in results.values() for c in r["claims"]]
+    # Said once for the whole ledger when no recorded figure carries an interval, else per paper.
+    once = not any(math.isfinite(c.get("ci95_low", float("nan"))) for c in every)
+    if once:
+        lines += [interval_note(every), ""]
     for r in results.values():
         p = r["paper"]
         base = baseline_section(p, None)
+        note = [] if once else [interval_note(r["claims"]), ""]
         lines += [f"### {p['title']}", "", f"Figures: {p.get('full_run', 'not recorded')}.", "",
                   *(["#### The baseline first", "", base, ""] if base else []),
-                  claims_table(r["claims"]), ""]  # fmt: skip
+                  claims_table(r["claims"]), "", *note]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -1570,6 +1717,8 @@ def _reproduce_papers(args, names: list[str], overrides: dict[str, str]) -> int:
         else:
             base = baseline_section(result["paper"], result["frames"])
             print((base + "\n\n" if base else "") + claims_table(result["claims"]))
+            print()
+            print(interval_note(result["claims"]))
         if result["failed"]:
             print(f"xlat: error: {result['failed']} runs failed (see xlat results --status "
                   f"failed --db {args.db})", file=sys.stderr)  # fmt: skip
