@@ -239,3 +239,12 @@ def test_a_claims_table_without_intervals_is_unchanged_and_says_so_once():
     rows = [claim_row({}, CLAIM, 1.01, False), claim_row({}, {**CLAIM, "id": "y"}, 1.2, False)]
     assert "interval spans" not in claims_table(rows)
     assert interval_note(rows).startswith("Intervals: no interval: one unsampled run")
+
+
+def test_results_speedup_over_grouped_by_design_is_a_clear_error(seeds_db):
+    proc = xlat(
+        "results", "--db", str(seeds_db), "--speedup-over", "radix", "--by", "design", check=False
+    )
+    assert proc.returncode != 0
+    assert "--by design: a speedup table has one column per design" in proc.stderr
+    assert "Traceback" not in proc.stderr

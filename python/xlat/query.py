@@ -559,6 +559,11 @@ def results(
             raise QueryError("no stored run matches the filters")
         df = with_speedup(df, speedup_over, metric)
         index = _index(by, df)
+        if "design" in index:
+            raise QueryError(
+                "--by design: a speedup table has one column per design; "
+                "group its rows by other keys (workload, a swept parameter, seed)"
+            )
         table = speedup_table(df, index)
         if not intervals:
             return table
