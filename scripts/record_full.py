@@ -74,6 +74,22 @@ def rewrite(text: str, figures: dict[tuple[str, str], str], full_run: str) -> st
     return "".join(out)
 
 
+def _reads_only(block: dict, ran: set[str]) -> bool:
+    """Whether a claim or baseline block reads only experiments in ``ran`` (its ``experiment``
+    and ``baseline_experiment``, each a name or a list).
+
+    >>> _reads_only({"experiment": "main", "baseline_experiment": ["main"]}, {"main"})
+    True
+    >>> _reads_only({"experiment": ["main", "scale"]}, {"main"})
+    False
+    """
+    names: set[str] = set()
+    for key in ("experiment", "baseline_experiment"):
+        v = block.get(key)
+        names |= {v} if isinstance(v, str) else set(v or [])
+    return bool(names) and names <= ran
+
+
 def _toml_str(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -84,30 +100,52 @@ def main() -> int:
     ap.add_argument("--db", required=True, help="result store holding the full runs")
     ap.add_argument("--commit", required=True, help="the commit the runs were made at")
     ap.add_argument("--note", default="", help="appended to each paper's full_run text")
+    ap.add_argument(
+        "--experiment",
+        action="append",
+        metavar="NAME",
+        help="rerun and record only this experiment (repeatable; one paper): the claims and "
+        "baseline statistics that read only these experiments get new figures, the others keep "
+        "theirs, and full_run says which experiments were recorded at --commit",
+    )
     args = ap.parse_args()
     names = rp.papers() if args.papers == ["all"] else args.papers
+    if args.experiment and len(names) != 1:
+        ap.error("--experiment needs exactly one paper")
     today = datetime.date.today().isoformat()
     for name in names:
         # The figures must come from runs made at the commit named: a run missing from the
         # store is simulated by the resumed sweep (at this tree), and then nothing is written.
-        result = rp.reproduce(name, db=args.db, progress="errors")
+        try:
+            result = rp.reproduce(name, db=args.db, progress="errors", experiments=args.experiment)
+        except rp.ReproduceError as e:
+            print(e, file=sys.stderr)
+            return 2
         if result["failed"] or result["simulated"]:
             print(f"{name}: {result['failed']} runs failed and {result['simulated']} were not "
                   f"in {args.db} (simulated now, at this tree): nothing written; run "
                   f"`xlat reproduce {name} --db {args.db}` first and name its commit",
                   file=sys.stderr)  # fmt: skip
             return 1
+        ran = set(args.experiment or [e["name"] for e in result["paper"]["experiment"]])
         figures = {}
-        for row in result["claims"]:
-            if math.isfinite(row["ours"]):
+        for c, row in zip(result["paper"]["claim"], result["claims"]):
+            if math.isfinite(row["ours"]) and _reads_only(c, ran):
                 figures[("claim", row["id"])] = _fmt_claim(row["ours"])
+        blocks = {b["id"]: b for b in result["paper"].get("baseline", [])}
         for b in rp.baseline_rows(result["paper"], result["frames"]):
-            if math.isfinite(b["ours"]):
+            if math.isfinite(b["ours"]) and _reads_only(blocks.get(b["id"], {}), ran):
                 figures[("baseline", b["id"])] = _fmt_stat(b["ours"])
         path = Path(result["paper"]["path"])
-        run = (f"the last full runs' figures: `xlat reproduce {name}` at commit {args.commit}, "
-               f"{today}, timing.model = ooo with the queued DRAM model (claims to 3 decimals)"
-               + (f"; {args.note}" if args.note else ""))  # fmt: skip
+        if args.experiment:
+            # Only some experiments were rerun: the earlier full_run text stays, with these.
+            run = (f"{result['paper'].get('full_run', '')}; experiments "
+                   f"{', '.join(sorted(ran))} rerun at commit {args.commit}, {today}"
+                   + (f" ({args.note})" if args.note else ""))  # fmt: skip
+        else:
+            run = (f"the last full runs' figures: `xlat reproduce {name}` at commit "
+                   f"{args.commit}, {today}, timing.model = ooo with the queued DRAM model "
+                   f"(claims to 3 decimals)" + (f"; {args.note}" if args.note else ""))  # fmt: skip
         path.write_text(rewrite(path.read_text(encoding="utf-8"), figures, run), encoding="utf-8")
         print(f"{name}: {len(figures)} figures written to {path}")
     return 0

@@ -449,6 +449,8 @@ def claim_value(df, claim: dict[str, Any], baseline_df=None) -> float:
     footprint, seed) of the per-point ratio; NaN without runs."""
     values = claim.get("set", {})
     d = _select(df, claim["design"], values)
+    if len(d) == 0:  # e.g. an experiment --quick or `experiments` did not run
+        return float("nan")
     if claim["kind"] == "value":
         return _geomean(d[claim["figure"]].astype(float).tolist())
     if claim["kind"] == "share":  # a figure's share of a total, within the design's own runs
@@ -806,20 +808,30 @@ def reproduce(
     progress: str = "lines",
     keep_ray: bool = False,
     overrides: dict[str, str] | None = None,
+    experiments: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) paper ``name``'s experiments and compute its claims (``keep_ray``: leave
     the Ray instance of the first sweep running for the next ones; the caller shuts it down;
-    ``overrides``: ``--set`` keys applied to every run, over the experiments' own ``set``).
+    ``overrides``: ``--set`` keys applied to every run, over the experiments' own ``set``;
+    ``experiments``: run only these, the others' frames are empty and a claim reading them is
+    computed from what was run, so a caller recording figures keeps only the claims whose
+    experiments were all run, as scripts/record_full.py does).
 
     Returns ``{"paper", "claims": [rows], "frames": {experiment: DataFrame}, "failed": n,
     "simulated": runs not found in the store, "seconds", "quick"}``; each claim row is
     :func:`claim_row`'s.
     """
     paper = load_paper(name)
+    known = [e["name"] for e in paper["experiment"]]
+    if experiments is not None and set(experiments) - set(known):
+        raise ReproduceError(
+            f"{name}: no experiment {sorted(set(experiments) - set(known))}; it has {known}"
+        )
     frames, failed, simulated = {}, 0, 0
     t0 = time.monotonic()
     for exp in paper["experiment"]:
-        if quick and exp.get("quick", {}).get("skip"):
+        skipped = experiments is not None and exp["name"] not in experiments
+        if skipped or (quick and exp.get("quick", {}).get("skip")):
             frames[exp["name"]] = _empty_frame()
             continue
         try:
