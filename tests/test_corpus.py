@@ -48,6 +48,29 @@ def test_a_missing_program_without_install_is_an_error_naming_the_command_to_run
     assert not list(tmp_path.iterdir())
 
 
+def test_install_runs_one_apt_get_for_what_is_missing_and_checks_again(monkeypatch):
+    installed = set()
+    ran = []
+    monkeypatch.setattr(corpus.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(corpus.shutil, "which", lambda cmd: cmd if cmd in installed else None)
+
+    def run(cmd, env=None):
+        ran.append(cmd)
+        installed.update(["jellyfish", "valgrind"])
+        return corpus.subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(corpus.subprocess, "run", run)
+    corpus.ensure(corpus.needs_of(corpus.program("jellyfish")), install=True)
+    assert ran == [["apt-get", "install", "-y", "jellyfish", "valgrind"]]
+
+
+def test_install_without_root_says_to_run_apt_get_with_sudo(monkeypatch):
+    monkeypatch.setattr(corpus.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(corpus.shutil, "which", lambda cmd: None)
+    with pytest.raises(corpus.CorpusError, match="needs root for apt-get: run `sudo apt-get"):
+        corpus.ensure([corpus.Need("jellyfish", apt="jellyfish")], install=True)
+
+
 def test_an_unknown_program_is_an_error_naming_the_known_ones(capsys, tmp_path):
     assert cli.main(["corpus", "record", "nope", "--out", str(tmp_path)]) == 2
     assert "unknown corpus program 'nope' (known: gups, bfs," in capsys.readouterr().err
