@@ -306,7 +306,7 @@ def test_random_command_lines_never_end_in_a_traceback_or_a_non_finite_figure(fi
             problem = "a traceback"
         elif "internal error" in err:
             problem = "an internal error"
-        elif code == 0 and ("--json" in argv or "json" in argv) and out.lstrip()[:1] in "{[":
+        elif code == 0 and ("--json" in argv or "json" in argv) and out.lstrip()[:1] in ("{", "["):
             try:
                 bad = finite_json(out)
             except ValueError as e:
