@@ -25,6 +25,7 @@ DATA = (
     "xlat/data/claims/mehpt.toml",
     "xlat/data/vgtool/build.sh",
     "xlat/data/vgtool/xl_main.c",
+    "xlat/data/corpus/graph.c",
 )
 CORES = ("xlat/_core.abi3.so", "xlat/_core_v3.abi3.so", "xlat/_core_v4.abi3.so")
 

@@ -12,10 +12,11 @@ mislabelled row, no non-finite figure.
 
 The seed is fixed (the cases are the same on every run); the number of cases is bounded so that
 both tests take well under a minute in CI. What is left out, and why: ``trace record`` (runs
-valgrind), live snapshots (read another process's memory), sweeps without ``--dry-run`` and
-``reproduce`` without ``--list`` (start Ray), reports to a writable folder (seconds of plotting
-each; tests/test_report.py draws them); run and compare always get a small ``--refs`` (drawn
-from a small pool) so that no case simulates for long.
+valgrind), ``corpus record`` and ``corpus measure`` (build inputs, run programs, and with
+``--install`` install packages), live snapshots (read another process's memory), sweeps
+without ``--dry-run`` and ``reproduce`` without ``--list`` (start Ray), reports to a writable
+folder (seconds of plotting each; tests/test_report.py draws them); run and compare always get a
+small ``--refs`` (drawn from a small pool) so that no case simulates for long.
 """
 
 from __future__ import annotations
@@ -219,7 +220,7 @@ def grammar(parser: argparse.ArgumentParser, path=()) -> list[tuple[tuple[str, .
 
 
 #: Commands the fuzz leaves out (see the module doc).
-LEFT_OUT = {("trace", "record")}
+LEFT_OUT = {("trace", "record"), ("corpus", "record"), ("corpus", "measure")}
 
 
 def draw(rng: random.Random, path: tuple[str, ...], actions, pool) -> list[str]:
@@ -305,7 +306,7 @@ def test_random_command_lines_never_end_in_a_traceback_or_a_non_finite_figure(fi
             problem = "a traceback"
         elif "internal error" in err:
             problem = "an internal error"
-        elif code == 0 and ("--json" in argv or "json" in argv) and out.lstrip()[:1] in "{[":
+        elif code == 0 and ("--json" in argv or "json" in argv) and out.lstrip()[:1] in ("{", "["):
             try:
                 bad = finite_json(out)
             except ValueError as e:

@@ -7,7 +7,8 @@ found through :mod:`importlib.resources`, never relative to a source tree:
   presets (``configs/papers/``) and the sweep examples (``configs/sweeps/``);
 - ``claims/``: the papers' claims and experiments (``xlat reproduce``);
 - ``vgtool/``: the source of the valgrind recording tool (``xlat trace setup`` builds it into
-  :func:`cache_dir`).
+  :func:`cache_dir`);
+- ``corpus/``: the C kernels of ``xlat corpus`` (compiled into :func:`cache_dir` on first use).
 
 In a clone, ``configs``, ``data`` and ``tools/xlat-vgtool`` at the repository's root are links to
 these folders, so the paths the docs name work there too.
@@ -28,8 +29,8 @@ def data_dir() -> Path:
 
     Examples
     --------
-    >>> sorted(p.name for p in data_dir().iterdir() if p.is_dir())[:3]
-    ['claims', 'configs', 'vgtool']
+    >>> sorted(p.name for p in data_dir().iterdir() if p.is_dir())[:4]
+    ['claims', 'configs', 'corpus', 'vgtool']
     """
     return Path(str(importlib.resources.files("xlat").joinpath("data")))
 

@@ -24,7 +24,7 @@ import sys
 import traceback
 from typing import Any
 
-from xlat import _core, analyze, commands, snapshot, trace_cli
+from xlat import _core, analyze, commands, corpus, snapshot, trace_cli
 from xlat.report import core_table, figure_width, format_table, table_rows, write_report
 from xlat.run import (
     baseline_profiles,
@@ -186,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a key")
     c = csub.add_parser("keys", help="list every configuration key")
     trace_cli.add_parser(sub)
+    corpus.add_parser(sub)
     snapshot.add_parser(sub)
     analyze.add_parser(sub)
     commands.add_parsers(sub)
@@ -607,6 +608,8 @@ def _main(argv: list[str]) -> int:
             return cmd_cpus(args)
         if args.command == "trace":
             return trace_cli.main(args)
+        if args.command == "corpus":
+            return corpus.main(args)
         if args.command == "snapshot":
             return snapshot.main(args)
         if args.command == "analyze":

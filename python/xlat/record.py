@@ -182,13 +182,15 @@ def record(
     zstd_level: int = 1,
     progress: bool = False,
     tool: str = "auto",
+    stdout=None,
 ) -> dict:
     """Record ``command`` into the native trace ``output``; returns a summary dict with the
     program's ``exit_status`` (negative: killed by that signal), ``refs``, ``seconds``.
 
     ``tool`` is ``xlat`` (our valgrind tool, built on first use if needed), ``lackey`` (valgrind's
     stock text tool: about 1 M refs/s, exec not followed, start-up areas inferred page by page),
-    or ``auto`` (xlat, lackey when the tool cannot be built)."""
+    or ``auto`` (xlat, lackey when the tool cannot be built). ``stdout``: where the program's
+    standard output goes (as :class:`subprocess.Popen`'s; default: ours)."""
     check_zstd_level(zstd_level)
     if not command:
         raise RecordError("no program given: xlat trace record -o OUT -- PROGRAM ARGS...")
@@ -244,7 +246,7 @@ def record(
     self_cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     child_cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        proc = subprocess.Popen(argv, env=env, pass_fds=(wfd,))
+        proc = subprocess.Popen(argv, env=env, pass_fds=(wfd,), stdout=stdout)
     except OSError as e:
         os.close(wfd)
         raise RecordError(f"cannot start valgrind: {e}") from None
