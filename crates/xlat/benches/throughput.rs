@@ -8,7 +8,10 @@
 //! once with the core on a thread of its own (`XLAT_TIMING_THREAD` as set, `auto` by default:
 //! the label says `thread` when it was), once on the engine's thread (`1 thread`); and both
 //! again with `mem.dram.model = "idle"` (`idle DRAM`), to show what the queued DRAM controller,
-//! which the `ooo` core drives by default, costs.
+//! which the `ooo` core drives by default, costs; and once sampled (`sampled 1/50, 1 thread`:
+//! `sim.sampling` with one 2000-reference window, after 2000 of detailed warm-up, per 100000
+//! references, the rest functionally warmed), whose rate over the detailed `1 thread` row is the
+//! speedup of sampled simulation (issue 40).
 //!
 //! Run with `make bench` (or `cargo bench -p xlat --bench throughput`). Knobs (environment):
 //! `XLAT_BENCH_REFS` (default 10M), `XLAT_BENCH_FOOTPRINT` (default 1GiB),
@@ -64,23 +67,44 @@ fn main() {
         // other row pins `simple` (no longer the default) so its figures stay comparable.
         let variants = designs
             .iter()
-            .map(|d| (*d, true, "simple", true, None))
-            .chain(designs.first().map(|d| (*d, false, "simple", true, None)))
-            .chain(designs.first().map(|d| (*d, true, "ooo", true, None)))
-            .chain(designs.first().map(|d| (*d, true, "ooo", false, None)))
+            .map(|d| (*d, true, "simple", true, None, false))
+            .chain(
+                designs
+                    .first()
+                    .map(|d| (*d, false, "simple", true, None, false)),
+            )
+            .chain(
+                designs
+                    .first()
+                    .map(|d| (*d, true, "ooo", true, None, false)),
+            )
+            .chain(
+                designs
+                    .first()
+                    .map(|d| (*d, true, "ooo", false, None, false)),
+            )
             // The same two under the idle DRAM model: what the queued controller (the `ooo`
             // core's default, `mem.dram.model = "auto"`) costs.
             .chain(
                 designs
                     .first()
-                    .map(|d| (*d, true, "ooo", true, Some("idle"))),
+                    .map(|d| (*d, true, "ooo", true, Some("idle"), false)),
             )
             .chain(
                 designs
                     .first()
-                    .map(|d| (*d, true, "ooo", false, Some("idle"))),
+                    .map(|d| (*d, true, "ooo", false, Some("idle"), false)),
+            )
+            // Sampled simulation (issue 40): functional warming between windows of 2000
+            // detailed references (each after 2000 of detailed warm-up), one unit per 100000
+            // references, docs/timing.md "Sampled simulation"; its rate over the detailed
+            // `1 thread` row is the sampling speedup.
+            .chain(
+                designs
+                    .first()
+                    .map(|d| (*d, true, "ooo", false, None, true)),
             );
-        for (design, oracle, model, may_thread, dram) in variants {
+        for (design, oracle, model, may_thread, dram, sampled) in variants {
             // Read when the simulation is built; otherwise `XLAT_TIMING_THREAD` decides.
             xlat::timing::set_timing_thread((!may_thread).then_some(false));
             let mut overrides = vec![
@@ -104,6 +128,15 @@ fn main() {
             }
             if let Some(dram) = dram {
                 overrides.push(("mem.dram.model".to_string(), dram.to_string()));
+            }
+            if sampled {
+                for (key, value) in [
+                    ("sim.sampling.interval", "100000"),
+                    ("sim.sampling.window", "2000"),
+                    ("sim.sampling.detailed_warmup", "2000"),
+                ] {
+                    overrides.push((key.to_string(), value.to_string()));
+                }
             }
             let cfg = match Config::resolve(None, &overrides) {
                 Ok(c) => c,
@@ -137,9 +170,10 @@ fn main() {
                 _ => {
                     let grant = env_or("XLAT_BENCH_GRANT", "");
                     let how = if threaded { "thread" } else { "1 thread" };
-                    let how = match dram {
-                        Some(d) => format!("{d} DRAM, {how}"),
-                        None => how.to_string(),
+                    let how = match (dram, sampled) {
+                        (Some(d), _) => format!("{d} DRAM, {how}"),
+                        (None, true) => format!("sampled 1/50, {how}"),
+                        (None, false) => how.to_string(),
                     };
                     match grant {
                         g if g.is_empty() => format!("{design} ({model}, {how})"),
@@ -169,6 +203,16 @@ fn main() {
             let line = format!("{label} / {} on {workload}: {:.2}", base.0, rate / base.4);
             println!("{line}");
             ratios.push(line);
+        }
+        // A sampled row over its detailed twin: the sampling speedup.
+        if label.contains("sampled 1/50, ") {
+            let detailed = label.replace("sampled 1/50, ", "");
+            if let Some(full) = rows.iter().find(|r| r.1 == *workload && r.0 == detailed) {
+                let line = format!("{label} / {detailed} on {workload}: {:.2}", rate / full.4);
+                println!("{line}");
+                ratios.push(line);
+            }
+            continue;
         }
         // A queued-DRAM row over its idle-DRAM twin: the cost of the contention model.
         if !label.contains("DRAM") {
@@ -208,7 +252,7 @@ fn main() {
     }
     if !ratios.is_empty() {
         section.push_str(
-            "\nRates of the `ooo` rows over the `simple` row of the same design, and of the queued-DRAM `ooo` rows over their `idle DRAM` twins, same run:\n\n",
+            "\nRates of the `ooo` rows over the `simple` row of the same design, of the queued-DRAM `ooo` rows over their `idle DRAM` twins, and of the sampled row (`sim.sampling` interval 100000, window 2000, detailed warm-up 2000) over its detailed twin, same run:\n\n",
         );
         for line in &ratios {
             section.push_str(&format!("- {line}\n"));
