@@ -286,6 +286,9 @@ def sampling_line(rec: dict) -> str:
     >>> sampling_line({"sampling": {"windows": 0, "interval": 5000, "window": 1000,
     ...                "estimate": "none: no window was completed"}})
     'sampled: no estimate (none: no window was completed)'
+    >>> rec["sampling"]["automatic"] = True
+    >>> sampling_line(rec)[-48:]
+    'sim.sampling.interval = 0 runs it all in detail)'
     """
     s = rec["sampling"]
     e = s["estimate"]
@@ -295,10 +298,15 @@ def sampling_line(rec: dict) -> str:
     high_text = f"{high:.4f}" if high is not None else "unbounded"
     low = e.get("ipc_ci95_low")
     interval = f" [{low:.4f}, {high_text}]" if low is not None else ""
+    why = (
+        "; sampled because the run is long: sim.sampling.interval = 0 runs it all in detail"
+        if s.get("automatic")
+        else ""
+    )
     return (
         f"sampled: IPC {e['ipc']:.4f}{interval} (95 % CI, {s['windows']} windows of "
         f"{s['window']:,} per {s['interval']:,} refs; TLB, walk and cache figures cover every "
-        "reference)"
+        f"reference{why})"
     )
 
 

@@ -11,7 +11,10 @@
 //! which the `ooo` core drives by default, costs; and once sampled (`sampled 1/50, 1 thread`:
 //! `sim.sampling` with one 2000-reference window, after 2000 of detailed warm-up, per 100000
 //! references, the rest functionally warmed), whose rate over the detailed `1 thread` row is the
-//! speedup of sampled simulation (issue 40).
+//! speedup of sampled simulation (issue 40); and once functionally warmed throughout
+//! (`functional warming, 1 thread`: one unit of the whole run whose single detailed reference is
+//! its last), the rate that bounds sampling's. Every other row pins `sim.sampling.interval = 0`,
+//! so that `XLAT_BENCH_REFS` above the automatic sampling's threshold (20 M) keeps them detailed.
 //!
 //! Run with `make bench` (or `cargo bench -p xlat --bench throughput`). Knobs (environment):
 //! `XLAT_BENCH_REFS` (default 10M), `XLAT_BENCH_FOOTPRINT` (default 1GiB),
@@ -43,6 +46,14 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// How a row's run is timed: in detail, sampled, or functionally warmed throughout.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Detailed,
+    Sampled,
+    Functional,
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
     let refs = parse_count(&env_or("XLAT_BENCH_REFS", "10M")).expect("XLAT_BENCH_REFS");
@@ -67,33 +78,33 @@ fn main() {
         // other row pins `simple` (no longer the default) so its figures stay comparable.
         let variants = designs
             .iter()
-            .map(|d| (*d, true, "simple", true, None, false))
+            .map(|d| (*d, true, "simple", true, None, Mode::Detailed))
             .chain(
                 designs
                     .first()
-                    .map(|d| (*d, false, "simple", true, None, false)),
+                    .map(|d| (*d, false, "simple", true, None, Mode::Detailed)),
             )
             .chain(
                 designs
                     .first()
-                    .map(|d| (*d, true, "ooo", true, None, false)),
+                    .map(|d| (*d, true, "ooo", true, None, Mode::Detailed)),
             )
             .chain(
                 designs
                     .first()
-                    .map(|d| (*d, true, "ooo", false, None, false)),
+                    .map(|d| (*d, true, "ooo", false, None, Mode::Detailed)),
             )
             // The same two under the idle DRAM model: what the queued controller (the `ooo`
             // core's default, `mem.dram.model = "auto"`) costs.
             .chain(
                 designs
                     .first()
-                    .map(|d| (*d, true, "ooo", true, Some("idle"), false)),
+                    .map(|d| (*d, true, "ooo", true, Some("idle"), Mode::Detailed)),
             )
             .chain(
                 designs
                     .first()
-                    .map(|d| (*d, true, "ooo", false, Some("idle"), false)),
+                    .map(|d| (*d, true, "ooo", false, Some("idle"), Mode::Detailed)),
             )
             // Sampled simulation (issue 40): functional warming between windows of 2000
             // detailed references (each after 2000 of detailed warm-up), one unit per 100000
@@ -102,9 +113,15 @@ fn main() {
             .chain(
                 designs
                     .first()
-                    .map(|d| (*d, true, "ooo", false, None, true)),
+                    .map(|d| (*d, true, "ooo", false, None, Mode::Sampled)),
+            )
+            // Functional warming alone: what bounds the sampled rate (issue 40 item 1).
+            .chain(
+                designs
+                    .first()
+                    .map(|d| (*d, true, "ooo", false, None, Mode::Functional)),
             );
-        for (design, oracle, model, may_thread, dram, sampled) in variants {
+        for (design, oracle, model, may_thread, dram, mode) in variants {
             // Read when the simulation is built; otherwise `XLAT_TIMING_THREAD` decides.
             xlat::timing::set_timing_thread((!may_thread).then_some(false));
             let mut overrides = vec![
@@ -129,14 +146,23 @@ fn main() {
             if let Some(dram) = dram {
                 overrides.push(("mem.dram.model".to_string(), dram.to_string()));
             }
-            if sampled {
-                for (key, value) in [
+            let whole_run = refs.to_string();
+            let sampling: &[(&str, &str)] = match mode {
+                Mode::Detailed => &[("sim.sampling.interval", "0")],
+                Mode::Sampled => &[
                     ("sim.sampling.interval", "100000"),
                     ("sim.sampling.window", "2000"),
                     ("sim.sampling.detailed_warmup", "2000"),
-                ] {
-                    overrides.push((key.to_string(), value.to_string()));
-                }
+                ],
+                // One unit as long as the run, its window the last reference.
+                Mode::Functional => &[
+                    ("sim.sampling.interval", whole_run.as_str()),
+                    ("sim.sampling.window", "1"),
+                    ("sim.sampling.detailed_warmup", "0"),
+                ],
+            };
+            for (key, value) in sampling {
+                overrides.push((key.to_string(), value.to_string()));
             }
             let cfg = match Config::resolve(None, &overrides) {
                 Ok(c) => c,
@@ -170,10 +196,11 @@ fn main() {
                 _ => {
                     let grant = env_or("XLAT_BENCH_GRANT", "");
                     let how = if threaded { "thread" } else { "1 thread" };
-                    let how = match (dram, sampled) {
+                    let how = match (dram, mode) {
                         (Some(d), _) => format!("{d} DRAM, {how}"),
-                        (None, true) => format!("sampled 1/50, {how}"),
-                        (None, false) => how.to_string(),
+                        (None, Mode::Sampled) => format!("sampled 1/50, {how}"),
+                        (None, Mode::Functional) => format!("functional warming, {how}"),
+                        (None, Mode::Detailed) => how.to_string(),
                     };
                     match grant {
                         g if g.is_empty() => format!("{design} ({model}, {how})"),
@@ -204,9 +231,13 @@ fn main() {
             println!("{line}");
             ratios.push(line);
         }
-        // A sampled row over its detailed twin: the sampling speedup.
-        if label.contains("sampled 1/50, ") {
-            let detailed = label.replace("sampled 1/50, ", "");
+        // A sampled or functional row over its detailed twin: the sampling speedup and the
+        // functional rate that bounds it.
+        if let Some(tag) = ["sampled 1/50, ", "functional warming, "]
+            .into_iter()
+            .find(|t| label.contains(t))
+        {
+            let detailed = label.replace(tag, "");
             if let Some(full) = rows.iter().find(|r| r.1 == *workload && r.0 == detailed) {
                 let line = format!("{label} / {detailed} on {workload}: {:.2}", rate / full.4);
                 println!("{line}");
@@ -252,7 +283,7 @@ fn main() {
     }
     if !ratios.is_empty() {
         section.push_str(
-            "\nRates of the `ooo` rows over the `simple` row of the same design, of the queued-DRAM `ooo` rows over their `idle DRAM` twins, and of the sampled row (`sim.sampling` interval 100000, window 2000, detailed warm-up 2000) over its detailed twin, same run:\n\n",
+            "\nRates of the `ooo` rows over the `simple` row of the same design, of the queued-DRAM `ooo` rows over their `idle DRAM` twins, and of the sampled row (`sim.sampling` interval 100000, window 2000, detailed warm-up 2000) and the functional-warming row (`sim.sampling` interval = the run's references, window 1, detailed warm-up 0: every reference but the last functionally warmed) over their detailed twin, same run:\n\n",
         );
         for line in &ratios {
             section.push_str(&format!("- {line}\n"));

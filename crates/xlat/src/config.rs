@@ -76,8 +76,9 @@ pub struct SimConfig {
     pub shootdown_ipi_cycles: u64,
     /// Sampled simulation (`crate::sampling`): of every `interval` references, `window` are
     /// measured in detail after `detailed_warmup` detailed but unmeasured ones, and the rest run
-    /// functionally warmed (no core timing). Off while `interval` is 0 (the default); the
-    /// record's `sampling` section gives each rate's 95 % confidence interval.
+    /// functionally warmed (no core timing). `interval = "auto"` (the default) samples runs of
+    /// at least `crate::sampling::AUTO_FROM_REFS` measured references on one core; 0 turns it
+    /// off. The record's `sampling` section gives each rate's 95 % confidence interval.
     pub sampling: crate::sampling::SamplingConfig,
 }
 
@@ -498,6 +499,8 @@ impl Config {
             .quantum_cycles(self.mem.dram.core_clock_mhz.max(1))
             .map_err(ConfigError)?;
         self.sim.sampling.validate().map_err(ConfigError)?;
+        // Only an explicit interval is refused here; `"auto"` resolves to a full detailed run
+        // where sampling is not supported (several cores or processes).
         if self.sim.sampling.is_on() && self.sim.cores > 1 {
             return Err(ConfigError(format!(
                 "sim.sampling runs on one core; sim.cores = {} is not supported with sampled \
@@ -505,12 +508,14 @@ impl Config {
                 self.sim.cores
             )));
         }
-        if self.sim.sampling.is_on() && self.sim.refs < self.sim.sampling.interval {
-            return Err(ConfigError(format!(
-                "sim.refs ({}) is shorter than one sampling unit (sim.sampling.interval = {}): \
-                 the run would measure no window; lower the interval or simulate more",
-                self.sim.refs, self.sim.sampling.interval
-            )));
+        if let Some(s) = self.sim.sampling.resolve(self.sim.refs, 1, 1) {
+            if self.sim.refs < s.interval {
+                return Err(ConfigError(format!(
+                    "sim.refs ({}) is shorter than one sampling unit (sim.sampling.interval = \
+                     {}): the run would measure no window; lower the interval or simulate more",
+                    self.sim.refs, s.interval
+                )));
+            }
         }
         if self.sim.switch_window_refs == 0 {
             return Err(ConfigError(

@@ -32,13 +32,82 @@ use crate::stats::{Stats, StatsExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// `[sim.sampling]`: systematic sampling of detailed windows (off while `interval` is 0).
+/// Measured references (`sim.refs`) from which `sim.sampling.interval = "auto"` (the default)
+/// samples a run: 200 units of [`AUTO_INTERVAL_REFS`], enough windows for a narrow interval
+/// (docs/timing.md, "Sampled simulation"), and above every run of the test suite, the golden
+/// snapshots and `xlat reproduce` (1-5 M references), whose figures stay those of full
+/// detailed runs.
+pub const AUTO_FROM_REFS: u64 = 20_000_000;
+
+/// The unit `sim.sampling.interval = "auto"` samples with (the recommended interval: with the
+/// default window and detailed warm-up, 4 % of the references run in detail).
+pub const AUTO_INTERVAL_REFS: u64 = 100_000;
+
+/// `sim.sampling.interval`: `"auto"` or a number of references (0: off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SamplingInterval {
+    /// Sampled with [`AUTO_INTERVAL_REFS`] when the run measures at least [`AUTO_FROM_REFS`]
+    /// references on one core in one process; a full detailed run otherwise.
+    Auto,
+    /// Exactly this unit; 0 turns sampling off whatever the run's length.
+    Refs(u64),
+}
+
+impl Serialize for SamplingInterval {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SamplingInterval::Auto => s.serialize_str("auto"),
+            SamplingInterval::Refs(n) => s.serialize_u64(*n),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SamplingInterval {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = SamplingInterval;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"auto\" or a number of references (0: off)")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<SamplingInterval, E> {
+                Ok(SamplingInterval::Refs(n))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<SamplingInterval, E> {
+                u64::try_from(n)
+                    .map(SamplingInterval::Refs)
+                    .map_err(|_| E::custom(format!("must not be negative, got {n}")))
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<SamplingInterval, E> {
+                if text.trim() == "auto" {
+                    return Ok(SamplingInterval::Auto);
+                }
+                // A command-line value arrives as text (the default is one).
+                if let Ok(n) = text.trim().parse::<i64>() {
+                    return self.visit_i64(n);
+                }
+                crate::addr::parse_count(text)
+                    .map(SamplingInterval::Refs)
+                    .map_err(|e| {
+                        E::custom(format!(
+                            "expects \"auto\", 0 (off) or a number of references: {e}"
+                        ))
+                    })
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// `[sim.sampling]`: systematic sampling of detailed windows. Resolved per run by
+/// [`SamplingConfig::resolve`] into a [`Sampling`] (or none: a full detailed run).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SamplingConfig {
-    /// References per sampling unit; 0 (the default) turns sampling off. Recommended: 100000
-    /// with the default `window` and `detailed_warmup` (docs/timing.md, "Sampled simulation").
-    pub interval: u64,
+    /// References per sampling unit: `"auto"` (the default: [`AUTO_INTERVAL_REFS`] for runs of
+    /// at least [`AUTO_FROM_REFS`] measured references on one core, off below), 0 (off), or a
+    /// number (on, whatever the length).
+    pub interval: SamplingInterval,
     /// References measured in detail at the end of each unit (the window).
     pub window: u64,
     /// References simulated in detail but not measured just before each window (they refill
@@ -49,42 +118,90 @@ pub struct SamplingConfig {
 impl Default for SamplingConfig {
     fn default() -> Self {
         SamplingConfig {
-            interval: 0,
+            interval: SamplingInterval::Auto,
             window: 2000,
             detailed_warmup: 2000,
         }
     }
 }
 
-impl SamplingConfig {
-    /// Whether sampling is on (`interval` above 0).
-    pub fn is_on(&self) -> bool {
-        self.interval > 0
-    }
+/// A run's sampling once resolved: the unit in references and whether `"auto"` chose it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sampling {
+    /// References per unit (above 0).
+    pub interval: u64,
+    /// References measured in detail at the end of each unit.
+    pub window: u64,
+    /// Detailed, unmeasured references before each window.
+    pub detailed_warmup: u64,
+    /// Whether `interval = "auto"` turned sampling on (the record says so).
+    pub automatic: bool,
+}
 
+impl Sampling {
     /// References of each unit run functionally warmed.
     pub fn functional_refs(&self) -> u64 {
         self.interval - self.window - self.detailed_warmup
     }
+}
 
-    /// Check the shape of a unit (only when sampling is on).
+impl SamplingConfig {
+    /// Whether sampling is explicitly on (`interval` a number above 0); `"auto"` is decided by
+    /// [`SamplingConfig::resolve`].
+    pub fn is_on(&self) -> bool {
+        matches!(self.interval, SamplingInterval::Refs(n) if n > 0)
+    }
+
+    /// The sampling of a run measuring `refs` references on `cores` cores in `processes`
+    /// processes; `None`: a full detailed run. `"auto"` samples only what sampling supports
+    /// (one core, one process) from [`AUTO_FROM_REFS`] on; an explicit interval is taken as
+    /// given (its shape is checked by [`SamplingConfig::validate`], the rest by the run).
+    pub fn resolve(&self, refs: u64, cores: u32, processes: u64) -> Option<Sampling> {
+        let (interval, automatic) = match self.interval {
+            SamplingInterval::Refs(0) => return None,
+            SamplingInterval::Refs(n) => (n, false),
+            SamplingInterval::Auto => {
+                if refs < AUTO_FROM_REFS || cores != 1 || processes != 1 {
+                    return None;
+                }
+                (AUTO_INTERVAL_REFS, true)
+            }
+        };
+        Some(Sampling {
+            interval,
+            window: self.window,
+            detailed_warmup: self.detailed_warmup,
+            automatic,
+        })
+    }
+
+    /// Check the shape of a unit: an explicit interval's, and the automatic one's, so that a
+    /// window too large for it is refused before a long run rather than silently unsampled.
     pub fn validate(&self) -> Result<(), String> {
-        if !self.is_on() {
-            return Ok(());
-        }
+        let (interval, key) = match self.interval {
+            SamplingInterval::Refs(0) => return Ok(()),
+            SamplingInterval::Refs(n) => (n, format!("sim.sampling.interval ({n})")),
+            SamplingInterval::Auto => (
+                AUTO_INTERVAL_REFS,
+                format!(
+                    "the automatic sim.sampling.interval ({AUTO_INTERVAL_REFS}, used from \
+                     {AUTO_FROM_REFS} measured references on)"
+                ),
+            ),
+        };
         if self.window == 0 {
             return Err(
                 "sim.sampling.window must be at least 1 when sampling is on \
-                 (sim.sampling.interval > 0)"
+                 (sim.sampling.interval \"auto\" or above 0)"
                     .into(),
             );
         }
-        if self.window.saturating_add(self.detailed_warmup) > self.interval {
+        if self.window.saturating_add(self.detailed_warmup) > interval {
             return Err(format!(
                 "sim.sampling.window ({}) plus sim.sampling.detailed_warmup ({}) exceeds \
-                 sim.sampling.interval ({}): each unit of `interval` references holds its \
-                 detailed warm-up and its window",
-                self.window, self.detailed_warmup, self.interval
+                 {key}: each unit of `interval` references holds its detailed warm-up and its \
+                 window",
+                self.window, self.detailed_warmup
             ));
         }
         Ok(())
@@ -252,12 +369,14 @@ pub const ESTIMATED_KEYS: &[&str] = &["timing.cycles", "timing.ipc", "timing.mmu
 /// Rewrite record `r` (of the measured region, whole-run counts) for a sampled run: the
 /// timing estimates from `windows` and the `sampling` section. `detailed_refs` is how many
 /// references ran in detail (windows and their warm-ups).
-pub fn finish_record(r: &mut Value, cfg: &SamplingConfig, windows: &[Window], detailed_refs: u64) {
+pub fn finish_record(r: &mut Value, cfg: &Sampling, windows: &[Window], detailed_refs: u64) {
     let refs = r["refs"].as_u64().unwrap_or(0);
     let instructions = r["instructions"].as_u64().unwrap_or(0);
     let rates = series(windows);
     let mut s = Stats::new();
     s.put_u64("interval", cfg.interval);
+    // Whether `interval = "auto"` chose to sample (a long run), or the configuration asked.
+    s.insert("automatic".into(), Value::Bool(cfg.automatic));
     s.put_u64("window", cfg.window);
     s.put_u64("detailed_warmup", cfg.detailed_warmup);
     s.put_u64("windows", windows.len() as u64);
@@ -366,19 +485,96 @@ mod tests {
     #[test]
     fn a_window_larger_than_its_interval_is_refused_with_the_keys_named() {
         let bad = SamplingConfig {
-            interval: 1000,
+            interval: SamplingInterval::Refs(1000),
             window: 900,
             detailed_warmup: 200,
         };
         let e = bad.validate().unwrap_err();
         assert!(e.contains("sim.sampling.window (900)") && e.contains("interval (1000)"));
         let zero = SamplingConfig {
-            interval: 1000,
+            interval: SamplingInterval::Refs(1000),
             window: 0,
             detailed_warmup: 0,
         };
         assert!(zero.validate().unwrap_err().contains("at least 1"));
         assert!(SamplingConfig::default().validate().is_ok());
         assert!(!SamplingConfig::default().is_on());
+        // The automatic unit's shape is checked too, before any long run meets it.
+        let auto_too_small = SamplingConfig {
+            window: 90_000,
+            detailed_warmup: 20_000,
+            ..SamplingConfig::default()
+        };
+        let e = auto_too_small.validate().unwrap_err();
+        assert!(
+            e.contains("the automatic sim.sampling.interval (100000"),
+            "{e}"
+        );
+        // Off is off, whatever the window.
+        let off = SamplingConfig {
+            interval: SamplingInterval::Refs(0),
+            window: 0,
+            detailed_warmup: 0,
+        };
+        assert!(off.validate().is_ok());
+    }
+
+    #[test]
+    fn auto_samples_only_long_single_core_single_process_runs() {
+        let auto = SamplingConfig::default();
+        assert_eq!(auto.resolve(AUTO_FROM_REFS - 1, 1, 1), None);
+        assert_eq!(
+            auto.resolve(AUTO_FROM_REFS, 1, 1),
+            Some(Sampling {
+                interval: AUTO_INTERVAL_REFS,
+                window: 2000,
+                detailed_warmup: 2000,
+                automatic: true,
+            })
+        );
+        // What sampling does not support stays a full detailed run rather than an error.
+        assert_eq!(auto.resolve(AUTO_FROM_REFS, 2, 1), None);
+        assert_eq!(auto.resolve(AUTO_FROM_REFS, 1, 2), None);
+        // 0 turns it off at any length; a number turns it on at any length.
+        let off = SamplingConfig {
+            interval: SamplingInterval::Refs(0),
+            ..auto
+        };
+        assert_eq!(off.resolve(u64::MAX, 1, 1), None);
+        let on = SamplingConfig {
+            interval: SamplingInterval::Refs(5000),
+            ..auto
+        };
+        let s = on.resolve(10_000, 1, 1).unwrap();
+        assert_eq!(
+            (s.interval, s.automatic, s.functional_refs()),
+            (5000, false, 1000)
+        );
+    }
+
+    #[test]
+    fn the_interval_reads_auto_zero_and_counts_and_writes_them_back() {
+        #[derive(Deserialize, Serialize)]
+        struct T {
+            i: SamplingInterval,
+        }
+        let read = |text: &str| toml::from_str::<T>(text).map(|t| t.i);
+        assert_eq!(read("i = \"auto\"").unwrap(), SamplingInterval::Auto);
+        assert_eq!(read("i = 0").unwrap(), SamplingInterval::Refs(0));
+        assert_eq!(
+            read("i = \"100k\"").unwrap(),
+            SamplingInterval::Refs(100_000)
+        );
+        assert!(read("i = -3")
+            .unwrap_err()
+            .to_string()
+            .contains("must not be negative"));
+        assert!(read("i = \"often\"")
+            .unwrap_err()
+            .to_string()
+            .contains("\"auto\", 0 (off)"));
+        let text = |i| serde_json::to_string(&T { i }).unwrap();
+        assert_eq!(text(SamplingInterval::Auto), r#"{"i":"auto"}"#);
+        assert_eq!(text(SamplingInterval::Refs(7)), r#"{"i":7}"#);
     }
 }

@@ -55,7 +55,7 @@ pub struct Simulation {
 
 /// A sampled run's progress (see [`crate::sampling`]).
 struct Sampler {
-    cfg: crate::sampling::SamplingConfig,
+    cfg: crate::sampling::Sampling,
     /// The runner is running functionally warmed.
     functional: bool,
     /// The probe at the first reference of the window under way.
@@ -193,6 +193,12 @@ impl Simulation {
         } else {
             None
         };
+        // `"auto"` resolves here, where the processes are known (a multi-process run stays
+        // detailed); an explicit interval on several processes is refused below.
+        let sampling = cfg
+            .sim
+            .sampling
+            .resolve(cfg.sim.refs, cfg.sim.cores, processes);
         // The design allocates from the same physical memory as everything else.
         let factory = visit(
             cfg,
@@ -205,11 +211,11 @@ impl Simulation {
                 // Not in a sampled run: the core sees a few per cent of the references there, and
                 // each window's probe would copy the worker's whole core across threads.
                 timing_thread: crate::timing::thread_wanted().map_err(SimError::Config)?
-                    && !cfg.sim.sampling.is_on(),
+                    && sampling.is_none(),
             },
         )
         .map_err(|e| SimError::Os { event: 0, error: e })?;
-        let sampler = if cfg.sim.sampling.is_on() {
+        let sampler = if let Some(sampling) = sampling {
             if processes > 1 {
                 return Err(SimError::Config(format!(
                     "sim.sampling runs one process; {processes} processes are not supported \
@@ -217,7 +223,7 @@ impl Simulation {
                 )));
             }
             Some(Sampler {
-                cfg: cfg.sim.sampling,
+                cfg: sampling,
                 functional: false,
                 start: None,
                 windows: Vec::new(),

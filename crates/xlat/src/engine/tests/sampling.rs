@@ -200,6 +200,22 @@ fn bad_sampling_configurations_are_refused_with_the_key_named() {
 }
 
 #[test]
+fn the_default_auto_interval_leaves_short_runs_unsampled_and_accepts_several_cores() {
+    // 200000 references: below `AUTO_FROM_REFS`, a full detailed run with no sampling section.
+    let r = run_with("radix", "gups", &[]);
+    assert!(r.get("sampling").is_none(), "{}", r["sampling"]);
+    // "auto" never refuses what sampling does not support; it just does not sample it.
+    cfg(
+        "radix",
+        "gups,btree",
+        &[("sim.cores", "2"), ("sim.refs", "30M")],
+    )
+    .unwrap();
+    let r = run_with("radix", "gups", &sampled("10000"));
+    assert_eq!(r["sampling"]["automatic"], false);
+}
+
+#[test]
 fn a_sampled_run_of_several_processes_is_refused() {
     let c = cfg("radix", "gups,btree", &[("sim.sampling.interval", "10000")]).unwrap();
     let e = run_workload(&c).unwrap_err().to_string();
@@ -218,7 +234,7 @@ fn a_trace_that_ends_within_the_first_unit_reports_no_window_and_no_estimate() {
     events.extend((0..3000u64).map(|i| load(base + (i * 4096) % (1 << 20), 8)));
     let mut c = small("radix");
     c.sim.sampling = crate::sampling::SamplingConfig {
-        interval: 10000,
+        interval: crate::sampling::SamplingInterval::Refs(10000),
         window: 1000,
         detailed_warmup: 1000,
     };
