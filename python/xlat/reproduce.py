@@ -97,7 +97,7 @@ EXPERIMENT_META = ("name", "figure", "description", "quick", "baseline_experimen
 CLAIM_KEYS = {
     "id", "text", "ref", "paper", "kind", "metric", "figure", "design", "baseline",
     "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick", "note", "of",
-    "effect", "counts", "headline", "derived", "full", "full_ci95",
+    "effect", "counts", "headline", "derived", "full", "full_ci95", "full_real",
 }  # fmt: skip
 #: What a speedup's paper figure may count (``counts``; issue 36, item 6).
 TIME_COUNTS = ("core cycles", "core cycles + OS time", "OS time")
@@ -254,6 +254,10 @@ def _check_grading(path: Path, c: dict[str, Any]) -> None:
         raise ReproduceError(f"{path}: claim {cid}: counts must be one of {TIME_COUNTS}")
     if "full" in c and not isinstance(c["full"], (int, float)):
         raise ReproduceError(f"{path}: claim {cid}: 'full' must be the full run's figure")
+    if "full_real" in c and not isinstance(c["full_real"], (int, float)):
+        raise ReproduceError(
+            f"{path}: claim {cid}: 'full_real' must be the recorded programs' run's figure"
+        )
     if c.get("quick") and "full" not in c:
         raise ReproduceError(
             f"{path}: claim {cid}: quick, but no 'full' figure to check its direction against"
@@ -1802,6 +1806,7 @@ def ledger(names: list[str]) -> str:
         heads = heads or "none marked"
         lines.append(f"| {n} | " + " | ".join(str(counts[g]) for g in GRADES) + f" | {heads} |")
     lines += ["", grades_note(), ""]
+    lines += [headline_sources(results), ""]
     every = [c for r in results.values() for c in r["claims"]]
     # Said once for the whole ledger when no recorded figure carries an interval, else per paper.
     once = not any(math.isfinite(c.get("ci95_low", float("nan"))) for c in every)
@@ -1815,6 +1820,72 @@ def ledger(names: list[str]) -> str:
                   *(["#### The baseline first", "", base, ""] if base else []),
                   claims_table(r["claims"]), "", *note]  # fmt: skip
     return "\n".join(lines)
+
+
+#: What the ledger says of its headline claims' two columns (issue 39, item 4).
+HEADLINE_SOURCES_NOTE = (
+    "Each headline claim on the built-in generators (the figure and grade above) and on the "
+    "recorded real programs that stand for them (`xlat reproduce PAPER --workloads real`: each "
+    "generator replaced by its program's recording, `COUNTERPARTS` in python/xlat/corpus.py; "
+    "generators without one dropped). The real programs' figures are not graded: they come "
+    "from recordings whose footprints are their own, named under the table, not the "
+    "experiments'. '(P only)': the figure comes from P's recording, the claim's other "
+    "generators have none; '—': none has, or the claim selects a generator footprint; "
+    "*not run*: no figure recorded yet (the command under the table fills it)."
+)
+
+
+def headline_sources(results: dict[str, dict[str, Any]]) -> str:
+    """The ledger's table of every paper's headline claims on both sources: the generators'
+    recorded ``full`` figure and grade beside the recorded programs' ``full_real`` (written by
+    ``scripts/record_full.py --workloads real``), or why there is none
+    (:func:`xlat.reproduce_real.claim_note`), or *not run*; under it, per paper, the paper's
+    ``real_run`` (which recordings, at which scale) or the commands that fill the column.
+
+    Examples
+    --------
+    >>> text = headline_sources({"tps": recorded("tps")})
+    >>> "| tps | **tps_walk_refs** |" in text
+    True
+    """
+    from xlat import corpus, reproduce_real
+
+    lines = [
+        "### Headline claims on the generators and on the recorded programs",
+        "",
+        "| paper | id | claim | paper's figure | xlat: generators | grade | "
+        "xlat: real programs |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    runs = []
+    for n, r in results.items():
+        p = r["paper"]
+        plans = reproduce_real.plan(p, False, corpus.DEFAULT_OUT)
+        claims = {c["id"]: c for c in p["claim"]}
+        heads = [row for row in ordered(r["claims"]) if row["headline"]]
+        for row in heads:
+            c = claims[row["id"]]
+            reason, used = reproduce_real.claim_note(c, plans)
+            real = {"ours": float(c.get("full_real", float("nan"))), "real_used": used,
+                    "real_reason": reason}  # fmt: skip
+            cells = [n, f"**{row['id']}**", row["text"], _fmt(row["paper"]), _fmt(row["ours"]),
+                     row["grade"], reproduce_real.real_cell(real)]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+        if not heads:
+            continue
+        if p.get("real_run"):
+            runs.append(f"- {n}: {' '.join(p['real_run'].split())}")
+        else:
+            runs.append(
+                f"- {n}: not run yet: `xlat reproduce {n} --workloads real --corpus-dir DIR "
+                f"--db DB` (DIR: `xlat corpus record ... --out DIR`), then `python "
+                f"scripts/record_full.py --workloads real --corpus-dir DIR --db DB --commit "
+                f"COMMIT {n}`"
+            )
+    if len(lines) == 4:
+        return ""
+    return "\n".join([*lines, "", HEADLINE_SOURCES_NOTE, "", "Real programs' figures:", "",
+                      *runs])  # fmt: skip
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, str]:

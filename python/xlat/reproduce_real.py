@@ -184,7 +184,7 @@ def check_traces(plans: list[ExperimentPlan], corpus_dir: str | Path) -> None:
     )
     command = f"xlat corpus record {' '.join(missing)} --out {corpus_dir}"
     raise ReproduceError(
-        f"--workloads real: no recording of {what}; record {'it' if len(missing) == 1 else 'them'}"
+        f"no recording of {what}; record {'it' if len(missing) == 1 else 'them'}"
         f" with `{command}` (default --scale {corpus.DEFAULT_SCALE}, the test size; add --scale "
         "SIZE for a larger footprint), or name another folder with --corpus-dir"
     )
@@ -331,18 +331,22 @@ def real_paper(paper: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _experiments_of(block: dict[str, Any]) -> list[str]:
-    names: list[str] = []
+def _sides(block: dict[str, Any]) -> list[list[str]]:
+    """The experiments a claim reads, per side: its ``experiment`` and, when it has one, its
+    ``baseline_experiment`` (each a name or a list of pooled names)."""
+    out = []
     for key in ("experiment", "baseline_experiment"):
         v = block.get(key)
-        names += [v] if isinstance(v, str) else list(v or [])
-    return names
+        if v:
+            out.append([v] if isinstance(v, str) else list(v))
+    return out
 
 
 def claim_note(block: dict[str, Any], plans: list[ExperimentPlan]) -> tuple[str, str]:
     """``(reason, used)`` for a claim (or a baseline statistic) computed on the recorded
     programs: ``reason`` why it can have no figure (empty when it can), ``used`` the programs
-    its figure comes from, with ``only`` when some of its generators had none.
+    its figure comes from (those both its sides ran), with ``only`` when some of its
+    generators had none.
 
     Examples
     --------
@@ -353,9 +357,12 @@ def claim_note(block: dict[str, Any], plans: list[ExperimentPlan]) -> tuple[str,
     >>> claim_note(claims["mehpt_over_radix"], plans)
     ('', 'gups only')
     >>> claim_note(claims["gups_contiguous"], plans)[0]
-    "selects the generators' footprint 32GiB (a recording has its own)"
+    "selects the generators' footprint, 32GiB: a recording has its own"
     >>> claim_note(claims["contiguous"], plans)
     ('', 'gups, xsbench')
+    >>> e = load_paper("et")  # native pools native-64k, whose pointer_chase has no recording
+    >>> claim_note(next(c for c in e["claim"] if c["id"] == "native"), plan(e, False, "c"))
+    ('', 'gups, hashjoin, xsbench only')
     """
     from xlat.reproduce import _size_text
 
@@ -363,22 +370,23 @@ def claim_note(block: dict[str, Any], plans: list[ExperimentPlan]) -> tuple[str,
         size = (block.get(key) or {}).get("workload.footprint")
         if size is not None:
             size = _size_text(int(size))
-            return f"selects the generators' footprint {size} (a recording has its own)", ""
+            return f"selects the generators' footprint, {size}: a recording has its own", ""
     by_name = {p.name: p for p in plans}
-    used = [by_name[e] for e in _experiments_of(block) if e in by_name and by_name[e].run]
-    if not used:
+    sides = [[by_name[e] for e in side if e in by_name and by_name[e].run]
+             for side in _sides(block)]  # fmt: skip
+    if not all(sides):
         return "", ""  # not run at all (--quick, experiments): "not run", as for the generators
-    lacking = [p for p in used if p.skipped]
-    if lacking:
-        dropped = sorted({w for p in lacking for w, _ in p.dropped})
-        return f"no recording stands for {', '.join(dropped)}", ""
+    for side in sides:
+        if all(p.skipped for p in side):
+            dropped = sorted({w for p in side for w, _ in p.dropped})
+            return f"no recording stands for {', '.join(dropped)}", ""
     selected = (block.get("set") or {}).get("workload.name")
     if selected is not None:
         program = corpus.counterpart_of(str(selected))
         return ("", program) if program else (f"no recording stands for {selected}", "")
-    programs = sorted({s.program for p in used for s in p.stands})
-    partial = any(p.dropped for p in used)
-    return "", ", ".join(programs) + (" only" if partial else "")
+    programs = set.intersection(*({s.program for p in side for s in p.stands} for side in sides))
+    partial = any(p.dropped for side in sides for p in side)
+    return "", ", ".join(sorted(programs)) + (" only" if partial else "")
 
 
 def real_cell(row: dict[str, Any]) -> str:
