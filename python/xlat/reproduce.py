@@ -1853,8 +1853,7 @@ def headline_sources(results: dict[str, dict[str, Any]]) -> str:
     lines = [
         "### Headline claims on the generators and on the recorded programs",
         "",
-        "| paper | id | claim | paper's figure | xlat: generators | grade | "
-        "xlat: real programs |",
+        "| paper | id | claim | paper's figure | xlat: generators | grade | xlat: real programs |",
         "|---|---|---|---|---|---|---|",
     ]
     runs = []
