@@ -683,12 +683,6 @@ COUNTERPARTS: dict[str, Counterpart] = {
             "16-byte tuples, |R|/2 buckets of 48 B, build on R, probe with S",
         ),
         Counterpart(
-            "jellyfish", "kmer",
-            "the generator models jellyfish-like k-mer counting (GenomicsBench kmer-cnt, k = "
-            "31): reads streamed into a hash of probed buckets; the program's genome is random "
-            "as the generator assumes, its hash entries are packed (6.5 B, not 16 B)",
-        ),
-        Counterpart(
             "sqlite", None,
             "the btree generator is point lookups in a bulk-loaded B+tree of u64 keys; most of "
             "SQLite's references here are a full table scan and a GROUP BY over an index, "
@@ -699,6 +693,12 @@ COUNTERPARTS: dict[str, Counterpart] = {
             "kv models a linear-probing index of 64-byte items and memcached a slab store with "
             "LRU links; Redis is a chained dict of 1000-byte values loaded by SETs and, at 1 GiB, "
             "mostly the reply buffers of pipelined GETs: neither generator's structure",
+        ),
+        Counterpart(
+            "jellyfish", "kmer",
+            "the generator models jellyfish-like k-mer counting (GenomicsBench kmer-cnt, k = "
+            "31): reads streamed into a hash of probed buckets; the program's genome is random "
+            "as the generator assumes, its hash entries are packed (6.5 B, not 16 B)",
         ),
         Counterpart(
             "python-dict", None, "an interpreter's heap: it stands for no paper workload"
