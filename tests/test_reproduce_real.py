@@ -142,7 +142,7 @@ def test_a_small_experiment_runs_on_the_shipped_recordings_and_says_what_stood_f
     )
     assert (
         math.isnan(rows["at_16mib"]["ours"])
-        and "footprint, 16MiB" in rows["at_16mib"]["real_reason"]
+        and "footprint, 16.0 MiB" in rows["at_16mib"]["real_reason"]
     )
     assert again["claims"][0]["ours"] == rows["ideal_over_radix"]["ours"]
     table = reproduce.claims_table(result["claims"], real=real["claims"]).splitlines()
@@ -245,7 +245,7 @@ def test_the_ledger_shows_each_headline_claim_on_both_sources_or_why_not():
         else:
             assert cell.startswith("—") or cell == "not run", (name, c["id"], cell)
     gups_contiguous = next(line for line in table if "**gups_contiguous**" in line)
-    assert "— (selects the generators' footprint, 32GiB" in gups_contiguous
+    assert "— (selects the generators' footprint, 32.0 GiB" in gups_contiguous
     assert "tests/data/corpus/gups.xlat (--scale 1.0 MiB" in text[head:]
 
 

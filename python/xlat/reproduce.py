@@ -848,10 +848,13 @@ def reproduce(
     if workloads != "generators":
         from xlat import corpus, reproduce_real
 
-        reproduce_real.check_source(workloads)
         corpus_dir = corpus.DEFAULT_OUT if corpus_dir is None else corpus_dir
-        plans = reproduce_real.plan(paper, quick, corpus_dir, experiments)
-        reproduce_real.check_traces(plans, corpus_dir)  # before anything runs
+        try:
+            reproduce_real.check_source(workloads)
+            plans = real_plans(paper, quick, corpus_dir, experiments)
+            reproduce_real.check_traces(plans, corpus_dir)  # before anything runs
+        except reproduce_real.RealWorkloadsError as e:
+            raise ReproduceError(str(e)) from None
         if workloads == "real":
             return _reproduce_real(paper, quick, db, workers, progress, keep_ray, overrides,
                                    plans)  # fmt: skip
@@ -882,6 +885,33 @@ def reproduce(
         result["real"] = _reproduce_real(paper, quick, db, workers, progress, keep_ray,
                                          overrides, plans)  # fmt: skip
     return result
+
+
+def real_plans(
+    paper: dict[str, Any],
+    quick: bool,
+    corpus_dir: str | Path,
+    experiments: list[str] | None = None,
+) -> list:
+    """Each experiment of ``paper`` (its quick variant with ``quick``) on the recorded programs
+    of ``corpus_dir`` (:func:`xlat.reproduce_real.plan`): which recording stands for which of
+    its generators, which are dropped, and whether it runs at all (``--quick`` may skip it,
+    ``experiments`` leave it out). Reads no file.
+
+    Examples
+    --------
+    >>> p = {x.name: x for x in real_plans(load_paper("mehpt"), False, "corpus")}
+    >>> [s.program for s in p["scale"].stands], [w for w, _ in p["scale"].dropped]
+    (['gups'], ['sysbench'])
+    """
+    from xlat import reproduce_real
+
+    specs = []
+    for exp in paper["experiment"]:
+        left_out = experiments is not None and exp["name"] not in experiments
+        run = not left_out and not (quick and exp.get("quick", {}).get("skip"))
+        specs.append((exp["name"], run, _experiment_spec(paper, exp, quick)))
+    return reproduce_real.plan(specs, corpus_dir)
 
 
 def _experiment_spec(paper: dict[str, Any], exp: dict[str, Any], quick: bool) -> dict[str, Any]:
@@ -943,7 +973,7 @@ def _reproduce_real(
     plans: list,
 ) -> dict[str, Any]:
     """The experiments of ``paper`` on the recorded programs (``plans``,
-    :func:`xlat.reproduce_real.plan`): one sweep per recording of each experiment, stored in
+    :func:`real_plans`): one sweep per recording of each experiment, stored in
     :func:`xlat.reproduce_real.real_db`; the claims computed from them, not graded."""
     import pandas as pd
 
@@ -968,7 +998,7 @@ def _reproduce_real(
             if s.program not in facts:
                 facts[s.program] = rr.trace_facts(s.trace)
             origin = f"{paper['path']}:{exp['name']} (recorded {s.program}: {s.trace})"
-            rspec = rr.real_spec(paper, exp, spec, s, facts[s.program], quick)
+            rspec = rr.real_spec(spec, s, facts[s.program])
             frame, n_failed, n_simulated = _sweep(rspec, origin, rdb, overrides, workers,
                                                   progress, keep_ray)  # fmt: skip
             failed += n_failed
@@ -1068,7 +1098,7 @@ def claims_table(
     rows (grade ``smoke test``) show the full run's recorded figure and whether the quick
     figure lies on its side instead of a grade. ``real`` (the recorded programs' rows of the
     same claims, ``--workloads both``) adds their figure beside xlat's, which becomes *xlat:
-    generators* (:func:`xlat.reproduce_real.real_cell`); effect ratio and grade stay the
+    generators* (:func:`real_cell`); effect ratio and grade stay the
     generators'. ``ours`` heads xlat's column (``--workloads real``: *xlat: real programs*).
 
     Examples
@@ -1080,8 +1110,6 @@ def claims_table(
     >>> claims_table([claim_row({}, c, 1.01, False)]).endswith("xlat: core cycles (**differs**) |")
     True
     """
-    from xlat.reproduce_real import real_cell
-
     quick = any(r["grade"] == "smoke test" for r in rows)
     spans = any(math.isfinite(r.get("ci95_low", float("nan"))) for r in rows)
     if real is not None:
@@ -1122,6 +1150,26 @@ def claims_table(
             cells.insert(5, real_cell(real_by_id[r["id"]]))
         out.append("| " + " | ".join([*cells, counted]) + " |")
     return "\n".join(out)
+
+
+def real_cell(row: dict[str, Any]) -> str:
+    """A claims table's cell of the recorded programs' figure (a row with ``real_reason`` and
+    ``real_used``, :func:`xlat.reproduce_real.claim_note`): the figure (with the programs it
+    comes from when some generators had none), else a dash and why, else *not run*.
+
+    Examples
+    --------
+    >>> real_cell({"ours": 1.0234, "real_reason": "", "real_used": "gups only"})
+    '1.023 (gups only)'
+    >>> real_cell({"ours": float("nan"), "real_reason": "no recording stands for sysbench"})
+    '— (no recording stands for sysbench)'
+    >>> real_cell({"ours": float("nan"), "real_reason": ""})
+    'not run'
+    """
+    if math.isfinite(row["ours"]):
+        used = row.get("real_used", "")
+        return _fmt(row["ours"]) + (f" ({used})" if used.endswith(" only") else "")
+    return f"— ({row['real_reason']})" if row.get("real_reason") else "not run"
 
 
 def interval_note(rows: list[dict[str, Any]]) -> str:
@@ -1859,7 +1907,7 @@ def headline_sources(results: dict[str, dict[str, Any]]) -> str:
     runs = []
     for n, r in results.items():
         p = r["paper"]
-        plans = reproduce_real.plan(p, False, corpus.DEFAULT_OUT)
+        plans = real_plans(p, False, corpus.DEFAULT_OUT)
         claims = {c["id"]: c for c in p["claim"]}
         heads = [row for row in ordered(r["claims"]) if row["headline"]]
         for row in heads:
@@ -1868,7 +1916,7 @@ def headline_sources(results: dict[str, dict[str, Any]]) -> str:
             real = {"ours": float(c.get("full_real", float("nan"))), "real_used": used,
                     "real_reason": reason}  # fmt: skip
             cells = [n, f"**{row['id']}**", row["text"], _fmt(row["paper"]), _fmt(row["ours"]),
-                     row["grade"], reproduce_real.real_cell(real)]  # fmt: skip
+                     row["grade"], real_cell(real)]  # fmt: skip
             lines.append("| " + " | ".join(cells) + " |")
         if not heads:
             continue

@@ -29,9 +29,10 @@ into trace-file sweeps, one per recorded program, and saying what stood for what
   :func:`claim_note` says why a claim has no figure (no counterpart, or a selection of the
   generators' footprint) or which recordings its figure comes from. Grades stay the generators'.
 
-May call: :mod:`xlat.corpus` (the counterparts), :mod:`xlat.reproduce` (the paper's specs and
-errors), :mod:`xlat.values`, the core's trace summary. Contract: with ``workloads =
-"generators"`` nothing here is called, and ``xlat reproduce`` runs and prints as before.
+May call: :mod:`xlat.corpus` (the counterparts), :mod:`xlat.values`, :mod:`xlat.trace_cli`
+(sizes), the core's trace summary; never :mod:`xlat.reproduce`, which calls it (the experiments'
+specs come in as arguments). Contract: with ``workloads = "generators"`` nothing here is called,
+and ``xlat reproduce`` runs and prints as before.
 """
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ from pathlib import Path
 from typing import Any
 
 from xlat import corpus
+
+
+class RealWorkloadsError(ValueError):
+    """A run on the recorded programs that cannot start (a missing recording, a bad source);
+    ``xlat reproduce`` reports it as its own error (exit code 2)."""
+
 
 #: The values of ``xlat reproduce --workloads`` (and of ``reproduce(workloads=...)``).
 SOURCES = ("generators", "real", "both")
@@ -83,17 +90,17 @@ class ExperimentPlan:
 
 
 def check_source(workloads: str) -> str:
-    """``workloads`` when it is one of :data:`SOURCES`; a ReproduceError otherwise.
+    """``workloads`` when it is one of :data:`SOURCES`; a RealWorkloadsError otherwise.
 
     Examples
     --------
     >>> check_source("both")
     'both'
     """
-    from xlat.reproduce import ReproduceError
-
     if workloads not in SOURCES:
-        raise ReproduceError(f"--workloads must be one of {', '.join(SOURCES)}, got {workloads!r}")
+        raise RealWorkloadsError(
+            f"--workloads must be one of {', '.join(SOURCES)}, got {workloads!r}"
+        )
     return workloads
 
 
@@ -129,32 +136,26 @@ def drop_reason(workload: str) -> str | None:
 
 
 def plan(
-    paper: dict[str, Any],
-    quick: bool,
-    corpus_dir: str | Path,
-    experiments: list[str] | None = None,
+    specs: list[tuple[str, bool, dict[str, Any]]], corpus_dir: str | Path
 ) -> list[ExperimentPlan]:
-    """Each experiment of ``paper`` on the recorded programs of ``corpus_dir``: which recording
-    stands for which of its (quick) generator workloads and which are dropped. Reads no file.
+    """Each experiment on the recorded programs of ``corpus_dir``: ``specs`` holds, per
+    experiment, its name, whether it runs at all and its generators' sweep spec
+    (:func:`xlat.reproduce.experiment_spec`); which recording stands for which of its workloads
+    and which are dropped. Reads no file.
 
     Examples
     --------
-    >>> from xlat.reproduce import load_paper
-    >>> p = {x.name: x for x in plan(load_paper("mehpt"), False, "corpus")}
-    >>> [(s.generator, str(s.trace)) for s in p["scale"].stands]
-    [('gups', 'corpus/gups.xlat')]
-    >>> p["scale"].dropped
+    >>> spec = {"workloads": ["gups", "sysbench"], "footprint": ["32GiB", "64GiB"]}
+    >>> (p,) = plan([("scale", True, spec)], "corpus")
+    >>> [(s.generator, str(s.trace)) for s in p.stands], p.footprint
+    ([('gups', 'corpus/gups.xlat')], ['32GiB', '64GiB'])
+    >>> p.dropped
     [('sysbench', 'no recorded program stands for the sysbench generator')]
     """
-    from xlat.reproduce import experiment_spec
-
     out = []
-    for exp in paper["experiment"]:
-        left_out = experiments is not None and exp["name"] not in experiments
-        run = not left_out and not (quick and exp.get("quick", {}).get("skip"))
-        spec = experiment_spec(paper, exp, quick)
+    for name, run, spec in specs:
         workloads = list(spec.get("workloads", []))
-        p = ExperimentPlan(exp["name"], run, workloads, spec.get("footprint"))
+        p = ExperimentPlan(name, run, workloads, spec.get("footprint"))
         for w in workloads:
             reason = drop_reason(w)
             if reason is not None:
@@ -169,8 +170,6 @@ def plan(
 def check_traces(plans: list[ExperimentPlan], corpus_dir: str | Path) -> None:
     """Return when every recording the run plans need is there; a ReproduceError naming each
     missing program, what it stands for, and the one command that records them otherwise."""
-    from xlat.reproduce import ReproduceError
-
     missing: dict[str, Stand] = {}
     for p in plans:
         for s in p.stands if p.run else []:
@@ -183,7 +182,7 @@ def check_traces(plans: list[ExperimentPlan], corpus_dir: str | Path) -> None:
         for s in missing.values()
     )
     command = f"xlat corpus record {' '.join(missing)} --out {corpus_dir}"
-    raise ReproduceError(
+    raise RealWorkloadsError(
         f"no recording of {what}; record {'it' if len(missing) == 1 else 'them'}"
         f" with `{command}` (default --scale {corpus.DEFAULT_SCALE}, the test size; add --scale "
         "SIZE for a larger footprint), or name another folder with --corpus-dir"
@@ -266,32 +265,24 @@ def warmup_refs(spec: dict[str, Any], facts: TraceFacts) -> int:
     return facts.first_touch_refs
 
 
-def real_spec(
-    paper: dict[str, Any],
-    exp: dict[str, Any],
-    spec: dict[str, Any],
-    stand: Stand,
-    facts: TraceFacts,
-    quick: bool,
-) -> dict[str, Any]:
-    """The sweep spec of ``stand``'s recording in experiment ``exp`` (generator spec ``spec``):
-    every key but the workloads, the footprint and the warm-up kept; the trace in their place.
+def real_spec(spec: dict[str, Any], stand: Stand, facts: TraceFacts) -> dict[str, Any]:
+    """The sweep spec of ``stand``'s recording in an experiment of generators' spec ``spec``:
+    every key but the workloads, the footprint and the warm-up kept; the trace in their place,
+    and the spec's name marked with the program.
 
     Examples
     --------
-    >>> from xlat.reproduce import experiment_spec, load_paper
-    >>> p = load_paper("tps")
-    >>> exp = p["experiment"][0]
+    >>> spec = {"name": "tps-thp_res", "designs": ["radix"], "workloads": ["gups"],
+    ...         "footprint": "4GiB", "warmup": "1.2M", "refs": "4M"}
     >>> f = TraceFacts(refs=10**6, footprint_bytes=1 << 20, first_touch_refs=1234)
-    >>> s = real_spec(p, exp, experiment_spec(p, exp, False),
-    ...               Stand("gups", "gups", Path("/c/gups.xlat")), f, False)
+    >>> s = real_spec(spec, Stand("gups", "gups", Path("/c/gups.xlat")), f)
     >>> s["traces"], s["warmup"], s["refs"], "footprint" in s, s["name"]
     (['/c/gups.xlat'], '1234', '4M', False, 'tps-thp_res-real-gups')
     """
     out = {k: v for k, v in spec.items() if k not in ("workloads", "footprint", "warmup")}
     out["traces"] = [str(stand.trace.resolve())]
     out["warmup"] = str(warmup_refs(spec, facts))
-    out["name"] = f"{paper['name']}-{exp['name']}-real-{stand.program}{'-quick' if quick else ''}"
+    out["name"] = f"{spec.get('name', 'experiment')}-real-{stand.program}"
     return out
 
 
@@ -350,26 +341,24 @@ def claim_note(block: dict[str, Any], plans: list[ExperimentPlan]) -> tuple[str,
 
     Examples
     --------
-    >>> from xlat.reproduce import load_paper
-    >>> p = load_paper("mehpt")
-    >>> plans = plan(p, False, "corpus")
-    >>> claims = {c["id"]: c for c in p["claim"]}
-    >>> claim_note(claims["mehpt_over_radix"], plans)
-    ('', 'gups only')
-    >>> claim_note(claims["gups_contiguous"], plans)[0]
-    "selects the generators' footprint, 32GiB: a recording has its own"
-    >>> claim_note(claims["contiguous"], plans)
-    ('', 'gups, xsbench')
-    >>> e = load_paper("et")  # native pools native-64k, whose pointer_chase has no recording
-    >>> claim_note(next(c for c in e["claim"] if c["id"] == "native"), plan(e, False, "c"))
-    ('', 'gups, hashjoin, xsbench only')
+    >>> plans = plan([("main", True, {"workloads": ["gups", "xsbench"]}),
+    ...               ("scale", True, {"workloads": ["gups", "sysbench"]}),
+    ...               ("tree", True, {"workloads": ["btree"]})], "corpus")
+    >>> claim_note({"experiment": "main"}, plans), claim_note({"experiment": "scale"}, plans)
+    (('', 'gups, xsbench'), ('', 'gups only'))
+    >>> claim_note({"experiment": "main", "baseline_experiment": "tree"}, plans)
+    ('no recording stands for btree', '')
+    >>> claim_note({"experiment": ["main", "tree"]}, plans)  # pooled: main's recordings
+    ('', 'gups, xsbench only')
+    >>> claim_note({"experiment": "scale", "set": {"workload.footprint": 2**35}}, plans)[0]
+    "selects the generators' footprint, 32.0 GiB: a recording has its own"
     """
-    from xlat.reproduce import _size_text
+    from xlat.trace_cli import human_bytes
 
     for key in ("set", "baseline_set"):
         size = (block.get(key) or {}).get("workload.footprint")
         if size is not None:
-            size = _size_text(int(size))
+            size = human_bytes(int(size))
             return f"selects the generators' footprint, {size}: a recording has its own", ""
     by_name = {p.name: p for p in plans}
     sides = [[by_name[e] for e in side if e in by_name and by_name[e].run]
@@ -387,27 +376,6 @@ def claim_note(block: dict[str, Any], plans: list[ExperimentPlan]) -> tuple[str,
     programs = set.intersection(*({s.program for p in side for s in p.stands} for side in sides))
     partial = any(p.dropped for side in sides for p in side)
     return "", ", ".join(sorted(programs)) + (" only" if partial else "")
-
-
-def real_cell(row: dict[str, Any]) -> str:
-    """A claims table's cell of the recorded programs' figure: the figure (with the programs it
-    comes from when some generators had none), else a dash and why.
-
-    Examples
-    --------
-    >>> real_cell({"ours": 1.0234, "real_reason": "", "real_used": "gups only"})
-    '1.023 (gups only)'
-    >>> real_cell({"ours": float("nan"), "real_reason": "no recording stands for sysbench"})
-    '— (no recording stands for sysbench)'
-    >>> real_cell({"ours": float("nan"), "real_reason": ""})
-    'not run'
-    """
-    from xlat.reproduce import _fmt
-
-    if math.isfinite(row["ours"]):
-        used = row.get("real_used", "")
-        return _fmt(row["ours"]) + (f" ({used})" if used.endswith(" only") else "")
-    return f"— ({row['real_reason']})" if row.get("real_reason") else "not run"
 
 
 def _count_text(n: int) -> str:
