@@ -70,6 +70,13 @@ experiment's runs that match ``set``; its *effect ratio* to the paper's figure
 fails (exit 1) when a ``quick = true`` claim's figure lies on the other side of 1 than its
 recorded ``full`` figure: the CI check (tests/test_reproduce.py). ``--recorded`` grades the
 recorded ``full`` figures without running anything (docs/reproduction.md).
+
+``--workloads real`` runs the experiments on the recorded real programs in the generators'
+place, ``both`` on both (issue 39, item 4; :mod:`xlat.reproduce_real`, which owns the
+substitution): the claims table then has a column of each, graded on the generators' only. A
+claim's ``full_real`` is the recorded programs' figure of its last such run and the paper's
+``real_run`` says which recordings it used (``scripts/record_full.py --workloads real``; the
+ledger shows them beside ``full`` for the headline claims, :func:`headline_sources`).
 """
 
 from __future__ import annotations
