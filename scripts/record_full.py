@@ -13,6 +13,16 @@ Figures are written with three decimals (claims, as docs/reproduction.md prints 
 significant digits (baseline statistics, e.g. 137.2 cycles). The file is edited in place, line
 by block: comments and layout stay, a ``full`` line is replaced where it is, and a block
 without one gets it after its ``id``.
+
+The recorded real programs' figures of the headline claims (issue 39, item 4; the ledger's
+column beside the generators'), from the runs of ``xlat reproduce PAPER --workloads real``::
+
+    xlat reproduce all --workloads real --corpus-dir DIR --db out/full.duckdb
+    python scripts/record_full.py --workloads real --corpus-dir DIR --db out/full.duckdb \
+        --commit "$(git rev-parse --short HEAD)" all
+
+write each headline claim's ``full_real`` and the paper's ``real_run`` (the command, commit,
+date and each recording's scale, footprint and references); the generators' figures stay.
 """
 
 from __future__ import annotations
@@ -35,10 +45,17 @@ def _fmt_stat(x: float) -> str:
     return f"{x:.4g}" if abs(x) < 1e4 else f"{x:.0f}"
 
 
-def rewrite(text: str, figures: dict[tuple[str, str], str], full_run: str) -> str:
+def rewrite(
+    text: str,
+    figures: dict[tuple[str, str], str],
+    full_run: str,
+    key: str = "full",
+    run_key: str = "full_run",
+) -> str:
     """``text`` (a claims file) with each ``[[claim]]`` / ``[[baseline]]`` block's ``full`` set
     from ``figures`` (keyed by block kind and id; a block not in it keeps its line) and the
-    ``full_run`` line replaced.
+    ``full_run`` line replaced (``key``, ``run_key``: other keys, e.g. ``full_real`` and
+    ``real_run``; a missing ``run_key`` line is added after ``full_run``'s).
 
     >>> t = 'full_run = "old"\\n[[claim]]\\nid = "a"\\nfull = 1.0\\n'
     >>> t += '[[baseline]]\\nid = "b"\\nx = 1\\n'
@@ -51,7 +68,19 @@ def rewrite(text: str, figures: dict[tuple[str, str], str], full_run: str) -> st
     id = "b"
     full = 137.2
     x = 1
+    >>> print(rewrite(t, {("claim", "a"): "1.5"}, "r", "full_real", "real_run"), end="")
+    full_run = "old"
+    real_run = "r"
+    [[claim]]
+    id = "a"
+    full_real = 1.5
+    full = 1.0
+    [[baseline]]
+    id = "b"
+    x = 1
     """
+    if run_key != "full_run" and not re.search(rf"^{run_key} = ", text, re.M):
+        text = re.sub(r"^(full_run = .*\n)", rf"\g<1>{run_key} = \n", text, count=1, flags=re.M)
     blocks: list[list[str]] = [[]]
     for line in text.splitlines(keepends=True):
         if re.match(r"\[\[\w+\]\]\s*$", line):
@@ -63,13 +92,13 @@ def rewrite(text: str, figures: dict[tuple[str, str], str], full_run: str) -> st
         ident = next((m.group(1) for ln in block if (m := re.match(r'id = "([^"]+)"', ln))), None)
         value = figures.get((head.group(1), ident)) if head else None
         if value is not None:
-            at = [i for i, ln in enumerate(block) if ln.startswith("full = ")]
+            at = [i for i, ln in enumerate(block) if ln.startswith(f"{key} = ")]
             if at:
-                block[at[0]] = f"full = {value}\n"
+                block[at[0]] = f"{key} = {value}\n"
             else:
                 i = next(i for i, ln in enumerate(block) if ln.startswith("id = "))
-                block.insert(i + 1, f"full = {value}\n")
-        out += [f"full_run = {_toml_str(full_run)}\n" if ln.startswith("full_run = ") else ln
+                block.insert(i + 1, f"{key} = {value}\n")
+        out += [f"{run_key} = {_toml_str(full_run)}\n" if ln.startswith(f"{run_key} = ") else ln
                 for ln in block]  # fmt: skip
     return "".join(out)
 
@@ -108,10 +137,22 @@ def main() -> int:
         "baseline statistics that read only these experiments get new figures, the others keep "
         "theirs, and full_run says which experiments were recorded at --commit",
     )
+    ap.add_argument(
+        "--workloads",
+        choices=["generators", "real"],
+        default="generators",
+        help="record the generators' figures (full, default) or the recorded programs' of the "
+        "headline claims (full_real; the runs of `xlat reproduce --workloads real`)",
+    )
+    ap.add_argument("--corpus-dir", help="with --workloads real: the recordings' folder")
     args = ap.parse_args()
     names = rp.papers() if args.papers == ["all"] else args.papers
     if args.experiment and len(names) != 1:
         ap.error("--experiment needs exactly one paper")
+    if args.workloads == "real":
+        if args.experiment or not args.corpus_dir:
+            ap.error("--workloads real needs --corpus-dir and takes no --experiment")
+        return record_real(names, args)
     today = datetime.date.today().isoformat()
     for name in names:
         # The figures must come from runs made at the commit named: a run missing from the
@@ -148,6 +189,60 @@ def main() -> int:
                    f"(claims to 3 decimals)" + (f"; {args.note}" if args.note else ""))  # fmt: skip
         path.write_text(rewrite(path.read_text(encoding="utf-8"), figures, run), encoding="utf-8")
         print(f"{name}: {len(figures)} figures written to {path}")
+    return 0
+
+
+def recordings_text(rows: list[dict]) -> str:
+    """The recordings a real-programs run used, once each: trace, scale, seed, footprint and
+    references (``xlat.reproduce_real.substitution_rows``).
+
+    >>> recordings_text([{"program": "gups", "trace": "c/gups.xlat", "scale": 1048576,
+    ...     "seed": 1, "trace_footprint_bytes": 1400832, "trace_refs": 1221826}])
+    'c/gups.xlat (--scale 1.0 MiB, seed 1: footprint 1.3 MiB, 1,221,826 references)'
+    """
+    from xlat.trace_cli import human_bytes
+
+    seen = {}
+    for r in rows:
+        if r.get("program") and r["program"] not in seen:
+            scale = f"--scale {human_bytes(r['scale'])}, " if r.get("scale") else ""
+            seed = f"seed {r['seed']}: " if r.get("seed") is not None else ""
+            seen[r["program"]] = (
+                f"{r['trace']} ({scale}{seed}footprint {human_bytes(r['trace_footprint_bytes'])}"
+                f", {r['trace_refs']:,} references)"
+            )
+    return "; ".join(seen[k] for k in sorted(seen))
+
+
+def record_real(names: list[str], args) -> int:
+    """``--workloads real``: each headline claim's ``full_real`` and the paper's ``real_run``,
+    from the stored runs of ``xlat reproduce PAPER --workloads real`` (a run missing from the
+    store is an error, as for the generators)."""
+    today = datetime.date.today().isoformat()
+    for name in names:
+        try:
+            result = rp.reproduce(name, db=args.db, progress="errors", workloads="real",
+                                  corpus_dir=args.corpus_dir)  # fmt: skip
+        except rp.ReproduceError as e:
+            print(e, file=sys.stderr)
+            return 2
+        if result["failed"] or result["simulated"]:
+            print(f"{name}: {result['failed']} runs failed and {result['simulated']} were not "
+                  f"in {result['db']} (simulated now, at this tree): nothing written; run "
+                  f"`xlat reproduce {name} --workloads real --corpus-dir {args.corpus_dir} "
+                  f"--db {args.db}` first and name its commit", file=sys.stderr)  # fmt: skip
+            return 1
+        figures = {("claim", row["id"]): _fmt_claim(row["ours"]) for row in result["claims"]
+                   if row["headline"] and math.isfinite(row["ours"])}  # fmt: skip
+        run = (f"the recorded programs' figures of the headline claims: `xlat reproduce {name} "
+               f"--workloads real --corpus-dir {args.corpus_dir}` at commit {args.commit}, "
+               f"{today}, timing.model = ooo; recordings: "
+               f"{recordings_text(result['recordings'])}"
+               + (f"; {args.note}" if args.note else ""))  # fmt: skip
+        path = Path(result["paper"]["path"])
+        text = rewrite(path.read_text(encoding="utf-8"), figures, run, "full_real", "real_run")
+        path.write_text(text, encoding="utf-8")
+        print(f"{name}: {len(figures)} real-program figures written to {path}")
     return 0
 
 

@@ -91,9 +91,27 @@ def add_parsers(sub) -> None:
         action="store_true",
         help="run nothing: grade the claims from the last full runs' figures in data/claims",
     )
+    p.add_argument(
+        "--workloads",
+        choices=["generators", "real", "both"],
+        default="generators",
+        help="run the experiments on the built-in generators (default), on the recorded real "
+        "programs that stand for them (`xlat corpus record`; generators without one are "
+        "dropped), or both (the claims table then has a column of each; grades stay the "
+        "generators')",
+    )
+    p.add_argument(
+        "--corpus-dir",
+        metavar="DIR",
+        help="folder of the recorded programs, NAME.xlat (default corpus/, where `xlat corpus "
+        "record` writes)",
+    )
     p.add_argument("--json", action="store_true", help="the claims rows as JSON on stdout")
     p.add_argument(
-        "--db", default="out/reproduce.duckdb", help="result store (resumable; default %(default)s)"
+        "--db",
+        default="out/reproduce.duckdb",
+        help="result store (resumable; default %(default)s; runs on the recorded programs go "
+        "to real/ beside it)",
     )
     p.add_argument("--out", default="out", help="folder of the report (reproduce-PAPER.md)")
     p.add_argument("--workers", type=int, help="parallel runs (default: cores)")

@@ -51,6 +51,9 @@ from xlat._data import cache_dir, data_dir
 SOURCE_DIR = data_dir() / "corpus"
 #: The scale of ``xlat corpus record`` without ``--scale``: the test size.
 DEFAULT_SCALE = "1MiB"
+#: Where ``xlat corpus record`` writes without ``--out`` (and where ``xlat reproduce --workloads
+#: real`` looks without ``--corpus-dir``).
+DEFAULT_OUT = "corpus"
 #: Port of the servers started under the recorder (bound to 127.0.0.1 only).
 PORT = 16379
 
@@ -619,6 +622,103 @@ PROGRAMS: dict[str, Program] = {
 }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Counterpart:
+    """Which built-in generator a recorded program stands in for in ``xlat reproduce
+    --workloads real`` (:data:`COUNTERPARTS`): ``generator`` None when none truly models it,
+    ``why`` the reason either way."""
+
+    program: str
+    generator: str | None
+    why: str
+
+
+#: One row per program of :data:`PROGRAMS`: the built-in generator whose place its recording
+#: takes when ``xlat reproduce --workloads real`` runs an experiment on the recorded programs
+#: (issue 39, item 4). A pairing holds only where the generator models the program's own kernel
+#: over the same data structures (docs/workloads.md, "The workloads"); ``Program.stands_for``
+#: says what the program was written for, this table what it may replace. The differences that
+#: remain are the generators' documented approximations (docs/workloads.md, "Approximations" and
+#: "Generators set against the programs").
+COUNTERPARTS: dict[str, Counterpart] = {
+    c.program: c
+    for c in [
+        Counterpart(
+            "gups", "gups",
+            "both are HPCC RandomAccess: one table of u64, a read-modify-write of a random entry "
+            "per update (the program's stream is HPCC's shift register, the generator's a hash)",
+        ),
+        Counterpart(
+            "bfs", "bfs",
+            "both are top-down BFS over a CSR of an RMAT graph (Graph500's A, B, C, edge factor "
+            "16): offsets, neighbours, a parent array and a queue; the program also builds its "
+            "CSR from the edge list first",
+        ),
+        Counterpart(
+            "pagerank", "pagerank",
+            "both are pull PageRank (GAP pr) over a CSR of an RMAT graph: per vertex its "
+            "in-neighbours' contributions, then a contribution pass",
+        ),
+        Counterpart(
+            "cc", "cc",
+            "both sweep a CSR of an RMAT graph reading each neighbour's component label (a "
+            "dependent load into a u32 array per vertex) until no label changes; the program "
+            "hooks and pointer-jumps (Shiloach-Vishkin, GAP cc_sv) where the generator "
+            "propagates labels, one more dependent label load per edge",
+        ),
+        Counterpart(
+            "xsbench", "xsbench",
+            "both are XSBench's event-based lookups on the small problem's 68 nuclides: a "
+            "binary search of the unionized grid, then per nuclide of the material the "
+            "index-grid and the nuclide-grid loads",
+        ),
+        Counterpart(
+            "dlrm", "dlrm",
+            "both are DLRM's SparseLengthsSum: 8 tables of 64-fp32 rows, bags of 32 lookups "
+            "summed (the program's indices are Zipf-skewed, the generator's uniform)",
+        ),
+        Counterpart(
+            "hashjoin", "hashjoin",
+            "both are the no-partitioning hash join of Balkesen et al. (ICDE 2013): R and S of "
+            "16-byte tuples, |R|/2 buckets of 48 B, build on R, probe with S",
+        ),
+        Counterpart(
+            "sqlite", None,
+            "the btree generator is point lookups in a bulk-loaded B+tree of u64 keys; most of "
+            "SQLite's references here are a full table scan and a GROUP BY over an index, "
+            "through its page cache: not the generator's kernel",
+        ),
+        Counterpart(
+            "redis", None,
+            "kv models a linear-probing index of 64-byte items and memcached a slab store with "
+            "LRU links; Redis is a chained dict of 1000-byte values loaded by SETs and, at 1 GiB, "
+            "mostly the reply buffers of pipelined GETs: neither generator's structure",
+        ),
+        Counterpart(
+            "jellyfish", "kmer",
+            "the generator models jellyfish-like k-mer counting (GenomicsBench kmer-cnt, k = "
+            "31): reads streamed into a hash of probed buckets; the program's genome is random "
+            "as the generator assumes, its hash entries are packed (6.5 B, not 16 B)",
+        ),
+        Counterpart(
+            "python-dict", None, "an interpreter's heap: it stands for no paper workload"
+        ),
+    ]
+}  # fmt: skip
+
+
+def counterpart_of(generator: str) -> str | None:
+    """The program whose recording stands for built-in ``generator`` (:data:`COUNTERPARTS`),
+    None when no program truly models it.
+
+    Examples
+    --------
+    >>> counterpart_of("gups"), counterpart_of("kmer"), counterpart_of("btree")
+    ('gups', 'jellyfish', None)
+    """
+    return next((c.program for c in COUNTERPARTS.values() if c.generator == generator), None)
+
+
 def program(name: str) -> Program:
     """The program called ``name``; CorpusError naming the known ones otherwise.
 
@@ -915,7 +1015,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             help="install what is missing (apt-get as root, pip into this environment)",
         )
         if verb == "record":
-            r.add_argument("--out", default="corpus", help="output folder (default corpus/)")
+            r.add_argument(
+                "--out", default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT}/)"
+            )
             r.add_argument(
                 "--zstd-level", type=int, default=1, help="zstd level of the trace (default 1)"
             )

@@ -70,6 +70,13 @@ experiment's runs that match ``set``; its *effect ratio* to the paper's figure
 fails (exit 1) when a ``quick = true`` claim's figure lies on the other side of 1 than its
 recorded ``full`` figure: the CI check (tests/test_reproduce.py). ``--recorded`` grades the
 recorded ``full`` figures without running anything (docs/reproduction.md).
+
+``--workloads real`` runs the experiments on the recorded real programs in the generators'
+place, ``both`` on both (issue 39, item 4; :mod:`xlat.reproduce_real`, which owns the
+substitution): the claims table then has a column of each, graded on the generators' only. A
+claim's ``full_real`` is the recorded programs' figure of its last such run and the paper's
+``real_run`` says which recordings it used (``scripts/record_full.py --workloads real``; the
+ledger shows them beside ``full`` for the headline claims, :func:`headline_sources`).
 """
 
 from __future__ import annotations
@@ -97,7 +104,7 @@ EXPERIMENT_META = ("name", "figure", "description", "quick", "baseline_experimen
 CLAIM_KEYS = {
     "id", "text", "ref", "paper", "kind", "metric", "figure", "design", "baseline",
     "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick", "note", "of",
-    "effect", "counts", "headline", "derived", "full", "full_ci95",
+    "effect", "counts", "headline", "derived", "full", "full_ci95", "full_real",
 }  # fmt: skip
 #: What a speedup's paper figure may count (``counts``; issue 36, item 6).
 TIME_COUNTS = ("core cycles", "core cycles + OS time", "OS time")
@@ -254,6 +261,10 @@ def _check_grading(path: Path, c: dict[str, Any]) -> None:
         raise ReproduceError(f"{path}: claim {cid}: counts must be one of {TIME_COUNTS}")
     if "full" in c and not isinstance(c["full"], (int, float)):
         raise ReproduceError(f"{path}: claim {cid}: 'full' must be the full run's figure")
+    if "full_real" in c and not isinstance(c["full_real"], (int, float)):
+        raise ReproduceError(
+            f"{path}: claim {cid}: 'full_real' must be the recorded programs' run's figure"
+        )
     if c.get("quick") and "full" not in c:
         raise ReproduceError(
             f"{path}: claim {cid}: quick, but no 'full' figure to check its direction against"
@@ -809,6 +820,8 @@ def reproduce(
     keep_ray: bool = False,
     overrides: dict[str, str] | None = None,
     experiments: list[str] | None = None,
+    workloads: str = "generators",
+    corpus_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) paper ``name``'s experiments and compute its claims (``keep_ray``: leave
     the Ray instance of the first sweep running for the next ones; the caller shuts it down;
@@ -817,9 +830,20 @@ def reproduce(
     computed from what was run, so a caller recording figures keeps only the claims whose
     experiments were all run, as scripts/record_full.py does).
 
+    ``workloads`` (issue 39, item 4; :mod:`xlat.reproduce_real`): ``"generators"`` (the
+    built-in generators: the experiments as written), ``"real"`` (each generator replaced by the
+    recording of the real program that stands for it, from ``corpus_dir``, default where ``xlat
+    corpus record`` writes; those without one dropped; runs stored in
+    :func:`xlat.reproduce_real.real_db` beside ``db``) or ``"both"``. A missing recording is a
+    ReproduceError naming the command that records it, raised before anything runs.
+
     Returns ``{"paper", "claims": [rows], "frames": {experiment: DataFrame}, "failed": n,
     "simulated": runs not found in the store, "seconds", "quick"}``; each claim row is
-    :func:`claim_row`'s.
+    :func:`claim_row`'s. With ``"real"`` these are the recorded programs' (their rows not graded,
+    with ``real_reason`` and ``real_used``: :func:`xlat.reproduce_real.claim_note`), and the
+    result also has ``workloads``, ``recordings`` (:func:`xlat.reproduce_real.substitution_rows`)
+    and ``db``; with ``"both"`` they are the generators' and ``real`` holds the recorded
+    programs' result.
     """
     paper = load_paper(name)
     known = [e["name"] for e in paper["experiment"]]
@@ -827,6 +851,20 @@ def reproduce(
         raise ReproduceError(
             f"{name}: no experiment {sorted(set(experiments) - set(known))}; it has {known}"
         )
+    plans = None
+    if workloads != "generators":
+        from xlat import corpus, reproduce_real
+
+        corpus_dir = corpus.DEFAULT_OUT if corpus_dir is None else corpus_dir
+        try:
+            reproduce_real.check_source(workloads)
+            plans = real_plans(paper, quick, corpus_dir, experiments)
+            reproduce_real.check_traces(plans, corpus_dir)  # before anything runs
+        except reproduce_real.RealWorkloadsError as e:
+            raise ReproduceError(str(e)) from None
+        if workloads == "real":
+            return _reproduce_real(paper, quick, db, workers, progress, keep_ray, overrides,
+                                   plans)  # fmt: skip
     frames, failed, simulated = {}, 0, 0
     t0 = time.monotonic()
     for exp in paper["experiment"]:
@@ -834,19 +872,92 @@ def reproduce(
         if skipped or (quick and exp.get("quick", {}).get("skip")):
             frames[exp["name"]] = _empty_frame()
             continue
-        try:
-            spec = experiment_spec(paper, exp, quick)
-            if overrides:
-                spec["set"] = {**spec.get("set", {}), **overrides}
-            spec = parse_spec(with_store(spec, db), f"{paper['path']}:{exp['name']}")
-        except SpecError as e:
-            raise ReproduceError(str(e)) from None
-        summary = run_sweep(spec, db, workers, None, False, progress, keep_ray)
-        if summary["interrupted"]:
-            raise KeyboardInterrupt(f"interrupted; finished runs are stored in {db}")
-        failed += summary["failed"]
-        simulated += summary["total"] - summary["skipped"]
-        frames[exp["name"]] = frame_of(db, summary["runs"])
+        spec = _experiment_spec(paper, exp, quick)
+        frame, n_failed, n_simulated = _sweep(spec, f"{paper['path']}:{exp['name']}", db,
+                                              overrides, workers, progress, keep_ray)  # fmt: skip
+        failed += n_failed
+        simulated += n_simulated
+        frames[exp["name"]] = frame
+    result = {
+        "paper": paper,
+        "claims": _claim_rows(paper, frames, quick),
+        "frames": frames,
+        "failed": failed,
+        "simulated": simulated,
+        "seconds": time.monotonic() - t0,
+        "quick": quick,
+    }
+    if plans is not None:  # both
+        result["workloads"] = "both"
+        result["real"] = _reproduce_real(paper, quick, db, workers, progress, keep_ray,
+                                         overrides, plans)  # fmt: skip
+    return result
+
+
+def real_plans(
+    paper: dict[str, Any],
+    quick: bool,
+    corpus_dir: str | Path,
+    experiments: list[str] | None = None,
+) -> list:
+    """Each experiment of ``paper`` (its quick variant with ``quick``) on the recorded programs
+    of ``corpus_dir`` (:func:`xlat.reproduce_real.plan`): which recording stands for which of
+    its generators, which are dropped, and whether it runs at all (``--quick`` may skip it,
+    ``experiments`` leave it out). Reads no file.
+
+    Examples
+    --------
+    >>> p = {x.name: x for x in real_plans(load_paper("mehpt"), False, "corpus")}
+    >>> [s.program for s in p["scale"].stands], [w for w, _ in p["scale"].dropped]
+    (['gups'], ['sysbench'])
+    """
+    from xlat import reproduce_real
+
+    specs = []
+    for exp in paper["experiment"]:
+        left_out = experiments is not None and exp["name"] not in experiments
+        run = not left_out and not (quick and exp.get("quick", {}).get("skip"))
+        specs.append((exp["name"], run, _experiment_spec(paper, exp, quick)))
+    return reproduce_real.plan(specs, corpus_dir)
+
+
+def _experiment_spec(paper: dict[str, Any], exp: dict[str, Any], quick: bool) -> dict[str, Any]:
+    """:func:`experiment_spec`, its SpecError as a ReproduceError."""
+    try:
+        return experiment_spec(paper, exp, quick)
+    except SpecError as e:
+        raise ReproduceError(str(e)) from None
+
+
+def _sweep(
+    spec: dict[str, Any],
+    origin: str,
+    db: str | Path,
+    overrides: dict[str, str] | None,
+    workers: int | None,
+    progress: str,
+    keep_ray: bool,
+):
+    """Run (or resume) one experiment's sweep ``spec`` (``--set`` ``overrides`` over its own
+    ``set``) into ``db``: its runs' frame, the failed runs and the runs simulated now."""
+    try:
+        if overrides:
+            spec["set"] = {**spec.get("set", {}), **overrides}
+        parsed = parse_spec(with_store(spec, db), origin)
+    except SpecError as e:
+        raise ReproduceError(str(e)) from None
+    summary = run_sweep(parsed, db, workers, None, False, progress, keep_ray)
+    if summary["interrupted"]:
+        raise KeyboardInterrupt(f"interrupted; finished runs are stored in {db}")
+    return (
+        frame_of(db, summary["runs"]),
+        summary["failed"],
+        summary["total"] - summary["skipped"],
+    )
+
+
+def _claim_rows(paper: dict[str, Any], frames: dict[str, Any], quick: bool) -> list[dict]:
+    """Every claim of ``paper`` computed from the runs ``frames`` (:func:`claim_row`)."""
     rows = []
     for c in paper["claim"]:
         runs = _pooled(frames, c["experiment"])
@@ -855,14 +966,68 @@ def reproduce(
         est = claim_estimate(runs, c, base_runs) if len(runs) else None
         ci = est.bounds()[1:] if est is not None and est.has_interval else None
         rows.append(claim_row(paper, c, ours, quick, ci, est.source if ci else ""))
+    return rows
+
+
+def _reproduce_real(
+    paper: dict[str, Any],
+    quick: bool,
+    db: str | Path,
+    workers: int | None,
+    progress: str,
+    keep_ray: bool,
+    overrides: dict[str, str] | None,
+    plans: list,
+) -> dict[str, Any]:
+    """The experiments of ``paper`` on the recorded programs (``plans``,
+    :func:`real_plans`): one sweep per recording of each experiment, stored in
+    :func:`xlat.reproduce_real.real_db`; the claims computed from them, not graded."""
+    import pandas as pd
+
+    from xlat import reproduce_real as rr
+
+    rdb = rr.real_db(db)
+    frames, failed, simulated, specs, facts = {}, 0, 0, {}, {}
+    t0 = time.monotonic()
+    for exp, p in zip(paper["experiment"], plans):
+        spec = _experiment_spec(paper, exp, quick)
+        specs[exp["name"]] = spec
+        if p.skipped:
+            why = "; ".join(f"{w}: {r}" for w, r in p.dropped)
+            print(f"xlat reproduce: {paper['name']}: experiment {exp['name']} skipped on the "
+                  f"recorded programs: no workload of it has a recording ({why})",
+                  file=sys.stderr)  # fmt: skip
+        if not p.run or p.skipped:
+            frames[exp["name"]] = _empty_frame()
+            continue
+        parts = []
+        for s in p.stands:
+            if s.program not in facts:
+                facts[s.program] = rr.trace_facts(s.trace)
+            origin = f"{paper['path']}:{exp['name']} (recorded {s.program}: {s.trace})"
+            rspec = rr.real_spec(spec, s, facts[s.program])
+            frame, n_failed, n_simulated = _sweep(rspec, origin, rdb, overrides, workers,
+                                                  progress, keep_ray)  # fmt: skip
+            failed += n_failed
+            simulated += n_simulated
+            parts.append(frame)
+        frames[exp["name"]] = pd.concat(parts, ignore_index=True)
+    rpaper = rr.real_paper(paper)
+    rows = _claim_rows(rpaper, frames, False)
+    for c, row in zip(paper["claim"], rows):
+        reason, used = rr.claim_note(c, plans)
+        row.update(grade="not graded", real_reason=reason, real_used=used)
     return {
-        "paper": paper,
+        "paper": rpaper,
         "claims": rows,
         "frames": frames,
         "failed": failed,
         "simulated": simulated,
         "seconds": time.monotonic() - t0,
         "quick": quick,
+        "workloads": "real",
+        "recordings": rr.substitution_rows(plans, specs, facts),
+        "db": str(rdb),
     }
 
 
@@ -932,11 +1097,16 @@ def _fmt_ratio(x: float) -> str:
     return "n/a" if not math.isfinite(x) else f"{x:.2f}"
 
 
-def claims_table(rows: list[dict[str, Any]]) -> str:
+def claims_table(
+    rows: list[dict[str, Any]], real: list[dict[str, Any]] | None = None, ours: str = "xlat"
+) -> str:
     """The report's claims table (markdown), headline claims first: id, claim, place in the
     paper, the paper's figure, xlat's, effect ratio, grade, and what each counts. A quick run's
     rows (grade ``smoke test``) show the full run's recorded figure and whether the quick
-    figure lies on its side instead of a grade.
+    figure lies on its side instead of a grade. ``real`` (the recorded programs' rows of the
+    same claims, ``--workloads both``) adds their figure beside xlat's, which becomes *xlat:
+    generators* (:func:`real_cell`); effect ratio and grade stay the
+    generators'. ``ours`` heads xlat's column (``--workloads real``: *xlat: real programs*).
 
     Examples
     --------
@@ -949,24 +1119,30 @@ def claims_table(rows: list[dict[str, Any]]) -> str:
     """
     quick = any(r["grade"] == "smoke test" for r in rows)
     spans = any(math.isfinite(r.get("ci95_low", float("nan"))) for r in rows)
-    head = ["id", "claim", "place in the paper", "paper", "xlat", "effect ratio", "grade",
+    if real is not None:
+        ours = "xlat: generators"
+        real_by_id = {r["id"]: r for r in real}
+    head = ["id", "claim", "place in the paper", "paper", ours, "effect ratio", "grade",
             "counted"]  # fmt: skip
     if quick:
         head[5:7] = ["full run (recorded)", "quick: smoke test"]
     if spans:
-        head[4] = "xlat [95 % CI]"
+        head[4] = f"{ours} [95 % CI]"
         head.insert(len(head) - 1, "interval spans")
+    if real is not None:
+        head.insert(5, "xlat: real programs")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in ordered(rows):
         place = r["ref"] + (f"; derived: {r['derived']}" if r["derived"] else "")
         counted = f"paper: {r['counts']}; xlat: {r['xlat_counts']}"
         if r["counts_differ"]:
             counted += " (**differs**)"
-        ours = _fmt(r["ours"])
+        # A recorded programs' row (--workloads real) says why it has no figure.
+        figure = real_cell(r) if "real_reason" in r else _fmt(r["ours"])
         if math.isfinite(r.get("ci95_low", float("nan"))):
-            ours += f" [{_fmt(r['ci95_low'])}, {_fmt(r['ci95_high'])}]"
+            figure += f" [{_fmt(r['ci95_low'])}, {_fmt(r['ci95_high'])}]"
         cells = [f"**{r['id']}**" if r["headline"] else r["id"], r["text"], place,
-                 _fmt(r["paper"]), ours]  # fmt: skip
+                 _fmt(r["paper"]), figure]  # fmt: skip
         if quick:
             if not r["quick"]:
                 check = "not checked" if math.isfinite(r["ours"]) else "not run"
@@ -977,8 +1153,30 @@ def claims_table(rows: list[dict[str, Any]]) -> str:
             cells += [_fmt_ratio(r["effect_ratio"]), r["grade"]]
         if spans:
             cells.append(r.get("interval_spans") or "")
+        if real is not None:
+            cells.insert(5, real_cell(real_by_id[r["id"]]))
         out.append("| " + " | ".join([*cells, counted]) + " |")
     return "\n".join(out)
+
+
+def real_cell(row: dict[str, Any]) -> str:
+    """A claims table's cell of the recorded programs' figure (a row with ``real_reason`` and
+    ``real_used``, :func:`xlat.reproduce_real.claim_note`): the figure (with the programs it
+    comes from when some generators had none), else a dash and why, else *not run*.
+
+    Examples
+    --------
+    >>> real_cell({"ours": 1.0234, "real_reason": "", "real_used": "gups only"})
+    '1.023 (gups only)'
+    >>> real_cell({"ours": float("nan"), "real_reason": "no recording stands for sysbench"})
+    '— (no recording stands for sysbench)'
+    >>> real_cell({"ours": float("nan"), "real_reason": ""})
+    'not run'
+    """
+    if math.isfinite(row["ours"]):
+        used = row.get("real_used", "")
+        return _fmt(row["ours"]) + (f" ({used})" if used.endswith(" only") else "")
+    return f"— ({row['real_reason']})" if row.get("real_reason") else "not run"
 
 
 def interval_note(rows: list[dict[str, Any]]) -> str:
@@ -1026,7 +1224,16 @@ def json_paper(result: dict[str, Any]) -> dict[str, Any]:
     ([None], True)
     """
     base = baseline_rows(result["paper"], result["frames"] or None)
-    return {"baseline": [_json_safe(b) for b in base], "claims": json_rows(result["claims"])}
+    out = {"baseline": [_json_safe(b) for b in base], "claims": json_rows(result["claims"])}
+    source = result.get("workloads", "generators")
+    if source != "generators":  # the recorded programs (issue 39, item 4)
+        real = result["real"] if source == "both" else result
+        out["workloads"] = source
+        if source == "both":
+            out["claims_real"] = json_rows(real["claims"])
+        out["recordings"] = [_json_safe(r) for r in real["recordings"]]
+        out["real_db"] = real["db"]
+    return out
 
 
 def _json_safe(v: Any) -> Any:
@@ -1543,8 +1750,13 @@ def report(result: dict[str, Any], command: str, figures: dict[str, str] | None 
     """The reproduction report (markdown): the count of grades, the baseline (the paper's
     statistics beside xlat's, :func:`baseline_section`), the claims table (headline claims
     first), scaling, then each experiment (its chart from ``figures``, see
-    :func:`experiment_figures`, and its table)."""
+    :func:`experiment_figures`, and its table). A run on the recorded programs
+    (``--workloads real`` or ``both``) adds the table of recordings that stood for the
+    generators before the claims, and their column (or their figures alone) in the claims table.
+    """
     p = result["paper"]
+    source = result.get("workloads", "generators")
+    real = result.get("real") if source == "both" else result if source == "real" else None
     base = baseline_section(p, result["frames"])
     quick = result.get("quick", False)
     summary = (
@@ -1552,6 +1764,47 @@ def report(result: dict[str, Any], command: str, figures: dict[str, str] | None 
         if quick
         else f"Grades: {counts_line(result['claims'])}."
     )
+    if source == "real":
+        summary = (
+            "The recorded real programs in the generators' place (`--workloads real`): not "
+            "graded; the grades are the generators' (`--workloads generators`, the ledger)."
+        )
+    if source == "both":
+        summary += (
+            " Beside them, the same experiments on the recorded real programs "
+            "(`--workloads both`; not graded)."
+        )
+    if source == "generators":
+        table = claims_table(result["claims"])
+    elif source == "real":
+        table = claims_table(result["claims"], ours="xlat: real programs")
+    else:
+        table = claims_table(result["claims"], real=real["claims"])
+    recordings = []
+    if real is not None:
+        from xlat.reproduce_real import BOTH_NOTE, REAL_NOTE, substitution_table
+
+        recordings = [
+            "## The recorded programs in the generators' place",
+            "",
+            f"Runs stored in `{real['db']}` (apart from the generators' runs).",
+            "",
+            substitution_table(real["recordings"]),
+            "",
+        ]
+        source_note = [REAL_NOTE if source == "real" else BOTH_NOTE, ""]
+    else:
+        source_note = []
+    data = [
+        "## Data (the paper's figures as "
+        + ("charts and tables, redrawn from our runs)" if figures else "tables)"),
+        "",
+        " ".join(p.get("tables_note", TABLES_NOTE).split()),
+        "",
+        figure_tables(result, figures),
+    ]
+    if source == "both":
+        data += ["## Data on the recorded programs", "", figure_tables(real)]
     return "\n".join(
         [
             f"# Reproduction: {p['title']}",
@@ -1562,11 +1815,13 @@ def report(result: dict[str, Any], command: str, figures: dict[str, str] | None 
             f"({result['seconds']:.0f} s for the runs not stored yet). Paper parameters: "
             f"`{p['preset']}`; claims and experiments: `data/claims/{p['name']}.toml`.",
             "",
+            *recordings,
             *(["## The baseline first", "", base, ""] if base else []),
             "## Claims",
             "",
-            claims_table(result["claims"]),
+            table,
             "",
+            *source_note,
             interval_note(result["claims"]),
             "",
             grades_note(),
@@ -1578,12 +1833,7 @@ def report(result: dict[str, Any], command: str, figures: dict[str, str] | None 
             "",
             " ".join(p["scaling"].split()),
             "",
-            "## Data (the paper's figures as "
-            + ("charts and tables, redrawn from our runs)" if figures else "tables)"),
-            "",
-            " ".join(p.get("tables_note", TABLES_NOTE).split()),
-            "",
-            figure_tables(result, figures),
+            *data,
         ]
     )
 
@@ -1611,6 +1861,7 @@ def ledger(names: list[str]) -> str:
         heads = heads or "none marked"
         lines.append(f"| {n} | " + " | ".join(str(counts[g]) for g in GRADES) + f" | {heads} |")
     lines += ["", grades_note(), ""]
+    lines += [headline_sources(results), ""]
     every = [c for r in results.values() for c in r["claims"]]
     # Said once for the whole ledger when no recorded figure carries an interval, else per paper.
     once = not any(math.isfinite(c.get("ci95_low", float("nan"))) for c in every)
@@ -1624,6 +1875,71 @@ def ledger(names: list[str]) -> str:
                   *(["#### The baseline first", "", base, ""] if base else []),
                   claims_table(r["claims"]), "", *note]  # fmt: skip
     return "\n".join(lines)
+
+
+#: What the ledger says of its headline claims' two columns (issue 39, item 4).
+HEADLINE_SOURCES_NOTE = (
+    "Each headline claim on the built-in generators (the figure and grade above) and on the "
+    "recorded real programs that stand for them (`xlat reproduce PAPER --workloads real`: each "
+    "generator replaced by its program's recording, `COUNTERPARTS` in python/xlat/corpus.py; "
+    "generators without one dropped). The real programs' figures are not graded: they come "
+    "from recordings whose footprints are their own, named under the table, not the "
+    "experiments'. '(P only)': the figure comes from P's recording, the claim's other "
+    "generators have none; '—': none has, or the claim selects a generator footprint; "
+    "*not run*: no figure recorded yet (the command under the table fills it)."
+)
+
+
+def headline_sources(results: dict[str, dict[str, Any]]) -> str:
+    """The ledger's table of every paper's headline claims on both sources: the generators'
+    recorded ``full`` figure and grade beside the recorded programs' ``full_real`` (written by
+    ``scripts/record_full.py --workloads real``), or why there is none
+    (:func:`xlat.reproduce_real.claim_note`), or *not run*; under it, per paper, the paper's
+    ``real_run`` (which recordings, at which scale) or the commands that fill the column.
+
+    Examples
+    --------
+    >>> text = headline_sources({"tps": recorded("tps")})
+    >>> "| tps | **tps_walk_refs** |" in text
+    True
+    """
+    from xlat import corpus, reproduce_real
+
+    lines = [
+        "### Headline claims on the generators and on the recorded programs",
+        "",
+        "| paper | id | claim | paper's figure | xlat: generators | grade | xlat: real programs |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    runs = []
+    for n, r in results.items():
+        p = r["paper"]
+        plans = real_plans(p, False, corpus.DEFAULT_OUT)
+        claims = {c["id"]: c for c in p["claim"]}
+        heads = [row for row in ordered(r["claims"]) if row["headline"]]
+        for row in heads:
+            c = claims[row["id"]]
+            reason, used = reproduce_real.claim_note(c, plans)
+            real = {"ours": float(c.get("full_real", float("nan"))), "real_used": used,
+                    "real_reason": reason}  # fmt: skip
+            cells = [n, f"**{row['id']}**", row["text"], _fmt(row["paper"]), _fmt(row["ours"]),
+                     row["grade"], real_cell(real)]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+        if not heads:
+            continue
+        if p.get("real_run"):
+            runs.append(f"- {n}: {' '.join(p['real_run'].split())}")
+        else:
+            runs.append(
+                f"- {n}: not run yet: `xlat reproduce {n} --workloads real --corpus-dir DIR "
+                f"--db DB` (DIR: `xlat corpus record ... --out DIR`), then `python "
+                f"scripts/record_full.py --workloads real --corpus-dir DIR --db DB --commit "
+                f"COMMIT {n}`"
+            )
+    if len(lines) == 4:
+        return ""
+    return "\n".join([*lines, "", HEADLINE_SOURCES_NOTE, "", "Real programs' figures:", "",
+                      *runs])  # fmt: skip
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, str]:
@@ -1683,6 +1999,12 @@ def main(args) -> int:
     if getattr(args, "recorded", False):
         return _recorded(args, names)
     overrides = parse_overrides(getattr(args, "set", None))
+    source = getattr(args, "workloads", "generators")
+    if getattr(args, "corpus_dir", None) is not None and source == "generators":
+        raise ReproduceError(
+            "--corpus-dir names the folder of the recorded programs: it needs --workloads real "
+            "or both"
+        )
     try:
         return _reproduce_papers(args, names, overrides)
     finally:
@@ -1697,6 +2019,11 @@ def _recorded(args, names: list[str]) -> int:
     """``--recorded``: grade the claims from the full runs' figures in the claims files."""
     if args.quick or getattr(args, "set", None):
         raise ReproduceError("--recorded runs nothing: it takes neither --quick nor --set")
+    if getattr(args, "workloads", "generators") != "generators":
+        raise ReproduceError(
+            "--recorded shows the recorded figures of both sources (the ledger's headline "
+            "claims): it takes no --workloads"
+        )
     if getattr(args, "json", False):
         import json
 
@@ -1710,15 +2037,23 @@ def _recorded(args, names: list[str]) -> int:
 def _reproduce_papers(args, names: list[str], overrides: dict[str, str]) -> int:
     status = 0
     as_json = getattr(args, "json", False)
+    source = getattr(args, "workloads", "generators")
+    corpus_dir = getattr(args, "corpus_dir", None)
     everything = {}
     for n in names:
         progress = "errors" if args.quiet or as_json else "lines"
         result = reproduce(n, args.quick, args.db, args.workers, progress, keep_ray=True,
-                           overrides=overrides)  # fmt: skip
+                           overrides=overrides, workloads=source,
+                           corpus_dir=corpus_dir)  # fmt: skip
         command = f"xlat reproduce {n}" + (" --quick" if args.quick else "")
         command += "".join(f" --set {k}={v}" for k, v in overrides.items())
+        if source != "generators":
+            command += f" --workloads {source}"
+            command += f" --corpus-dir {corpus_dir}" if corpus_dir is not None else ""
+        real = result.get("real") if source == "both" else result if source == "real" else None
         if args.out:
             stem = f"reproduce-{n}{'-quick' if args.quick else ''}"
+            stem += f"-{source}" if source != "generators" else ""
             figures = experiment_figures(result, Path(args.out), stem)
             out = Path(args.out) / f"{stem}.md"
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -1727,14 +2062,31 @@ def _reproduce_papers(args, names: list[str], overrides: dict[str, str]) -> int:
         if as_json:
             everything[n] = json_paper(result)
         else:
+            if real is not None:
+                from xlat.reproduce_real import BOTH_NOTE, REAL_NOTE, substitution_table
+
+                print(f"The recorded programs in the generators' place (runs stored in "
+                      f"{real['db']}):\n")  # fmt: skip
+                print(substitution_table(real["recordings"]) + "\n")
             base = baseline_section(result["paper"], result["frames"])
-            print((base + "\n\n" if base else "") + claims_table(result["claims"]))
+            if source == "both":
+                table = claims_table(result["claims"], real=real["claims"])
+            elif source == "real":
+                table = claims_table(result["claims"], ours="xlat: real programs")
+            else:
+                table = claims_table(result["claims"])
+            print((base + "\n\n" if base else "") + table)
             print()
+            if real is not None:
+                print((REAL_NOTE if source == "real" else BOTH_NOTE) + "\n")
             print(interval_note(result["claims"]))
-        if result["failed"]:
-            print(f"xlat: error: {result['failed']} runs failed (see xlat results --status "
-                  f"failed --db {args.db})", file=sys.stderr)  # fmt: skip
-            status = 1
+        for r, db in ((result, args.db), (real if source == "both" else None, None)):
+            if r is not None and r["failed"]:
+                print(f"xlat: error: {r['failed']} runs failed (see xlat results --status "
+                      f"failed --db {r.get('db', db)})", file=sys.stderr)  # fmt: skip
+                status = 1
+        if source == "real":
+            continue  # the quick check is the generators' (their recorded full figures)
         flipped = [r["id"] for r in result["claims"] if r["quick"] and args.quick
                    and not r["direction_as_full"]]  # fmt: skip
         if flipped:
