@@ -397,6 +397,20 @@ pub fn finish_record(r: &mut Value, cfg: &Sampling, windows: &[Window], detailed
             put_interval(m, k, xs);
         }
     }
+    // Each window's cycles per reference, in order: two runs sampled at the same references
+    // (same workload, seed, warm-up and unit) pair window by window, which gives a speedup's
+    // interval from the per-window ratios (python/xlat/intervals.py) rather than from two
+    // independent variances.
+    s.insert(
+        "window_cycles_per_ref".into(),
+        Value::Array(
+            rates[0]
+                .1
+                .iter()
+                .map(|&x| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number))
+                .collect(),
+        ),
+    );
     if windows.is_empty() {
         // A trace that ended within the first unit: no estimate, and the timing figures are
         // left as the detailed references gave them (none, when it ended in the functional

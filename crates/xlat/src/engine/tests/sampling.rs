@@ -76,6 +76,19 @@ fn functional_warming_keeps_every_count_but_the_cores_time_as_a_detailed_run_has
         assert_eq!(full[design], s[design], "{design}: its own section");
         assert_eq!(s["sampling"]["windows"], 20, "{design}");
         assert_eq!(s["sampling"]["measured_refs"], 20 * 1000, "{design}");
+        // One cycles-per-reference figure per window, whose mean is the metric's.
+        let per_window: Vec<f64> = s["sampling"]["window_cycles_per_ref"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert_eq!(per_window.len(), 20, "{design}");
+        let mean = per_window.iter().sum::<f64>() / 20.0;
+        let recorded = s["sampling"]["metrics"]["cycles_per_ref"]["mean"]
+            .as_f64()
+            .unwrap();
+        assert!((mean - recorded).abs() <= 1e-9 * recorded, "{design}");
     }
 }
 
