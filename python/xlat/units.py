@@ -54,6 +54,7 @@ for _rate, _unit in _SAMPLED_RATES.items():
     for _stat in ("mean", "ci95_low", "ci95_high", "ci95_half_width"):
         EXPLICIT[f"sampling.metrics.{_rate}.{_stat}"] = _unit
     EXPLICIT[f"sampling.metrics.{_rate}.ci95_relative"] = "ratio"
+EXPLICIT["sampling.window_cycles_per_ref"] = "cycles per event"
 EXPLICIT["sampling.estimate.ipc_ci95_low"] = "instructions per cycle"
 EXPLICIT["sampling.estimate.ipc_ci95_high"] = "instructions per cycle"
 
