@@ -337,6 +337,48 @@ def test_the_report_of_unsampled_runs_says_it_has_no_error_bars(tmp_path):
     assert table.count("no interval: one unsampled run") == 1  # once, not per cell
 
 
+def _footprint_sweep(sampled: bool) -> list[dict]:
+    """radix and ideal on gups at two footprints (a footprint axis: the report's line plots)."""
+    extra = {"set": SAMPLED_SET} if sampled else {}
+    return [
+        r
+        for foot in ("8MiB", "16MiB")
+        for r in api.compare(["radix", "ideal"], "gups", foot, "20k", **extra)
+    ]
+
+
+def test_the_speedup_line_plot_draws_each_points_interval_as_an_error_bar():
+    import xlat.plot
+    from matplotlib.container import ErrorbarContainer
+
+    recs = _footprint_sweep(sampled=True)
+    fig = xlat.plot.figure("speedup_vs_footprint", recs)
+    numbers = fig._xlat_numbers
+    assert "Error bars: 95 % intervals from sampling: delta method" in numbers["caption"]
+    want = [intervals.record_estimates(recs[i : i + 2])["ideal"].bounds() for i in (0, 2)]
+    panels = {p["title"]: p for p in numbers["panels"]}
+    got = [b for pair in panels["gups"]["ci95"]["ideal"] for b in pair]
+    assert got == pytest.approx([b for _, lo, hi in want for b in (lo, hi)])
+    for ax in fig.axes:  # the gups panel and the geomean panel: one bar per footprint
+        bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+        assert len(bars) == 1 and len(bars[0].lines[2][0].get_segments()) == 2
+    # The walk-cycles line plot is not a comparison: no error bars, nothing said of them.
+    walks = xlat.plot.figure("walk_cycles_vs_footprint", recs)
+    assert not any(ax.containers for ax in walks.axes)
+    assert "error bars" not in walks._xlat_numbers["caption"].lower()
+
+
+def test_the_speedup_line_plot_of_unsampled_runs_says_it_has_no_error_bars():
+    import xlat.plot
+
+    fig = xlat.plot.figure("speedup_vs_footprint", _footprint_sweep(sampled=False))
+    assert not any(ax.containers for ax in fig.axes)
+    assert fig._xlat_numbers["caption"].endswith(
+        "No error bars (no interval: one unsampled run per point)."
+    )
+    assert "ci95" not in fig._xlat_numbers["panels"][0]
+
+
 CLAIM = {"id": "x", "text": "t: 1.24x", "ref": "Fig. 18", "paper": 1.24, "kind": "speedup",
          "effect": "speedup", "counts": "core cycles", "headline": False}  # fmt: skip
 
