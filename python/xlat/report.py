@@ -164,7 +164,8 @@ HOW_TO_READ = {
     "thp_speedup": "How much each design gains from huge pages on its own: a design that "
     "already translates cheaply gains less than radix (bars nearer 1).",
     "speedup_vs_footprint": "How a design's advantage scales with the footprint: rising lines "
-    "gain as the page table outgrows the caches.",
+    "gain as the page table outgrows the caches; error bars, when the runs are sampled or have "
+    "several seeds, are 95 % intervals.",
     "walk_cycles_vs_footprint": "Translation cost per kilo-instruction as the footprint grows; "
     "the gap between lines is what the designs save.",
     "va_gap_coverage": "How regular the address space is (LVM §3): near 100 % a few linear "
