@@ -1705,7 +1705,7 @@ class _Figures:
                 elinewidth=0.7,
                 capsize=2.0,
                 capthick=0.7,
-                zorder=3,
+                zorder=1.9,  # under the line's markers
             )
 
 
