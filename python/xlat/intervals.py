@@ -26,8 +26,9 @@ Three sources (docs/timing.md, "Intervals of speedups"):
   ``se = ci95_half_width / t(0.975, n - 1)`` of its mean (the record's
   ``sampling.metrics.cycles_per_ref``). The delta method gives ``var(log T) = (se / mean)²``;
   the two runs are treated as *independent samples*, so their variances add, and the degrees
-  of freedom are Welch-Satterthwaite's (conservative when the windows are positively
-  correlated). An unsampled run's time has no sampling error (variance 0).
+  of freedom are Welch-Satterthwaite's (for windows that do pair: conservative when they are
+  positively correlated, too narrow when negatively). An unsampled run's time has no sampling
+  error (variance 0).
 
   Either way the interval says how precisely the two sampled runs estimate the speedup of the
   two full detailed runs of that seed, nothing about other seeds.
