@@ -76,6 +76,125 @@ def test_the_sampling_interval_holds_the_true_ratio_in_95_percent_of_monte_carlo
     assert 0.935 <= inside / reps <= 0.965, inside / reps
 
 
+def _paired_rows(base: list[float], run: list[float], refs: int = 100_000) -> tuple[dict, dict]:
+    """Stored rows of two runs sampled at the same references (one workload, seed, warm-up and
+    sampling unit), their windows kept as the store keeps a list: JSON text."""
+    same = {"workload": "gups", "seed": 1, "refs": refs, "warmup.refs": 65536,
+            "sampling.interval": 10000, "sampling.window": 2000,
+            "sampling.detailed_warmup": 2000}  # fmt: skip
+    rows = []
+    for windows in (base, run):
+        rows.append({**_sampled_row(windows, refs), **same,
+                     intervals.WINDOWS_KEY: json.dumps(windows)})  # fmt: skip
+    return rows[0], rows[1]
+
+
+def _phased_windows(rng: random.Random, n: int) -> tuple[list[float], list[float]]:
+    """``n`` windows of two designs over the same references: a phase factor common to both
+    (the workload's), and each design's own noise; the true ratio of their means is 1.2."""
+    base, run = [], []
+    for _ in range(n):
+        phase = rng.gauss(0.0, 0.2)
+        base.append(12.0 * (1 + phase) + rng.gauss(0.0, 0.2))
+        run.append(10.0 * (1 + 0.7 * phase) + rng.gauss(0.0, 0.2))
+    return base, run
+
+
+def test_a_paired_interval_of_correlated_windows_is_narrower_than_the_independent_one():
+    base, run = _phased_windows(random.Random(7), 20)
+    b, r = _paired_rows(base, run)
+    paired = intervals.pair_estimate(b, r)
+    independent = intervals.ratio_estimate(intervals.time_error(b), intervals.time_error(r))
+    assert paired.source == "sampling (paired)" and independent.source == "sampling"
+    # The same point (the ratio of the runs' times), a variance from the per-window terms.
+    assert paired.point == pytest.approx(independent.point)
+    assert paired.point == pytest.approx(sum(base) / sum(run))
+    mb, mr = sum(base) / 20, sum(run) / 20
+    z = [x / mb - y / mr for x, y in zip(base, run)]
+    zbar = sum(z) / 20
+    assert paired.var == pytest.approx(sum((v - zbar) ** 2 for v in z) / 19 / 20)
+    assert paired.df == 19
+    _, lo, hi = paired.bounds()
+    _, ilo, ihi = independent.bounds()
+    assert ilo < lo < paired.point < hi < ihi
+    assert (hi - lo) < 0.5 * (ihi - ilo), ((lo, hi), (ilo, ihi))
+
+
+def test_the_paired_interval_holds_the_true_ratio_in_95_percent_of_correlated_monte_carlo_runs():
+    rng = random.Random(42)
+    inside = inside_independent = 0
+    width = width_independent = 0.0
+    reps = 4000
+    for _ in range(reps):
+        b, r = _paired_rows(*_phased_windows(rng, 20))
+        _, low, high = intervals.pair_estimate(b, r).bounds()
+        inside += low <= 1.2 <= high
+        width += high - low
+        e = intervals.ratio_estimate(intervals.time_error(b), intervals.time_error(r))
+        _, low, high = e.bounds()
+        inside_independent += low <= 1.2 <= high
+        width_independent += high - low
+    assert 0.935 <= inside / reps <= 0.965, inside / reps
+    # Independent samples are conservative on such windows: wider, and cover almost always.
+    assert inside_independent / reps > 0.99 and width_independent > 2 * width
+
+
+def test_windows_that_do_not_pair_fall_back_to_the_independent_interval():
+    base, run = _phased_windows(random.Random(3), 10)
+    b, r = _paired_rows(base, run)
+    independent = intervals.ratio_estimate(intervals.time_error(b), intervals.time_error(r))
+    unpaired = {
+        "a run of an older core (no per-window figures)": (
+            b, {k: v for k, v in r.items() if k != intervals.WINDOWS_KEY}),
+        "as many windows in neither": (b, {**r, intervals.WINDOWS_KEY: json.dumps(run[:9])}),
+        "another sampling unit": (b, {**r, "sampling.window": 1000}),
+        "another warm-up": (b, {**r, "warmup.refs": 0}),
+        "another seed": (b, {**r, "seed": 2}),
+        "a key only one run has": ({k: v for k, v in b.items() if k != "refs"}, r),
+    }  # fmt: skip
+    for why, (x, y) in unpaired.items():
+        e = intervals.pair_estimate(x, y)
+        assert e.source == "sampling", why
+        assert e.bounds() == pytest.approx(independent.bounds()), why
+    # A list (a flattened record) pairs as its JSON text (a stored row) does.
+    listed = {**r, intervals.WINDOWS_KEY: run}
+    assert intervals.pair_estimate(b, listed) == intervals.pair_estimate(b, r)
+    assert intervals.pair_estimate(b, listed).source == "sampling (paired)"
+    # One side unsampled: only the sampled side has an error, as before.
+    full = {"timing.cycles": 1.0e6, "workload": "gups", "seed": 1, "refs": 100_000}
+    assert intervals.pair_estimate(full, r).source == "sampling"
+
+
+def test_a_geomean_over_paired_and_independent_cells_says_both_methods():
+    paired = intervals.LogEstimate(math.log(1.2), 0.0001, 19, "sampling (paired)")
+    independent = intervals.LogEstimate(math.log(0.9), 0.0004, 19, "sampling")
+    g = intervals.geomean_estimate([paired, independent])
+    assert g.source == "sampling (paired and independent)" and g.has_interval
+    assert intervals.geomean_estimate([paired, paired]).source == "sampling (paired)"
+    assert intervals.geomean_estimate([paired, intervals.seed_estimate([1.1, 1.2])]).source == (
+        "seeds and sampling (paired)"
+    )
+    text = intervals.method_text([g.source])
+    assert "paired window by window where both runs were sampled" in text
+    assert "(independent samples)" in text
+    only_paired = intervals.method_text(["sampling (paired)", "exact"])
+    assert only_paired.startswith("95 % intervals from sampling: delta method")
+    assert "paired window by window" in only_paired and "independent" not in only_paired
+
+
+def test_results_speedup_estimates_pair_stored_runs_window_by_window():
+    import pandas as pd
+    from xlat.query import with_speedup, with_speedup_estimates
+
+    base, run = _phased_windows(random.Random(5), 20)
+    b, r = _paired_rows(base, run)
+    df = pd.DataFrame([{**b, "design": "radix", "point_hash": "p"},
+                       {**r, "design": "ecpt", "point_hash": "p"}])  # fmt: skip
+    est = with_speedup_estimates(with_speedup(df, "radix"), "radix")["speedup_estimate"]
+    assert est[0].source == "exact"
+    assert est[1] == intervals.pair_estimate(b, r) and est[1].source == "sampling (paired)"
+
+
 def test_the_seed_interval_holds_the_true_geometric_speedup_in_95_percent_of_runs():
     rng = random.Random(41)
     inside, reps = 0, 4000
@@ -216,6 +335,48 @@ def test_the_report_of_unsampled_runs_says_it_has_no_error_bars(tmp_path):
     md = paths["markdown"].read_text()
     table = md[md.index("## Speedup over") : md.index("## Figures")]
     assert table.count("no interval: one unsampled run") == 1  # once, not per cell
+
+
+def _footprint_sweep(sampled: bool) -> list[dict]:
+    """radix and ideal on gups at two footprints (a footprint axis: the report's line plots)."""
+    extra = {"set": SAMPLED_SET} if sampled else {}
+    return [
+        r
+        for foot in ("8MiB", "16MiB")
+        for r in api.compare(["radix", "ideal"], "gups", foot, "20k", **extra)
+    ]
+
+
+def test_the_speedup_line_plot_draws_each_points_interval_as_an_error_bar():
+    import xlat.plot
+    from matplotlib.container import ErrorbarContainer
+
+    recs = _footprint_sweep(sampled=True)
+    fig = xlat.plot.figure("speedup_vs_footprint", recs)
+    numbers = fig._xlat_numbers
+    assert "Error bars: 95 % intervals from sampling: delta method" in numbers["caption"]
+    want = [intervals.record_estimates(recs[i : i + 2])["ideal"].bounds() for i in (0, 2)]
+    panels = {p["title"]: p for p in numbers["panels"]}
+    got = [b for pair in panels["gups"]["ci95"]["ideal"] for b in pair]
+    assert got == pytest.approx([b for _, lo, hi in want for b in (lo, hi)])
+    for ax in fig.axes:  # the gups panel and the geomean panel: one bar per footprint
+        bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+        assert len(bars) == 1 and len(bars[0].lines[2][0].get_segments()) == 2
+    # The walk-cycles line plot is not a comparison: no error bars, nothing said of them.
+    walks = xlat.plot.figure("walk_cycles_vs_footprint", recs)
+    assert not any(ax.containers for ax in walks.axes)
+    assert "error bars" not in walks._xlat_numbers["caption"].lower()
+
+
+def test_the_speedup_line_plot_of_unsampled_runs_says_it_has_no_error_bars():
+    import xlat.plot
+
+    fig = xlat.plot.figure("speedup_vs_footprint", _footprint_sweep(sampled=False))
+    assert not any(ax.containers for ax in fig.axes)
+    assert fig._xlat_numbers["caption"].endswith(
+        "No error bars (no interval: one unsampled run per point)."
+    )
+    assert "ci95" not in fig._xlat_numbers["panels"][0]
 
 
 CLAIM = {"id": "x", "text": "t: 1.24x", "ref": "Fig. 18", "paper": 1.24, "kind": "speedup",

@@ -6,17 +6,32 @@ estimate of ``log S`` is carried as a :class:`LogEstimate` (the point, the varia
 point and its degrees of freedom) and its interval is ``exp(log S ± t(0.975, df) · sqrt(var))``,
 which is asymmetric around S, never below 0, and the reciprocal of the interval of ``1 / S``.
 
-Two sources (docs/timing.md, "Intervals of speedups"):
+Three sources (docs/timing.md, "Intervals of speedups"):
 
-- **Sampling** (one seed per grid point, at least one side sampled): a sampled run estimates
-  its time as the windows' mean cycles per reference times the references measured, with
-  standard error ``se = ci95_half_width / t(0.975, n - 1)`` of that mean (the record's
+- **Sampling, paired** (source ``"sampling (paired)"``; one seed per grid point, both runs
+  sampled at the same references): a sampled run estimates its time as the windows' mean
+  cycles per reference times the references measured, and the record keeps each window's
+  figure (``sampling.window_cycles_per_ref``). When both runs keep them, have as many and
+  agree on what places the windows (:data:`PAIRED_KEYS`: workload, seed, references, warm-up,
+  the sampling unit), the i-th windows of the two runs cover the same references and the
+  speedup is the ratio of two *correlated* means, ``S = mean(b) / mean(d)`` (times the
+  references, equal). The delta method on ``log S`` keeps their covariance:
+  ``var(log S) = [var(b)/mb² + var(d)/md² - 2 cov(b, d)/(mb md)] / n``, which is the sample
+  variance over ``n`` of the per-window linearised terms ``b_i/mb - d_i/md``, with ``n - 1``
+  degrees of freedom (:func:`paired_estimate`; the matched-pair comparison of Ekman and
+  Stenström, ISPASS 2005). Positively correlated windows (a phase slow under both designs)
+  make it narrower than the independent interval.
+- **Sampling, independent** (source ``"sampling"``; the fallback: a run without per-window
+  figures, windows that do not pair, or one side unsampled): each sampled run's standard error
+  ``se = ci95_half_width / t(0.975, n - 1)`` of its mean (the record's
   ``sampling.metrics.cycles_per_ref``). The delta method gives ``var(log T) = (se / mean)²``;
-  the two runs are *independent samples* (their windows are drawn separately), so their
-  variances add, and the degrees of freedom are Welch-Satterthwaite's. An unsampled run's
-  time has no sampling error (variance 0). The interval says how precisely the two sampled
-  runs estimate the speedup of the two full detailed runs of that seed, nothing about other
-  seeds.
+  the two runs are treated as *independent samples*, so their variances add, and the degrees
+  of freedom are Welch-Satterthwaite's (for windows that do pair: conservative when they are
+  positively correlated, too narrow when negatively). An unsampled run's time has no sampling
+  error (variance 0).
+
+  Either way the interval says how precisely the two sampled runs estimate the speedup of the
+  two full detailed runs of that seed, nothing about other seeds.
 - **Seeds** (several seeds per grid point, the runs of one seed paired): Student's t on the
   per-seed log speedups, ``mean ± t(0.975, n - 1) · s / sqrt(n)``: a geometric interval around
   the geometric mean over the seeds (the point figure the tables show). Each seed's sampling
@@ -27,12 +42,13 @@ variance is the sum of theirs over the count squared (the cells are independent 
 Welch-Satterthwaite degrees of freedom. It has an interval only when each of its cells does
 (or is exact, such as the baseline itself).
 
-Without either source (one unsampled run per side) there is no interval: the figure is a
+Without any source (one unsampled run per side) there is no interval: the figure is a
 single deterministic run's, and nothing is invented.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -49,6 +65,31 @@ T_975 = (
 #: The flattened keys of a sampled run's cycles-per-reference interval (``mean``, ``n``,
 #: ``ci95_half_width``) that a time's standard error comes from.
 CPR_KEY = "sampling.metrics.cycles_per_ref."
+
+#: The flattened key of a sampled run's cycles per reference window by window, in order (a
+#: list in a record, JSON text in a stored row; absent from records of cores before it).
+WINDOWS_KEY = "sampling.window_cycles_per_ref"
+
+#: What two sampled runs must agree on for their i-th windows to cover the same references:
+#: the reference stream (workload, its footprint, seed, trace, cores), the references measured
+#: and the warm-up before them, and the sampling unit. A key neither run has is no objection;
+#: a key only one has is.
+PAIRED_KEYS = (
+    "workload",
+    "seed",
+    "trace.sha256",
+    "config.workload.footprint",
+    "config.sim.cores",
+    "refs",
+    "warmup.refs",
+    "sampling.interval",
+    "sampling.window",
+    "sampling.detailed_warmup",
+    "sampling.windows",
+)
+
+#: The sources of an estimate with sampling error: paired window by window, independent.
+PAIRED, INDEPENDENT = "sampling (paired)", "sampling"
 
 #: What a table says once when none of its figures has an interval.
 NO_INTERVAL = "no interval: one unsampled run"
@@ -85,8 +126,10 @@ def t_975(df: float) -> float:
 @dataclass(frozen=True)
 class LogEstimate:
     """An estimate of a positive ratio on the log scale: ``log`` of the point figure, the
-    variance of that log (0: exact) and its degrees of freedom; ``source`` is ``"sampling"``,
-    ``"seeds"``, ``"seeds and sampling"`` (a geomean over cells of both kinds), ``"exact"``
+    variance of that log (0: exact) and its degrees of freedom; ``source`` is ``"sampling"``
+    (two runs' sampling errors taken as independent), ``"sampling (paired)"`` (paired window by
+    window), ``"seeds"``, a geomean's mix of these (:func:`combine_sources`, such as ``"seeds
+    and sampling"``), ``"exact"``
     (variance 0 that is known to be 0, such as the baseline over itself or a geomean of exact
     cells) or ``"none"`` (one unsampled run: the variance is unknown, there is no interval).
 
@@ -259,6 +302,151 @@ def ratio_estimate(
     return LogEstimate(log, vb + vr, welch_df([vb, vr], [db, dr]), "sampling")
 
 
+def window_series(row: Mapping[str, Any]) -> list[float] | None:
+    """A sampled run's cycles per reference window by window (:data:`WINDOWS_KEY`), from a
+    flattened record (a list) or a stored row (JSON text); None when the run has none (an
+    unsampled run, a record of an older core) or one is not a finite number.
+
+    Examples
+    --------
+    >>> window_series({WINDOWS_KEY: [10.0, 12.5]}), window_series({WINDOWS_KEY: "[10, 12.5]"})
+    ([10.0, 12.5], [10.0, 12.5])
+    >>> window_series({}), window_series({WINDOWS_KEY: "[1.0, null]"})
+    (None, None)
+    """
+    v = row.get(WINDOWS_KEY)
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return None
+    if not isinstance(v, (list, tuple)):
+        return None
+    xs = [_float(x) for x in v]
+    return xs if all(math.isfinite(x) for x in xs) else None
+
+
+def _missing(v: Any) -> bool:
+    if v is None:
+        return True
+    try:
+        return bool(v != v)  # NaN
+    except (TypeError, ValueError):  # pandas' NA has no truth value
+        return True
+
+
+def pairs_windows(base: Mapping[str, Any], run: Mapping[str, Any]) -> bool:
+    """Whether two flattened records or stored rows were sampled at the same references, so
+    that their i-th windows pair: both keep as many per-window figures (at least 2) and they
+    agree on every key of :data:`PAIRED_KEYS` that either has.
+
+    Examples
+    --------
+    >>> a = {"workload": "gups", "refs": 400000, "sampling.window": 2000,
+    ...      WINDOWS_KEY: [10.0, 11.0, 12.0]}
+    >>> pairs_windows(a, {**a, WINDOWS_KEY: [8.0, 9.0, 9.5]})
+    True
+    >>> pairs_windows(a, {**a, WINDOWS_KEY: [8.0, 9.0]})  # as many windows
+    False
+    >>> pairs_windows(a, {**a, "refs": 200000, WINDOWS_KEY: [8.0, 9.0, 9.5]})
+    False
+    """
+    b, d = window_series(base), window_series(run)
+    if b is None or d is None or len(b) != len(d) or len(b) < 2:
+        return False
+    for k in PAIRED_KEYS:
+        x, y = base.get(k), run.get(k)
+        if _missing(x) and _missing(y):
+            continue
+        if _missing(x) or _missing(y) or not _equal(x, y):
+            return False
+    return True
+
+
+def _equal(x: Any, y: Any) -> bool:
+    try:
+        return bool(x == y)
+    except (TypeError, ValueError):
+        return False
+
+
+def paired_estimate(
+    base: Mapping[str, Any], run: Mapping[str, Any], metric: str = "cycles"
+) -> LogEstimate | None:
+    """The speedup ``T_base / T_run`` of two runs sampled at the same references
+    (:func:`pairs_windows`), its variance from their windows paired; None when they do not
+    pair. Each time is ``T = c · mean(w) [+ os]``, with ``w`` the run's per-window cycles per
+    reference and ``c = timing.cycles / mean(w)`` its references; the delta method on
+    ``log S`` with the two means' covariance is the sample variance of the per-window
+    linearised terms ``z_i = (c_b/T_b) · b_i - (c_r/T_r) · r_i`` over ``n``, with ``n - 1``
+    degrees of freedom (for ``metric`` ``cycles``: ``z_i = b_i/mb - r_i/mr``). Source
+    ``"sampling (paired)"``. The point is the ratio of the runs' times, as without pairing.
+
+    Examples
+    --------
+    Three windows where the design is 20 % faster in each (up to a little noise): the ratio is
+    known well although each run's windows spread by 20 %:
+
+    >>> base = {"timing.cycles": 1100.0, WINDOWS_KEY: [10.0, 12.0, 11.0]}
+    >>> run = {"timing.cycles": 917.0, WINDOWS_KEY: [8.3, 10.0, 9.21]}
+    >>> e = paired_estimate(base, run)
+    >>> e.source, e.df, [round(x, 3) for x in e.bounds()]
+    ('sampling (paired)', 2, [1.2, 1.187, 1.212])
+
+    By hand: ``z = b/11 - r/9.17`` is (0.00397, 0.00040, -0.00436), whose sample variance
+    over n = 3 is var(log S) = 5.82e-6; t(0.975, 2) = 4.303, so 1100/917 ·
+    exp(±4.303 · 0.00241). The same windows taken as independent give [0.945, 1.523]
+    (:func:`pair_estimate`).
+
+    >>> paired_estimate(base, {**run, WINDOWS_KEY: [8.3, 10.0]}) is None
+    True
+    """
+    if not pairs_windows(base, run):
+        return None
+    b, r = window_series(base), window_series(run)
+    n = len(b)
+    tb, tr = time_error(base, metric)[0], time_error(run, metric)[0]
+    cb, cr = _float(base.get("timing.cycles")), _float(run.get("timing.cycles"))
+    mb, mr = sum(b) / n, sum(r) / n
+    if not (mb > 0 and mr > 0 and tb > 0 and tr > 0 and cb > 0 and cr > 0):
+        return None
+    # d log T / d mean(w): the share of the time the windows estimate, per unit of the mean.
+    wb, wr = cb / mb / tb, cr / mr / tr
+    z = [wb * x - wr * y for x, y in zip(b, r)]
+    zbar = sum(z) / n
+    var = sum((v - zbar) ** 2 for v in z) / (n - 1) / n
+    return LogEstimate(_log(tb) - _log(tr), var, n - 1, PAIRED)
+
+
+def pair_estimate(
+    base: Mapping[str, Any], run: Mapping[str, Any], metric: str = "cycles"
+) -> LogEstimate:
+    """The speedup of ``run`` over ``base`` (flattened records or stored rows of the same grid
+    point) with the best interval they allow: paired window by window when they were sampled
+    at the same references (:func:`paired_estimate`), else the two runs' errors as independent
+    (:func:`ratio_estimate`; source ``"sampling"``, or ``"none"`` when neither is sampled).
+
+    Examples
+    --------
+    >>> base = {"timing.cycles": 1100.0, "sampling.windows": 3, WINDOWS_KEY: [10.0, 12.0, 11.0],
+    ...         "sampling.metrics.cycles_per_ref.n": 3,
+    ...         "sampling.metrics.cycles_per_ref.mean": 11.0,
+    ...         "sampling.metrics.cycles_per_ref.ci95_half_width": 2.4843}
+    >>> run = {**base, "timing.cycles": 917.0, WINDOWS_KEY: [8.3, 10.0, 9.21],
+    ...        "sampling.metrics.cycles_per_ref.mean": 9.17,
+    ...        "sampling.metrics.cycles_per_ref.ci95_half_width": 2.1134}
+    >>> pair_estimate(base, run).source
+    'sampling (paired)'
+    >>> older = {k: v for k, v in run.items() if k != WINDOWS_KEY}  # a record of an older core
+    >>> e = pair_estimate(base, older); e.source, [round(x, 3) for x in e.bounds()[1:]]
+    ('sampling', [0.945, 1.523])
+    """
+    paired = paired_estimate(base, run, metric)
+    if paired is not None:
+        return paired
+    return ratio_estimate(time_error(base, metric), time_error(run, metric))
+
+
 def seed_estimate(speedups: Iterable[float]) -> LogEstimate:
     """The speedup of one grid point over its seeds: the geometric mean of the per-seed
     speedups with Student's t interval on their logs (``n - 1`` degrees of freedom). One seed:
@@ -306,13 +494,58 @@ def geomean_estimate(cells: Iterable[LogEstimate]) -> LogEstimate:
     log = sum(c.log for c in cells) / k
     if any(c.source == "none" or not math.isfinite(c.var) for c in cells):
         return LogEstimate(log, 0.0, math.inf, "none")
-    sources = sorted({c.source for c in cells if c.source != "exact"})
+    sources = {c.source for c in cells if c.source != "exact"}
     if not sources:
         return LogEstimate(log, 0.0, math.inf, "exact")
     var = sum(c.var for c in cells) / k**2
     df = welch_df([c.var for c in cells], [c.df for c in cells])
-    source = sources[0] if len(sources) == 1 else "seeds and sampling"
-    return LogEstimate(log, var, df, source)
+    return LogEstimate(log, var, df, combine_sources(sources))
+
+
+def source_kinds(source: str) -> set[str]:
+    """The kinds of error an estimate's ``source`` holds: ``seeds``, ``paired`` (sampling,
+    paired window by window), ``independent`` (sampling, independent samples).
+
+    Examples
+    --------
+    >>> sorted(source_kinds("seeds and sampling")), sorted(source_kinds("sampling (paired)"))
+    (['independent', 'seeds'], ['paired'])
+    >>> sorted(source_kinds("sampling (paired and independent)")), source_kinds("none")
+    (['independent', 'paired'], set())
+    """
+    kinds = set()
+    if "seeds" in source:
+        kinds.add("seeds")
+    if "sampling" in source:
+        if "paired" in source:
+            kinds.add("paired")
+        if "independent" in source or "(paired)" not in source:
+            kinds.add("independent")
+    return kinds
+
+
+def combine_sources(sources: Iterable[str]) -> str:
+    """The source of a geomean over cells of these sources (exact ones left out): each kind
+    once, ``seeds`` first, then the sampling kinds.
+
+    Examples
+    --------
+    >>> combine_sources(["sampling", "seeds"]), combine_sources(["sampling (paired)"] * 2)
+    ('seeds and sampling', 'sampling (paired)')
+    >>> combine_sources(["sampling (paired)", "sampling"])
+    'sampling (paired and independent)'
+    >>> combine_sources(["seeds", "sampling (paired)"])
+    'seeds and sampling (paired)'
+    """
+    kinds = set().union(*(source_kinds(s) for s in sources))
+    sampling = {
+        frozenset({"independent"}): INDEPENDENT,
+        frozenset({"paired"}): PAIRED,
+        frozenset({"paired", "independent"}): "sampling (paired and independent)",
+    }.get(frozenset(kinds - {"seeds"}), "")
+    if "seeds" in kinds:
+        return f"seeds and {sampling}" if sampling else "seeds"
+    return sampling or "none"
 
 
 def cell_estimate(speedups: list[float], errors: list[LogEstimate] | None = None) -> LogEstimate:
@@ -394,14 +627,28 @@ def method_text(sources: Iterable[str]) -> str:
     >>> method_text(["none", "exact"])
     ''
     """
-    sources = set(sources)
+    kinds = set().union(*(source_kinds(s) for s in sources))
     parts = []
-    if sources & {"sampling", "seeds and sampling"}:
+    if {"paired", "independent"} <= kinds:
+        parts.append(
+            "from sampling: delta method on the log of the ratio of the two runs' estimated "
+            "cycles, paired window by window where both runs were sampled at the same "
+            "references (the i-th windows' covariance subtracted, t with windows - 1 degrees "
+            "of freedom), else their window-to-window standard errors added (independent "
+            "samples)"
+        )
+    elif "paired" in kinds:
+        parts.append(
+            "from sampling: delta method on the log of the ratio of the two runs' estimated "
+            "cycles, paired window by window (both runs sampled at the same references: the "
+            "i-th windows' covariance subtracted, t with windows - 1 degrees of freedom)"
+        )
+    elif "independent" in kinds:
         parts.append(
             "from sampling: delta method on the log of the ratio of the two runs' estimated "
             "cycles, their window-to-window standard errors added (independent samples)"
         )
-    if sources & {"seeds", "seeds and sampling"}:
+    if "seeds" in kinds:
         parts.append(
             "from seeds: Student t on the per-seed log speedups (geometric interval around "
             "the geometric mean)"
@@ -454,7 +701,8 @@ def record_estimates(
 ) -> dict[str, LogEstimate]:
     """The speedup of each record's design over ``baseline`` (default: the first record's, as
     :func:`xlat.records.speedups` chooses it) as an estimate: the baseline itself is exact, a
-    pair with a sampled run gets :func:`ratio_estimate`'s interval, two unsampled runs none.
+    pair with a sampled run gets :func:`pair_estimate`'s interval (paired window by window
+    when both were sampled at the same references), two unsampled runs none.
 
     Examples
     --------
@@ -480,23 +728,29 @@ def record_estimates(
         if not t:
             out[r["design"]] = none(float("nan"))
             continue
-        out[r["design"]] = ratio_estimate(
-            time_error(flat_base, metric), time_error(flatten(r), metric)
-        )
+        out[r["design"]] = pair_estimate(flat_base, flatten(r), metric)
     return out
 
 
 __all__ = [
     "LogEstimate",
     "NO_INTERVAL",
+    "PAIRED_KEYS",
+    "WINDOWS_KEY",
     "cell_estimate",
+    "combine_sources",
     "geomean_estimate",
     "interval_cell",
     "interval_text",
     "notes",
+    "pair_estimate",
+    "paired_estimate",
+    "pairs_windows",
     "record_estimates",
     "ratio_estimate",
     "seed_estimate",
+    "source_kinds",
     "t_975",
     "time_error",
+    "window_series",
 ]

@@ -302,27 +302,29 @@ def with_speedup_estimates(df, baseline: str, metric: str = "cycles"):
     """``df`` (with its ``speedup`` column, :func:`with_speedup`) plus a column
     ``speedup_estimate``: each run's speedup over the baseline's run of the same grid point as
     an :class:`xlat.intervals.LogEstimate` (the baseline's own runs exact; a pair with a
-    sampled run with its sampling interval; two unsampled runs without an interval)."""
+    sampled run with its sampling interval, paired window by window when both runs were
+    sampled at the same references, :func:`xlat.intervals.pair_estimate`; two unsampled runs
+    without an interval)."""
     from xlat import intervals
 
     total = "total" if metric == "total" else "cycles"
     wanted = ["design", "point_hash", "speedup", "timing.cycles", "timing.os_cycles"]
     wanted += ["sampling.windows"] + [c for c in df.columns if c.startswith(intervals.CPR_KEY)]
-    rows = df[[c for c in wanted if c in df.columns]].to_dict("records")
-    errors = [intervals.time_error(r, total) for r in rows]
+    wanted += [intervals.WINDOWS_KEY, *intervals.PAIRED_KEYS]
+    rows = df[list(dict.fromkeys(c for c in wanted if c in df.columns))].to_dict("records")
     base = {}
-    for r, e in zip(rows, errors):
+    for r in rows:
         if r["design"] == baseline:
-            base.setdefault(r["point_hash"], e)
+            base.setdefault(r["point_hash"], r)
     est = []
-    for r, e in zip(rows, errors):
+    for r in rows:
         sp = r.get("speedup")
         if r["design"] == baseline:
             est.append(intervals.exact(1.0))
         elif r["point_hash"] not in base or not (sp == sp) or metric not in ("cycles", "total"):
             est.append(intervals.none(sp if sp == sp else float("nan")))
         else:
-            est.append(intervals.ratio_estimate(base[r["point_hash"]], e))
+            est.append(intervals.pair_estimate(base[r["point_hash"]], r, total))
     out = df.copy()  # one block per dtype: a wide stored frame would warn of fragmentation
     out["speedup_estimate"] = est
     return out

@@ -164,7 +164,8 @@ HOW_TO_READ = {
     "thp_speedup": "How much each design gains from huge pages on its own: a design that "
     "already translates cheaply gains less than radix (bars nearer 1).",
     "speedup_vs_footprint": "How a design's advantage scales with the footprint: rising lines "
-    "gain as the page table outgrows the caches.",
+    "gain as the page table outgrows the caches; error bars, when the runs are sampled or have "
+    "several seeds, are 95 % intervals.",
     "walk_cycles_vs_footprint": "Translation cost per kilo-instruction as the footprint grows; "
     "the gap between lines is what the designs save.",
     "va_gap_coverage": "How regular the address space is (LVM §3): near 100 % a few linear "
@@ -620,6 +621,28 @@ STYLE = {
 }
 
 
+def error_bars_text(sources: set[str], lacking: bool = False) -> str:
+    """What a speedup figure's caption says of its error bars: the method of the intervals
+    drawn (``sources``: the sources of the estimates that have one), and ``lacking``: some
+    drawn points have none; or that there are no error bars and why.
+
+    Examples
+    --------
+    >>> error_bars_text(set())
+    ' No error bars (no interval: one unsampled run per point).'
+    >>> error_bars_text({"sampling (paired)"})[:60]
+    ' Error bars: 95 % intervals from sampling: delta method on t'
+    >>> error_bars_text({"seeds"}, lacking=True).endswith(
+    ...     "Points without a bar: no interval: one unsampled run.")
+    True
+    """
+    method = intervals.method_text(sources)
+    if not method:
+        return f" No error bars ({intervals.NO_INTERVAL} per point)."
+    text = f" Error bars: {method[0].lower()}{method[1:]}."
+    return text + (f" Points without a bar: {intervals.NO_INTERVAL}." if lacking else "")
+
+
 class _Figures:
     """Draws the figures at one width and records the numbers each one shows."""
 
@@ -922,6 +945,7 @@ class _Figures:
         designs = designs or data.designs
         panels = []
         sources = set()
+        lacking = False
         for setting in data.settings:
             series = {}
             errors = {}
@@ -930,6 +954,7 @@ class _Figures:
                 for d in designs:
                     est = [data.speedup_estimate(w, setting, d) for w in x]
                     sources |= {e.source for e in est if e.has_interval}
+                    lacking |= any(e.source == "none" and e.point == e.point for e in est)
                     errors[d] = [e.bounds()[1:] for e in est]
             for d in designs:
                 vals = []
@@ -953,12 +978,7 @@ class _Figures:
             "; one panel per setting." if data.axes else "."
         )
         if speedup_errors:
-            method = intervals.method_text(sources)
-            caption += (
-                f" Error bars: {method[0].lower()}{method[1:]}."
-                if method
-                else f" No error bars ({intervals.NO_INTERVAL} per point)."
-            )
+            caption += error_bars_text(sources, lacking)
         self.bars(name, caption, panels, designs, ylabel, styles, ref_line, log=log)
 
     def design_style(self, design: str) -> tuple[str, str]:
@@ -1559,7 +1579,9 @@ class _Figures:
 
     def lines(self, axis: str) -> None:
         """Speedup and page-walk cycles over a numeric axis: a panel per workload (and per
-        setting of the other axes), a line per design."""
+        setting of the other axes), a line per design. The speedup's points carry their 95 %
+        intervals as error bars where the runs have one (:meth:`_Data.speedup_estimate`), and
+        the caption says how they were derived, or that there are none."""
         data = self.data
         others = [a for a in data.axes if a != axis]
         idx = data.axes.index(axis)
@@ -1602,8 +1624,12 @@ class _Figures:
             specs = [(w, r) for r in rest for w in wl]
             fig, axes = self.facets(len(specs))
             panels, handles = [], []
+            speedup = column == "speedup"
+            sources: set[str] = set()
+            lacking = False
             for ax, (w, r) in zip(axes, specs):
                 series = {}
+                errors = {}
                 for d in designs:
                     if w == "geomean":
                         ys = [
@@ -1615,9 +1641,16 @@ class _Figures:
                     else:
                         ys = [data.cell(w, setting(r, xv), d, column, agg) for xv in xvals]
                     series[d] = ys
-                    (h,) = ax.plot(xnum, ys, **self.line_style(d), label=d)
+                    style = self.line_style(d)
+                    (h,) = ax.plot(xnum, ys, **style, label=d)
                     if len(handles) < len(designs):
                         handles.append(h)
+                    if speedup:
+                        est = [data.speedup_estimate(w, setting(r, xv), d) for xv in xvals]
+                        sources |= {e.source for e in est if e.has_interval}
+                        lacking |= any(e.source == "none" and e.point == e.point for e in est)
+                        errors[d] = [e.bounds()[1:] for e in est]
+                        self._line_errors(ax, xnum, ys, errors[d], style["color"])
                 if is_bytes:
                     ax.set_xscale("log", base=2)
                     ax.set_xticks(xnum)
@@ -1637,7 +1670,10 @@ class _Figures:
                 self.title(ax, title)
                 ax.grid(True, axis="both")
                 ax.margins(x=0.12)  # end labels stay inside the panel
-                panels.append({"title": title, "x": xvals, "series": series})
+                panels.append({"title": title, "x": xvals, "series": series, "ci95": errors})
+            if not sources:
+                for p in panels:
+                    p.pop("ci95")
             fig.supylabel(ylabel.replace("\n", " "), fontsize=8)
             fig.supxlabel(_short(axis) + (" (log scale)" if is_bytes else ""), fontsize=8)
             self._legend(fig, handles, designs)
@@ -1646,8 +1682,31 @@ class _Figures:
                 + (f" and setting of {', '.join(_short(a) for a in others)}" if others else "")
                 + f", a line per design. Over {data.scope()}; "
                 f"{data.seed_agg(geo=agg == 'geomean')}."
+                + (error_bars_text(sources, lacking) if speedup else "")
             )
             self._save(fig, name, caption, panels, ylabel.replace("\n", " "))
+
+    @staticmethod
+    def _line_errors(ax, xs: list[float], ys: list[float], bounds: list, color: str) -> None:
+        """95 % intervals as error bars on a line's points, in the line's colour (points
+        without an interval get none)."""
+        pts = [
+            (x, y, lo, hi)
+            for x, y, (lo, hi) in zip(xs, ys, bounds)
+            if y == y and lo == lo and hi == hi
+        ]
+        if pts:
+            ax.errorbar(
+                [p[0] for p in pts],
+                [p[1] for p in pts],
+                yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]],
+                fmt="none",
+                ecolor=color,
+                elinewidth=0.7,
+                capsize=2.0,
+                capthick=0.7,
+                zorder=1.9,  # under the line's markers
+            )
 
 
 def _draw(

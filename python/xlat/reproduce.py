@@ -500,8 +500,9 @@ def claim_estimate(df, claim: dict[str, Any], baseline_df=None):
     :class:`xlat.intervals.LogEstimate` (source ``"none"``: no interval). Only ratios averaged
     geometrically have one (a ``speedup`` or a ``ratio`` claim without ``mean``): per grid
     point (workload, footprint), several seeds give Student's t on the log ratios; one seed of
-    a speedup whose runs are sampled gives the delta method on the two runs' cycles
-    (:func:`xlat.intervals.ratio_estimate`); the points are then combined as the geometric
+    a speedup whose runs are sampled gives the delta method on the two runs' cycles, paired
+    window by window when both were sampled at the same references
+    (:func:`xlat.intervals.pair_estimate`); the points are then combined as the geometric
     mean is (:func:`xlat.intervals.geomean_estimate`). ``value`` and ``share`` claims, the
     "up to" (``mean = "max"``) and arithmetic means have none.
 
@@ -546,7 +547,7 @@ def claim_estimate(df, claim: dict[str, Any], baseline_df=None):
         if claim["kind"] == "speedup" and len(r) == 1:
             at = r.index[0]
             pair = (b.loc[[at]].iloc[0].to_dict(), d.loc[[at]].iloc[0].to_dict())
-            errors = [intervals.ratio_estimate(*(intervals.time_error(x, metric) for x in pair))]
+            errors = [intervals.pair_estimate(*pair, metric)]
         cells.append(intervals.cell_estimate([float(v) for v in r], errors))
     return intervals.geomean_estimate(cells)
 
