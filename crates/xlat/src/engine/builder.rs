@@ -193,12 +193,22 @@ impl Simulation {
         } else {
             None
         };
-        // `"auto"` resolves here, where the processes are known (a multi-process run stays
-        // detailed); an explicit interval on several processes is refused below.
+        // `"auto"` resolves here, where the processes and the run's length are known: the
+        // references it will measure, `sim.refs` for a generator, at most what a trace file
+        // holds after its warm-up, and 0 (never sampled) for a trace of unknown length, which
+        // may be far shorter than the `sim.refs` a whole-trace run is given. A multi-process run
+        // stays detailed; an explicit interval on several processes is refused below.
+        let measured_refs = if source.describe().is_none() {
+            given.sim.refs
+        } else {
+            source.total_refs().map_or(0, |total| {
+                total.saturating_sub(warmup_refs).min(given.sim.refs)
+            })
+        };
         let sampling = cfg
             .sim
             .sampling
-            .resolve(cfg.sim.refs, cfg.sim.cores, processes);
+            .resolve(measured_refs, cfg.sim.cores, processes);
         // The design allocates from the same physical memory as everything else.
         let factory = visit(
             cfg,

@@ -146,7 +146,8 @@ impl TlbConfig {
         ] {
             if l.entries > 0 && (l.ways == 0 || !l.entries.is_multiple_of(l.ways)) {
                 return Err(format!(
-                    "tlb.{name}: {} entries is not a whole number of {}-way sets",
+                    "tlb.{name}: {} entries is not a whole number of {}-way sets \
+                     (tlb.{name}.entries, tlb.{name}.ways)",
                     l.entries, l.ways
                 ));
             }

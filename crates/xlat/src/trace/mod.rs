@@ -176,6 +176,13 @@ pub trait EventSource: Send {
     fn first_touch_refs(&mut self) -> Option<u64> {
         None
     }
+    /// References the source holds in all, when it knows them before it is read (a native
+    /// trace's stored summary); `sim.sampling.interval = "auto"` samples a trace file only
+    /// when it is long enough. `None` (the default): unknown (a built-in generator produces
+    /// what `sim.refs` asks; another trace format is read once, from its start).
+    fn total_refs(&self) -> Option<u64> {
+        None
+    }
     /// What the result record should say about the input (a trace file's path, format and
     /// sha256, whether its VMAs were inferred); `None` for built-in generators.
     fn describe(&self) -> Option<serde_json::Value> {

@@ -147,11 +147,10 @@ pub fn open(path: &str, format: Option<TraceFormat>) -> Result<Box<dyn EventSour
             describe["dependences"] = DEPENDENCES_UNKNOWN.into();
             describe["meta"] = r.meta().clone();
             // The stored summary (constant time) tells how long the first-touch phase is.
-            let first_touch = super::native::read_tail(path)
-                .ok()
-                .and_then(|t| t.summary)
-                .and_then(|s| super::summary::first_touch_refs(&s));
+            let summary = super::native::read_tail(path).ok().and_then(|t| t.summary);
+            let first_touch = summary.as_ref().and_then(super::summary::first_touch_refs);
             r.set_first_touch_refs(first_touch);
+            r.set_total_refs(summary.as_ref().and_then(|s| s["refs"].as_u64()));
             r.set_describe(describe);
             Ok(Box::new(r))
         }

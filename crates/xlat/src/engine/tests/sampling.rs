@@ -260,3 +260,45 @@ fn a_trace_that_ends_within_the_first_unit_reports_no_window_and_no_estimate() {
         .starts_with("none"));
     assert!(r["sampling"]["metrics"]["ipc"].get("ci95_low").is_none());
 }
+
+/// A trace file as the engine sees one: it describes itself, and may know its length.
+struct TraceLike(Events, Option<u64>);
+
+impl EventSource for TraceLike {
+    fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError> {
+        self.0.fill(out, max)
+    }
+    fn name(&self) -> String {
+        "trace-like".into()
+    }
+    fn describe(&self) -> Option<Value> {
+        Some(serde_json::json!({"path": "trace-like"}))
+    }
+    fn total_refs(&self) -> Option<u64> {
+        self.1
+    }
+}
+
+#[test]
+fn auto_does_not_sample_a_trace_file_of_unknown_or_short_length_run_whole() {
+    // A whole-trace run is given a huge `sim.refs`; "auto" must go by the trace's own length.
+    let base = 0x7000_0000_0000u64;
+    let events = || {
+        let mut v = vec![Event::Mmap {
+            addr: Vaddr(base),
+            len: 1 << 20,
+            prot: RW,
+            flags: 0,
+        }];
+        v.extend((0..3000u64).map(|i| load(base + (i * 4096) % (1 << 20), 8)));
+        v
+    };
+    let mut c = small("radix");
+    c.sim.refs = u64::MAX / 4;
+    for total in [None, Some(3001)] {
+        let source = TraceLike(Events(events().into_iter()), total);
+        let r = run(&c, Box::new(source)).unwrap();
+        assert_eq!(r["refs"], 3000, "{total:?}");
+        assert!(r.get("sampling").is_none(), "{total:?}: {}", r["sampling"]);
+    }
+}

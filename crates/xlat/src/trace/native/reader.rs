@@ -153,6 +153,8 @@ pub struct NativeReader<R: Read> {
     /// What [`EventSource::first_touch_refs`] answers (set by `trace::open` from the stored
     /// summary's touch curve).
     first_touch: Option<u64>,
+    /// What [`EventSource::total_refs`] answers (set by `trace::open` from the stored summary).
+    total_refs: Option<u64>,
 }
 
 impl<R: Read> NativeReader<R> {
@@ -182,6 +184,7 @@ impl<R: Read> NativeReader<R> {
             failed: None,
             describe: None,
             first_touch: None,
+            total_refs: None,
         };
         r.read_header()?;
         Ok(r)
@@ -201,6 +204,12 @@ impl<R: Read> NativeReader<R> {
     /// [`crate::trace::summary::first_touch_refs`]), for `sim.warmup_refs = "auto"`.
     pub fn set_first_touch_refs(&mut self, refs: Option<u64>) {
         self.first_touch = refs;
+    }
+
+    /// Set the references the trace holds (its stored summary's `refs`), for
+    /// `sim.sampling.interval = "auto"`.
+    pub fn set_total_refs(&mut self, refs: Option<u64>) {
+        self.total_refs = refs;
     }
 
     /// Format version of the file.
@@ -548,6 +557,10 @@ impl<R: Read + Send> EventSource for NativeReader<R> {
 
     fn describe(&self) -> Option<serde_json::Value> {
         self.describe.clone()
+    }
+
+    fn total_refs(&self) -> Option<u64> {
+        self.total_refs
     }
 
     fn first_touch_refs(&mut self) -> Option<u64> {
