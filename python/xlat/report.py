@@ -831,23 +831,7 @@ class _Figures:
                 ci = row["ci95"].get(s)
                 if ci and not stacked:
                     # 95 % intervals (xlat.intervals): a black whisker over each bar that has one
-                    pts = [
-                        (x, v, lo, hi)
-                        for x, v, (lo, hi) in zip(xs, row["series"][s], ci)
-                        if v == v and lo == lo and hi == hi
-                    ]
-                    if pts:
-                        ax.errorbar(
-                            [p[0] for p in pts],
-                            [p[1] for p in pts],
-                            yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]],
-                            fmt="none",
-                            ecolor="black",
-                            elinewidth=0.6,
-                            capsize=1.2,
-                            capthick=0.6,
-                            zorder=3,
-                        )
+                    self._errors(ax, xs, row["series"][s], ci, "black", 0.6, 1.2, 3)
                 if not stacked:
                     for x, v in zip(xs, row["series"][s]):
                         if v != v:  # no value (e.g. no walk reached that PWC level)
@@ -1650,7 +1634,8 @@ class _Figures:
                         sources |= {e.source for e in est if e.has_interval}
                         lacking |= any(e.source == "none" and e.point == e.point for e in est)
                         errors[d] = [e.bounds()[1:] for e in est]
-                        self._line_errors(ax, xnum, ys, errors[d], style["color"])
+                        # zorder 1.9: under the line's markers
+                        self._errors(ax, xnum, ys, errors[d], style["color"], 0.7, 2.0, 1.9)
                 if is_bytes:
                     ax.set_xscale("log", base=2)
                     ax.set_xticks(xnum)
@@ -1687,9 +1672,19 @@ class _Figures:
             self._save(fig, name, caption, panels, ylabel.replace("\n", " "))
 
     @staticmethod
-    def _line_errors(ax, xs: list[float], ys: list[float], bounds: list, color: str) -> None:
-        """95 % intervals as error bars on a line's points, in the line's colour (points
-        without an interval get none)."""
+    def _errors(
+        ax,
+        xs: list[float],
+        ys: list[float],
+        bounds: list,
+        color: str,
+        width: float,
+        cap: float,
+        zorder: float,
+    ) -> None:
+        """95 % intervals as error bars on the points ``(xs, ys)``, ``bounds`` their ``(low,
+        high)``; a point without an interval (NaN) gets none. Bars' whiskers and lines' bars
+        differ only in colour, width, cap and layer."""
         pts = [
             (x, y, lo, hi)
             for x, y, (lo, hi) in zip(xs, ys, bounds)
@@ -1702,10 +1697,10 @@ class _Figures:
                 yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]],
                 fmt="none",
                 ecolor=color,
-                elinewidth=0.7,
-                capsize=2.0,
-                capthick=0.7,
-                zorder=1.9,  # under the line's markers
+                elinewidth=width,
+                capsize=cap,
+                capthick=width,
+                zorder=zorder,
             )
 
 
