@@ -107,3 +107,56 @@ def test_a_trace_records_the_pages_mapped_at_its_exit_not_those_it_unmapped_befo
     assert 0 < g["mapped_pages"] < out["pages"]
     assert g["pairs"] == g["mapped_pages"] - 1 and 0.0 < g["coverage"] < 1.0
     assert rec["os"]["mapped_4k"] == 0  # the exit did unmap them
+
+
+def _hottest_share(counts: list[int], percent: int) -> float:
+    """The share of the accesses held by the hottest ceil(percent % of the pages)."""
+    ranked = sorted(counts, reverse=True)
+    k = max(1, -(-len(ranked) * percent // 100))
+    return sum(ranked[:k]) / sum(ranked)
+
+
+def test_the_heat_of_a_trace_matches_its_accesses_counted_here():
+    # Independent path: every access of the trace through another binding, ranked here.
+    accesses = _core.trace_accesses(SORT, 0, 2**64 - 1, limit=10**9)
+    per_page: dict[int, int] = {}
+    per_region: dict[int, int] = {}
+    for _, va, _, _ in accesses:
+        per_page[va >> 12] = per_page.get(va >> 12, 0) + 1
+        per_region[va >> 21] = per_region.get(va >> 21, 0) + 1
+    out = json.loads(xlat("analyze", "heat", "--trace", SORT, "--warmup", "0", "--json").stdout)
+    assert out["refs"] == len(accesses) and out["skipped_refs"] == 0
+    assert out["loads"] == sum(1 for k, *_ in accesses if k == "load")
+    assert out["pages_4k"]["pages"] == len(per_page)
+    assert out["regions_2m"]["pages"] == len(per_region)
+    for i, p in enumerate(out["hot_percents"]):
+        for key, counts in (("pages_4k", per_page), ("regions_2m", per_region)):
+            want = _hottest_share(list(counts.values()), p)
+            assert abs(out[key]["hottest_share"][i] - want) < 1e-12
+    # sort.xlat was recorded before dependences were kept: its dependent share is not reported.
+    assert out["dependences"].startswith("unknown")
+    text = xlat("analyze", "heat", "--trace", SORT, "--warmup", "0").stdout
+    assert "dependent       unknown" in text
+
+
+def test_uniform_updates_spread_their_accesses_and_a_chase_depends_on_every_load():
+    def heat(workload: str) -> dict:
+        args = ("--workload", workload, "--footprint", "16MiB", "--refs", "200k", "--json")
+        return json.loads(xlat("analyze", "heat", *args).stdout)
+
+    gups = heat("gups")
+    # The first-touch phase (one store per page) is skipped; uniform random updates then give
+    # the hottest 10 % of the 4096 pages little more than 10 % of the accesses.
+    assert gups["warmup_why"] == "auto_first_touch_phase" and gups["skipped_refs"] >= 4096
+    assert gups["refs"] == 200_000 and gups["pages_4k"]["pages"] == 4096
+    assert 0.10 <= gups["pages_4k"]["hottest_share"][1] < 0.15
+    assert gups["dependent_refs"] == 0
+    chase = heat("pointer_chase")
+    assert chase["dependent_refs"] / chase["refs"] > 0.9
+    assert chase["dependences"] == "modelled by the generator"
+
+
+def test_heat_of_a_missing_trace_is_a_clear_error(tmp_path):
+    r = xlat("analyze", "heat", "--trace", str(tmp_path / "none.xlat"), check=False)
+    assert r.returncode == 2
+    assert "none.xlat" in r.stderr

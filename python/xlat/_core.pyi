@@ -19,6 +19,9 @@ def trace_accesses(
 def touched_page_runs(
     overrides: list[tuple[str, str]], trace: str | None = None, trace_format: str | None = None
 ) -> list[tuple[int, int]]: ...
+def page_heat(
+    overrides: list[tuple[str, str]], trace: str | None = None, trace_format: str | None = None
+) -> str: ...
 def trace_stored_summary(path: str, trace_format: str | None = None) -> str | None: ...
 
 class TraceTask:

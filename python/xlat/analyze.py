@@ -11,6 +11,15 @@ snapshot (its present pages, ``xlat snapshot``)::
     xlat analyze gaps --snapshot snap.json [--json]
 
 Under demand paging with 4 KiB pages the touched pages are the mapped pages.
+
+``xlat analyze heat``: how concentrated a workload's or a trace's accesses are (issue 39 item
+2): over ``--refs`` references after the warm-up (``--warmup``, default ``auto``: the first-touch
+phase, as a run resolves it), the share of the accesses that go to the hottest 1 % and 10 % of
+the 4 KiB pages and of the 2 MiB regions the window touches, and the share of accesses whose
+address depends on an earlier load (where the source records dependences)::
+
+    xlat analyze heat --workload gups --footprint 256MiB --refs 20M
+    xlat analyze heat --trace corpus/gups.xlat --warmup 35M --refs 20M [--json]
 """
 
 from __future__ import annotations
@@ -111,19 +120,56 @@ def format_gaps(source: str, g: dict) -> str:
     return "\n".join(lines)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``xlat analyze``."""
-    p = sub.add_parser("analyze", help="address-space analyses (gaps: LVM's gap coverage)")
-    asub = p.add_subparsers(dest="analyze_command", required=True)
-    g = asub.add_parser(
-        "gaps",
-        help="gap coverage of the mapped pages of a workload, a trace or a snapshot",
-        description=__doc__.split("\n\n")[1],
+def format_heat(h: dict) -> str:
+    """Readable summary of a page-heat analysis (``_core.page_heat``'s JSON).
+
+    Examples
+    --------
+    >>> spread = {"pages": 100, "hottest_share": [0.5, 0.8], "accesses_per_page": 10.0}
+    >>> print(format_heat({"source": "gups", "skipped_refs": 5, "warmup_why": "set",
+    ...     "refs": 1000, "loads": 600, "stores": 400, "dependent_refs": 0,
+    ...     "dependences": "modelled by the generator", "hot_percents": [1, 10],
+    ...     "pages_4k": spread, "regions_2m": {**spread, "pages": 2}}))
+    source          gups
+    warm-up         5 references skipped (set)
+    window          1000 references (600 loads, 400 stores)
+    4 KiB pages     100 touched, 10.0 accesses each; hottest 1 %: 50.0 % of accesses, 10 %: 80.0 %
+    2 MiB regions   2 touched, 10.0 accesses each; hottest 1 %: 50.0 % of accesses, 10 %: 80.0 %
+    dependent       0.0 % of accesses (modelled by the generator)
+    """
+    refs = h["refs"]
+
+    def line(name: str, s: dict) -> str:
+        shares = ", ".join(
+            f"{p} %: {100 * x:.1f} %" + (" of accesses" if i == 0 else "")
+            for i, (p, x) in enumerate(zip(h["hot_percents"], s["hottest_share"]))
+        )
+        return (
+            f"{name:<15} {s['pages']} touched, {s['accesses_per_page']:.1f} accesses each; "
+            f"hottest {shares}"
+        )
+
+    dep = h["dependences"]
+    known = not dep.startswith("unknown")
+    share = f"{100 * h['dependent_refs'] / refs:.1f} %" if refs and known else "unknown"
+    return "\n".join(
+        [
+            f"{'source':<15} {h['source']}",
+            f"{'warm-up':<15} {h['skipped_refs']} references skipped ({h['warmup_why']})",
+            f"{'window':<15} {refs} references ({h['loads']} loads, {h['stores']} stores)",
+            line("4 KiB pages", h["pages_4k"]),
+            line("2 MiB regions", h["regions_2m"]),
+            f"{'dependent':<15} {share} of accesses ({dep})",
+        ]
     )
+
+
+def _source_args(g: argparse.ArgumentParser, snapshot: bool) -> None:
     src = g.add_mutually_exclusive_group(required=True)
     src.add_argument("--workload", help="built-in workload (xlat workloads)")
     src.add_argument("--trace", help="trace file")
-    src.add_argument("--snapshot", help="snapshot file (xlat snapshot -o)")
+    if snapshot:
+        src.add_argument("--snapshot", help="snapshot file (xlat snapshot -o)")
     g.add_argument("--footprint", help="workload footprint (workload.footprint), e.g. 4GiB")
     g.add_argument("--refs", help="references of the workload to read (sim.refs), e.g. 10M")
     g.add_argument("--seed", help="sim.seed")
@@ -131,8 +177,64 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--json", action="store_true", help="print the analysis as JSON")
 
 
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``xlat analyze``."""
+    p = sub.add_parser(
+        "analyze",
+        help="address-space analyses (gaps: LVM's gap coverage; heat: hot-page shares)",
+    )
+    asub = p.add_subparsers(dest="analyze_command", required=True)
+    g = asub.add_parser(
+        "gaps",
+        help="gap coverage of the mapped pages of a workload, a trace or a snapshot",
+        description=__doc__.split("\n\n")[1],
+    )
+    _source_args(g, snapshot=True)
+    h = asub.add_parser(
+        "heat",
+        help="share of accesses to the hottest 1 %% / 10 %% of pages, and dependent loads",
+        description=__doc__.split("\n\n")[3],
+    )
+    _source_args(h, snapshot=False)
+    h.add_argument(
+        "--warmup",
+        help="references to skip first (sim.warmup_refs; default auto: the first-touch phase)",
+    )
+
+
+def _overrides(args: argparse.Namespace, extra: tuple = ()) -> list[tuple[str, str]] | None:
+    """The configuration overrides of a workload or trace source; None after printing why the
+    input is refused."""
+    overrides = []
+    if args.workload:
+        overrides.append(("workload.name", args.workload))
+    for key, value in (
+        ("workload.footprint", args.footprint),
+        ("sim.refs", args.refs),
+        ("sim.seed", args.seed),
+        *extra,
+    ):
+        if value is not None:
+            overrides.append((key, value))
+    from xlat.trace_cli import file_problem
+    from xlat.values import check_inputs
+
+    problem = file_problem(args.trace) if args.trace else None
+    if problem:
+        print(f"xlat: error: --trace {args.trace}: {problem}", file=sys.stderr)
+        return None
+    try:
+        check_inputs(overrides)
+    except _core.XlatError as e:
+        print(f"xlat: error: {e}", file=sys.stderr)
+        return None
+    return overrides
+
+
 def main(args: argparse.Namespace) -> int:
-    """Run ``xlat analyze gaps``."""
+    """Run ``xlat analyze gaps`` or ``xlat analyze heat``."""
+    if args.analyze_command == "heat":
+        return _heat(args)
     if args.snapshot:
         from xlat.snapshot import snapshot_problem
 
@@ -147,30 +249,29 @@ def main(args: argparse.Namespace) -> int:
             return 2
         source = args.snapshot
     else:
-        overrides = []
-        if args.workload:
-            overrides.append(("workload.name", args.workload))
-        for key, value in (
-            ("workload.footprint", args.footprint),
-            ("sim.refs", args.refs),
-            ("sim.seed", args.seed),
-        ):
-            if value is not None:
-                overrides.append((key, value))
-        from xlat.trace_cli import file_problem
-        from xlat.values import check_inputs
-
-        problem = file_problem(args.trace) if args.trace else None
-        if problem:
-            print(f"xlat: error: --trace {args.trace}: {problem}", file=sys.stderr)
-            return 2
-        try:
-            check_inputs(overrides)
-        except _core.XlatError as e:
-            print(f"xlat: error: {e}", file=sys.stderr)
+        overrides = _overrides(args)
+        if overrides is None:
             return 2
         runs = _core.touched_page_runs(overrides, args.trace, args.trace_format)
         source = args.trace or f"workload {args.workload}"
     g = gap_analysis(runs)
     print(json.dumps(g, indent=2) if args.json else format_gaps(source, g))
+    return 0
+
+
+def _heat(args: argparse.Namespace) -> int:
+    """Run ``xlat analyze heat``: a trace without ``--refs`` is read to its end."""
+    from xlat.run import TRACE_NO_LIMIT
+
+    if args.trace and args.refs is None:
+        args.refs = str(TRACE_NO_LIMIT)
+    overrides = _overrides(args, (("sim.warmup_refs", args.warmup),))
+    if overrides is None:
+        return 2
+    try:
+        h = json.loads(_core.page_heat(overrides, args.trace, args.trace_format))
+    except _core.XlatError as e:
+        print(f"xlat: error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(h, indent=2) if args.json else format_heat(h))
     return 0

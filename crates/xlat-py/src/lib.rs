@@ -528,6 +528,49 @@ fn touched_page_runs(
         .map_err(err)
 }
 
+/// The page heat of the configured workload (first process) or of a trace, as JSON text
+/// (`xlat analyze heat`): `sim.refs` references after a warm-up of `sim.warmup_refs` ("auto":
+/// the source's first-touch phase, at most `sim.refs`, as a run resolves it), with how the
+/// warm-up was chosen and what the source says of its dependences.
+#[pyfunction]
+#[pyo3(signature = (overrides, trace=None, trace_format=None))]
+fn page_heat(
+    py: Python<'_>,
+    overrides: Vec<(String, String)>,
+    trace: Option<&str>,
+    trace_format: Option<&str>,
+) -> PyResult<String> {
+    let cfg = resolve(None, "", overrides, &[])?;
+    let mut src = match trace {
+        Some(path) => open_trace(path, trace_format)?,
+        None => xlat::workloads::create_all(&cfg.workload, cfg.sim.simulated_refs(), cfg.sim.seed)
+            .map_err(err)?
+            .remove(0),
+    };
+    let (skip, why) = match cfg.sim.warmup_refs {
+        xlat::config::WarmupRefs::Refs(n) => (n, if n > 0 { "set" } else { "none" }),
+        xlat::config::WarmupRefs::Auto => match src.first_touch_refs() {
+            Some(n) if n > cfg.sim.refs => (cfg.sim.refs, "auto_first_touch_capped_at_refs"),
+            Some(n) => (n, "auto_first_touch_phase"),
+            None => (0, "auto_source_cannot_tell"),
+        },
+    };
+    let dependences = match src.describe() {
+        Some(d) => d["dependences"].as_str().unwrap_or("unknown").to_string(),
+        None => "modelled by the generator".to_string(),
+    };
+    let refs = cfg.sim.refs;
+    let heat = py
+        .allow_threads(|| xlat::trace::heat::page_heat(src.as_mut(), skip, refs))
+        .map_err(err)?;
+    let mut v = serde_json::to_value(&heat).map_err(err)?;
+    v["warmup_why"] = why.into();
+    v["dependences"] = dependences.into();
+    v["source"] = src.name().into();
+    v["hot_percents"] = serde_json::json!(xlat::trace::heat::HOT_PERCENTS);
+    serde_json::to_string(&v).map_err(err)
+}
+
 /// The sources (a trace, several traces, or the configured workloads, one process each) and
 /// the simulation over them, with the number of processes.
 fn build_simulation(
@@ -695,6 +738,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_accesses, m)?)?;
     m.add_function(wrap_pyfunction!(touched_page_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(page_heat, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stored_summary, m)?)?;
     m.add_class::<TraceTask>()?;
     m.add_class::<Simulation>()?;

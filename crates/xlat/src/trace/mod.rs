@@ -10,6 +10,7 @@ use std::fmt;
 
 pub mod background;
 pub mod champsim;
+pub mod heat;
 pub mod info;
 pub mod lackey;
 pub mod native;
