@@ -64,38 +64,11 @@ impl Serialize for SamplingInterval {
 
 impl<'de> Deserialize<'de> for SamplingInterval {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = SamplingInterval;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("\"auto\" or a number of references (0: off)")
-            }
-            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<SamplingInterval, E> {
-                Ok(SamplingInterval::Refs(n))
-            }
-            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<SamplingInterval, E> {
-                u64::try_from(n)
-                    .map(SamplingInterval::Refs)
-                    .map_err(|_| E::custom(format!("must not be negative, got {n}")))
-            }
-            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<SamplingInterval, E> {
-                if text.trim() == "auto" {
-                    return Ok(SamplingInterval::Auto);
-                }
-                // A command-line value arrives as text (the default is one).
-                if let Ok(n) = text.trim().parse::<i64>() {
-                    return self.visit_i64(n);
-                }
-                crate::addr::parse_count(text)
-                    .map(SamplingInterval::Refs)
-                    .map_err(|e| {
-                        E::custom(format!(
-                            "expects \"auto\", 0 (off) or a number of references: {e}"
-                        ))
-                    })
-            }
-        }
-        d.deserialize_any(Visitor)
+        let expects = "\"auto\", 0 (off) or a number of references";
+        Ok(match crate::config::auto_or_refs(d, expects)? {
+            None => SamplingInterval::Auto,
+            Some(n) => SamplingInterval::Refs(n),
+        })
     }
 }
 
