@@ -11,8 +11,8 @@
 
 use super::format::{
     check_summary_block, end_len, parse_chunk_header, parse_end, unpack_chunk, Totals,
-    CHUNK_HEADER, CHUNK_MAGIC, END_LEN_V3, END_MAGIC, FLAG_ZSTD, MAGIC, MAX_META, MAX_SUMMARY,
-    OLDEST_VERSION, SUMMARY_MAGIC, SUMMARY_VERSION, VERSION,
+    CHUNK_HEADER, CHUNK_MAGIC, DEPS_VERSION, END_LEN_V3, END_MAGIC, FLAG_ZSTD, MAGIC, MAX_META,
+    MAX_SUMMARY, OLDEST_VERSION, SUMMARY_MAGIC, SUMMARY_VERSION, VERSION,
 };
 use super::records::decode_record;
 use crate::trace::{Event, EventSource, SourceError};
@@ -480,7 +480,12 @@ impl<R: Read> NativeReader<R> {
     /// Decode one record from the current chunk.
     #[inline]
     fn decode(&mut self) -> Result<Event, String> {
-        let ev = decode_record(&self.raw, &mut self.rpos, &mut self.prev_va)?;
+        let ev = decode_record(
+            &self.raw,
+            &mut self.rpos,
+            &mut self.prev_va,
+            self.version >= DEPS_VERSION,
+        )?;
         if let Event::Access { instrs, .. } = ev {
             self.seen.accesses += 1;
             self.seen.instructions += instrs as u64;

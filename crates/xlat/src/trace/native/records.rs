@@ -12,10 +12,16 @@ use crate::trace::varint;
 use crate::trace::{AccessKind, Event};
 
 /// Decode the record at `buf[*pos..]` (a chunk's uncompressed payload), advancing `pos`;
-/// `prev_va` is the previous access's address in the chunk (0 at its start). `Err` names the
-/// problem.
+/// `prev_va` is the previous access's address in the chunk (0 at its start); `deps`: the
+/// format version has access records with a dependence (version >= 4; in older versions their
+/// tags are unknown). `Err` names the problem.
 #[inline]
-pub fn decode_record(buf: &[u8], pos: &mut usize, prev_va: &mut u64) -> Result<Event, String> {
+pub fn decode_record(
+    buf: &[u8],
+    pos: &mut usize,
+    prev_va: &mut u64,
+    deps: bool,
+) -> Result<Event, String> {
     let p = pos;
     let Some(&t) = buf.get(*p) else {
         return Err("record runs past the end of its chunk".into());
@@ -25,6 +31,8 @@ pub fn decode_record(buf: &[u8], pos: &mut usize, prev_va: &mut u64) -> Result<E
     let u32_of = |x: u64, what: &str| {
         u32::try_from(x).map_err(|_| format!("{what} {x} does not fit 32 bits"))
     };
+    let with_dep = deps && matches!(t, 0x04..=0x06);
+    let t = if with_dep { t & !tag::DEP } else { t };
     let ev = match t {
         tag::LOAD | tag::STORE | tag::IFETCH => {
             let size = *buf.get(*p).ok_or("record runs past the end of its chunk")?;
@@ -35,6 +43,14 @@ pub fn decode_record(buf: &[u8], pos: &mut usize, prev_va: &mut u64) -> Result<E
             let delta = varint::unzigzag(varint::get(buf, p)?);
             let instrs = varint::get(buf, p)?;
             let instrs = u32_of(instrs, "instruction count")?;
+            let dep = if with_dep {
+                match varint::get(buf, p)? {
+                    d @ 1..=0xffff => d as u16,
+                    d => return Err(format!("dependence {d} is outside 1..=65535")),
+                }
+            } else {
+                0
+            };
             let va = prev_va.wrapping_add(delta as u64);
             *prev_va = va;
             Event::Access {
@@ -46,7 +62,7 @@ pub fn decode_record(buf: &[u8], pos: &mut usize, prev_va: &mut u64) -> Result<E
                 va: Vaddr(va),
                 size,
                 instrs,
-                dep: 0,
+                dep,
             }
         }
         tag::MMAP => Event::Mmap {
@@ -122,9 +138,10 @@ impl ChunkCounts {
     }
 }
 
-/// Decode every record of a chunk's uncompressed payload and count them; the error names the
-/// record and payload byte (as the streaming reader's does).
-pub(super) fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
+/// Decode every record of a chunk's uncompressed payload and count them (`deps` as for
+/// [`decode_record`]); the error names the record and payload byte (as the streaming reader's
+/// does).
+pub(super) fn count_chunk(raw: &[u8], records: u32, deps: bool) -> Result<ChunkCounts, String> {
     let mut c = ChunkCounts {
         records: records as u64,
         ..Default::default()
@@ -135,9 +152,11 @@ pub(super) fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, Strin
         // Accesses (nearly every record) are checked inline; anything else, or an access that
         // fails a check, goes through `decode_record`, which gives the error its message.
         if let Some(&t) = raw.get(pos) {
-            if t <= tag::IFETCH {
-                if let Some(next) = quick_access(raw, pos) {
-                    kinds[t as usize] += 1;
+            let with_dep = deps && t & tag::DEP != 0;
+            let k = if with_dep { t & !tag::DEP } else { t };
+            if k <= tag::IFETCH {
+                if let Some(next) = quick_access(raw, pos, with_dep) {
+                    kinds[k as usize] += 1;
                     c.instructions += next.1;
                     pos = next.0;
                     continue;
@@ -145,7 +164,7 @@ pub(super) fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, Strin
             }
         }
         let at = pos;
-        let ev = decode_record(raw, &mut pos, &mut prev_va)
+        let ev = decode_record(raw, &mut pos, &mut prev_va, deps)
             .map_err(|p| format!("record {rec} at payload byte {at}: {p}"))?;
         match ev {
             Event::Access { kind, instrs, .. } => {
@@ -176,17 +195,24 @@ pub(super) fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, Strin
     Ok(c)
 }
 
-/// The access record at `raw[pos..]` (its tag already read) when it passes every check
-/// `decode_record` makes: the position after it and its instruction count. `None` when any
-/// check fails (`decode_record` then names the problem).
+/// The access record at `raw[pos..]` (its tag already read; `with_dep`: the tag has the
+/// dependence flag) when it passes every check `decode_record` makes: the position after it and
+/// its instruction count. `None` when any check fails (`decode_record` then names the problem).
 #[inline(always)]
-fn quick_access(raw: &[u8], pos: usize) -> Option<(usize, u64)> {
+fn quick_access(raw: &[u8], pos: usize, with_dep: bool) -> Option<(usize, u64)> {
     let size = *raw.get(pos + 1)?;
     if size == 0 || size > 64 {
         return None;
     }
     let (_, p) = quick_varint(raw, pos + 2)?;
-    let (instrs, p) = quick_varint(raw, p)?;
+    let (instrs, mut p) = quick_varint(raw, p)?;
+    if with_dep {
+        let (dep, q) = quick_varint(raw, p)?;
+        if dep == 0 || dep > 0xffff {
+            return None;
+        }
+        p = q;
+    }
     (instrs <= u32::MAX as u64).then_some((p, instrs))
 }
 

@@ -157,16 +157,16 @@ impl<W: Write> NativeWriter<W> {
                 va,
                 size,
                 instrs,
-                // Dependences are not recorded in the native format (docs/timing.md).
-                dep: _,
-            } => self.write_access(kind, va.0, size, instrs),
+                dep,
+            } => self.write_access(kind, va.0, size, instrs, dep),
             _ => self.write_other(ev),
         }
     }
 
-    /// Append one access (the same bytes as [`NativeWriter::write`] of `Event::Access` with
-    /// `dep` 0): the recorder's hot path, kept free of branches that depend on the data apart
-    /// from the variable-length integers' lengths.
+    /// Append one access (the same bytes as [`NativeWriter::write`] of `Event::Access`): the
+    /// recorder's hot path, kept free of branches that depend on the data apart from the
+    /// variable-length integers' lengths (a dependence of 0 is not written: its bytes are
+    /// encoded and then not kept).
     #[inline(always)]
     pub fn write_access(
         &mut self,
@@ -174,6 +174,7 @@ impl<W: Write> NativeWriter<W> {
         va: u64,
         size: u8,
         instrs: u32,
+        dep: u16,
     ) -> io::Result<()> {
         if let Some(s) = self.summary.as_mut() {
             s.access(kind, va, instrs);
@@ -183,17 +184,20 @@ impl<W: Write> NativeWriter<W> {
             AccessKind::Store => tag::STORE,
             AccessKind::IFetch => tag::IFETCH,
         };
-        // A whole record is at most 1 + 1 + 10 + 5 bytes: reserve 24 bytes at the end of the
+        // A whole record is at most 1 + 1 + 10 + 5 + 3 bytes: reserve 24 bytes at the end of the
         // chunk (a fixed-size fill; the chunk always has room, see FLUSH_RAW), encode in place
         // and keep the used length. (Encoding into a stack buffer and copying it stalls on
         // store-to-load forwarding of the byte stores.)
         let at = self.raw.len();
         self.raw.extend_from_slice(&[0u8; 24]);
         let rec: &mut [u8; 24] = (&mut self.raw[at..at + 24]).try_into().expect("24 bytes");
-        rec[0] = t;
+        let has_dep = dep != 0;
+        rec[0] = t | if has_dep { tag::DEP } else { 0 };
         rec[1] = size;
         let n = varint::put_at(rec, 2, varint::zigzag(va.wrapping_sub(self.prev_va) as i64));
         let n = varint::put_at(rec, n, instrs as u64);
+        let with_dep = varint::put_at(rec, n, dep as u64);
+        let n = if has_dep { with_dep } else { n };
         self.raw.truncate(at + n);
         self.prev_va = va;
         self.totals.accesses += 1;
