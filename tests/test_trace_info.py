@@ -49,7 +49,8 @@ def test_a_recorded_trace_carries_its_summary_and_it_equals_the_scan(recorded):
     proc = xlat("trace", "info", str(recorded), "--json")
     info = json.loads(proc.stdout)
     assert info["summary_from"] == "trailer"
-    assert info["trace"]["version"] == 3
+    assert info["trace"]["version"] == 4
+    assert info["trace"]["dependences"] == "recorded (register dataflow, window 65535 accesses)"
     assert info["trace"]["meta"]["command"][0] == "sort"
     scanned = scan(recorded)
     assert scanned["summary_from"] == "scan"
