@@ -85,7 +85,7 @@ def test_verify_checks_every_chunk_hashes_the_file_and_prints_the_rate():
 @need_valgrind
 def test_verify_checks_the_stored_summary_of_a_recorded_trace(recorded):
     v = json.loads(xlat("trace", "info", str(recorded), "--verify", "--json").stdout)["verify"]
-    assert v["summary"] == "checked" and v["version"] == 3
+    assert v["summary"] == "checked" and v["version"] == 4
 
 
 def test_verify_fails_on_a_flipped_byte_naming_file_offset_and_problem(tmp_path):

@@ -35,7 +35,7 @@ pub use format::{
     MAX_SUMMARY, OLDEST_VERSION, SUMMARY_VERSION, VERSION,
 };
 pub use reader::{read_tail, NativeReader, Tail};
-pub use records::{decode_record, ChunkCounts, SYSCALL_NAMES};
+pub use records::{decode_record, ChunkCounts, ChunkState, SYSCALL_NAMES};
 pub use verify::{Verified, VerifyProgress};
 pub use writer::{rewrite_meta, NativeWriter};
 

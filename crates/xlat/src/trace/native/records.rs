@@ -11,15 +11,43 @@ use crate::addr::Vaddr;
 use crate::trace::varint;
 use crate::trace::{AccessKind, Event};
 
+/// What decoding a record needs of the records before it in its chunk (all 0 at its start).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChunkState {
+    /// The previous access's address.
+    pub prev_va: u64,
+    /// Access records so far.
+    pub accesses: u64,
+    /// The source of the previous access with a dependence: its index among the chunk's
+    /// accesses minus its dependence (negative: before the chunk).
+    pub prev_src: i64,
+}
+
+impl ChunkState {
+    /// The dependence of the access with index `self.accesses` whose source is `prev_src +
+    /// delta` (version 4's `v zigzag(src - prev_src)`); `Err` when it is outside 1..=65535.
+    #[inline(always)]
+    fn dep_of(&mut self, delta: i64) -> Result<u16, i64> {
+        let src = self.prev_src.wrapping_add(delta);
+        let dep = (self.accesses as i64).wrapping_sub(src);
+        if (1..=0xffff).contains(&dep) {
+            self.prev_src = src;
+            Ok(dep as u16)
+        } else {
+            Err(dep)
+        }
+    }
+}
+
 /// Decode the record at `buf[*pos..]` (a chunk's uncompressed payload), advancing `pos`;
-/// `prev_va` is the previous access's address in the chunk (0 at its start); `deps`: the
-/// format version has access records with a dependence (version >= 4; in older versions their
-/// tags are unknown). `Err` names the problem.
+/// `st` holds what the chunk's earlier records left (the previous address, for the delta);
+/// `deps`: the format version has access records with a dependence (version >= 4; in older
+/// versions their tags are unknown). `Err` names the problem.
 #[inline]
 pub fn decode_record(
     buf: &[u8],
     pos: &mut usize,
-    prev_va: &mut u64,
+    st: &mut ChunkState,
     deps: bool,
 ) -> Result<Event, String> {
     let p = pos;
@@ -44,15 +72,15 @@ pub fn decode_record(
             let instrs = varint::get(buf, p)?;
             let instrs = u32_of(instrs, "instruction count")?;
             let dep = if with_dep {
-                match varint::get(buf, p)? {
-                    d @ 1..=0xffff => d as u16,
-                    d => return Err(format!("dependence {d} is outside 1..=65535")),
-                }
+                let d = varint::unzigzag(varint::get(buf, p)?);
+                st.dep_of(d)
+                    .map_err(|d| format!("dependence {d} is outside 1..=65535"))?
             } else {
                 0
             };
-            let va = prev_va.wrapping_add(delta as u64);
-            *prev_va = va;
+            st.accesses += 1;
+            let va = st.prev_va.wrapping_add(delta as u64);
+            st.prev_va = va;
             Event::Access {
                 kind: match t {
                     tag::LOAD => AccessKind::Load,
@@ -147,7 +175,8 @@ pub(super) fn count_chunk(raw: &[u8], records: u32, deps: bool) -> Result<ChunkC
         ..Default::default()
     };
     let mut kinds = [0u64; 3];
-    let (mut pos, mut prev_va) = (0usize, 0u64);
+    let mut pos = 0usize;
+    let mut st = ChunkState::default();
     for rec in 0..records {
         // Accesses (nearly every record) are checked inline; anything else, or an access that
         // fails a check, goes through `decode_record`, which gives the error its message.
@@ -155,7 +184,7 @@ pub(super) fn count_chunk(raw: &[u8], records: u32, deps: bool) -> Result<ChunkC
             let with_dep = deps && t & tag::DEP != 0;
             let k = if with_dep { t & !tag::DEP } else { t };
             if k <= tag::IFETCH {
-                if let Some(next) = quick_access(raw, pos, with_dep) {
+                if let Some(next) = quick_access(raw, pos, with_dep, &mut st) {
                     kinds[k as usize] += 1;
                     c.instructions += next.1;
                     pos = next.0;
@@ -164,7 +193,7 @@ pub(super) fn count_chunk(raw: &[u8], records: u32, deps: bool) -> Result<ChunkC
             }
         }
         let at = pos;
-        let ev = decode_record(raw, &mut pos, &mut prev_va, deps)
+        let ev = decode_record(raw, &mut pos, &mut st, deps)
             .map_err(|p| format!("record {rec} at payload byte {at}: {p}"))?;
         match ev {
             Event::Access { kind, instrs, .. } => {
@@ -197,23 +226,32 @@ pub(super) fn count_chunk(raw: &[u8], records: u32, deps: bool) -> Result<ChunkC
 
 /// The access record at `raw[pos..]` (its tag already read; `with_dep`: the tag has the
 /// dependence flag) when it passes every check `decode_record` makes: the position after it and
-/// its instruction count. `None` when any check fails (`decode_record` then names the problem).
+/// its instruction count, `st` advanced past it (the address is not decoded: `count_chunk` does
+/// not need it). `None` when any check fails, `st` untouched (`decode_record` then names the
+/// problem).
 #[inline(always)]
-fn quick_access(raw: &[u8], pos: usize, with_dep: bool) -> Option<(usize, u64)> {
+fn quick_access(
+    raw: &[u8],
+    pos: usize,
+    with_dep: bool,
+    st: &mut ChunkState,
+) -> Option<(usize, u64)> {
     let size = *raw.get(pos + 1)?;
     if size == 0 || size > 64 {
         return None;
     }
     let (_, p) = quick_varint(raw, pos + 2)?;
     let (instrs, mut p) = quick_varint(raw, p)?;
+    if instrs > u32::MAX as u64 {
+        return None;
+    }
     if with_dep {
-        let (dep, q) = quick_varint(raw, p)?;
-        if dep == 0 || dep > 0xffff {
-            return None;
-        }
+        let (d, q) = quick_varint(raw, p)?;
+        st.dep_of(varint::unzigzag(d)).ok()?;
         p = q;
     }
-    (instrs <= u32::MAX as u64).then_some((p, instrs))
+    st.accesses += 1;
+    Some((p, instrs))
 }
 
 /// A LEB128 integer at `buf[pos..]` as `varint::get` accepts it (at most 10 bytes, the tenth

@@ -178,10 +178,10 @@ fn count_chunk_reference(raw: &[u8], records: u32, deps: bool) -> Result<ChunkCo
         records: records as u64,
         ..Default::default()
     };
-    let (mut pos, mut prev_va) = (0usize, 0u64);
+    let (mut pos, mut st) = (0usize, ChunkState::default());
     for rec in 0..records {
         let at = pos;
-        let ev = decode_record(raw, &mut pos, &mut prev_va, deps)
+        let ev = decode_record(raw, &mut pos, &mut st, deps)
             .map_err(|p| format!("record {rec} at payload byte {at}: {p}"))?;
         match ev {
             Event::Access { kind, instrs, .. } => {
@@ -313,7 +313,8 @@ fn dependences_round_trip_and_take_bytes_only_when_not_zero() {
     for level in [0, 3] {
         assert_eq!(read_all(&write(&ev, level)).unwrap(), ev);
     }
-    // The record of a dependence of 0 is the version-3 record; others add 1 to 3 bytes.
+    // The record of a dependence of 0 is the version-3 record; others add 1 to 3 bytes (the
+    // first dependence of a chunk is written as zigzag(-dep) = 2 dep - 1).
     let len = |dep: u16| {
         let mut w = NativeWriter::new(Vec::new(), &serde_json::json!({}), 0).unwrap();
         w.write(&access(dep)).unwrap();
@@ -322,9 +323,10 @@ fn dependences_round_trip_and_take_bytes_only_when_not_zero() {
     assert_eq!(len(0)[0], tag::LOAD);
     for (dep, extra) in [
         (1u16, 1usize),
-        (127, 1),
-        (128, 2),
-        (16_384, 3),
+        (64, 1),
+        (65, 2),
+        (8192, 2),
+        (8193, 3),
         (u16::MAX, 3),
     ] {
         let raw = len(dep);
@@ -382,8 +384,8 @@ fn a_dependence_of_zero_with_the_flag_is_an_error() {
     w.write(&access(1)).unwrap();
     let mut raw = w.raw.clone();
     *raw.last_mut().unwrap() = 0;
-    let (mut pos, mut prev) = (0, 0);
-    let e = decode_record(&raw, &mut pos, &mut prev, true).unwrap_err();
+    let (mut pos, mut st) = (0, ChunkState::default());
+    let e = decode_record(&raw, &mut pos, &mut st, true).unwrap_err();
     assert!(e.contains("dependence 0 is outside 1..=65535"), "{e}");
     assert!(count_chunk(&raw, 1, true).is_err());
 }
@@ -414,4 +416,31 @@ fn the_shipped_version_3_corpus_traces_still_read_as_dependences_unknown() {
         }
     }
     assert!(accesses > 100_000, "{accesses}");
+}
+
+#[test]
+fn a_base_pointers_and_a_chases_dependences_repeat_one_byte() {
+    // Accesses 1.. depend on access 0 (a base pointer), then each on the one before (a chase):
+    // the source moves by 0, then by 1, so their dependence bytes are all alike.
+    let ev: Vec<Event> = (0..200u16)
+        .map(|i| access(if i < 100 { i } else { 1 }))
+        .collect();
+    let bytes = write(&ev, 0);
+    assert_eq!(read_all(&bytes).unwrap(), ev);
+    let mut w = NativeWriter::new(Vec::new(), &serde_json::json!({}), 0).unwrap();
+    let mut lens = Vec::new();
+    for e in &ev {
+        let before = w.raw.len();
+        w.write(e).unwrap();
+        lens.push(w.raw[before..].to_vec());
+    }
+    // Same address and instruction count: after the first, a record is its tag, size, 0 delta,
+    // 2 instructions and the dependence's byte (zigzag of the source's move).
+    assert_eq!(lens[0][0], tag::LOAD);
+    assert!(lens[2..100]
+        .iter()
+        .all(|r| r == &vec![tag::LOAD | tag::DEP, 8, 0, 2, 0]));
+    assert!(lens[101..]
+        .iter()
+        .all(|r| r == &vec![tag::LOAD | tag::DEP, 8, 0, 2, 2]));
 }
