@@ -5,7 +5,9 @@ format stores it; the ``ooo`` core honours it unless ``core.dependences = "ignor
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -105,3 +107,34 @@ def test_a_recording_without_dependences_says_so_and_carries_none(tmp_path):
 def test_an_unknown_value_of_core_dependences_is_refused():
     proc = xlat("run", "--set", "core.dependences=sometimes", "--refs", "1k", check=False)
     assert proc.returncode != 0 and "dependences" in proc.stderr
+
+
+def _stream(lib: Path, exe: Path, out: Path, inline: str) -> list[tuple[int, int, int]]:
+    """The tool's raw stream for EXE as (type, instructions, dependence) per access."""
+    subprocess.run(
+        f"valgrind --tool=xlat -q --xlat-fd=3 --xlat-inline={inline} {exe} 3>{out} >/dev/null",
+        shell=True, check=True, env=dict(os.environ, VALGRIND_LIB=str(lib)),
+    )  # fmt: skip
+    data = out.read_bytes()
+    words = struct.unpack(f"<{len(data) // 8}Q", data)
+    args = {0x10: 4, 0x11: 2, 0x12: 1, 0x13: 3, 0x14: 3, 0x21: 1, 0x30: 1, 0x31: 1}
+    acc, i = [], 0
+    while i < len(words):
+        h = words[i]
+        if h & 0xFF <= 2:
+            acc.append((h & 0xFF, (h >> 16) & 0xFFFF_FFFF, h >> 48))
+            i += 2
+        else:
+            i += 1 + args[h & 0xFF]
+    return acc
+
+
+def test_records_written_inline_and_by_the_helper_carry_the_same_dependences(tmp_path):
+    # The helper path (--xlat-inline=no, and guarded accesses) counts accesses itself: a base
+    # read before it must not be moved past it (VEX's tree builder did, off by one).
+    lib = record.tool_lib_dir() or record.build_tool()
+    exe = tmp_path / "chase"
+    subprocess.run(["gcc", "-O2", "-o", str(exe), str(SRC / "chase.c")], check=True)
+    inline = _stream(lib, exe, tmp_path / "inline.bin", "yes")
+    helper = _stream(lib, exe, tmp_path / "helper.bin", "no")
+    assert len(inline) > 1_000_000 and inline == helper

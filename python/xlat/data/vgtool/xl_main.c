@@ -709,6 +709,13 @@ static Int add_access(Sb *s, UInt type, IRExpr *addr, const Src *asrc, Int size,
    IRDirty *di = unsafeIRDirty_0_N(2, "rec_access", VG_(fnptr_to_fnentry)(rec_access), argv);
    if (guard)
       di->guard = guard;
+   if (s->deps) {
+      /* The helper counts `seq`: said, so that VEX's tree builder does not move a load of
+         `seq` (a base read before the call) past it. */
+      di->mFx = Ifx_Modify;
+      di->mAddr = mkIRExpr_HWord((HWord)&seq);
+      di->mSize = sizeof seq;
+   }
    addStmtToIRSB(s->sb, IRStmt_Dirty(di));
    s->instrs = 0;
    if (s->deps) {
