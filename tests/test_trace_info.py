@@ -49,7 +49,8 @@ def test_a_recorded_trace_carries_its_summary_and_it_equals_the_scan(recorded):
     proc = xlat("trace", "info", str(recorded), "--json")
     info = json.loads(proc.stdout)
     assert info["summary_from"] == "trailer"
-    assert info["trace"]["version"] == 3
+    assert info["trace"]["version"] == 4
+    assert info["trace"]["dependences"] == "recorded (register dataflow, window 65535 accesses)"
     assert info["trace"]["meta"]["command"][0] == "sort"
     scanned = scan(recorded)
     assert scanned["summary_from"] == "scan"
@@ -84,7 +85,7 @@ def test_verify_checks_every_chunk_hashes_the_file_and_prints_the_rate():
 @need_valgrind
 def test_verify_checks_the_stored_summary_of_a_recorded_trace(recorded):
     v = json.loads(xlat("trace", "info", str(recorded), "--verify", "--json").stdout)["verify"]
-    assert v["summary"] == "checked" and v["version"] == 3
+    assert v["summary"] == "checked" and v["version"] == 4
 
 
 def test_verify_fails_on_a_flipped_byte_naming_file_offset_and_problem(tmp_path):

@@ -186,6 +186,8 @@ def format_info(info: dict, max_vmas: int = 20) -> str:
         lines.append(f"WARNING       {info['refs_outside_vmas']:,} references outside every VMA")
     if t.get("vmas_inferred"):
         lines.append(f"VMAs          inferred: {t.get('vma_heuristic', '')}")
+    if t.get("dependences"):
+        lines.append(f"dependences   {t['dependences']}")
     meta = t.get("meta") or {}
     if meta.get("command"):
         lines.append(

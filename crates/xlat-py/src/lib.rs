@@ -504,6 +504,45 @@ fn trace_accesses(
     .map_err(|e: xlat::trace::SourceError| err(e))
 }
 
+/// The accesses of a trace whose address is in `[lo, hi)`, in order, as `(kind, address, dep)`
+/// (`dep`: how many accesses back is the load the address depends on, 0 = none or unknown; at
+/// most `limit`).
+#[pyfunction]
+#[pyo3(signature = (path, lo, hi, limit=1_000_000, trace_format=None))]
+fn trace_deps(
+    py: Python<'_>,
+    path: &str,
+    lo: u64,
+    hi: u64,
+    limit: usize,
+    trace_format: Option<&str>,
+) -> PyResult<Vec<(&'static str, u64, u16)>> {
+    let mut src = open_trace(path, trace_format)?;
+    py.allow_threads(|| {
+        let mut out = Vec::new();
+        let mut buf = Vec::with_capacity(4096);
+        loop {
+            buf.clear();
+            if src.fill(&mut buf, 4096)? == 0 {
+                return Ok(out);
+            }
+            for ev in &buf {
+                if let xlat::trace::Event::Access { kind, va, dep, .. } = *ev {
+                    if va.0 >= lo && va.0 < hi && out.len() < limit {
+                        let k = match kind {
+                            xlat::trace::AccessKind::Load => "load",
+                            xlat::trace::AccessKind::Store => "store",
+                            xlat::trace::AccessKind::IFetch => "ifetch",
+                        };
+                        out.push((k, va.0, dep));
+                    }
+                }
+            }
+        }
+    })
+    .map_err(|e: xlat::trace::SourceError| err(e))
+}
+
 /// The pages touched by a trace, or by the configured workload (first process, its
 /// `sim.refs` references), as runs `(first 4 KiB VPN, pages)` sorted by VPN: the input of
 /// `xlat analyze gaps` (LVM §3.1).
@@ -737,6 +776,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SIMD_PATH", xlat::simd::PATH)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_accesses, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_deps, m)?)?;
     m.add_function(wrap_pyfunction!(touched_page_runs, m)?)?;
     m.add_function(wrap_pyfunction!(page_heat, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stored_summary, m)?)?;

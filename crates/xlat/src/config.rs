@@ -658,6 +658,12 @@ impl Config {
         if let Some(dram) = v.pointer_mut("/mem/dram").and_then(|d| d.as_object_mut()) {
             self.mem.dram.trim_record(self.dram_model(), dram);
         }
+        if self.core.dependences.is_trace() {
+            // Said only when set to `ignore`: records from before the key keep their form.
+            if let Some(core) = v.get_mut("core").and_then(|c| c.as_object_mut()) {
+                core.shift_remove("dependences");
+            }
+        }
         v
     }
 }

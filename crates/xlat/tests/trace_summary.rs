@@ -1,5 +1,5 @@
-//! The summary stored in native traces (version 3) against the scan, and `verify` (`xlat trace
-//! info --verify`) on sound, damaged and older traces.
+//! The summary stored in native traces (versions 3 and 4) against the scan, and `verify`
+//! (`xlat trace info --verify`) on sound, damaged and older traces.
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -60,7 +60,7 @@ fn stored(path: &std::path::Path) -> Value {
         .unwrap()
         .expect("a stored summary");
     assert_eq!(v["summary_from"], "trailer");
-    assert_eq!(v["trace"]["version"], 3);
+    assert_eq!(v["trace"]["version"], xlat::trace::native::VERSION);
     let o = v.as_object_mut().unwrap();
     o.remove("trace");
     o.remove("summary_from");

@@ -22,6 +22,7 @@ fn native_describe(path: &str, tail: &super::native::Tail) -> Value {
         "version": tail.version,
         "bytes": tail.bytes,
         "vmas_inferred": false,
+        "dependences": super::open::native_dependences(tail.version, &tail.meta),
         "meta": tail.meta,
     })
 }

@@ -19,7 +19,9 @@ mod summary;
 mod varint;
 pub mod vgstream;
 
-pub use open::{cache_dir, open, sha256_file, TraceFormat};
+pub use open::{
+    cache_dir, native_dependences, open, sha256_file, TraceFormat, DEPENDENCES_RECORDED,
+};
 
 /// Kind of a memory reference.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]

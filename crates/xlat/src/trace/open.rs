@@ -99,9 +99,25 @@ fn detect(path: &str, head: &[u8]) -> Result<TraceFormat, SourceError> {
     })
 }
 
-/// What a record says of a trace format without dependences (`Event::Access::dep`).
-pub const DEPENDENCES_UNKNOWN: &str =
-    "unknown: not recorded in this format; timing.model = ooo treats every access as independent";
+/// What the recorder's valgrind tool stores (the `dependences` key of its traces' metadata).
+pub const DEPENDENCES_RECORDED: &str = "recorded (register dataflow, window 65535 accesses)";
+
+/// What a record says of the dependences of a native trace of format `version` with header
+/// metadata `meta`: before version 4 they are unknown (the format had no field for them); from
+/// version 4 on, what the writer put in `meta["dependences"]` (the recorder:
+/// [`DEPENDENCES_RECORDED`], or why there are none), else that the trace stores them.
+pub fn native_dependences(version: u16, meta: &serde_json::Value) -> String {
+    if version < super::native::DEPS_VERSION {
+        return format!(
+            "unknown: recorded before dependences were kept (format version {version}); \
+             timing.model = ooo treats every access as independent"
+        );
+    }
+    match meta.get("dependences").and_then(|d| d.as_str()) {
+        Some(d) => d.to_string(),
+        None => "stored in the trace (as its writer gave them)".to_string(),
+    }
+}
 
 /// Where derived facts about traces are cached (today: the VMAs inferred for ChampSim traces,
 /// keyed by the trace's SHA-256): `$XLAT_CACHE_DIR` when set (empty: no cache), else
@@ -144,7 +160,7 @@ pub fn open(path: &str, format: Option<TraceFormat>) -> Result<Box<dyn EventSour
             let f = File::open(path).map_err(|e| io_err(path, e))?;
             let mut r = NativeReader::new(BufReader::with_capacity(1 << 20, f), path, Some(len))?;
             describe["vmas_inferred"] = false.into();
-            describe["dependences"] = DEPENDENCES_UNKNOWN.into();
+            describe["dependences"] = native_dependences(r.version(), r.meta()).into();
             describe["meta"] = r.meta().clone();
             // The stored summary (constant time) tells how long the first-touch phase is.
             let summary = super::native::read_tail(path).ok().and_then(|t| t.summary);

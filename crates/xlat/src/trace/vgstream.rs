@@ -2,13 +2,15 @@
 //! (`tools/xlat-vgtool`), turning it into [`Event`]s for the native writer.
 //!
 //! Stream: little-endian 64-bit words. A header word's low byte is the record type; an access's
-//! header holds the size in bits 8..15 and the instructions since the previous access in bits
-//! 16..63, followed by the address word. Other records are followed by a fixed number of
+//! header holds the size in bits 8..15, the instructions since the previous access in bits
+//! 16..47 and the dependence (accesses back to the load its address derives from, 0 = none) in
+//! bits 48..63, followed by the address word. Other records are followed by a fixed number of
 //! argument words (table in `tools/xlat-vgtool/README.md`).
 //!
 //! Mapping: accesses larger than 64 bytes (`fxsave` and the like) become several accesses of at
-//! most 64 bytes; `START` of a second program image (after `execve`) becomes `Exit { pid: 0 }`
-//! (the old address space is torn down, the new image starts empty); `END` becomes
+//! most 64 bytes (the tool numbers accesses by these pieces, so dependences count events; piece
+//! `k` of an access with dependence `d` depends `d + k` back, 0 beyond 65535); `START` of a
+//! second program image (after `execve`) becomes `Exit { pid: 0 }` (the old address space is torn down, the new image starts empty); `END` becomes
 //! `Exit { pid: 0 }`. Everything is recorded as process 0.
 //!
 //! Contract: [`VgDecoder::push`] accepts the stream in arbitrary pieces (a record may straddle
@@ -112,8 +114,8 @@ impl VgDecoder {
                     kind,
                     va: Vaddr(word(buf, pos + 8)),
                     size: size as u8,
-                    instrs: u32::try_from(h >> 16).unwrap_or(u32::MAX),
-                    dep: 0,
+                    instrs: (h >> 16) as u32,
+                    dep: (h >> 48) as u16,
                 })
                 .map_err(io)?;
                 self.counts.accesses += 1;
@@ -138,17 +140,23 @@ impl VgDecoder {
                         1 => AccessKind::Store,
                         _ => AccessKind::IFetch,
                     };
-                    let instrs = u32::try_from(h >> 16).unwrap_or(u32::MAX);
+                    let instrs = (h >> 16) as u32;
+                    let dep = (h >> 48) as u16;
                     let va = a(0);
                     let mut off = 0u64;
                     while off < size {
                         let piece = (size - off).min(64) as u8;
+                        let k = (off / 64) as u16;
                         emit(Event::Access {
                             kind,
                             va: Vaddr(va.wrapping_add(off)),
                             size: piece,
                             instrs: if off == 0 { instrs } else { 0 },
-                            dep: 0,
+                            dep: if dep == 0 {
+                                0
+                            } else {
+                                dep.checked_add(k).unwrap_or(0)
+                            },
                         })
                         .map_err(io)?;
                         self.counts.accesses += 1;
@@ -302,5 +310,46 @@ mod tests {
         let s = words(&[0x30, 1, 0x77, 0]);
         let e = VgDecoder::new().push(&s, |_| Ok(())).unwrap_err();
         assert!(e.contains("0x77") && e.contains("byte 16"), "{e}");
+    }
+
+    #[test]
+    fn dependences_come_from_the_header_and_count_the_pieces_of_large_accesses() {
+        let hdr =
+            |ty: u64, size: u64, instrs: u64, dep: u64| ty | size << 8 | instrs << 16 | dep << 48;
+        let s = words(&[
+            0x30,
+            1,
+            hdr(0, 8, 3, 0),
+            0x1000,
+            hdr(0, 8, 0xffff_ffff, 1), // the largest instruction count beside a dependence
+            0x2000,
+            hdr(0, 130, 1, 2), // 3 pieces: 2, 3, 4 back
+            0x3000,
+            hdr(1, 200, 1, 0xfffe), // 4 pieces: 0xfffe, 0xffff, then beyond the window
+            0x4000,
+        ]);
+        let mut got = Vec::new();
+        VgDecoder::new()
+            .push(&s, |e| {
+                if let Event::Access { instrs, dep, .. } = e {
+                    got.push((instrs, dep));
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(
+            got,
+            vec![
+                (3, 0),
+                (u32::MAX, 1),
+                (1, 2),
+                (0, 3),
+                (0, 4),
+                (1, 0xfffe),
+                (0, 0xffff),
+                (0, 0),
+                (0, 0)
+            ]
+        );
     }
 }

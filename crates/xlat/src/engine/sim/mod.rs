@@ -75,6 +75,8 @@ pub(super) struct Sim<D: Design> {
     /// Instruction count and dependence of the reference being simulated (for `core`).
     cur_instrs: u32,
     cur_dep: u16,
+    /// `0xffff`, or 0 under `core.dependences = "ignore"` (every dependence dropped).
+    dep_mask: u16,
     c: Counters,
     asid: Asid,
     buf: Vec<Event>,
@@ -187,6 +189,11 @@ impl<D: Design> Sim<D> {
             resumed_at: None,
             cur_instrs: 0,
             cur_dep: 0,
+            dep_mask: if cfg.core.dependences == crate::timing::ooo::Dependences::Ignore {
+                0
+            } else {
+                u16::MAX
+            },
             cfg,
             source,
             os,
@@ -250,7 +257,7 @@ impl<D: Design> Sim<D> {
                         dep,
                     } => {
                         self.cur_instrs = instrs;
-                        self.cur_dep = dep;
+                        self.cur_dep = dep & self.dep_mask;
                         self.access(kind, va, instrs)?;
                         let last = Vaddr(va.0.saturating_add(size.max(1) as u64 - 1));
                         if last.vpn() != va.vpn() {

@@ -1,5 +1,6 @@
 //! The `[core]` section: [`CoreConfig`] (sizes and widths of the out-of-order core, Skylake-SP
-//! by default) and [`ResourceGrant`] (how walkers and MSHRs are granted), with their checks.
+//! by default), [`ResourceGrant`] (how walkers and MSHRs are granted) and [`Dependences`]
+//! (whether the trace's dependences are honoured), with their checks.
 //!
 //! Contract: plain data; [`CoreConfig::validate`] rejects a zero count, a count above the
 //! model's limit and a ROB narrower than a width. It calls nothing of the model.
@@ -30,6 +31,30 @@ pub struct CoreConfig {
     pub llc_mshrs: u32,
     /// How walkers and MSHRs are granted (see [`ResourceGrant`]).
     pub resource_grant: ResourceGrant,
+    /// Whether the references' dependences are honoured (see [`Dependences`]). Left out of a
+    /// record's configuration at its default (`trace`; `Config::to_json`), so that records and
+    /// snapshots written before the key existed keep their form.
+    pub dependences: Dependences,
+}
+
+/// `core.dependences`: whether a reference waits for the load its address depends on
+/// (`Event::Access::dep`, docs/timing.md "Dependences").
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Dependences {
+    /// As the trace or workload gives them (the default).
+    #[default]
+    Trace,
+    /// Every reference independent (every `dep` taken as 0): the overlap an unlimited
+    /// memory-level parallelism would allow, to measure what the dependences cost.
+    Ignore,
+}
+
+impl Dependences {
+    /// The default (`trace`), left out of records.
+    pub fn is_trace(&self) -> bool {
+        *self == Dependences::Trace
+    }
 }
 
 /// `core.resource_grant`: how page walkers and MSHRs are granted to the references, which the
@@ -94,6 +119,7 @@ impl Default for CoreConfig {
             l2_mshrs: 16,
             llc_mshrs: 32,
             resource_grant: ResourceGrant::TimeOrder,
+            dependences: Dependences::Trace,
         }
     }
 }

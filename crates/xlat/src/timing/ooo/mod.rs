@@ -55,7 +55,8 @@
 //! The model is one type, [`OooCore`], whose methods are spread over files by concern; the
 //! types they share sit in files below them. This file only re-exports (every path
 //! `crate::timing::ooo::*` is kept).
-//! - `config.rs`: [`CoreConfig`] (`[core]`) and [`ResourceGrant`], defaults and checks.
+//! - `config.rs`: [`CoreConfig`] (`[core]`), [`ResourceGrant`] and [`Dependences`], defaults and
+//!   checks.
 //! - `core_ref.rs`: [`CoreRef`], what the engine tells the core about one reference.
 //! - `base.rs`: the NaN-free max/min of times and the fixed ring of the last values.
 //! - `pools.rs`: walker and MSHR pools (4-ary heap of free times; idle intervals) and the
@@ -93,7 +94,7 @@ mod rob;
 mod state;
 mod time_order;
 
-pub use config::{CoreConfig, ResourceGrant};
+pub use config::{CoreConfig, Dependences, ResourceGrant};
 pub use core_ref::CoreRef;
 pub use dram_link::DramHandle;
 pub use state::OooCore;

@@ -8,11 +8,15 @@
 
 /// First 8 bytes of every native trace.
 pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
-/// Format version this module writes. Version 3 adds the summary block and the end-of-trace
-/// record's pointer to it; version 2 chunk checksums cover the chunk's sequence number, so
-/// swapped or repeated chunks are detected where they are; version 1 files (the chunk checksum
-/// covers the payload only) and version 2 files are still read.
-pub const VERSION: u16 = 3;
+/// Format version this module writes. Version 4 adds access records with a dependence (the
+/// [`tag::DEP`] flag); version 3 adds the summary block and the end-of-trace record's pointer to
+/// it; version 2 chunk checksums cover the chunk's sequence number, so swapped or repeated
+/// chunks are detected where they are; version 1 files (the chunk checksum covers the payload
+/// only), version 2 and version 3 files are still read (their accesses carry no dependence).
+pub const VERSION: u16 = 4;
+
+/// Oldest format version whose access records may carry a dependence.
+pub const DEPS_VERSION: u16 = 4;
 
 /// Oldest format version this module reads.
 pub const OLDEST_VERSION: u16 = 1;
@@ -67,6 +71,8 @@ pub(super) mod tag {
     pub const LOAD: u8 = 0x00;
     pub const STORE: u8 = 0x01;
     pub const IFETCH: u8 = 0x02;
+    /// Flag added to an access tag (version 4): a `v dep` field follows the record's others.
+    pub const DEP: u8 = 0x04;
     pub const MMAP: u8 = 0x10;
     pub const MUNMAP: u8 = 0x11;
     pub const BRK: u8 = 0x12;

@@ -31,11 +31,11 @@ mod writer;
 
 pub use format::{
     end_len, parse_chunk_header, parse_end, unpack_chunk, ChunkHeader, EndRecord, Totals,
-    CHUNK_HEADER, FLAG_ZSTD, MAGIC, MAX_CHUNK_RECORDS, MAX_META, MAX_RAW_CHUNK, MAX_SUMMARY,
-    OLDEST_VERSION, SUMMARY_VERSION, VERSION,
+    CHUNK_HEADER, DEPS_VERSION, FLAG_ZSTD, MAGIC, MAX_CHUNK_RECORDS, MAX_META, MAX_RAW_CHUNK,
+    MAX_SUMMARY, OLDEST_VERSION, SUMMARY_VERSION, VERSION,
 };
 pub use reader::{read_tail, NativeReader, Tail};
-pub use records::{decode_record, ChunkCounts, SYSCALL_NAMES};
+pub use records::{decode_record, ChunkCounts, ChunkState, SYSCALL_NAMES};
 pub use verify::{Verified, VerifyProgress};
 pub use writer::{rewrite_meta, NativeWriter};
 

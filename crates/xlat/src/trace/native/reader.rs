@@ -11,10 +11,10 @@
 
 use super::format::{
     check_summary_block, end_len, parse_chunk_header, parse_end, unpack_chunk, Totals,
-    CHUNK_HEADER, CHUNK_MAGIC, END_LEN_V3, END_MAGIC, FLAG_ZSTD, MAGIC, MAX_META, MAX_SUMMARY,
-    OLDEST_VERSION, SUMMARY_MAGIC, SUMMARY_VERSION, VERSION,
+    CHUNK_HEADER, CHUNK_MAGIC, DEPS_VERSION, END_LEN_V3, END_MAGIC, FLAG_ZSTD, MAGIC, MAX_META,
+    MAX_SUMMARY, OLDEST_VERSION, SUMMARY_MAGIC, SUMMARY_VERSION, VERSION,
 };
-use super::records::decode_record;
+use super::records::{decode_record, ChunkState};
 use crate::trace::{Event, EventSource, SourceError};
 use std::io::{self, Read};
 
@@ -143,7 +143,7 @@ pub struct NativeReader<R: Read> {
     /// Format version of the file (from its header).
     pub(super) version: u16,
     chunk_records: u32,
-    prev_va: u64,
+    state: ChunkState,
     pub(super) seen: Totals,
     /// Where the summary block started, once read.
     pub(super) summary_at: Option<u64>,
@@ -177,7 +177,7 @@ impl<R: Read> NativeReader<R> {
             chunk_index: 0,
             version: VERSION,
             chunk_records: 0,
-            prev_va: 0,
+            state: ChunkState::default(),
             seen: Totals::default(),
             summary_at: None,
             ended: false,
@@ -402,7 +402,7 @@ impl<R: Read> NativeReader<R> {
         self.left = ch.records;
         self.chunk_records = ch.records;
         self.chunk_start = start;
-        self.prev_va = 0;
+        self.state = ChunkState::default();
         self.chunk_index += 1;
         self.seen.chunks += 1;
         Ok(true)
@@ -480,7 +480,12 @@ impl<R: Read> NativeReader<R> {
     /// Decode one record from the current chunk.
     #[inline]
     fn decode(&mut self) -> Result<Event, String> {
-        let ev = decode_record(&self.raw, &mut self.rpos, &mut self.prev_va)?;
+        let ev = decode_record(
+            &self.raw,
+            &mut self.rpos,
+            &mut self.state,
+            self.version >= DEPS_VERSION,
+        )?;
         if let Event::Access { instrs, .. } = ev {
             self.seen.accesses += 1;
             self.seen.instructions += instrs as u64;

@@ -11,11 +11,45 @@ use crate::addr::Vaddr;
 use crate::trace::varint;
 use crate::trace::{AccessKind, Event};
 
+/// What decoding a record needs of the records before it in its chunk (all 0 at its start).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChunkState {
+    /// The previous access's address.
+    pub prev_va: u64,
+    /// Access records so far.
+    pub accesses: u64,
+    /// The source of the previous access with a dependence: its index among the chunk's
+    /// accesses minus its dependence (negative: before the chunk).
+    pub prev_src: i64,
+}
+
+impl ChunkState {
+    /// The dependence of the access with index `self.accesses` whose source is `prev_src +
+    /// delta` (version 4's `v zigzag(src - prev_src)`); `Err` when it is outside 1..=65535.
+    #[inline(always)]
+    fn dep_of(&mut self, delta: i64) -> Result<u16, i64> {
+        let src = self.prev_src.wrapping_add(delta);
+        let dep = (self.accesses as i64).wrapping_sub(src);
+        if (1..=0xffff).contains(&dep) {
+            self.prev_src = src;
+            Ok(dep as u16)
+        } else {
+            Err(dep)
+        }
+    }
+}
+
 /// Decode the record at `buf[*pos..]` (a chunk's uncompressed payload), advancing `pos`;
-/// `prev_va` is the previous access's address in the chunk (0 at its start). `Err` names the
-/// problem.
+/// `st` holds what the chunk's earlier records left (the previous address, for the delta);
+/// `deps`: the format version has access records with a dependence (version >= 4; in older
+/// versions their tags are unknown). `Err` names the problem.
 #[inline]
-pub fn decode_record(buf: &[u8], pos: &mut usize, prev_va: &mut u64) -> Result<Event, String> {
+pub fn decode_record(
+    buf: &[u8],
+    pos: &mut usize,
+    st: &mut ChunkState,
+    deps: bool,
+) -> Result<Event, String> {
     let p = pos;
     let Some(&t) = buf.get(*p) else {
         return Err("record runs past the end of its chunk".into());
@@ -25,6 +59,8 @@ pub fn decode_record(buf: &[u8], pos: &mut usize, prev_va: &mut u64) -> Result<E
     let u32_of = |x: u64, what: &str| {
         u32::try_from(x).map_err(|_| format!("{what} {x} does not fit 32 bits"))
     };
+    let with_dep = deps && matches!(t, 0x04..=0x06);
+    let t = if with_dep { t & !tag::DEP } else { t };
     let ev = match t {
         tag::LOAD | tag::STORE | tag::IFETCH => {
             let size = *buf.get(*p).ok_or("record runs past the end of its chunk")?;
@@ -35,8 +71,16 @@ pub fn decode_record(buf: &[u8], pos: &mut usize, prev_va: &mut u64) -> Result<E
             let delta = varint::unzigzag(varint::get(buf, p)?);
             let instrs = varint::get(buf, p)?;
             let instrs = u32_of(instrs, "instruction count")?;
-            let va = prev_va.wrapping_add(delta as u64);
-            *prev_va = va;
+            let dep = if with_dep {
+                let d = varint::unzigzag(varint::get(buf, p)?);
+                st.dep_of(d)
+                    .map_err(|d| format!("dependence {d} is outside 1..=65535"))?
+            } else {
+                0
+            };
+            st.accesses += 1;
+            let va = st.prev_va.wrapping_add(delta as u64);
+            st.prev_va = va;
             Event::Access {
                 kind: match t {
                     tag::LOAD => AccessKind::Load,
@@ -46,7 +90,7 @@ pub fn decode_record(buf: &[u8], pos: &mut usize, prev_va: &mut u64) -> Result<E
                 va: Vaddr(va),
                 size,
                 instrs,
-                dep: 0,
+                dep,
             }
         }
         tag::MMAP => Event::Mmap {
@@ -122,22 +166,26 @@ impl ChunkCounts {
     }
 }
 
-/// Decode every record of a chunk's uncompressed payload and count them; the error names the
-/// record and payload byte (as the streaming reader's does).
-pub(super) fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
+/// Decode every record of a chunk's uncompressed payload and count them (`deps` as for
+/// [`decode_record`]); the error names the record and payload byte (as the streaming reader's
+/// does).
+pub(super) fn count_chunk(raw: &[u8], records: u32, deps: bool) -> Result<ChunkCounts, String> {
     let mut c = ChunkCounts {
         records: records as u64,
         ..Default::default()
     };
     let mut kinds = [0u64; 3];
-    let (mut pos, mut prev_va) = (0usize, 0u64);
+    let mut pos = 0usize;
+    let mut st = ChunkState::default();
     for rec in 0..records {
         // Accesses (nearly every record) are checked inline; anything else, or an access that
         // fails a check, goes through `decode_record`, which gives the error its message.
         if let Some(&t) = raw.get(pos) {
-            if t <= tag::IFETCH {
-                if let Some(next) = quick_access(raw, pos) {
-                    kinds[t as usize] += 1;
+            let with_dep = deps && t & tag::DEP != 0;
+            let k = if with_dep { t & !tag::DEP } else { t };
+            if k <= tag::IFETCH {
+                if let Some(next) = quick_access(raw, pos, with_dep, &mut st) {
+                    kinds[k as usize] += 1;
                     c.instructions += next.1;
                     pos = next.0;
                     continue;
@@ -145,7 +193,7 @@ pub(super) fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, Strin
             }
         }
         let at = pos;
-        let ev = decode_record(raw, &mut pos, &mut prev_va)
+        let ev = decode_record(raw, &mut pos, &mut st, deps)
             .map_err(|p| format!("record {rec} at payload byte {at}: {p}"))?;
         match ev {
             Event::Access { kind, instrs, .. } => {
@@ -176,18 +224,34 @@ pub(super) fn count_chunk(raw: &[u8], records: u32) -> Result<ChunkCounts, Strin
     Ok(c)
 }
 
-/// The access record at `raw[pos..]` (its tag already read) when it passes every check
-/// `decode_record` makes: the position after it and its instruction count. `None` when any
-/// check fails (`decode_record` then names the problem).
+/// The access record at `raw[pos..]` (its tag already read; `with_dep`: the tag has the
+/// dependence flag) when it passes every check `decode_record` makes: the position after it and
+/// its instruction count, `st` advanced past it (the address is not decoded: `count_chunk` does
+/// not need it). `None` when any check fails, `st` untouched (`decode_record` then names the
+/// problem).
 #[inline(always)]
-fn quick_access(raw: &[u8], pos: usize) -> Option<(usize, u64)> {
+fn quick_access(
+    raw: &[u8],
+    pos: usize,
+    with_dep: bool,
+    st: &mut ChunkState,
+) -> Option<(usize, u64)> {
     let size = *raw.get(pos + 1)?;
     if size == 0 || size > 64 {
         return None;
     }
     let (_, p) = quick_varint(raw, pos + 2)?;
-    let (instrs, p) = quick_varint(raw, p)?;
-    (instrs <= u32::MAX as u64).then_some((p, instrs))
+    let (instrs, mut p) = quick_varint(raw, p)?;
+    if instrs > u32::MAX as u64 {
+        return None;
+    }
+    if with_dep {
+        let (d, q) = quick_varint(raw, p)?;
+        st.dep_of(varint::unzigzag(d)).ok()?;
+        p = q;
+    }
+    st.accesses += 1;
+    Some((p, instrs))
 }
 
 /// A LEB128 integer at `buf[pos..]` as `varint::get` accepts it (at most 10 bytes, the tenth

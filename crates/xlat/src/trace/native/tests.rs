@@ -4,6 +4,7 @@
 //!
 //! Contract: test code only; it may use every item of the format's files.
 
+use super::format::tag;
 use super::records::count_chunk;
 use super::*;
 use crate::addr::Vaddr;
@@ -34,7 +35,14 @@ fn sample() -> Vec<Event> {
             va: Vaddr(0x10),
             size: 64,
             instrs: 0,
-            dep: 0,
+            dep: 1,
+        },
+        Event::Access {
+            kind: AccessKind::IFetch,
+            va: Vaddr(0x7f00_0000_0fc0),
+            size: 4,
+            instrs: 1,
+            dep: u16::MAX,
         },
         Event::Mprotect {
             addr: Vaddr(0x7f00_0000_0000),
@@ -165,15 +173,15 @@ fn a_write_error_in_the_background_is_reported() {
 
 /// `count_chunk` as it was before its inline access checks: every record through
 /// `decode_record` (the reference for the fast path).
-fn count_chunk_reference(raw: &[u8], records: u32) -> Result<ChunkCounts, String> {
+fn count_chunk_reference(raw: &[u8], records: u32, deps: bool) -> Result<ChunkCounts, String> {
     let mut c = ChunkCounts {
         records: records as u64,
         ..Default::default()
     };
-    let (mut pos, mut prev_va) = (0usize, 0u64);
+    let (mut pos, mut st) = (0usize, ChunkState::default());
     for rec in 0..records {
         let at = pos;
-        let ev = decode_record(raw, &mut pos, &mut prev_va)
+        let ev = decode_record(raw, &mut pos, &mut st, deps)
             .map_err(|p| format!("record {rec} at payload byte {at}: {p}"))?;
         match ev {
             Event::Access { kind, instrs, .. } => {
@@ -232,10 +240,12 @@ proptest::proptest! {
             }
         }
         let records = chosen.len() as u32 + extra;
-        proptest::prop_assert_eq!(
-            count_chunk(&raw, records),
-            count_chunk_reference(&raw, records)
-        );
+        for deps in [false, true] {
+            proptest::prop_assert_eq!(
+                count_chunk(&raw, records, deps),
+                count_chunk_reference(&raw, records, deps)
+            );
+        }
     }
 }
 
@@ -284,4 +294,153 @@ fn trailing_bytes_after_the_end_record_are_an_error() {
     let e = read_all(&bytes).unwrap_err();
     assert_eq!(e.offset, Some(n));
     assert!(e.problem.contains("after the end-of-trace"), "{e}");
+}
+
+fn access(dep: u16) -> Event {
+    Event::Access {
+        kind: AccessKind::Load,
+        va: Vaddr(0x7f00_0000_1000),
+        size: 8,
+        instrs: 2,
+        dep,
+    }
+}
+
+#[test]
+fn dependences_round_trip_and_take_bytes_only_when_not_zero() {
+    let deps = [0u16, 1, 2, 127, 128, 300, 16_384, u16::MAX];
+    let ev: Vec<Event> = deps.iter().map(|&d| access(d)).collect();
+    for level in [0, 3] {
+        assert_eq!(read_all(&write(&ev, level)).unwrap(), ev);
+    }
+    // The record of a dependence of 0 is the version-3 record; others add 1 to 3 bytes (the
+    // first dependence of a chunk is written as zigzag(-dep) = 2 dep - 1).
+    let len = |dep: u16| {
+        let mut w = NativeWriter::new(Vec::new(), &serde_json::json!({}), 0).unwrap();
+        w.write(&access(dep)).unwrap();
+        w.raw.clone()
+    };
+    assert_eq!(len(0)[0], tag::LOAD);
+    for (dep, extra) in [
+        (1u16, 1usize),
+        (64, 1),
+        (65, 2),
+        (8192, 2),
+        (8193, 3),
+        (u16::MAX, 3),
+    ] {
+        let raw = len(dep);
+        assert_eq!(raw.len(), len(0).len() + extra, "dep {dep}");
+        assert_eq!(raw[0], tag::LOAD | tag::DEP);
+    }
+}
+
+/// `bytes` (a trace written by this build) relabelled as format `version` (the header's
+/// checksum rewritten; chunks and end record are the same from version 3 on).
+fn relabel(bytes: &[u8], version: u16) -> Vec<u8> {
+    let mut b = bytes.to_vec();
+    let meta_len = u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+    b[8..10].copy_from_slice(&version.to_le_bytes());
+    let crc = crc32fast::hash(&b[..16 + meta_len]);
+    b[16 + meta_len..20 + meta_len].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+#[test]
+fn a_version_3_trace_reads_with_no_dependences_and_cannot_hold_them() {
+    // Without dependences, version 3 and 4 records are the same bytes.
+    let plain: Vec<Event> = sample()
+        .into_iter()
+        .map(|e| match e {
+            Event::Access {
+                kind,
+                va,
+                size,
+                instrs,
+                ..
+            } => Event::Access {
+                kind,
+                va,
+                size,
+                instrs,
+                dep: 0,
+            },
+            e => e,
+        })
+        .collect();
+    let v3 = relabel(&write(&plain, 3), 3);
+    let r = NativeReader::new(&v3[..], "v3", Some(v3.len() as u64)).unwrap();
+    assert_eq!(r.version(), 3);
+    assert_eq!(read_all(&v3).unwrap(), plain);
+    // A dependence flag in a version-3 trace is an unknown tag, named with its place.
+    let v3 = relabel(&write(&[access(5)], 0), 3);
+    let e = read_all(&v3).unwrap_err();
+    assert!(e.problem.contains("unknown record tag 0x04"), "{e}");
+}
+
+#[test]
+fn a_dependence_of_zero_with_the_flag_is_an_error() {
+    let mut w = NativeWriter::new(Vec::new(), &serde_json::json!({}), 0).unwrap();
+    w.write(&access(1)).unwrap();
+    let mut raw = w.raw.clone();
+    *raw.last_mut().unwrap() = 0;
+    let (mut pos, mut st) = (0, ChunkState::default());
+    let e = decode_record(&raw, &mut pos, &mut st, true).unwrap_err();
+    assert!(e.contains("dependence 0 is outside 1..=65535"), "{e}");
+    assert!(count_chunk(&raw, 1, true).is_err());
+}
+
+#[test]
+fn the_shipped_version_3_corpus_traces_still_read_as_dependences_unknown() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/corpus/gups.xlat"
+    );
+    let mut src = crate::trace::open(path, None).unwrap();
+    let d = src.describe().unwrap();
+    assert!(
+        d["dependences"]
+            .as_str()
+            .unwrap()
+            .starts_with("unknown: recorded before dependences were kept (format version 3)"),
+        "{d}"
+    );
+    let mut out = Vec::new();
+    let mut accesses = 0;
+    while src.fill(&mut out, 4096).unwrap() > 0 {
+        for e in out.drain(..) {
+            if let Event::Access { dep, .. } = e {
+                assert_eq!(dep, 0);
+                accesses += 1;
+            }
+        }
+    }
+    assert!(accesses > 100_000, "{accesses}");
+}
+
+#[test]
+fn a_base_pointers_and_a_chases_dependences_repeat_one_byte() {
+    // Accesses 1.. depend on access 0 (a base pointer), then each on the one before (a chase):
+    // the source moves by 0, then by 1, so their dependence bytes are all alike.
+    let ev: Vec<Event> = (0..200u16)
+        .map(|i| access(if i < 100 { i } else { 1 }))
+        .collect();
+    let bytes = write(&ev, 0);
+    assert_eq!(read_all(&bytes).unwrap(), ev);
+    let mut w = NativeWriter::new(Vec::new(), &serde_json::json!({}), 0).unwrap();
+    let mut lens = Vec::new();
+    for e in &ev {
+        let before = w.raw.len();
+        w.write(e).unwrap();
+        lens.push(w.raw[before..].to_vec());
+    }
+    // Same address and instruction count: after the first, a record is its tag, size, 0 delta,
+    // 2 instructions and the dependence's byte (zigzag of the source's move).
+    assert_eq!(lens[0][0], tag::LOAD);
+    assert!(lens[2..100]
+        .iter()
+        .all(|r| r == &vec![tag::LOAD | tag::DEP, 8, 0, 2, 0]));
+    assert!(lens[101..]
+        .iter()
+        .all(|r| r == &vec![tag::LOAD | tag::DEP, 8, 0, 2, 2]));
 }

@@ -9,8 +9,8 @@
 
 use super::format::{
     end_len, parse_chunk_header, parse_end, unpack_chunk, ChunkHeader, EndRecord, Totals,
-    CHUNK_HEADER, CHUNK_MAGIC, END_LEN_V3, END_MAGIC, FLAG_ZSTD, MAX_RAW_CHUNK, SUMMARY_MAGIC,
-    SUMMARY_VERSION,
+    CHUNK_HEADER, CHUNK_MAGIC, DEPS_VERSION, END_LEN_V3, END_MAGIC, FLAG_ZSTD, MAX_RAW_CHUNK,
+    SUMMARY_MAGIC, SUMMARY_VERSION,
 };
 use super::reader::NativeReader;
 use super::records::{count_chunk, ChunkCounts, SYSCALL_NAMES};
@@ -122,12 +122,13 @@ impl<R: Read> NativeReader<R> {
                                     e(if at == 0 { payload_at } else { job.start + at }, p)
                                 })
                                 .and_then(|()| {
-                                    count_chunk(&raw, job.header.records).map_err(|p| {
-                                        e(
-                                            job.start,
-                                            format!("chunk {} (starting here): {p}", job.idx),
-                                        )
-                                    })
+                                    count_chunk(&raw, job.header.records, version >= DEPS_VERSION)
+                                        .map_err(|p| {
+                                            e(
+                                                job.start,
+                                                format!("chunk {} (starting here): {p}", job.idx),
+                                            )
+                                        })
                                 })
                             };
                             if r.is_err() {

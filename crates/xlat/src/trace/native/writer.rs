@@ -78,6 +78,10 @@ pub struct NativeWriter<W: Write> {
     background: Option<Background<W>>,
     in_chunk: u32,
     prev_va: u64,
+    /// Access records in the current chunk, and the source (index minus dependence) of its
+    /// last access with a dependence (see `records::ChunkState`).
+    chunk_accesses: u64,
+    prev_src: i64,
     totals: Totals,
     /// Bytes written so far (where the next chunk or block starts).
     pos: u64,
@@ -135,6 +139,8 @@ impl<W: Write> NativeWriter<W> {
             background: None,
             in_chunk: 0,
             prev_va: 0,
+            chunk_accesses: 0,
+            prev_src: 0,
             totals: Totals::default(),
             pos,
             summary: Some(Box::default()),
@@ -157,16 +163,16 @@ impl<W: Write> NativeWriter<W> {
                 va,
                 size,
                 instrs,
-                // Dependences are not recorded in the native format (docs/timing.md).
-                dep: _,
-            } => self.write_access(kind, va.0, size, instrs),
+                dep,
+            } => self.write_access(kind, va.0, size, instrs, dep),
             _ => self.write_other(ev),
         }
     }
 
-    /// Append one access (the same bytes as [`NativeWriter::write`] of `Event::Access` with
-    /// `dep` 0): the recorder's hot path, kept free of branches that depend on the data apart
-    /// from the variable-length integers' lengths.
+    /// Append one access (the same bytes as [`NativeWriter::write`] of `Event::Access`): the
+    /// recorder's hot path, kept free of branches that depend on the data apart from the
+    /// variable-length integers' lengths (a dependence of 0 is not written: its bytes are
+    /// encoded and then not kept).
     #[inline(always)]
     pub fn write_access(
         &mut self,
@@ -174,6 +180,7 @@ impl<W: Write> NativeWriter<W> {
         va: u64,
         size: u8,
         instrs: u32,
+        dep: u16,
     ) -> io::Result<()> {
         if let Some(s) = self.summary.as_mut() {
             s.access(kind, va, instrs);
@@ -183,17 +190,26 @@ impl<W: Write> NativeWriter<W> {
             AccessKind::Store => tag::STORE,
             AccessKind::IFetch => tag::IFETCH,
         };
-        // A whole record is at most 1 + 1 + 10 + 5 bytes: reserve 24 bytes at the end of the
+        // A whole record is at most 1 + 1 + 10 + 5 + 3 bytes (the dependence's delta is below
+        // 2^17 in magnitude, its zigzag below 2^18): reserve 24 bytes at the end of the
         // chunk (a fixed-size fill; the chunk always has room, see FLUSH_RAW), encode in place
         // and keep the used length. (Encoding into a stack buffer and copying it stalls on
         // store-to-load forwarding of the byte stores.)
         let at = self.raw.len();
         self.raw.extend_from_slice(&[0u8; 24]);
         let rec: &mut [u8; 24] = (&mut self.raw[at..at + 24]).try_into().expect("24 bytes");
-        rec[0] = t;
+        let has_dep = dep != 0;
+        rec[0] = t | if has_dep { tag::DEP } else { 0 };
         rec[1] = size;
         let n = varint::put_at(rec, 2, varint::zigzag(va.wrapping_sub(self.prev_va) as i64));
         let n = varint::put_at(rec, n, instrs as u64);
+        // The dependence as its source's index in the chunk, relative to the previous one's
+        // (a base pointer's accesses repeat one byte, a chase's another: zstd keeps little).
+        let src = self.chunk_accesses as i64 - dep as i64;
+        let with_dep = varint::put_at(rec, n, varint::zigzag(src.wrapping_sub(self.prev_src)));
+        let n = if has_dep { with_dep } else { n };
+        self.prev_src = if has_dep { src } else { self.prev_src };
+        self.chunk_accesses += 1;
         self.raw.truncate(at + n);
         self.prev_va = va;
         self.totals.accesses += 1;
@@ -298,6 +314,8 @@ impl<W: Write> NativeWriter<W> {
         self.totals.chunks += 1;
         self.in_chunk = 0;
         self.prev_va = 0;
+        self.chunk_accesses = 0;
+        self.prev_src = 0;
         Ok(())
     }
 
