@@ -152,7 +152,10 @@ def test_uniform_updates_spread_their_accesses_and_a_chase_depends_on_every_load
     assert 0.10 <= gups["pages_4k"]["hottest_share"][1] < 0.15
     assert gups["dependent_refs"] == 0
     chase = heat("pointer_chase")
+    # Every chase load depends on the one just before: all within every distance bound.
     assert chase["dependent_refs"] / chase["refs"] > 0.9
+    assert chase["dependent_within"] == [chase["dependent_refs"]] * 4
+    assert chase["dependence_distances"] == [1, 16, 256, 65535]
     assert chase["dependences"] == "modelled by the generator"
 
 

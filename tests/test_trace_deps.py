@@ -138,3 +138,16 @@ def test_records_written_inline_and_by_the_helper_carry_the_same_dependences(tmp
     inline = _stream(lib, exe, tmp_path / "inline.bin", "yes")
     helper = _stream(lib, exe, tmp_path / "helper.bin", "no")
     assert len(inline) > 1_000_000 and inline == helper
+
+
+def test_the_heat_of_a_recorded_chase_counts_its_dependent_loads(chase):
+    trace, lo, hi = chase
+    h = json.loads(xlat("analyze", "heat", "--trace", str(trace), "--warmup", "0", "--json").stdout)
+    assert h["dependences"] == record.DEPENDENCES_RECORDED
+    # Independent path: the trace's dependences through another binding, counted here.
+    acc = _core.trace_deps(str(trace), 0, 2**64 - 1, limit=10**8)
+    assert h["refs"] == len(acc)
+    assert h["dependent_refs"] == sum(dep > 0 for _, _, dep in acc)
+    assert h["dependent_within"][0] == sum(dep == 1 for _, _, dep in acc)
+    # The 300,000 chase loads each depend on the load just before.
+    assert h["dependent_within"][0] >= 0.99 * 300_000

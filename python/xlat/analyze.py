@@ -127,7 +127,7 @@ def format_heat(h: dict) -> str:
     --------
     >>> spread = {"pages": 100, "hottest_share": [0.5, 0.8], "accesses_per_page": 10.0}
     >>> print(format_heat({"source": "gups", "skipped_refs": 5, "warmup_why": "set",
-    ...     "refs": 1000, "loads": 600, "stores": 400, "dependent_refs": 0,
+    ...     "refs": 1000, "loads": 600, "stores": 400, "dependent_refs": 0, "dependent_within": [],
     ...     "dependences": "modelled by the generator", "hot_percents": [1, 10],
     ...     "pages_4k": spread, "regions_2m": {**spread, "pages": 2}}))
     source          gups
@@ -152,6 +152,12 @@ def format_heat(h: dict) -> str:
     dep = h["dependences"]
     known = not dep.startswith("unknown")
     share = f"{100 * h['dependent_refs'] / refs:.1f} %" if refs and known else "unknown"
+    if refs and known and h.get("dependent_within"):
+        near = ", ".join(
+            f"<= {d}: {100 * n / refs:.1f} %"
+            for d, n in zip(h["dependence_distances"][:-1], h["dependent_within"][:-1])
+        )
+        share += f" (on a load {near} accesses back)"
     return "\n".join(
         [
             f"{'source':<15} {h['source']}",

@@ -459,18 +459,24 @@ impl Recorder {
     }
 }
 
-/// The accesses of a trace whose address is in `[lo, hi)`, in order, as
-/// `(kind, address, size, instrs)` with kind `load`, `store` or `ifetch` (at most `limit`).
-#[pyfunction]
-#[pyo3(signature = (path, lo, hi, limit=1_000_000, trace_format=None))]
-fn trace_accesses(
+/// An access's kind as the bindings name it.
+fn kind_name(kind: xlat::trace::AccessKind) -> &'static str {
+    match kind {
+        xlat::trace::AccessKind::Load => "load",
+        xlat::trace::AccessKind::Store => "store",
+        xlat::trace::AccessKind::IFetch => "ifetch",
+    }
+}
+
+/// `pick(kind, address, size, instrs, dep)` of each access of a trace whose address is in
+/// `[lo, hi)`, in order, at most `limit`.
+fn accesses_in<T: Send>(
     py: Python<'_>,
     path: &str,
-    lo: u64,
-    hi: u64,
-    limit: usize,
+    (lo, hi, limit): (u64, u64, usize),
     trace_format: Option<&str>,
-) -> PyResult<Vec<(&'static str, u64, u8, u32)>> {
+    pick: impl Fn(&'static str, u64, u8, u32, u16) -> T + Send + Sync,
+) -> PyResult<Vec<T>> {
     let mut src = open_trace(path, trace_format)?;
     py.allow_threads(|| {
         let mut out = Vec::new();
@@ -486,22 +492,38 @@ fn trace_accesses(
                     va,
                     size,
                     instrs,
-                    ..
+                    dep,
                 } = *ev
                 {
                     if va.0 >= lo && va.0 < hi && out.len() < limit {
-                        let k = match kind {
-                            xlat::trace::AccessKind::Load => "load",
-                            xlat::trace::AccessKind::Store => "store",
-                            xlat::trace::AccessKind::IFetch => "ifetch",
-                        };
-                        out.push((k, va.0, size, instrs));
+                        out.push(pick(kind_name(kind), va.0, size, instrs, dep));
                     }
                 }
             }
         }
     })
     .map_err(|e: xlat::trace::SourceError| err(e))
+}
+
+/// The accesses of a trace whose address is in `[lo, hi)`, in order, as
+/// `(kind, address, size, instrs)` with kind `load`, `store` or `ifetch` (at most `limit`).
+#[pyfunction]
+#[pyo3(signature = (path, lo, hi, limit=1_000_000, trace_format=None))]
+fn trace_accesses(
+    py: Python<'_>,
+    path: &str,
+    lo: u64,
+    hi: u64,
+    limit: usize,
+    trace_format: Option<&str>,
+) -> PyResult<Vec<(&'static str, u64, u8, u32)>> {
+    accesses_in(
+        py,
+        path,
+        (lo, hi, limit),
+        trace_format,
+        |k, va, size, instrs, _| (k, va, size, instrs),
+    )
 }
 
 /// The accesses of a trace whose address is in `[lo, hi)`, in order, as `(kind, address, dep)`
@@ -517,30 +539,13 @@ fn trace_deps(
     limit: usize,
     trace_format: Option<&str>,
 ) -> PyResult<Vec<(&'static str, u64, u16)>> {
-    let mut src = open_trace(path, trace_format)?;
-    py.allow_threads(|| {
-        let mut out = Vec::new();
-        let mut buf = Vec::with_capacity(4096);
-        loop {
-            buf.clear();
-            if src.fill(&mut buf, 4096)? == 0 {
-                return Ok(out);
-            }
-            for ev in &buf {
-                if let xlat::trace::Event::Access { kind, va, dep, .. } = *ev {
-                    if va.0 >= lo && va.0 < hi && out.len() < limit {
-                        let k = match kind {
-                            xlat::trace::AccessKind::Load => "load",
-                            xlat::trace::AccessKind::Store => "store",
-                            xlat::trace::AccessKind::IFetch => "ifetch",
-                        };
-                        out.push((k, va.0, dep));
-                    }
-                }
-            }
-        }
-    })
-    .map_err(|e: xlat::trace::SourceError| err(e))
+    accesses_in(
+        py,
+        path,
+        (lo, hi, limit),
+        trace_format,
+        |k, va, _, _, dep| (k, va, dep),
+    )
 }
 
 /// The pages touched by a trace, or by the configured workload (first process, its
@@ -607,6 +612,7 @@ fn page_heat(
     v["dependences"] = dependences.into();
     v["source"] = src.name().into();
     v["hot_percents"] = serde_json::json!(xlat::trace::heat::HOT_PERCENTS);
+    v["dependence_distances"] = serde_json::json!(xlat::trace::heat::DEPENDENCE_DISTANCES);
     serde_json::to_string(&v).map_err(err)
 }
 

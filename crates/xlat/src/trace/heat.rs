@@ -22,6 +22,11 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// Percentages of the touched pages whose share of the accesses is reported.
 pub const HOT_PERCENTS: [u32; 2] = [1, 10];
 
+/// Upper bounds of the dependence distances counted in [`PageHeat::dependent_within`]: on the
+/// access just before, within 16, within 256 (about an out-of-order core's reorder buffer), and
+/// within the format's window (every recorded dependence).
+pub const DEPENDENCE_DISTANCES: [u16; 4] = [1, 16, 256, u16::MAX];
+
 /// A multiplicative hash for page numbers (dense, small integers: the default SipHash spends
 /// more time hashing than the count costs).
 #[derive(Default)]
@@ -71,6 +76,9 @@ pub struct PageHeat {
     /// Accesses whose address depends on an earlier load (`Event::Access::dep` > 0). Meaningful
     /// only when the source records dependences (see the caller's `dependences`).
     pub dependent_refs: u64,
+    /// For each of [`DEPENDENCE_DISTANCES`]: the accesses whose dependence is at most that many
+    /// accesses back (the last equals `dependent_refs`).
+    pub dependent_within: Vec<u64>,
     /// 4 KiB pages.
     pub pages_4k: Spread,
     /// 2 MiB regions.
@@ -115,7 +123,8 @@ pub fn page_heat(
     let mut pages: PageCounts = HashMap::default();
     let mut regions: PageCounts = HashMap::default();
     let (mut skipped, mut counted) = (0u64, 0u64);
-    let (mut loads, mut stores, mut dependent) = (0u64, 0u64, 0u64);
+    let (mut loads, mut stores) = (0u64, 0u64);
+    let mut within = [0u64; DEPENDENCE_DISTANCES.len()];
     let mut buf = Vec::with_capacity(4096);
     'read: loop {
         buf.clear();
@@ -139,7 +148,11 @@ pub fn page_heat(
                 AccessKind::Store => stores += 1,
                 AccessKind::IFetch => {}
             }
-            dependent += u64::from(dep > 0);
+            if dep > 0 {
+                for (n, &bound) in within.iter_mut().zip(&DEPENDENCE_DISTANCES) {
+                    *n += u64::from(dep <= bound);
+                }
+            }
             *pages.entry(va.0 >> 12).or_insert(0) += 1;
             *regions.entry(va.0 >> 21).or_insert(0) += 1;
         }
@@ -149,7 +162,8 @@ pub fn page_heat(
         refs: counted,
         loads,
         stores,
-        dependent_refs: dependent,
+        dependent_refs: within[DEPENDENCE_DISTANCES.len() - 1],
+        dependent_within: within.to_vec(),
         pages_4k: spread(pages, 4096, counted),
         regions_2m: spread(regions, 2 << 20, counted),
     })
@@ -218,8 +232,25 @@ mod tests {
         let h = heat(a, 10, 5);
         assert_eq!((h.skipped_refs, h.refs, h.loads, h.stores), (10, 5, 5, 0));
         assert_eq!(h.pages_4k.pages, 5);
-        // Pages 1 and 3 carry a dependence.
+        // Pages 1 and 3 carry a dependence on the access just before.
         assert_eq!(h.dependent_refs, 2);
+        assert_eq!(h.dependent_within, vec![2, 2, 2, 2]);
+    }
+
+    #[test]
+    fn dependences_are_counted_by_distance() {
+        let a = vec![
+            (0, 0),
+            (0, 1),
+            (0, 2),
+            (0, 16),
+            (0, 17),
+            (0, 300),
+            (0, u16::MAX),
+        ];
+        let h = heat(a, 0, u64::MAX);
+        assert_eq!(h.dependent_refs, 6);
+        assert_eq!(h.dependent_within, vec![1, 3, 4, 6]);
     }
 
     #[test]
