@@ -205,6 +205,8 @@ pub struct Channel {
     t: Ticks,
     bank_groups: usize,
     banks_per_rank: usize,
+    /// `log2(banks_per_rank)` and `bank_groups - 1` when both are powers of two.
+    pow2_shift_mask: Option<(u32, usize)>,
     refresh: bool,
     /// Tick of each rank's first refresh (ranks staggered by tREFI / ranks).
     first_refresh: Vec<u64>,
@@ -236,6 +238,8 @@ impl Channel {
             t,
             bank_groups,
             banks_per_rank,
+            pow2_shift_mask: (banks_per_rank.is_power_of_two() && bank_groups.is_power_of_two())
+                .then(|| (banks_per_rank.trailing_zeros(), bank_groups - 1)),
             refresh,
             next_refresh_memo: vec![std::cell::Cell::new(0); ranks],
             first_refresh: (0..ranks as u64)
@@ -252,7 +256,12 @@ impl Channel {
 
     #[inline]
     fn rank_group(&self, bank: usize) -> (usize, u16) {
-        (bank / self.banks_per_rank, (bank % self.bank_groups) as u16)
+        // Banks per rank and bank groups are powers of two in every standard organisation:
+        // shifts and masks then (a division took a few percent of the placement's time).
+        match self.pow2_shift_mask {
+            Some((shift, mask)) => (bank >> shift, (bank & mask) as u16),
+            None => (bank / self.banks_per_rank, (bank % self.bank_groups) as u16),
+        }
     }
 
     /// Start of the first refresh of `rank` whose blackout (it starts tRP earlier, when every
