@@ -446,10 +446,7 @@ impl DramController {
         }
         let (flat, row) = self.map.locate(req.line);
         let (ch, bank) = if self.banks.is_power_of_two() {
-            (
-                flat >> self.banks.trailing_zeros(),
-                flat & (self.banks - 1),
-            )
+            (flat >> self.banks.trailing_zeros(), flat & (self.banks - 1))
         } else {
             (flat / self.banks, flat % self.banks)
         };
