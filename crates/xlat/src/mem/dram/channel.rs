@@ -205,6 +205,8 @@ pub struct Channel {
     t: Ticks,
     bank_groups: usize,
     banks_per_rank: usize,
+    /// `log2(banks_per_rank)` and `bank_groups - 1` when both are powers of two.
+    pow2_shift_mask: Option<(u32, usize)>,
     refresh: bool,
     /// Tick of each rank's first refresh (ranks staggered by tREFI / ranks).
     first_refresh: Vec<u64>,
@@ -212,14 +214,12 @@ pub struct Channel {
     /// for every tick whose blackout start falls in the tREFI before it (saves a division).
     next_refresh_memo: Vec<std::cell::Cell<u64>>,
     /// Each bank's sessions in time order; those before the one open at `cutoff` are stale
-    /// (nothing looks at them) and pruned a few banks per [`Channel::prune`], round robin.
+    /// (nothing looks at them) and dropped when [`Channel::commit`] places another in the bank.
     sessions: Vec<Window<Session>>,
     cas: Window<Cas>,
     acts: Vec<Window<Act>>,
     /// The latest `cutoff` of [`Channel::prune`].
     cutoff: u64,
-    /// The next bank whose stale sessions [`Channel::prune`] drops.
-    prune_next: usize,
     #[cfg(test)]
     pub log: Vec<LoggedCommand>,
 }
@@ -238,6 +238,8 @@ impl Channel {
             t,
             bank_groups,
             banks_per_rank,
+            pow2_shift_mask: (banks_per_rank.is_power_of_two() && bank_groups.is_power_of_two())
+                .then(|| (banks_per_rank.trailing_zeros(), bank_groups - 1)),
             refresh,
             next_refresh_memo: vec![std::cell::Cell::new(0); ranks],
             first_refresh: (0..ranks as u64)
@@ -247,7 +249,6 @@ impl Channel {
             cas: Window::new(),
             acts: vec![Window::new(); ranks],
             cutoff: 0,
-            prune_next: 0,
             #[cfg(test)]
             log: Vec::new(),
         }
@@ -255,7 +256,12 @@ impl Channel {
 
     #[inline]
     fn rank_group(&self, bank: usize) -> (usize, u16) {
-        (bank / self.banks_per_rank, (bank % self.bank_groups) as u16)
+        // Banks per rank and bank groups are powers of two in every standard organisation:
+        // shifts and masks then (a division took a few percent of the placement's time).
+        match self.pow2_shift_mask {
+            Some((shift, mask)) => (bank >> shift, (bank & mask) as u16),
+            None => (bank / self.banks_per_rank, (bank % self.bank_groups) as u16),
+        }
     }
 
     /// Start of the first refresh of `rank` whose blackout (it starts tRP earlier, when every
@@ -495,7 +501,10 @@ impl Channel {
                 }
             }
             // tFAW: every five consecutive ACTIVATEs with `a` among them span at least tFAW.
-            let mut near = [0u64; 40];
+            // At most four ACTIVATEs of a rank fall in any tFAW (every placement checks it), so
+            // `a` and its neighbours within tFAW either side are at most nine: the cap never
+            // binds, and a small array is cheap to clear (a larger one took a `memset` call).
+            let mut near = [0u64; 16];
             let mut n = 0;
             let mut at = None;
             for x in acts[start..].iter() {
@@ -593,6 +602,11 @@ impl Channel {
                 },
             ),
         }
+        // The sessions before the one open at `cutoff` are stale: no placement looks at them
+        // (placements start at or after `cutoff`; `row_open_at` skips them).
+        while sessions.len() >= 2 && sessions[1].act <= self.cutoff {
+            sessions.pop_front();
+        }
         if let Some(a) = p.act {
             let acts = &mut self.acts[rank];
             let i = acts.partition_point_from_back(|x| x.tick <= a);
@@ -628,9 +642,10 @@ impl Channel {
     }
 
     /// Forget what no placement at or after `cutoff` (never decreasing) can depend on: column
-    /// commands and ACTIVATEs further back than their constraint windows, and, for two banks a
-    /// call in turn, the sessions before the one open at `cutoff` (every bank's stale sessions
-    /// are at most a few calls old).
+    /// commands and ACTIVATEs further back than their constraint windows. (A bank's sessions
+    /// before the one open at `cutoff` are dropped by [`Channel::commit`], when it adds one:
+    /// that bank's sessions are then in the host's cache, and a bank holds no more than its
+    /// last commit left.)
     pub fn prune(&mut self, cutoff: u64) {
         let t = self.t;
         self.cutoff = cutoff;
@@ -638,16 +653,6 @@ impl Channel {
             .drop_front_while(|x| x.tick + t.cas_window < cutoff);
         for acts in &mut self.acts {
             acts.drop_front_while(|x| x.tick + t.act_window < cutoff);
-        }
-        for _ in 0..2 {
-            let s = &mut self.sessions[self.prune_next];
-            while s.len() >= 2 && s[1].act <= cutoff {
-                s.pop_front();
-            }
-            self.prune_next += 1;
-            if self.prune_next == self.sessions.len() {
-                self.prune_next = 0;
-            }
         }
     }
 

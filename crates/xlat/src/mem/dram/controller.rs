@@ -445,7 +445,11 @@ impl DramController {
             self.c.late_arrivals += 1;
         }
         let (flat, row) = self.map.locate(req.line);
-        let (ch, bank) = (flat / self.banks, flat % self.banks);
+        let (ch, bank) = if self.banks.is_power_of_two() {
+            (flat >> self.banks.trailing_zeros(), flat & (self.banks - 1))
+        } else {
+            (flat / self.banks, flat % self.banks)
+        };
         // Placements in this channel start at or after `cutoff`: a queue-full backlog moves it
         // with the admissions, so that the history stays bounded under overload too.
         let st = &mut self.channels[ch];

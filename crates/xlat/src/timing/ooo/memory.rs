@@ -35,11 +35,28 @@ use super::state::OooCore;
 use crate::mem::dram::controller::{DramRequest, RequestKind};
 use crate::mem::{MemEvent, MemEventKind};
 
+/// `x.max(0.0).ceil()`, without the call to libm's `ceil` that the baseline x86-64 target
+/// makes (it has no rounding instruction): the same value for every `x` (below 2^52 a
+/// non-negative `f64` truncates exactly to an integer; from 2^52 on it is one already).
+#[inline(always)]
+fn ceil_non_negative(x: f64) -> f64 {
+    let x = x.max(0.0);
+    if x >= 4_503_599_627_370_496.0 {
+        return x;
+    }
+    let t = x as u64 as f64;
+    if t < x {
+        t + 1.0
+    } else {
+        t
+    }
+}
+
 impl OooCore {
     /// A DRAM read of `line` arriving at core time `arrival`: its latency from `arrival`.
     #[inline]
     fn dram_read(&mut self, line: u64, arrival: f64, page_table: bool) -> f64 {
-        let at = arrival.max(0.0).ceil();
+        let at = ceil_non_negative(arrival);
         let c = self
             .dram
             .as_ref()
@@ -70,7 +87,7 @@ impl OooCore {
                 d.access(&DramRequest {
                     line,
                     write: true,
-                    arrival_cycle: at.max(0.0).ceil() as u64,
+                    arrival_cycle: ceil_non_negative(at) as u64,
                     kind: RequestKind::Data,
                 })
             });
@@ -143,5 +160,43 @@ impl OooCore {
             }
         }
         len
+    }
+}
+
+#[cfg(test)]
+mod ceil_tests {
+    use super::ceil_non_negative;
+
+    #[test]
+    fn ceil_non_negative_equals_max_zero_then_ceil() {
+        let mut xs = vec![
+            -1.5,
+            -0.0,
+            0.0,
+            0.25,
+            1.0,
+            1.000_000_1,
+            2.5,
+            4_503_599_627_370_495.5,
+            4_503_599_627_370_496.0,
+            9.1e18,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        let mut s = 1u64;
+        for _ in 0..10_000 {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            xs.push((s >> 11) as f64 / 1024.0);
+            xs.push(f64::from_bits(s >> 2));
+        }
+        for x in xs {
+            let (a, b) = (ceil_non_negative(x), x.max(0.0).ceil());
+            assert!(a == b || (a.is_nan() && b.is_nan()), "{x}: {a} against {b}");
+            assert_eq!(a as u64, b as u64, "{x}");
+        }
     }
 }
