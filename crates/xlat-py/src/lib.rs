@@ -591,14 +591,7 @@ fn page_heat(
             .map_err(err)?
             .remove(0),
     };
-    let (skip, why) = match cfg.sim.warmup_refs {
-        xlat::config::WarmupRefs::Refs(n) => (n, if n > 0 { "set" } else { "none" }),
-        xlat::config::WarmupRefs::Auto => match src.first_touch_refs() {
-            Some(n) if n > cfg.sim.refs => (cfg.sim.refs, "auto_first_touch_capped_at_refs"),
-            Some(n) => (n, "auto_first_touch_phase"),
-            None => (0, "auto_source_cannot_tell"),
-        },
-    };
+    let (skip, why) = xlat::engine::resolve_warmup(&cfg, &mut src, &mut []);
     let dependences = match src.describe() {
         Some(d) => d["dependences"].as_str().unwrap_or("unknown").to_string(),
         None => "modelled by the generator".to_string(),

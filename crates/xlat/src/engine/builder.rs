@@ -69,7 +69,7 @@ struct Sampler {
 /// (`"auto"`) the longest first-touch phase of its processes, at most `sim.refs` (a run never
 /// simulates more than twice its `sim.refs`); 0 when a source cannot tell its phase (a trace
 /// file: the front end resolves `"auto"` from the trace's summary before it gets here).
-fn resolve_warmup(
+pub fn resolve_warmup(
     cfg: &Config,
     source: &mut Box<dyn EventSource>,
     more: &mut [Box<dyn EventSource>],

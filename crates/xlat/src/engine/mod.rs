@@ -40,7 +40,7 @@ mod placement;
 mod sim;
 mod stream;
 
-pub use builder::{run, run_workload, Simulation};
+pub use builder::{resolve_warmup, run, run_workload, Simulation};
 pub use error::SimError;
 pub use machine::INTERLEAVE_REFS;
 // The designs' tests break contiguous groups as the engine does.
