@@ -145,49 +145,12 @@ impl Serialize for WarmupRefs {
 impl<'de> Deserialize<'de> for WarmupRefs {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(
-            match auto_or_refs(d, "\"auto\" or a number of references")? {
+            match crate::addr::auto_or_refs(d, "\"auto\" or a number of references")? {
                 None => WarmupRefs::Auto,
                 Some(n) => WarmupRefs::Refs(n),
             },
         )
     }
-}
-
-/// Read `"auto"` (`None`) or a count of references (`Some`): an integer, or text that is one
-/// (`"20M"`, `"1e6"`, `"-5"` refused as negative). The shape of `sim.warmup_refs` and
-/// `sim.sampling.interval`; `expects` says what the key takes, in its error messages.
-pub(crate) fn auto_or_refs<'de, D: serde::Deserializer<'de>>(
-    d: D,
-    expects: &'static str,
-) -> Result<Option<u64>, D::Error> {
-    struct Visitor(&'static str);
-    impl serde::de::Visitor<'_> for Visitor {
-        type Value = Option<u64>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str(self.0)
-        }
-        fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Option<u64>, E> {
-            Ok(Some(n))
-        }
-        fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Option<u64>, E> {
-            u64::try_from(n)
-                .map(Some)
-                .map_err(|_| E::custom(format!("must not be negative, got {n}")))
-        }
-        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Option<u64>, E> {
-            if text.trim() == "auto" {
-                return Ok(None);
-            }
-            // A command-line value arrives as text.
-            if let Ok(n) = text.trim().parse::<i64>() {
-                return self.visit_i64(n);
-            }
-            crate::addr::parse_count(text)
-                .map(Some)
-                .map_err(|e| E::custom(format!("expects {}: {e}", self.0)))
-        }
-    }
-    d.deserialize_any(Visitor(expects))
 }
 
 /// Most cores a run may have (shootdown targets are tracked in a 64-bit mask).

@@ -65,7 +65,7 @@ impl Serialize for SamplingInterval {
 impl<'de> Deserialize<'de> for SamplingInterval {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let expects = "\"auto\", 0 (off) or a number of references";
-        Ok(match crate::config::auto_or_refs(d, expects)? {
+        Ok(match crate::addr::auto_or_refs(d, expects)? {
             None => SamplingInterval::Auto,
             Some(n) => SamplingInterval::Refs(n),
         })
