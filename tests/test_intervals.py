@@ -379,6 +379,30 @@ def test_the_speedup_line_plot_of_unsampled_runs_says_it_has_no_error_bars():
     assert "ci95" not in fig._xlat_numbers["panels"][0]
 
 
+def test_the_thp_speedup_bars_carry_each_designs_paired_interval():
+    import xlat.plot
+    from xlat.records import flatten
+
+    recs = {
+        thp: api.compare(["radix", "ideal"], "gups", "16MiB", "20k", set={**SAMPLED_SET,
+                         "os.thp": thp})
+        for thp in ("never", "always")
+    }  # fmt: skip
+    fig = xlat.plot.figure("thp_speedup", recs["never"] + recs["always"])
+    numbers = fig._xlat_numbers
+    assert "Error bars: 95 % intervals from sampling" in numbers["caption"]
+    (panel,) = numbers["panels"]
+    for i, d in enumerate(("radix", "ideal")):
+        # Independent path: the two runs of the design, THP off over on, paired here.
+        off, on = flatten(recs["never"][i]), flatten(recs["always"][i])
+        want = intervals.pair_estimate(off, on)
+        assert want.source == "sampling (paired)"
+        assert panel["ci95"][d][0] == pytest.approx(want.bounds()[1:])
+        assert panel["series"][d][0] == pytest.approx(want.point)
+        low, high = panel["ci95"][d][0]
+        assert low < panel["series"][d][0] < high
+
+
 CLAIM = {"id": "x", "text": "t: 1.24x", "ref": "Fig. 18", "paper": 1.24, "kind": "speedup",
          "effect": "speedup", "counts": "core cycles", "headline": False}  # fmt: skip
 

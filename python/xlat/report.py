@@ -482,6 +482,32 @@ class _Data:
             [float(v) for v in g["speedup"]], list(g["speedup_estimate"])
         )
 
+    def ratio_estimate(self, workload: str, base: tuple, run: tuple, design: str):
+        """One design's speedup from setting ``base`` to setting ``run`` (its time under
+        ``base`` over its time under ``run``, e.g. THP off over on) with its 95 % interval:
+        the runs of each seed paired (:func:`xlat.intervals.pair_estimate`: window by window
+        when both were sampled at the same references), the seeds combined as a cell's are
+        (:func:`xlat.intervals.cell_estimate`); ``geomean`` combines the workloads."""
+        if workload == "geomean":
+            parts = [self.ratio_estimate(w, base, run, design) for w in self.workloads]
+            if not all(p.point == p.point for p in parts):
+                return intervals.none(float("nan"))
+            return intervals.geomean_estimate(parts)
+        ga, gb = self.rows(workload, base, design), self.rows(workload, run, design)
+        if ga is None or gb is None or ga.empty or gb.empty:
+            return intervals.none(float("nan"))
+        by_seed = {int(r["seed"]): r for r in gb.to_dict("records")}
+        speedups, errors = [], []
+        for a in ga.to_dict("records"):
+            b = by_seed.get(int(a["seed"]))
+            if b is None or not float(b["timing.cycles"]) > 0:
+                continue
+            speedups.append(float(a["timing.cycles"]) / float(b["timing.cycles"]))
+            errors.append(intervals.pair_estimate(a, b))
+        if not speedups:
+            return intervals.none(float("nan"))
+        return intervals.cell_estimate(speedups, errors)
+
     def speedup_estimates(self) -> dict[str, Any]:
         """Every cell's speedup estimate (geomean rows included), labelled ``design @ workload
         (setting)``, for the notes under a table or caption."""
@@ -1528,9 +1554,11 @@ class _Figures:
 
         others = [a for a in data.axes if a != axis]
         panels = []
+        sources: set[str] = set()
+        lacking = False
         for on in ons:
             for r in rest:
-                series = {}
+                series, errors = {}, {}
                 for d in data.designs:
                     vals = []
                     for w in data.workloads:
@@ -1538,18 +1566,28 @@ class _Figures:
                         on_c = data.cell(w, setting(r, on), d, "timing.cycles")
                         vals.append(off_c / on_c if on_c else float("nan"))
                     series[d] = vals + [geomean(vals)]
+                    est = [
+                        data.ratio_estimate(w, setting(r, "never"), setting(r, on), d)
+                        for w in [*data.workloads, "geomean"]
+                    ]
+                    sources |= {e.source for e in est if e.has_interval}
+                    lacking |= any(e.source == "none" and e.point == e.point for e in est)
+                    errors[d] = [e.bounds()[1:] for e in est]
                 label = ", ".join(
                     _axis_value_text(a, v) if a.endswith("footprint") else f"{_short(a)}={v}"
                     for a, v in zip(others, r)
                 )
                 title = f"thp={on} over never" + (f", {label}" if label else "")
-                panels.append({"title": title, "x": [*data.workloads, "geomean"], "series": series})
+                panel = {"title": title, "x": [*data.workloads, "geomean"], "series": series}
+                if any(e == e for b in errors.values() for e, _ in b):
+                    panel["ci95"] = errors
+                panels.append(panel)
         caption = (
             "Speedup each design gets from transparent huge pages: its cycles with os.thp=never "
             "over its cycles with THP on, on the same workload"
             + (f" and {', '.join(_short(a) for a in others)}" if others else "")
             + "; geomean: geometric mean over the workloads. "
-            f"Over {data.scope()}; cycles: {data.seed_agg()}."
+            f"Over {data.scope()}; cycles: {data.seed_agg()}." + error_bars_text(sources, lacking)
         )
         self.bars(
             "thp_speedup",
