@@ -163,3 +163,10 @@ def test_heat_of_a_missing_trace_is_a_clear_error(tmp_path):
     r = xlat("analyze", "heat", "--trace", str(tmp_path / "none.xlat"), check=False)
     assert r.returncode == 2
     assert "none.xlat" in r.stderr
+
+
+def test_a_warm_up_past_the_end_of_the_trace_is_a_clear_error():
+    r = xlat("analyze", "heat", "--trace", SORT, "--warmup", "1G", check=False)
+    assert r.returncode == 2
+    assert "no reference left to measure" in r.stderr and "sort.xlat" in r.stderr
+    assert r.stdout == ""

@@ -279,5 +279,13 @@ def _heat(args: argparse.Namespace) -> int:
     except _core.XlatError as e:
         print(f"xlat: error: {e}", file=sys.stderr)
         return 2
+    if h["refs"] == 0:
+        print(
+            f"xlat: error: {h['source']}: no reference left to measure: it ended after "
+            f"{h['skipped_refs']} references, within the warm-up ({h['warmup_why']}); "
+            "give a smaller --warmup",
+            file=sys.stderr,
+        )
+        return 2
     print(json.dumps(h, indent=2) if args.json else format_heat(h))
     return 0
