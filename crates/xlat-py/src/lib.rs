@@ -548,6 +548,24 @@ fn trace_deps(
     )
 }
 
+/// The trace at `trace`, or else the configured workload's first process producing
+/// `workload_refs` references.
+fn trace_or_workload(
+    cfg: &Config,
+    trace: Option<&str>,
+    trace_format: Option<&str>,
+    workload_refs: u64,
+) -> PyResult<Box<dyn xlat::trace::EventSource>> {
+    match trace {
+        Some(path) => open_trace(path, trace_format),
+        None => Ok(
+            xlat::workloads::create_all(&cfg.workload, workload_refs, cfg.sim.seed)
+                .map_err(err)?
+                .remove(0),
+        ),
+    }
+}
+
 /// The pages touched by a trace, or by the configured workload (first process, its
 /// `sim.refs` references), as runs `(first 4 KiB VPN, pages)` sorted by VPN: the input of
 /// `xlat analyze gaps` (LVM §3.1).
@@ -560,13 +578,11 @@ fn touched_page_runs(
     trace_format: Option<&str>,
 ) -> PyResult<Vec<(u64, u64)>> {
     let cfg = resolve(None, "", overrides, &[])?;
-    let (mut src, max_refs) = match trace {
-        Some(path) => (open_trace(path, trace_format)?, u64::MAX),
-        None => {
-            let mut all = xlat::workloads::create_all(&cfg.workload, cfg.sim.refs, cfg.sim.seed)
-                .map_err(err)?;
-            (all.remove(0), cfg.sim.refs)
-        }
+    let mut src = trace_or_workload(&cfg, trace, trace_format, cfg.sim.refs)?;
+    let max_refs = if trace.is_some() {
+        u64::MAX
+    } else {
+        cfg.sim.refs
     };
     py.allow_threads(|| xlat::designs::lvm::gaps::touched_runs(src.as_mut(), max_refs))
         .map_err(err)
@@ -585,12 +601,7 @@ fn page_heat(
     trace_format: Option<&str>,
 ) -> PyResult<String> {
     let cfg = resolve(None, "", overrides, &[])?;
-    let mut src = match trace {
-        Some(path) => open_trace(path, trace_format)?,
-        None => xlat::workloads::create_all(&cfg.workload, cfg.sim.simulated_refs(), cfg.sim.seed)
-            .map_err(err)?
-            .remove(0),
-    };
+    let mut src = trace_or_workload(&cfg, trace, trace_format, cfg.sim.simulated_refs())?;
     let (skip, why) = xlat::engine::resolve_warmup(&cfg, &mut src, &mut []);
     let dependences = match src.describe() {
         Some(d) => d["dependences"].as_str().unwrap_or("unknown").to_string(),
