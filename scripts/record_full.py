@@ -187,6 +187,9 @@ def main() -> int:
             run = (f"the last full runs' figures: `xlat reproduce {name}` at commit "
                    f"{args.commit}, {today}, timing.model = ooo with the queued DRAM model "
                    f"(claims to 3 decimals)" + (f"; {args.note}" if args.note else ""))  # fmt: skip
+        # The cost of the runs read (issue 36, item 4): the ledger prints it with the figures.
+        which = "the rerun experiments" if args.experiment else "the runs"
+        run += f"; what {which} cost: {rp.cost_text(result['cost'])}"
         path.write_text(rewrite(path.read_text(encoding="utf-8"), figures, run), encoding="utf-8")
         print(f"{name}: {len(figures)} figures written to {path}")
     return 0

@@ -887,12 +887,82 @@ def reproduce(
         "simulated": simulated,
         "seconds": time.monotonic() - t0,
         "quick": quick,
+        "cost": run_cost(frames),
     }
     if plans is not None:  # both
         result["workloads"] = "both"
         result["real"] = _reproduce_real(paper, quick, db, workers, progress, keep_ray,
                                          overrides, plans)  # fmt: skip
     return result
+
+
+def run_cost(frames: dict[str, Any]) -> dict[str, Any]:
+    """What a paper's stored runs cost (issue 36, item 4): ``runs`` (finished ones),
+    ``refs`` simulated (measured and warm-up references, every core's), ``seconds`` (the sum of
+    each run's ``sim.wall_seconds`` and ``sim.setup_seconds``: the CPU time of the simulations,
+    whatever the number of workers and whether they ran now or were stored before), and
+    ``peak_rss_bytes`` (the largest ``sim.peak_rss_bytes``: the peak resident memory of a
+    process that ran one; ``peak_runs`` counts the runs that carry the figure, as runs stored
+    before it was recorded do not). Figures measured on the host: not deterministic.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"status": ["ok", "ok", "failed"], "refs": [10, 20, 0],
+    ...                   "warmup.refs": [5, None, None], "sim.wall_seconds": [1.0, 2.0, None],
+    ...                   "sim.setup_seconds": [0.5, 0.5, None],
+    ...                   "sim.peak_rss_bytes": [100, None, None]})
+    >>> run_cost({"a": f}) == {"runs": 2, "refs": 35, "seconds": 4.0, "peak_rss_bytes": 100,
+    ...                        "peak_runs": 1}
+    True
+    """
+    runs, refs, seconds, peak, peak_runs = 0, 0, 0.0, 0, 0
+    for df in frames.values():
+        if df is None or len(df) == 0 or "status" not in df:
+            continue
+        ok = df[df["status"] == "ok"]
+        runs += len(ok)
+        summed = ("refs", "warmup.refs", "sim.wall_seconds", "sim.setup_seconds")
+        sums = {c: float(ok[c].fillna(0).sum()) if c in ok else 0.0 for c in summed}
+        refs += int(sums["refs"] + sums["warmup.refs"])
+        seconds += sums["sim.wall_seconds"] + sums["sim.setup_seconds"]
+        if "sim.peak_rss_bytes" in ok:
+            known = ok["sim.peak_rss_bytes"].dropna()
+            peak_runs += len(known)
+            peak = max([peak, *(int(x) for x in known)])
+    return {"runs": runs, "refs": refs, "seconds": seconds,
+            "peak_rss_bytes": peak if peak_runs else None, "peak_runs": peak_runs}  # fmt: skip
+
+
+def cost_text(cost: dict[str, Any]) -> str:
+    """:func:`run_cost` as one sentence (the reproduce report's and the ledger's).
+
+    Examples
+    --------
+    >>> text = cost_text({"runs": 3, "refs": 12_500_000, "seconds": 125.0,
+    ...                   "peak_rss_bytes": 300 << 20, "peak_runs": 3})
+    >>> text.split(", ")[:2]
+    ['3 runs', '12.5 M references simulated (warm-up included)']
+    >>> text.split(", ")[2]
+    '125 s of simulation (2.1 min; the sum over the runs'
+    >>> text.split("), ")[-1]
+    'peak memory 300 MiB (the largest resident set of a process that ran them)'
+    """
+    seconds = cost["seconds"]
+    text = (
+        f"{cost['runs']} runs, {cost['refs'] / 1e6:.1f} M references simulated (warm-up "
+        f"included), {seconds:.0f} s of simulation ({seconds / 60:.1f} min; the sum over the "
+        f"runs, setup included)"
+    )
+    if cost.get("peak_rss_bytes") is None:
+        return text + ", peak memory not recorded (runs stored before it was kept)"
+    text += (
+        f", peak memory {cost['peak_rss_bytes'] / 2**20:.0f} MiB (the largest resident set of a "
+        f"process that ran them"
+    )
+    if cost["peak_runs"] < cost["runs"]:
+        text += f"; {cost['runs'] - cost['peak_runs']} runs stored before it was kept not counted"
+    return text + ")"
 
 
 def real_plans(
@@ -1026,6 +1096,7 @@ def _reproduce_real(
         "simulated": simulated,
         "seconds": time.monotonic() - t0,
         "quick": quick,
+        "cost": run_cost(frames),
         "workloads": "real",
         "recordings": rr.substitution_rows(plans, specs, facts),
         "db": str(rdb),
@@ -1226,6 +1297,8 @@ def json_paper(result: dict[str, Any]) -> dict[str, Any]:
     """
     base = baseline_rows(result["paper"], result["frames"] or None)
     out = {"baseline": [_json_safe(b) for b in base], "claims": json_rows(result["claims"])}
+    if "cost" in result:
+        out["cost"] = _json_safe(result["cost"])
     source = result.get("workloads", "generators")
     if source != "generators":  # the recorded programs (issue 39, item 4)
         real = result["real"] if source == "both" else result
@@ -1816,6 +1889,11 @@ def report(result: dict[str, Any], command: str, figures: dict[str, str] | None 
             f"({result['seconds']:.0f} s for the runs not stored yet). Paper parameters: "
             f"`{p['preset']}`; claims and experiments: `data/claims/{p['name']}.toml`.",
             "",
+            *(
+                [f"What the runs cost: {cost_text(result['cost'])}.", ""]
+                if "cost" in result
+                else []
+            ),  # fmt: skip
             *recordings,
             *(["## The baseline first", "", base, ""] if base else []),
             "## Claims",
@@ -2081,6 +2159,8 @@ def _reproduce_papers(args, names: list[str], overrides: dict[str, str]) -> int:
             if real is not None:
                 print((REAL_NOTE if source == "real" else BOTH_NOTE) + "\n")
             print(interval_note(result["claims"]))
+            if "cost" in result:
+                print(f"\nWhat the runs cost: {cost_text(result['cost'])}.")
         for r, db in ((result, args.db), (real if source == "both" else None, None)):
             if r is not None and r["failed"]:
                 print(f"xlat: error: {r['failed']} runs failed (see xlat results --status "

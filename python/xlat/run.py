@@ -456,6 +456,25 @@ def host_memory_bytes(meminfo: str = "/proc/meminfo") -> int | None:
         return None
 
 
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident memory so far (``getrusage``'s ``ru_maxrss``), or None
+    where unknown (not Unix). A process that ran several simulations (a sweep's worker) reports
+    its high-water mark over all of them: an upper bound on the last run's own peak.
+
+    Examples
+    --------
+    >>> peak_rss_bytes() > 1 << 20
+    True
+    """
+    try:
+        import resource
+    except ImportError:
+        return None
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux counts KiB; macOS counts bytes.
+    return int(kib) if sys.platform == "darwin" else int(kib) * 1024
+
+
 def check_host_memory(config: Mapping[str, Any], available: int | None) -> None:
     """Refuse, before it starts, a run whose mapped pages cannot fit this machine's memory plus
     swap (``available`` bytes; None: no check). A run maps at most one new page per reference,
@@ -727,6 +746,9 @@ def run(
     finally:
         bar.close()
     record = json.loads(sim.record())
+    peak = peak_rss_bytes()
+    if peak is not None:
+        record.setdefault("sim", {})["peak_rss_bytes"] = peak
     for section in record_traces(record):
         # The trace's own footprint: what labels the run (xlat.records.label_columns).
         if isinstance(section.get("sha256"), str) and "footprint_bytes" not in section:

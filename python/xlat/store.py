@@ -57,8 +57,14 @@ META_COLUMNS: list[tuple[str, str]] = [
 ]
 META_NAMES = {name for name, _ in META_COLUMNS}
 
-#: Record keys measured by the host's clock: they differ between two runs of the same config.
-WALL_CLOCK_KEYS = ("sim.wall_seconds", "sim.refs_per_sec", "sim.setup_seconds")
+#: Record keys measured on the host (its clock, the process's resident memory): they differ
+#: between two runs of the same config.
+WALL_CLOCK_KEYS = (
+    "sim.wall_seconds",
+    "sim.refs_per_sec",
+    "sim.setup_seconds",
+    "sim.peak_rss_bytes",
+)
 
 
 class StoreError(Exception):
