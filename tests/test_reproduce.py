@@ -17,8 +17,8 @@ def test_every_paper_file_loads_and_names_existing_experiments_and_presets():
         paper = reproduce.load_paper(name)
         assert paper["claim"] and paper["experiment"]
         for exp in paper["experiment"]:
-            for quick in (False, True):
-                spec = reproduce.experiment_spec(paper, exp, quick)
+            for quick, scale in ((False, False), (True, False), (False, True)):
+                spec = reproduce.experiment_spec(paper, exp, quick, scale)
                 reproduce.parse_spec(spec, name)  # raises on a bad spec
 
 
@@ -532,3 +532,62 @@ def test_every_paper_states_its_baseline_with_its_place_in_the_paper_and_the_pag
         assert all(b["ref"] and b["text"] for b in paper["baseline"]), name
         for b in paper["baseline"]:
             assert f"| {b['id']} |" in page and "not recorded" in page, (name, b["id"])
+
+
+CLAIMS_DIR = reproduce.CLAIMS_DIR  # the package's, before a test points it elsewhere
+
+
+def _with_paper_table(tmp_path, monkeypatch, table: str) -> None:
+    """TPS's claims file with ``table`` as its first experiment's ``[experiment.paper]``."""
+    text = (CLAIMS_DIR / "tps.toml").read_text()
+    first = text.index("[[experiment]]")
+    end = text.find("\n[", text.index("\n", first) + 1)
+    while text.startswith("[experiment.", end + 1):  # after the experiment's own sub-tables
+        end = text.find("\n[", end + 1)
+    (tmp_path / "p.toml").write_text(text[:end] + "\n[experiment.paper]\n" + table + text[end:])
+    monkeypatch.setattr(reproduce, "CLAIMS_DIR", tmp_path)
+
+
+def test_a_paper_table_names_its_source_and_changes_only_scale_and_workloads(tmp_path, monkeypatch):
+    _with_paper_table(tmp_path, monkeypatch, 'footprint = "64GiB"\n')
+    with pytest.raises(reproduce.ReproduceError, match="'source' .* is missing"):
+        reproduce.load_paper("p")
+    _with_paper_table(tmp_path, monkeypatch, 'source = "§5"\nset = { "os.thp" = "never" }\n')
+    with pytest.raises(reproduce.ReproduceError, match=r"paper: unknown keys \['set'\]"):
+        reproduce.load_paper("p")
+    _with_paper_table(tmp_path, monkeypatch, 'source = "§5"\nworkloads = ["kv"]\n')
+    with pytest.raises(reproduce.ReproduceError, match="must keep the full run's"):
+        reproduce.load_paper("p")
+    _with_paper_table(tmp_path, monkeypatch, 'source = "§5"\nfootprint = ["8GiB", "16GiB"]\n')
+    with pytest.raises(reproduce.ReproduceError, match="full run's shape"):
+        reproduce.load_paper("p")
+
+
+def test_paper_scale_runs_each_experiment_at_its_papers_scale_and_says_which(tmp_path, monkeypatch):
+    _with_paper_table(
+        tmp_path, monkeypatch,
+        'source = "Table 3: 64 GB"\nfootprint = "64GiB"\nrefs = "200M"\nwarmup = "20M"\n',
+    )  # fmt: skip
+    paper = reproduce.load_paper("p")
+    first, *rest = paper["experiment"]
+    full = reproduce.experiment_spec(paper, first, quick=False)
+    scaled = reproduce.experiment_spec(paper, first, quick=False, paper_scale=True)
+    assert (scaled["footprint"], scaled["refs"], scaled["warmup"]) == ("64GiB", "200M", "20M")
+    assert scaled["name"].endswith("-paper") and scaled["workloads"] == full["workloads"]
+    assert {
+        k: v for k, v in scaled.items() if k not in ("footprint", "refs", "warmup", "name")
+    } == {k: v for k, v in full.items() if k not in ("footprint", "refs", "warmup", "name")}
+    # An experiment without a table runs as its full run, and the report says so.
+    assert reproduce.experiment_spec(paper, rest[0], False, True) == (
+        reproduce.experiment_spec(paper, rest[0], False)
+    )
+    note = reproduce.scale_note(paper)
+    assert f"{first['name']} (Table 3: 64 GB)" in note and rest[0]["name"] in note
+    seen = []
+    summary = {"interrupted": False, "failed": 0, "runs": [], "total": 0, "skipped": 0}
+    monkeypatch.setattr(reproduce, "run_sweep", lambda spec, *a, **k: seen.append(spec) or summary)
+    monkeypatch.setattr(reproduce, "frame_of", lambda db, runs: reproduce._empty_frame())
+    result = reproduce.reproduce("p", paper_scale=True)
+    assert result["scale"] == "paper" and seen[0].footprints == ["64GiB"]
+    with pytest.raises(reproduce.ReproduceError, match="neither --quick"):
+        reproduce.reproduce("p", quick=True, paper_scale=True)

@@ -80,6 +80,12 @@ def add_parsers(sub) -> None:
         "its full run's recorded figure",
     )
     p.add_argument(
+        "--paper-scale",
+        action="store_true",
+        help="each experiment at the paper's own scale (its [experiment.paper] table: the "
+        "paper's footprints, lengths and workloads; hours on a small machine, resumable), graded",
+    )
+    p.add_argument(
         "--set",
         action="append",
         metavar="KEY=VALUE",

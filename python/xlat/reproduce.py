@@ -20,7 +20,9 @@ repository's root, ``configs/`` and ``data/claims/``):
     except the keys the paper lists in ``scale_with_footprint`` (sizes relative to the
     footprint: physical memory, Utopia's RestSegs), which are scaled by the footprint's factor
     so that their ratio to the footprint is the full run's (``skip = true``: ``--quick`` does
-    not run the experiment, and no ``quick`` claim may use it);
+    not run the experiment, and no ``quick`` claim may use it), and optionally an
+    ``[experiment.paper]`` table: the experiment at the paper's own scale, which
+    ``--paper-scale`` runs (:data:`PAPER_KEYS`, :func:`paper_spec`; issue 36, item 4);
   - ``[[baseline]]`` tables (issue 36, item 5): statistics of the paper's own baseline shown
     beside xlat's before the claims (:func:`baseline_section`), not graded: ``id``, ``text``,
     ``ref``, ``paper`` (a number or ``[low, high]``), ``figure`` (optionally ``per`` another
@@ -100,7 +102,7 @@ except ImportError:  # Python < 3.11
 DATA = data_dir()
 CLAIMS_DIR = DATA / "claims"
 #: Keys of an experiment that are not sweep-spec keys.
-EXPERIMENT_META = ("name", "figure", "description", "quick", "baseline_experiment")
+EXPERIMENT_META = ("name", "figure", "description", "quick", "paper", "baseline_experiment")
 CLAIM_KEYS = {
     "id", "text", "ref", "paper", "kind", "metric", "figure", "design", "baseline",
     "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick", "note", "of",
@@ -160,6 +162,7 @@ def load_paper(name: str) -> dict[str, Any]:
     names = [e.get("name") for e in data["experiment"]]
     for e in data["experiment"]:
         _check_quick(path, data, e)
+        _check_paper_scale(path, e)
     if data.get("baseline") is not None:
         _check_baselines(path, data, names)
     for c in data["claim"]:
@@ -271,9 +274,109 @@ def _check_grading(path: Path, c: dict[str, Any]) -> None:
         )
 
 
-def experiment_spec(paper: dict[str, Any], exp: dict[str, Any], quick: bool) -> dict[str, Any]:
+#: Keys of an experiment's ``[experiment.paper]`` table (issue 36, item 4): the experiment at
+#: the paper's own scale, run by ``xlat reproduce PAPER --paper-scale``. ``source`` (required:
+#: where in the paper each figure comes from), ``footprint`` (absolute: the paper's, or the
+#: largest this machine's memory allows, which ``source`` then says), ``refs`` and ``warmup``
+#: (the paper's length; 20 M measured references and more are sampled by default,
+#: docs/timing.md "Sampled simulation"), ``workloads`` (the paper's workloads that xlat has a
+#: generator for; every one of the full run's stays), ``skip`` (no paper-scale form: the
+#: experiment is left out and the claims reading it are not graded). Every other setting is the
+#: full run's; the paper's ``scale_with_footprint`` keys follow the footprint as in quick runs.
+PAPER_KEYS = ("source", "footprint", "refs", "warmup", "workloads", "skip")
+
+
+def _check_paper_scale(path: Path, exp: dict[str, Any]) -> None:
+    """An experiment's ``[experiment.paper]`` table (:data:`PAPER_KEYS`): known keys, a
+    ``source``, a footprint of the full run's shape (one size, or a list of as many), and
+    ``workloads`` that keep every one of the full run's."""
+    table = exp.get("paper")
+    if table is None:
+        return
+    where = f"{path}: experiment {exp.get('name')}: paper"
+    unknown = set(table) - set(PAPER_KEYS)
+    if unknown:
+        raise ReproduceError(
+            f"{where}: unknown keys {sorted(unknown)}; a paper-scale run differs from the full "
+            f"run only by {', '.join(PAPER_KEYS[1:])}"
+        )
+    if not isinstance(table.get("source"), str) or not table["source"].strip():
+        raise ReproduceError(f"{where}: 'source' (where the paper states this scale) is missing")
+    if table.get("skip"):
+        return
+    if "footprint" in table:
+        full, ours = exp.get("footprint"), table["footprint"]
+        if isinstance(full, list) != isinstance(ours, list) or (
+            isinstance(full, list) and len(full) != len(ours)
+        ):
+            raise ReproduceError(
+                f"{where}: footprint {ours!r} must have the full run's shape ({full!r}): the "
+                "points pair up by position"
+            )
+    if "workloads" in table:
+        full = exp.get("workloads", [])
+        full = full if isinstance(full, list) else [full]
+        missing = [w for w in full if w not in table["workloads"]]
+        if missing:
+            raise ReproduceError(
+                f"{where}: workloads must keep the full run's; {missing} are missing"
+            )
+
+
+def at_paper_scale(exp: dict[str, Any]) -> bool:
+    """Whether experiment ``exp`` has a paper-scale form (an ``[experiment.paper]`` table that
+    does not skip it)."""
+    return "paper" in exp and not exp["paper"].get("skip")
+
+
+def paper_spec(paper: dict[str, Any], exp: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """The paper-scale variant of full spec ``spec`` (experiment ``exp``, see :data:`PAPER_KEYS`):
+    its table's footprint, length and workloads; the paper's ``scale_with_footprint`` keys scaled
+    by the footprint's factor (the first point's, when the footprint is a list: the factor must
+    then be the same at every point). Every other setting is the full run's.
+
+    Examples
+    --------
+    >>> p = load_paper("utopia")
+    >>> e = {**p["experiment"][0], "paper": {"source": "s", "footprint": "8GiB", "refs": "200M",
+    ...      "workloads": ["gups", "xsbench", "bfs"]}}
+    >>> s = paper_spec(p, e, experiment_spec(p, p["experiment"][0], quick=False))
+    >>> s["footprint"], s["workloads"], s["refs"], s["warmup"], s["set"]["os.thp"]
+    ('8GiB', ['gups', 'xsbench', 'bfs'], '200M', '1M', 'never')
+    >>> s["set"]["utopia.restsegs"][:22], s["set"]["os.phys_mem_bytes"]
+    ('[{bytes = 536870912, p', '256GiB')
+    """
+    from xlat.values import parse_size
+
+    table = exp.get("paper", {})
+    out = {**spec, "set": dict(spec.get("set", {}))}
+    for key in ("refs", "warmup", "workloads"):
+        if key in table:
+            out[key] = table[key]
+    if "footprint" in table:
+        full, ours = spec["footprint"], table["footprint"]
+        pairs = list(zip(full, ours)) if isinstance(full, list) else [(full, ours)]
+        factors = {parse_size(str(b)) / parse_size(str(a)) for a, b in pairs}
+        if len(factors) > 1 and paper.get("scale_with_footprint"):
+            raise ReproduceError(
+                f"{paper['name']}: experiment {exp['name']}: paper footprints {ours!r} scale the "
+                f"full run's {full!r} by different factors, so the keys that follow the "
+                f"footprint ({', '.join(paper['scale_with_footprint'])}) cannot follow it"
+            )
+        out["footprint"] = ours
+        factor = factors.pop()
+        if factor != 1.0:
+            for key in paper.get("scale_with_footprint", []):
+                out["set"][key] = _scale_size(_resolved(out, key), factor)
+    return out
+
+
+def experiment_spec(
+    paper: dict[str, Any], exp: dict[str, Any], quick: bool, paper_scale: bool = False
+) -> dict[str, Any]:
     """The sweep spec of experiment ``exp`` (its quick variant with ``quick``: derived from the
-    full run's by :func:`quick_spec`).
+    full run's by :func:`quick_spec`; its paper-scale variant with ``paper_scale``, by
+    :func:`paper_spec`, for an experiment that has one).
 
     Examples
     --------
@@ -284,11 +387,16 @@ def experiment_spec(paper: dict[str, Any], exp: dict[str, Any], quick: bool) -> 
     """
     spec = {k: v for k, v in exp.items() if k not in EXPERIMENT_META}
     spec["preset"] = str(DATA / paper["preset"])
+    suffix = ""
     if quick and not exp.get("quick", {}).get("skip"):
         spec = quick_spec(paper, exp, spec)
-        if not spec["set"]:
-            del spec["set"]
-    spec["name"] = f"{paper['name']}-{exp['name']}{'-quick' if quick else ''}"
+        suffix = "-quick"
+    elif paper_scale and at_paper_scale(exp):
+        spec = paper_spec(paper, exp, spec)
+        suffix = "-paper"
+    if not spec.get("set", True):
+        del spec["set"]
+    spec["name"] = f"{paper['name']}-{exp['name']}{suffix}"
     return spec
 
 
@@ -823,6 +931,7 @@ def reproduce(
     experiments: list[str] | None = None,
     workloads: str = "generators",
     corpus_dir: str | Path | None = None,
+    paper_scale: bool = False,
 ) -> dict[str, Any]:
     """Run (or resume) paper ``name``'s experiments and compute its claims (``keep_ray``: leave
     the Ray instance of the first sweep running for the next ones; the caller shuts it down;
@@ -838,8 +947,14 @@ def reproduce(
     :func:`xlat.reproduce_real.real_db` beside ``db``) or ``"both"``. A missing recording is a
     ReproduceError naming the command that records it, raised before anything runs.
 
+    ``paper_scale`` (issue 36, item 4): each experiment at the paper's own scale, from its
+    ``[experiment.paper]`` table (:func:`paper_spec`); one without a table runs as its full run,
+    one whose table skips it is left out (its claims are not run). Graded as full runs. Not
+    with ``quick`` or other ``workloads``.
+
     Returns ``{"paper", "claims": [rows], "frames": {experiment: DataFrame}, "failed": n,
-    "simulated": runs not found in the store, "seconds", "quick"}``; each claim row is
+    "simulated": runs not found in the store, "seconds", "quick", "scale", "cost"}`` (``scale``:
+    ``quick``, ``full`` or ``paper``); each claim row is
     :func:`claim_row`'s. With ``"real"`` these are the recorded programs' (their rows not graded,
     with ``real_reason`` and ``real_used``: :func:`xlat.reproduce_real.claim_note`), and the
     result also has ``workloads``, ``recordings`` (:func:`xlat.reproduce_real.substitution_rows`)
@@ -847,6 +962,11 @@ def reproduce(
     programs' result.
     """
     paper = load_paper(name)
+    if paper_scale and (quick or workloads != "generators"):
+        raise ReproduceError(
+            "the paper's scale is a scale of the generators' experiments: it takes neither "
+            "--quick nor --workloads real/both"
+        )
     known = [e["name"] for e in paper["experiment"]]
     if experiments is not None and set(experiments) - set(known):
         raise ReproduceError(
@@ -870,10 +990,11 @@ def reproduce(
     t0 = time.monotonic()
     for exp in paper["experiment"]:
         skipped = experiments is not None and exp["name"] not in experiments
+        skipped = skipped or (paper_scale and exp.get("paper", {}).get("skip", False))
         if skipped or (quick and exp.get("quick", {}).get("skip")):
             frames[exp["name"]] = _empty_frame()
             continue
-        spec = _experiment_spec(paper, exp, quick)
+        spec = _experiment_spec(paper, exp, quick, paper_scale)
         frame, n_failed, n_simulated = _sweep(spec, f"{paper['path']}:{exp['name']}", db,
                                               overrides, workers, progress, keep_ray)  # fmt: skip
         failed += n_failed
@@ -887,6 +1008,7 @@ def reproduce(
         "simulated": simulated,
         "seconds": time.monotonic() - t0,
         "quick": quick,
+        "scale": "quick" if quick else "paper" if paper_scale else "full",
         "cost": run_cost(frames),
     }
     if plans is not None:  # both
@@ -992,10 +1114,12 @@ def real_plans(
     return reproduce_real.plan(specs, corpus_dir)
 
 
-def _experiment_spec(paper: dict[str, Any], exp: dict[str, Any], quick: bool) -> dict[str, Any]:
+def _experiment_spec(
+    paper: dict[str, Any], exp: dict[str, Any], quick: bool, paper_scale: bool = False
+) -> dict[str, Any]:
     """:func:`experiment_spec`, its SpecError as a ReproduceError."""
     try:
-        return experiment_spec(paper, exp, quick)
+        return experiment_spec(paper, exp, quick, paper_scale)
     except SpecError as e:
         raise ReproduceError(str(e)) from None
 
@@ -1299,6 +1423,8 @@ def json_paper(result: dict[str, Any]) -> dict[str, Any]:
     out = {"baseline": [_json_safe(b) for b in base], "claims": json_rows(result["claims"])}
     if "cost" in result:
         out["cost"] = _json_safe(result["cost"])
+    if "scale" in result:
+        out["scale"] = result["scale"]
     source = result.get("workloads", "generators")
     if source != "generators":  # the recorded programs (issue 39, item 4)
         real = result["real"] if source == "both" else result
@@ -1820,6 +1946,35 @@ def baseline_section(paper: dict[str, Any], frames: dict[str, Any] | None) -> st
     return "\n\n".join(parts)
 
 
+def scale_note(paper: dict[str, Any]) -> str:
+    """What a ``--paper-scale`` run ran (issue 36, item 4): each experiment at the paper's scale
+    with its source, run as the full run (no paper-scale form), or left out.
+
+    Examples
+    --------
+    >>> p = {"experiment": [
+    ...     {"name": "a", "paper": {"source": "§7", "footprint": "8GiB"}},
+    ...     {"name": "b"}, {"name": "c", "paper": {"source": "none given", "skip": True}}]}
+    >>> for sentence in scale_note(p).split(". "):
+    ...     print(sentence)
+    At the paper's scale (`--paper-scale`): a (§7)
+    As the full run (no paper-scale form): b
+    Left out (its claims are not run): c (none given).
+    """
+    exps = paper["experiment"]
+    at = [f"{e['name']} ({' '.join(e['paper']['source'].split())})" for e in exps
+          if at_paper_scale(e)]  # fmt: skip
+    full = [e["name"] for e in exps if "paper" not in e]
+    left = [f"{e['name']} ({' '.join(e['paper']['source'].split())})" for e in exps
+            if "paper" in e and not at_paper_scale(e)]  # fmt: skip
+    parts = [f"At the paper's scale (`--paper-scale`): {'; '.join(at) or 'none'}."]
+    if full:
+        parts.append(f"As the full run (no paper-scale form): {', '.join(full)}.")
+    if left:
+        parts.append(f"Left out (its claims are not run): {'; '.join(left)}.")
+    return " ".join(parts)
+
+
 def report(result: dict[str, Any], command: str, figures: dict[str, str] | None = None) -> str:
     """The reproduction report (markdown): the count of grades, the baseline (the paper's
     statistics beside xlat's, :func:`baseline_section`), the claims table (headline claims
@@ -1848,6 +2003,8 @@ def report(result: dict[str, Any], command: str, figures: dict[str, str] | None 
             " Beside them, the same experiments on the recorded real programs "
             "(`--workloads both`; not graded)."
         )
+    if result.get("scale") == "paper":
+        summary += " " + scale_note(p)
     if source == "generators":
         table = claims_table(result["claims"])
     elif source == "real":
@@ -2076,6 +2233,11 @@ def main(args) -> int:
                 print(f"  claim {c['id']}: {c['text']} ({c['ref']}){h}{q}")
         return 0
     if getattr(args, "recorded", False):
+        if getattr(args, "paper_scale", False):
+            raise ReproduceError(
+                "--recorded grades the full runs' recorded figures; --paper-scale runs the "
+                "experiments at the papers' scale: give one"
+            )
         return _recorded(args, names)
     overrides = parse_overrides(getattr(args, "set", None))
     source = getattr(args, "workloads", "generators")
@@ -2121,10 +2283,12 @@ def _reproduce_papers(args, names: list[str], overrides: dict[str, str]) -> int:
     everything = {}
     for n in names:
         progress = "errors" if args.quiet or as_json else "lines"
+        paper_scale = getattr(args, "paper_scale", False)
         result = reproduce(n, args.quick, args.db, args.workers, progress, keep_ray=True,
                            overrides=overrides, workloads=source,
-                           corpus_dir=corpus_dir)  # fmt: skip
+                           corpus_dir=corpus_dir, paper_scale=paper_scale)  # fmt: skip
         command = f"xlat reproduce {n}" + (" --quick" if args.quick else "")
+        command += " --paper-scale" if paper_scale else ""
         command += "".join(f" --set {k}={v}" for k, v in overrides.items())
         if source != "generators":
             command += f" --workloads {source}"
@@ -2132,6 +2296,7 @@ def _reproduce_papers(args, names: list[str], overrides: dict[str, str]) -> int:
         real = result.get("real") if source == "both" else result if source == "real" else None
         if args.out:
             stem = f"reproduce-{n}{'-quick' if args.quick else ''}"
+            stem += "-paper" if paper_scale else ""
             stem += f"-{source}" if source != "generators" else ""
             figures = experiment_figures(result, Path(args.out), stem)
             out = Path(args.out) / f"{stem}.md"
@@ -2154,6 +2319,8 @@ def _reproduce_papers(args, names: list[str], overrides: dict[str, str]) -> int:
                 table = claims_table(result["claims"], ours="xlat: real programs")
             else:
                 table = claims_table(result["claims"])
+            if result.get("scale") == "paper":
+                print(scale_note(result["paper"]) + "\n")
             print((base + "\n\n" if base else "") + table)
             print()
             if real is not None:
