@@ -23,6 +23,14 @@ column beside the generators'), from the runs of ``xlat reproduce PAPER --worklo
 
 write each headline claim's ``full_real`` and the paper's ``real_run`` (the command, commit,
 date and each recording's scale, footprint and references); the generators' figures stay.
+
+The paper-scale runs' figures (issue 36, item 4; ``xlat reproduce PAPER --paper-scale``)::
+
+    xlat reproduce all --paper-scale --db out/paper.duckdb      # hours; resumable
+    python scripts/record_full.py --paper-scale --db out/paper.duckdb --commit COMMIT all
+
+write ``full_paper`` for each claim whose experiments all have a paper-scale form, and the
+paper's ``paper_run``; the ledger's section "At the papers' scale" grades them.
 """
 
 from __future__ import annotations
@@ -145,10 +153,20 @@ def main() -> int:
         "headline claims (full_real; the runs of `xlat reproduce --workloads real`)",
     )
     ap.add_argument("--corpus-dir", help="with --workloads real: the recordings' folder")
+    ap.add_argument(
+        "--paper-scale",
+        action="store_true",
+        help="record the paper-scale runs' figures (full_paper) of the claims whose experiments "
+        "all have a paper-scale form (the runs of `xlat reproduce PAPER --paper-scale`)",
+    )
     args = ap.parse_args()
     names = rp.papers() if args.papers == ["all"] else args.papers
     if args.experiment and len(names) != 1:
         ap.error("--experiment needs exactly one paper")
+    if args.paper_scale:
+        if args.experiment or args.workloads != "generators":
+            ap.error("--paper-scale takes neither --experiment nor --workloads real")
+        return record_paper(names, args)
     if args.workloads == "real":
         if args.experiment or not args.corpus_dir:
             ap.error("--workloads real needs --corpus-dir and takes no --experiment")
@@ -192,6 +210,38 @@ def main() -> int:
         run += f"; what {which} cost: {rp.cost_text(result['cost'])}"
         path.write_text(rewrite(path.read_text(encoding="utf-8"), figures, run), encoding="utf-8")
         print(f"{name}: {len(figures)} figures written to {path}")
+    return 0
+
+
+def record_paper(names: list[str], args) -> int:
+    """``--paper-scale``: each claim's ``full_paper`` and the paper's ``paper_run`` (command,
+    commit, date, what the runs cost) from the stored runs of ``xlat reproduce PAPER
+    --paper-scale``; a claim reading an experiment without a paper-scale form gets none."""
+    today = datetime.date.today().isoformat()
+    for name in names:
+        try:
+            result = rp.reproduce(name, db=args.db, progress="errors", paper_scale=True)
+        except rp.ReproduceError as e:
+            print(e, file=sys.stderr)
+            return 2
+        if result["failed"] or result["simulated"]:
+            print(f"{name}: {result['failed']} runs failed and {result['simulated']} were not "
+                  f"in {args.db} (simulated now, at this tree): nothing written; run "
+                  f"`xlat reproduce {name} --paper-scale --db {args.db}` first and name its "
+                  f"commit", file=sys.stderr)  # fmt: skip
+            return 1
+        figures = {}
+        for c, row in zip(result["paper"]["claim"], result["claims"]):
+            if math.isfinite(row["ours"]) and rp.claim_at_paper_scale(result["paper"], c):
+                figures[("claim", row["id"])] = _fmt_claim(row["ours"])
+        run = (f"the paper-scale runs' figures: `xlat reproduce {name} --paper-scale` at commit "
+               f"{args.commit}, {today}, timing.model = ooo with the queued DRAM model; what the "
+               f"runs cost: {rp.cost_text(result['cost'])}"
+               + (f"; {args.note}" if args.note else ""))  # fmt: skip
+        path = Path(result["paper"]["path"])
+        text = rewrite(path.read_text(encoding="utf-8"), figures, run, "full_paper", "paper_run")
+        path.write_text(text, encoding="utf-8")
+        print(f"{name}: {len(figures)} paper-scale figures written to {path}")
     return 0
 
 

@@ -591,3 +591,43 @@ def test_paper_scale_runs_each_experiment_at_its_papers_scale_and_says_which(tmp
     assert result["scale"] == "paper" and seen[0].footprints == ["64GiB"]
     with pytest.raises(reproduce.ReproduceError, match="neither --quick"):
         reproduce.reproduce("p", quick=True, paper_scale=True)
+
+
+def test_paper_scale_figures_are_recorded_only_for_claims_whose_experiments_all_scale(
+    tmp_path, monkeypatch
+):
+    import importlib.util
+    import types
+
+    text = (CLAIMS_DIR / "tps.toml").read_text()
+    for name in ("thp_res", "tps"):  # tps_speedup reads both; colt_speedup reads colt too
+        head = f'name = "{name}"\n'
+        text = text.replace(head, head + 'paper = { source = "§IV: 64 GB", footprint = "8GiB" }\n')
+    (tmp_path / "p.toml").write_text(text)
+    monkeypatch.setattr(reproduce, "CLAIMS_DIR", tmp_path)
+    paper = reproduce.load_paper("p")
+    claims = {c["id"]: c for c in paper["claim"]}
+    assert reproduce.claim_at_paper_scale(paper, claims["tps_speedup"])
+    assert not reproduce.claim_at_paper_scale(paper, claims["colt_speedup"])
+    assert "No figure at the paper's scale is recorded for p" in reproduce.paper_scale_section(
+        {"p": reproduce.recorded("p")}
+    )
+    # scripts/record_full.py --paper-scale, from a result whose every claim has a figure.
+    spec = importlib.util.spec_from_file_location("record_full", "scripts/record_full.py")
+    record_full = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(record_full)
+    result = reproduce.recorded("p")
+    for row in result["claims"]:
+        row["ours"] = 1.15
+    result.update(cost={"runs": 4, "refs": 8_000_000, "seconds": 60.0,
+                        "peak_rss_bytes": 2**27, "peak_runs": 4})  # fmt: skip
+    monkeypatch.setattr(reproduce, "reproduce", lambda *a, **k: result)
+    args = types.SimpleNamespace(db="db", commit="abc1234", note="")
+    assert record_full.record_paper(["p"], args) == 0
+    paper = reproduce.load_paper("p")
+    recorded_ids = {c["id"] for c in paper["claim"] if "full_paper" in c}
+    assert "tps_speedup" in recorded_ids and "colt_speedup" not in recorded_ids
+    assert "at commit abc1234" in paper["paper_run"] and "peak memory 128 MiB" in paper["paper_run"]
+    section = reproduce.paper_scale_section({"p": reproduce.recorded("p")})
+    row = next(ln for ln in section.splitlines() if "tps_speedup" in ln)
+    assert row.endswith("| 1.150 | reproduced |"), row  # (1.15 - 1) / (1.157 - 1) = 0.96

@@ -106,7 +106,7 @@ EXPERIMENT_META = ("name", "figure", "description", "quick", "paper", "baseline_
 CLAIM_KEYS = {
     "id", "text", "ref", "paper", "kind", "metric", "figure", "design", "baseline",
     "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick", "note", "of",
-    "effect", "counts", "headline", "derived", "full", "full_ci95", "full_real",
+    "effect", "counts", "headline", "derived", "full", "full_ci95", "full_real", "full_paper",
 }  # fmt: skip
 #: What a speedup's paper figure may count (``counts``; issue 36, item 6).
 TIME_COUNTS = ("core cycles", "core cycles + OS time", "OS time")
@@ -264,6 +264,10 @@ def _check_grading(path: Path, c: dict[str, Any]) -> None:
         raise ReproduceError(f"{path}: claim {cid}: counts must be one of {TIME_COUNTS}")
     if "full" in c and not isinstance(c["full"], (int, float)):
         raise ReproduceError(f"{path}: claim {cid}: 'full' must be the full run's figure")
+    if "full_paper" in c and not isinstance(c["full_paper"], (int, float)):
+        raise ReproduceError(
+            f"{path}: claim {cid}: 'full_paper' must be the paper-scale run's figure"
+        )
     if "full_real" in c and not isinstance(c["full_real"], (int, float)):
         raise ReproduceError(
             f"{path}: claim {cid}: 'full_real' must be the recorded programs' run's figure"
@@ -2098,6 +2102,7 @@ def ledger(names: list[str]) -> str:
         lines.append(f"| {n} | " + " | ".join(str(counts[g]) for g in GRADES) + f" | {heads} |")
     lines += ["", grades_note(), ""]
     lines += [headline_sources(results), ""]
+    lines += [paper_scale_section(results), ""]
     every = [c for r in results.values() for c in r["claims"]]
     # Said once for the whole ledger when no recorded figure carries an interval, else per paper.
     once = not any(math.isfinite(c.get("ci95_low", float("nan"))) for c in every)
@@ -2176,6 +2181,69 @@ def headline_sources(results: dict[str, dict[str, Any]]) -> str:
         return ""
     return "\n".join([*lines, "", HEADLINE_SOURCES_NOTE, "", "Real programs' figures:", "",
                       *runs])  # fmt: skip
+
+
+def claim_at_paper_scale(paper: dict[str, Any], claim: dict[str, Any]) -> bool:
+    """Whether every experiment ``claim`` reads (``experiment``, ``baseline_experiment``) has a
+    paper-scale form (:func:`at_paper_scale`): only then is its ``--paper-scale`` figure one of
+    the paper's scale.
+
+    Examples
+    --------
+    >>> p = {"experiment": [{"name": "a", "paper": {"source": "s"}}, {"name": "b"}]}
+    >>> claim_at_paper_scale(p, {"experiment": "a"})
+    True
+    >>> claim_at_paper_scale(p, {"experiment": ["a", "b"]})
+    False
+    """
+    exps = {e["name"]: e for e in paper["experiment"]}
+    names = []
+    for key in ("experiment", "baseline_experiment"):
+        v = claim.get(key)
+        names += [v] if isinstance(v, str) else list(v or [])
+    return bool(names) and all(at_paper_scale(exps[n]) for n in names)
+
+
+def paper_scale_section(results: dict[str, dict[str, Any]]) -> str:
+    """The ledger's section of the figures recorded at the papers' scale (issue 36, item 4;
+    ``full_paper``, written by ``scripts/record_full.py --paper-scale``): per paper, each claim
+    with such a figure, graded by the one grade table beside its full run's figure and grade,
+    then the paper's ``paper_run``; a paper without one says how to make them.
+
+    Examples
+    --------
+    >>> text = paper_scale_section({"tps": recorded("tps")})
+    >>> text.splitlines()[0]
+    "### Figures at the papers' scale"
+    """
+    rows, runs, missing = [], [], []
+    for n, r in results.items():
+        p = r["paper"]
+        claims = {c["id"]: c for c in p["claim"]}
+        recorded_rows = [row for row in ordered(r["claims"]) if "full_paper" in claims[row["id"]]]
+        if not recorded_rows:
+            missing.append(n)
+            continue
+        for row in recorded_rows:
+            ours = float(claims[row["id"]]["full_paper"])
+            cells = [n, f"**{row['id']}**" if row["headline"] else row["id"], _fmt(row["paper"]),
+                     _fmt(row["ours"]), row["grade"], _fmt(ours),
+                     grade(row["effect"], row["paper"], ours)]  # fmt: skip
+            rows.append("| " + " | ".join(cells) + " |")
+        runs.append(f"- {n}: {' '.join(p.get('paper_run', 'run text not recorded').split())}")
+    lines = ["### Figures at the papers' scale", ""]
+    if rows:
+        lines += ["| paper | id | paper's figure | xlat: full run | grade | xlat: paper scale | "
+                  "grade |", "|---|---|---|---|---|---|---|", *rows, "", "Paper-scale figures:",
+                  "", *runs, ""]  # fmt: skip
+    if missing:
+        lines.append(
+            f"No figure at the paper's scale is recorded for {', '.join(missing)}: `xlat "
+            f"reproduce PAPER --paper-scale --db DB` (hours on a 2-core machine; resumable), "
+            f"then `python scripts/record_full.py --paper-scale --db DB --commit COMMIT PAPER`. "
+            f"What each paper's scale is: docs/reproduction.md, \"At the papers' scale\"."
+        )
+    return "\n".join(lines)
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, str]:
