@@ -175,17 +175,10 @@ def main() -> int:
     for name in names:
         # The figures must come from runs made at the commit named: a run missing from the
         # store is simulated by the resumed sweep (at this tree), and then nothing is written.
-        try:
-            result = rp.reproduce(name, db=args.db, progress="errors", experiments=args.experiment)
-        except rp.ReproduceError as e:
-            print(e, file=sys.stderr)
-            return 2
-        if result["failed"] or result["simulated"]:
-            print(f"{name}: {result['failed']} runs failed and {result['simulated']} were not "
-                  f"in {args.db} (simulated now, at this tree): nothing written; run "
-                  f"`xlat reproduce {name} --db {args.db}` first and name its commit",
-                  file=sys.stderr)  # fmt: skip
-            return 1
+        result = _stored(name, args, f"xlat reproduce {name} --db {args.db}",
+                         experiments=args.experiment)  # fmt: skip
+        if isinstance(result, int):
+            return result
         ran = set(args.experiment or [e["name"] for e in result["paper"]["experiment"]])
         figures = {}
         for c, row in zip(result["paper"]["claim"], result["claims"]):
@@ -195,7 +188,6 @@ def main() -> int:
         for b in rp.baseline_rows(result["paper"], result["frames"]):
             if math.isfinite(b["ours"]) and _reads_only(blocks.get(b["id"], {}), ran):
                 figures[("baseline", b["id"])] = _fmt_stat(b["ours"])
-        path = Path(result["paper"]["path"])
         if args.experiment:
             # Only some experiments were rerun: the earlier full_run text stays, with these.
             run = (f"{result['paper'].get('full_run', '')}; experiments "
@@ -208,9 +200,34 @@ def main() -> int:
         # The cost of the runs read (issue 36, item 4): the ledger prints it with the figures.
         which = "the rerun experiments" if args.experiment else "the runs"
         run += f"; what {which} cost: {rp.cost_text(result['cost'])}"
-        path.write_text(rewrite(path.read_text(encoding="utf-8"), figures, run), encoding="utf-8")
-        print(f"{name}: {len(figures)} figures written to {path}")
+        _write(result, figures, run, "full", "full_run", "full-run")
     return 0
+
+
+def _stored(name: str, args, rerun: str, **kwargs) -> dict | int:
+    """Paper ``name``'s result from the runs stored in ``args.db`` (``rp.reproduce`` with
+    ``kwargs``), or the exit status when it cannot be recorded: 2 on a bad paper file, 1 when a
+    run failed or was not in the store (it was simulated now, at this tree, not at the commit
+    named; ``rerun`` is the command that stores it)."""
+    try:
+        result = rp.reproduce(name, db=args.db, progress="errors", **kwargs)
+    except rp.ReproduceError as e:
+        print(e, file=sys.stderr)
+        return 2
+    if result["failed"] or result["simulated"]:
+        print(f"{name}: {result['failed']} runs failed and {result['simulated']} were not in "
+              f"{result.get('db', args.db)} (simulated now, at this tree): nothing written; run "
+              f"`{rerun}` first and name its commit", file=sys.stderr)  # fmt: skip
+        return 1
+    return result
+
+
+def _write(result: dict, figures: dict, run: str, key: str, run_key: str, what: str) -> None:
+    """Write ``figures`` (as ``key``) and ``run`` (as ``run_key``) into the paper's file."""
+    path = Path(result["paper"]["path"])
+    path.write_text(rewrite(path.read_text(encoding="utf-8"), figures, run, key, run_key),
+                    encoding="utf-8")  # fmt: skip
+    print(f"{result['paper']['name']}: {len(figures)} {what} figures written to {path}")
 
 
 def record_paper(names: list[str], args) -> int:
@@ -219,17 +236,10 @@ def record_paper(names: list[str], args) -> int:
     --paper-scale``; a claim reading an experiment without a paper-scale form gets none."""
     today = datetime.date.today().isoformat()
     for name in names:
-        try:
-            result = rp.reproduce(name, db=args.db, progress="errors", paper_scale=True)
-        except rp.ReproduceError as e:
-            print(e, file=sys.stderr)
-            return 2
-        if result["failed"] or result["simulated"]:
-            print(f"{name}: {result['failed']} runs failed and {result['simulated']} were not "
-                  f"in {args.db} (simulated now, at this tree): nothing written; run "
-                  f"`xlat reproduce {name} --paper-scale --db {args.db}` first and name its "
-                  f"commit", file=sys.stderr)  # fmt: skip
-            return 1
+        result = _stored(name, args, f"xlat reproduce {name} --paper-scale --db {args.db}",
+                         paper_scale=True)  # fmt: skip
+        if isinstance(result, int):
+            return result
         figures = {}
         for c, row in zip(result["paper"]["claim"], result["claims"]):
             if math.isfinite(row["ours"]) and rp.claim_at_paper_scale(result["paper"], c):
@@ -238,10 +248,7 @@ def record_paper(names: list[str], args) -> int:
                f"{args.commit}, {today}, timing.model = ooo with the queued DRAM model; what the "
                f"runs cost: {rp.cost_text(result['cost'])}"
                + (f"; {args.note}" if args.note else ""))  # fmt: skip
-        path = Path(result["paper"]["path"])
-        text = rewrite(path.read_text(encoding="utf-8"), figures, run, "full_paper", "paper_run")
-        path.write_text(text, encoding="utf-8")
-        print(f"{name}: {len(figures)} paper-scale figures written to {path}")
+        _write(result, figures, run, "full_paper", "paper_run", "paper-scale")
     return 0
 
 
@@ -273,18 +280,11 @@ def record_real(names: list[str], args) -> int:
     store is an error, as for the generators)."""
     today = datetime.date.today().isoformat()
     for name in names:
-        try:
-            result = rp.reproduce(name, db=args.db, progress="errors", workloads="real",
-                                  corpus_dir=args.corpus_dir)  # fmt: skip
-        except rp.ReproduceError as e:
-            print(e, file=sys.stderr)
-            return 2
-        if result["failed"] or result["simulated"]:
-            print(f"{name}: {result['failed']} runs failed and {result['simulated']} were not "
-                  f"in {result['db']} (simulated now, at this tree): nothing written; run "
-                  f"`xlat reproduce {name} --workloads real --corpus-dir {args.corpus_dir} "
-                  f"--db {args.db}` first and name its commit", file=sys.stderr)  # fmt: skip
-            return 1
+        rerun = (f"xlat reproduce {name} --workloads real --corpus-dir {args.corpus_dir} --db "
+                 f"{args.db}")  # fmt: skip
+        result = _stored(name, args, rerun, workloads="real", corpus_dir=args.corpus_dir)
+        if isinstance(result, int):
+            return result
         figures = {("claim", row["id"]): _fmt_claim(row["ours"]) for row in result["claims"]
                    if row["headline"] and math.isfinite(row["ours"])}  # fmt: skip
         run = (f"the recorded programs' figures of the headline claims: `xlat reproduce {name} "
@@ -292,12 +292,5 @@ def record_real(names: list[str], args) -> int:
                f"{today}, timing.model = ooo; recordings: "
                f"{recordings_text(result['recordings'])}"
                + (f"; {args.note}" if args.note else ""))  # fmt: skip
-        path = Path(result["paper"]["path"])
-        text = rewrite(path.read_text(encoding="utf-8"), figures, run, "full_real", "real_run")
-        path.write_text(text, encoding="utf-8")
-        print(f"{name}: {len(figures)} real-program figures written to {path}")
+        _write(result, figures, run, "full_real", "real_run", "real-program")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
