@@ -283,8 +283,8 @@ def add_metric(p: argparse.ArgumentParser) -> None:
         default="cycles",
         choices=["cycles", "total"],
         help="what speedups are a ratio of: cycles = timing.cycles (the core's time, default); "
-        "total = timing.cycles + timing.os_cycles (page faults, page-table allocation and "
-        "resizing, compaction included)",
+        "total = timing.cycles + timing.os_cycles (page faults with the zeroing of the pages they "
+        "allocate, page-table allocation and resizing, compaction included)",
     )
 
 

@@ -141,8 +141,9 @@ def label_columns(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 #: What a speedup is a ratio of: ``cycles`` = ``timing.cycles`` (the core's time; OS time
-#: excluded), ``total`` = ``timing.cycles + timing.os_cycles`` (page faults, page-table
-#: allocation and resizing, compaction: the time a design costs the OS as well).
+#: excluded), ``total`` = ``timing.cycles + timing.os_cycles`` (page faults with the zeroing of
+#: the pages they allocate, page-table allocation and resizing, compaction: the time a design
+#: costs the OS as well).
 SPEEDUP_METRICS = ("cycles", "total")
 
 

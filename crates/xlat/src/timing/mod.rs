@@ -101,14 +101,15 @@ impl Timing {
             + (1.0 - cfg.data_overlap) * self.data_stall_cycles as f64
     }
 
-    /// Write the `timing` and `mmu` sections; `design_os_cycles` is the OS time the design
-    /// reports for its page tables (added to `os_cycles`). With an out-of-order `core`, its
+    /// Write the `timing` and `mmu` sections; `work_os_cycles` is the OS time beyond the faults'
+    /// fixed cost (allocation work, background work, the design's page-table work: the engine's
+    /// `fault_mark`), added to `os_cycles`. With an out-of-order `core`, its
     /// cycles replace the formula's and its own figures are added (`timing.model = "ooo"`).
     pub fn stats(
         &self,
         cfg: &TimingConfig,
         instructions: u64,
-        design_os_cycles: u64,
+        work_os_cycles: u64,
         core: Option<&ooo::OooCore>,
         out: &mut Stats,
     ) {
@@ -124,7 +125,7 @@ impl Timing {
         };
         let core_model = core;
         let core = core_cycles;
-        let os = (self.page_faults * cfg.page_fault_cycles + design_os_cycles) as f64;
+        let os = (self.page_faults * cfg.page_fault_cycles + work_os_cycles) as f64;
         let t = out.section("timing");
         t.put_f64("cycles", core);
         t.put_f64("os_cycles", os);

@@ -474,7 +474,10 @@ impl<H: Design> HostTranslate for Host<H> {
     }
 
     fn os_cycles(&self, page_fault_cycles: u64) -> u64 {
-        self.c.host_faults * page_fault_cycles + self.os.extra_os_cycles() + self.design.os_cycles()
+        // As the guest's (`engine::sim::Sim::fault_mark`): the host's zeroing and compaction
+        // counted, a hashed host design's table allocations once.
+        self.c.host_faults * page_fault_cycles + self.os.fault_cost_mark() + self.design.os_cycles()
+            - self.design.phys_work_cycles()
     }
 
     fn stats(&self, out: &mut Stats) {

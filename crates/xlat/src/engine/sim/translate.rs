@@ -344,9 +344,12 @@ impl<D: Design> Sim<D> {
         self.data_access(kind, va, m.translate(va), xlat_cycles, walk_cycles)
     }
 
-    /// The OS work counted so far, taken before a fault (`os.fault_latency`).
+    /// The OS work counted so far beyond the fixed cost per fault: physical memory's allocation
+    /// work (zeroing, direct compaction), background work and page moves, and the design's own
+    /// OS cycles. Taken before a fault (`os.fault_latency`); with the faults' fixed cost it is
+    /// `timing.os_cycles` (`record.rs`).
     #[inline]
-    fn fault_mark(&self) -> u64 {
+    pub(super) fn fault_mark(&self) -> u64 {
         // A hashed design's table allocations are in both physical memory's work and its own
         // OS cycles: counted once.
         self.os.fault_cost_mark() + self.design.os_cycles() - self.design.phys_work_cycles()
