@@ -195,13 +195,40 @@ def main() -> int:
                    + (f" ({args.note})" if args.note else ""))  # fmt: skip
         else:
             run = (f"the last full runs' figures: `xlat reproduce {name}` at commit "
-                   f"{args.commit}, {today}, timing.model = ooo with the queued DRAM model "
+                   f"{args.commit}, {today}, {models_text(result['frames'])} "
                    f"(claims to 3 decimals)" + (f"; {args.note}" if args.note else ""))  # fmt: skip
         # The cost of the runs read (issue 36, item 4): the ledger prints it with the figures.
         which = "the rerun experiments" if args.experiment else "the runs"
         run += f"; what {which} cost: {rp.cost_text(result['cost'])}"
         _write(result, figures, run, "full", "full_run", "full-run")
     return 0
+
+
+def models_text(frames: dict) -> str:
+    """The timing and DRAM models the stored runs used, as the records say (``timing.model``;
+    ``mem.dram.model`` is ``queued`` in a queued run's record and absent in an idle one's;
+    ``timing.model`` is ``ooo`` in an out-of-order run's and absent in a ``simple`` one's).
+
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"status": ["ok", "ok"], "timing.model": ["ooo", "ooo"],
+    ...                   "mem.dram.model": [None, None]})
+    >>> models_text({"main": f})
+    'timing.model = ooo with the idle DRAM model'
+    >>> models_text({"main": f.assign(**{"mem.dram.model": ["queued", None]})})
+    'timing.model = ooo with the queued and the idle DRAM model'
+    """
+    timing, dram = set(), set()
+    for df in frames.values():
+        if df is None or len(df) == 0:
+            continue
+        ok = df[df["status"] == "ok"]
+        # `timing.model` is written by the out-of-order core only.
+        col = ok["timing.model"] if "timing.model" in ok else [None] * len(ok)
+        timing |= {"ooo" if v == "ooo" else "simple" for v in col}
+        col = ok["mem.dram.model"] if "mem.dram.model" in ok else [None] * len(ok)
+        dram |= {"queued" if v == "queued" else "idle" for v in col}
+    kinds = " and the ".join(sorted(dram, reverse=True)) or "no"
+    return f"timing.model = {', '.join(sorted(timing)) or 'unknown'} with the {kinds} DRAM model"
 
 
 def _stored(name: str, args, rerun: str, **kwargs) -> dict | int:
@@ -245,7 +272,7 @@ def record_paper(names: list[str], args) -> int:
             if math.isfinite(row["ours"]) and rp.claim_at_paper_scale(result["paper"], c):
                 figures[("claim", row["id"])] = _fmt_claim(row["ours"])
         run = (f"the paper-scale runs' figures: `xlat reproduce {name} --paper-scale` at commit "
-               f"{args.commit}, {today}, timing.model = ooo with the queued DRAM model; what the "
+               f"{args.commit}, {today}, {models_text(result['frames'])}; what the "
                f"runs cost: {rp.cost_text(result['cost'])}"
                + (f"; {args.note}" if args.note else ""))  # fmt: skip
         _write(result, figures, run, "full_paper", "paper_run", "paper-scale")
