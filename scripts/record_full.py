@@ -321,3 +321,7 @@ def record_real(names: list[str], args) -> int:
                + (f"; {args.note}" if args.note else ""))  # fmt: skip
         _write(result, figures, run, "full_real", "real_run", "real-program")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
