@@ -76,8 +76,11 @@ def _scaled(text: str, units: Mapping[str, int]) -> int | None:
         return None
     scale = units[m.group(2)]
     if "." in m.group(1):
-        value = float(m.group(1)) * scale
-        return int(value) if value.is_integer() else None
+        # Exact, in integers: 33.2 x 10^6 is not a whole number in floating point.
+        from fractions import Fraction
+
+        value = Fraction(m.group(1)) * scale
+        return int(value) if value.denominator == 1 else None
     return int(m.group(1)) * scale
 
 
@@ -86,8 +89,8 @@ def parse_count(text: str) -> int:
 
     Examples
     --------
-    >>> parse_count("10M"), parse_count("1.5k"), parse_count("4")
-    (10000000, 1500, 4)
+    >>> parse_count("10M"), parse_count("1.5k"), parse_count("4"), parse_count("33.2M")
+    (10000000, 1500, 4, 33200000)
     >>> parse_count("2KiB")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...

@@ -423,13 +423,19 @@ fn parse_scaled(text: &str, base: u64, a: &[&str], b: &[&str]) -> Result<u64, ()
         .or_else(|| b.iter().position(|u| *u == unit))
         .ok_or(())?;
     let scale = base.checked_pow(power as u32).ok_or(())?;
-    if num.contains('.') {
-        let v: f64 = num.parse().map_err(|_| ())?;
-        let r = v * scale as f64;
-        if !(0.0..1.8e19).contains(&r) || r.fract() != 0.0 {
+    if let Some((whole, frac)) = num.split_once('.') {
+        // In integers: "33.2M" is 332 x 10^6 / 10, exact or refused (in floating point
+        // 33.2 x 10^6 is not a whole number).
+        if frac.contains('.') || (whole.is_empty() && frac.is_empty()) || frac.len() > 30 {
             return Err(());
         }
-        Ok(r as u64)
+        let digits: u128 = format!("{whole}{frac}").parse().map_err(|_| ())?;
+        let div = 10u128.pow(frac.len() as u32);
+        let scaled = digits.checked_mul(scale as u128).ok_or(())?;
+        if scaled % div != 0 {
+            return Err(());
+        }
+        u64::try_from(scaled / div).map_err(|_| ())
     } else {
         let v: u64 = num.parse().map_err(|_| ())?;
         v.checked_mul(scale).ok_or(())
@@ -468,6 +474,22 @@ mod tests {
         assert_eq!(parse_count("5k").unwrap(), 5_000);
         assert_eq!(parse_count("1_000").unwrap(), 1_000);
         assert!(parse_count("ten").is_err());
+    }
+
+    #[test]
+    fn decimal_counts_and_sizes_are_exact_in_integers_or_refused() {
+        // 33.2 x 10^6 is not a whole number in floating point; in integers it is 33,200,000.
+        assert_eq!(parse_count("33.2M").unwrap(), 33_200_000);
+        assert_eq!(parse_count("0.1M").unwrap(), 100_000);
+        assert_eq!(parse_count(".5k").unwrap(), 500);
+        assert_eq!(parse_count("2.5").ok(), None);
+        assert_eq!(parse_count("1.0001k").ok(), None);
+        assert_eq!(parse_count("1.2.3M").ok(), None);
+        assert_eq!(parse_count(".M").ok(), None);
+        assert_eq!(parse_bytes("0.5KiB").unwrap(), 512);
+        assert_eq!(parse_bytes("0.1KiB").ok(), None);
+        assert_eq!(parse_count("18446744073709551616").ok(), None);
+        assert_eq!(parse_count("18446744073.709551616G").ok(), None);
     }
 
     #[test]

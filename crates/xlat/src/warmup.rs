@@ -401,6 +401,17 @@ fn fractions(
     }
 }
 
+/// The page-walk cache levels of radix-style statistics, deepest first (the order a walk
+/// looks them up in).
+const PWC_LEVELS: [&str; 4] = ["pde", "pdpte", "pml4e", "pml5e"];
+
+/// The level of a page-walk cache's miss rate key (`pwc_<level>_miss_rate`), as an index into
+/// [`PWC_LEVELS`].
+fn pwc_level(key: &str) -> Option<usize> {
+    let level = key.strip_prefix("pwc_")?.strip_suffix("_miss_rate")?;
+    PWC_LEVELS.iter().position(|n| *n == level)
+}
+
 /// The measured value of fraction `key` of section `m`, or `None` when no rule covers it.
 fn fraction(
     m: &Map<String, Value>,
@@ -417,6 +428,16 @@ fn fraction(
     let (num, dens, scale): (String, Vec<String>, f64) =
         if let Some((_, n, d)) = FRACTIONS.iter().find(|(k, _, _)| *k == key) {
             (n.to_string(), vec![d.to_string()], 1.0)
+        } else if let Some(j) = pwc_level(key) {
+            // A page-walk cache's miss rate is of the lookups that reached it (every deeper
+            // level's cache missed): radix's and fpt's `write_stats`.
+            let lookups = get_u64(m, "pwc_lookups")?;
+            let deeper: u64 = PWC_LEVELS[..j]
+                .iter()
+                .map(|n| get_u64(m, &format!("pwc_{n}_hits")).unwrap_or(0))
+                .sum();
+            let hits = get_u64(m, &format!("pwc_{}_hits", PWC_LEVELS[j]))?;
+            return Some(1.0 - ratio(hits, lookups.saturating_sub(deeper)));
         } else if key == "row_hit_rate" {
             let hits = get_u64(m, "row_hits")?;
             let all = hits + get_u64(m, "row_empty")? + get_u64(m, "row_conflicts")?;
@@ -555,6 +576,23 @@ mod tests {
         let (m, whole) = measured(&end, &snap, 0.0);
         assert_eq!(m["utopia"]["rsw_avg_cycles"], 20.0);
         assert_eq!(m["utopia"]["flex_walk_avg_cycles"], 50.0);
+        assert!(whole.is_empty(), "{whole:?}");
+    }
+
+    #[test]
+    fn a_page_walk_caches_miss_rate_is_of_the_measured_lookups_that_reached_it() {
+        // Measured: 100 lookups, 60 PDE hits, 30 PDPTE hits of the 40 that reached the PDPTE
+        // cache, 5 PML4E hits of the 10 left (the end record's own rates are whole-run ones).
+        let snap = json!({"radix": {"pwc_lookups": 1000, "pwc_pde_hits": 900,
+            "pwc_pdpte_hits": 100, "pwc_pml4e_hits": 0, "pwc_pde_miss_rate": 0.1,
+            "pwc_pdpte_miss_rate": 0.0, "pwc_pml4e_miss_rate": 0.0}});
+        let end = json!({"radix": {"pwc_lookups": 1100, "pwc_pde_hits": 960,
+            "pwc_pdpte_hits": 130, "pwc_pml4e_hits": 5, "pwc_pde_miss_rate": 0.127,
+            "pwc_pdpte_miss_rate": 0.071, "pwc_pml4e_miss_rate": 0.5}});
+        let (m, whole) = measured(&end, &snap, 0.0);
+        assert_eq!(m["radix"]["pwc_pde_miss_rate"], 0.4);
+        assert_eq!(m["radix"]["pwc_pdpte_miss_rate"], 0.25);
+        assert_eq!(m["radix"]["pwc_pml4e_miss_rate"], 0.5);
         assert!(whole.is_empty(), "{whole:?}");
     }
 
