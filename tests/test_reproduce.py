@@ -4,6 +4,7 @@ and the quick smoke test that no checked claim's direction differs from its full
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from conftest import xlat
@@ -538,8 +539,14 @@ CLAIMS_DIR = reproduce.CLAIMS_DIR  # the package's, before a test points it else
 
 
 def _with_paper_table(tmp_path, monkeypatch, table: str) -> None:
-    """TPS's claims file with ``table`` as its first experiment's ``[experiment.paper]``."""
-    text = (CLAIMS_DIR / "tps.toml").read_text()
+    """TPS's claims file with ``table`` as its first experiment's ``[experiment.paper]`` and
+    no other (the file's own paper tables removed: each ends at a blank line or a table)."""
+    text = re.sub(
+        r"\n\[experiment\.paper\]\n.*?(?=\n\n|\n\[)",
+        "",
+        (CLAIMS_DIR / "tps.toml").read_text(),
+        flags=re.DOTALL,
+    )
     first = text.index("[[experiment]]")
     end = text.find("\n[", text.index("\n", first) + 1)
     while text.startswith("[experiment.", end + 1):  # after the experiment's own sub-tables
