@@ -206,15 +206,16 @@ def main() -> int:
 
 def models_text(frames: dict) -> str:
     """The timing and DRAM models the stored runs used, as the records say (``timing.model``;
-    ``mem.dram.model`` is ``queued`` in a queued run's record and absent in an idle one's;
+    the resolved ``config.mem.dram.model`` is ``queued`` in a queued run's record, and not in
+    an idle one's;
     ``timing.model`` is ``ooo`` in an out-of-order run's and absent in a ``simple`` one's).
 
     >>> import pandas as pd
     >>> f = pd.DataFrame({"status": ["ok", "ok"], "timing.model": ["ooo", "ooo"],
-    ...                   "mem.dram.model": [None, None]})
+    ...                   "config.mem.dram.model": [None, None]})
     >>> models_text({"main": f})
     'timing.model = ooo with the idle DRAM model'
-    >>> models_text({"main": f.assign(**{"mem.dram.model": ["queued", None]})})
+    >>> models_text({"main": f.assign(**{"config.mem.dram.model": ["queued", None]})})
     'timing.model = ooo with the queued and the idle DRAM model'
     """
     timing, dram = set(), set()
@@ -225,7 +226,8 @@ def models_text(frames: dict) -> str:
         # `timing.model` is written by the out-of-order core only.
         col = ok["timing.model"] if "timing.model" in ok else [None] * len(ok)
         timing |= {"ooo" if v == "ooo" else "simple" for v in col}
-        col = ok["mem.dram.model"] if "mem.dram.model" in ok else [None] * len(ok)
+        key = "config.mem.dram.model"
+        col = ok[key] if key in ok else [None] * len(ok)
         dram |= {"queued" if v == "queued" else "idle" for v in col}
     kinds = " and the ".join(sorted(dram, reverse=True)) or "no"
     return f"timing.model = {', '.join(sorted(timing)) or 'unknown'} with the {kinds} DRAM model"
