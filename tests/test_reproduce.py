@@ -538,15 +538,22 @@ def test_every_paper_states_its_baseline_with_its_place_in_the_paper_and_the_pag
 CLAIMS_DIR = reproduce.CLAIMS_DIR  # the package's, before a test points it elsewhere
 
 
-def _with_paper_table(tmp_path, monkeypatch, table: str) -> None:
-    """TPS's claims file with ``table`` as its first experiment's ``[experiment.paper]`` and
-    no other (the file's own paper tables removed: each ends at a blank line or a table)."""
+def _tps_without_paper_scale() -> str:
+    """TPS's claims file without anything of the paper's scale: its paper tables (each ends at
+    a blank line or a table), recorded ``full_paper`` figures and ``paper_run``."""
     text = re.sub(
         r"\n\[experiment\.paper\]\n.*?(?=\n\n|\n\[)",
         "",
         (CLAIMS_DIR / "tps.toml").read_text(),
         flags=re.DOTALL,
     )
+    return re.sub(r"^(full_paper|paper_run) = .*\n", "", text, flags=re.MULTILINE)
+
+
+def _with_paper_table(tmp_path, monkeypatch, table: str) -> None:
+    """TPS's claims file with ``table`` as its first experiment's ``[experiment.paper]`` and
+    no other (:func:`_tps_without_paper_scale`)."""
+    text = _tps_without_paper_scale()
     first = text.index("[[experiment]]")
     end = text.find("\n[", text.index("\n", first) + 1)
     while text.startswith("[experiment.", end + 1):  # after the experiment's own sub-tables
@@ -606,7 +613,7 @@ def test_paper_scale_figures_are_recorded_only_for_claims_whose_experiments_all_
     import importlib.util
     import types
 
-    text = (CLAIMS_DIR / "tps.toml").read_text()
+    text = _tps_without_paper_scale()
     for name in ("thp_res", "tps"):  # tps_speedup reads both; colt_speedup reads colt too
         head = f'name = "{name}"\n'
         text = text.replace(head, head + 'paper = { source = "§IV: 64 GB", footprint = "8GiB" }\n')
