@@ -120,10 +120,7 @@ def _reads_only(block: dict, ran: set[str]) -> bool:
     >>> _reads_only({"experiment": ["main", "scale"]}, {"main"})
     False
     """
-    names: set[str] = set()
-    for key in ("experiment", "baseline_experiment"):
-        v = block.get(key)
-        names |= {v} if isinstance(v, str) else set(v or [])
+    names = set(rp.experiments_read(block))
     return bool(names) and names <= ran
 
 

@@ -181,8 +181,7 @@ def load_paper(name: str) -> dict[str, Any]:
                 f"{path}: claim {c.get('id')}: mean must be geometric, arithmetic or max"
             )
         skipped = {e["name"] for e in data["experiment"] if e.get("quick", {}).get("skip")}
-        used = [x for k in ("experiment", "baseline_experiment")
-                for x in (c.get(k) if isinstance(c.get(k), list) else [c.get(k)])]  # fmt: skip
+        used = experiments_read(c)
         if c.get("quick") and skipped.intersection(used):
             raise ReproduceError(
                 f"{path}: claim {c.get('id')}: quick, but its experiments "
@@ -2183,6 +2182,24 @@ def headline_sources(results: dict[str, dict[str, Any]]) -> str:
                       *runs])  # fmt: skip
 
 
+def experiments_read(block: dict[str, Any]) -> list[str]:
+    """The experiments a claim or baseline block reads: its ``experiment`` and
+    ``baseline_experiment``, each a name or a list of pooled names.
+
+    Examples
+    --------
+    >>> experiments_read({"experiment": "main", "baseline_experiment": ["a", "b"]})
+    ['main', 'a', 'b']
+    >>> experiments_read({})
+    []
+    """
+    names: list[str] = []
+    for key in ("experiment", "baseline_experiment"):
+        v = block.get(key)
+        names += [v] if isinstance(v, str) else list(v or [])
+    return names
+
+
 def claim_at_paper_scale(paper: dict[str, Any], claim: dict[str, Any]) -> bool:
     """Whether every experiment ``claim`` reads (``experiment``, ``baseline_experiment``) has a
     paper-scale form (:func:`at_paper_scale`): only then is its ``--paper-scale`` figure one of
@@ -2197,10 +2214,7 @@ def claim_at_paper_scale(paper: dict[str, Any], claim: dict[str, Any]) -> bool:
     False
     """
     exps = {e["name"]: e for e in paper["experiment"]}
-    names = []
-    for key in ("experiment", "baseline_experiment"):
-        v = claim.get(key)
-        names += [v] if isinstance(v, str) else list(v or [])
+    names = experiments_read(claim)
     return bool(names) and all(at_paper_scale(exps[n]) for n in names)
 
 
