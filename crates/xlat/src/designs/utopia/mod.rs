@@ -98,6 +98,7 @@
 //! (placement), §6.1 (context switches), Table 1 (configuration), §8.3.6, §8.3.8.
 
 mod config;
+mod ptw;
 pub mod restseg;
 
 pub use config::{RestSegConfig, UtopiaConfig};
@@ -107,9 +108,9 @@ use crate::designs::radix::Radix;
 use crate::designs::{Design, PerCore, PtFootprint, PtMemory, WalkResult};
 use crate::mem::MemSystem;
 use crate::mmu::assoc::AssocCache;
-use crate::os::pagemap::IntMap;
 use crate::os::{FrameUse, MapChange, Os, OsError, PhysMem, PlaceRequest};
 use crate::stats::{ratio, Stats, StatsExt};
+use ptw::PtwCounters;
 use restseg::{Occupant, RestSeg, RRPV_INSERT};
 
 /// A process's TAR and SF for one RestSeg: where they are in physical memory.
@@ -240,7 +241,7 @@ pub struct Utopia {
     promote_dram: u8,
     /// PTW-tracking counters of FlexSeg pages, as the unused PTE bits would hold them:
     /// (walks, DRAM accesses) by `ptw_key`.
-    ptw: IntMap<u64, (u8, u8)>,
+    ptw: PtwCounters,
     requests: Vec<Request>,
     in_flight: Vec<InFlight>,
     /// The OS clock at the last `os_work` call.
@@ -347,11 +348,11 @@ impl Utopia {
             return; // no RestSeg of its size
         }
         let key = Self::ptw_key(asid, m.vpn);
-        let e = self.ptw.entry(key).or_insert((0, 0));
+        let e = self.ptw.get_or_insert(key);
         e.0 = (e.0 + 1).min(31);
         e.1 = (e.1 as u64 + dram).min(15) as u8;
         if e.0 >= self.promote_walks && e.1 >= self.promote_dram {
-            self.ptw.remove(&key);
+            self.ptw.remove(key);
             self.requests.push(Request {
                 asid,
                 vpn: m.vpn,
@@ -395,6 +396,10 @@ impl Utopia {
         let tar_lines = lines(st.tar, lo, hi);
         let count = seg.count_in_set(asid, set);
         let way = seg.find(asid, vpn, set);
+        if let Some(w) = way {
+            // Its slot is read below, after the TAR/SF lookups: start the host's miss now.
+            seg.prefetch_slot((set * seg.ways as u64 + w as u64) as usize);
+        }
         let caches = &mut *self.caches;
         let sf_hit = caches.sf.get(sf_line).is_some();
         let mut latency = self.cache_latency_cycles;
@@ -585,7 +590,7 @@ impl Utopia {
             ptw_tracking: cfg.ptw_tracking,
             promote_walks: cfg.promote_walks as u8,
             promote_dram: cfg.promote_dram_accesses as u8,
-            ptw: IntMap::default(),
+            ptw: PtwCounters::default(),
             requests: Vec::new(),
             in_flight: Vec::new(),
             now: 0,
@@ -799,7 +804,7 @@ impl Design for Utopia {
             None => {
                 self.flex.unmap(phys, asid, m);
                 if !self.ptw.is_empty() {
-                    self.ptw.remove(&Self::ptw_key(asid, m.vpn));
+                    self.ptw.remove(Self::ptw_key(asid, m.vpn));
                 }
             }
         }
@@ -944,6 +949,24 @@ impl Design for Utopia {
     #[inline]
     fn prefetch(&self, asid: Asid, vpn: Vpn, mem: &MemSystem) {
         self.flex.prefetch(asid, vpn, mem);
+        // What a RestSeg walk of `vpn` reads first: each set's tags, and the simulated caches'
+        // sets of its SF line and first TAR line; and the PTW counters a FlexSeg walk updates
+        // (those of the page of each RestSeg's size holding `vpn`).
+        for (i, seg) in self.segs.iter().enumerate() {
+            if self.ptw_tracking && !self.ptw.is_empty() {
+                self.ptw
+                    .prefetch(Self::ptw_key(asid, vpn.align_down(seg.page)));
+            }
+            let Some(st) = self.structs(asid, i) else {
+                continue;
+            };
+            let set = seg.set_of(vpn);
+            seg.prefetch_set(set);
+            let b = seg.sf_set_byte(set);
+            mem.prefetch(Paddr(*lines(st.sf, b, b + 1).start() << 6));
+            let (lo, hi) = seg.tar_set_bytes(set);
+            mem.prefetch(Paddr(*lines(st.tar, lo, hi).start() << 6));
+        }
     }
 
     fn footprint(&self) -> PtFootprint {

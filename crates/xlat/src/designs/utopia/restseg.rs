@@ -161,6 +161,22 @@ impl RestSeg {
         row.iter().position(|&t| t == want).map(|w| w as u32)
     }
 
+    /// Hint the host to bring set `set`'s tags into its caches (a walk of the set will read
+    /// them; no simulated effect).
+    #[inline]
+    pub fn prefetch_set(&self, set: u64) {
+        let first = (set * self.ways as u64) as usize;
+        crate::prefetch::host_prefetch(&self.tags[first]);
+        // A set of more than 8 ways spans a second host line.
+        crate::prefetch::host_prefetch(&self.tags[first + self.ways as usize - 1]);
+    }
+
+    /// Hint the host to bring slot `slot`'s state into its caches (no simulated effect).
+    #[inline]
+    pub fn prefetch_slot(&self, slot: usize) {
+        crate::prefetch::host_prefetch(&self.slots[slot]);
+    }
+
     /// Pages of `asid` in set `set` (the value of its set-filter counter).
     #[inline]
     pub fn count_in_set(&self, asid: Asid, set: u64) -> u32 {
