@@ -91,17 +91,26 @@ impl<D: Design> Sim<D> {
         Ok(())
     }
 
-    /// The OS clock: simulated core cycles so far.
+    /// The OS clock: simulated core cycles so far. One core: the `simple` formula's cycles
+    /// (also under `ooo`, whose clock stands still while a sampled run warms functionally;
+    /// docs/timing.md). Several cores: the clock the scheduler balances (`ooo`'s cycles under
+    /// `timing.model = "ooo"`).
     pub(super) fn os_now(&mut self) -> u64 {
-        let mut now = self
-            .timing
-            .core_cycles(&self.cfg.timing, self.c.instructions) as u64;
-        if let Some(machine) = self.machine.as_deref_mut() {
-            // Cores run in turns, each a little ahead of the others: the OS clock (daemons) is
-            // the latest time any core has reached at a check, so it never runs backwards.
-            now = now.max(machine.os_now);
-            machine.os_now = now;
+        if self.machine.is_none() {
+            return self
+                .timing
+                .core_cycles(&self.cfg.timing, self.c.instructions) as u64;
         }
+        // Cores take turns, the one with the fewest cycles first (sched.rs), so every core with
+        // a process left is within a turn of the others by that clock, and the latest time any
+        // core has reached at a check is the machine's time; it never runs backwards. It must be
+        // the clock the turns balance: by another (the formula's under `ooo`) one core can run
+        // far ahead, and once its process ended the OS clock stood still for the rest of the
+        // run (Utopia's migrations then never finished; docs/designs/utopia.md).
+        let now = self.core_cycles_now() as u64;
+        let machine = self.machine.as_deref_mut().expect("several cores");
+        let now = now.max(machine.os_now);
+        machine.os_now = now;
         now
     }
 

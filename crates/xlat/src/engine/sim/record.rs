@@ -180,6 +180,9 @@ impl<D: Design> Sim<D> {
             let t = total.section("timing");
             t.put_f64("cycles", max_cycles);
             t.put_f64("os_cycles", os_cycles);
+            // The OS clock when it was last read (daemons, the design's OS work; 0 when nothing
+            // read it): the latest time any core had reached then (`Sim::os_now`).
+            t.put_u64("os_clock_cycles", m.os_now);
             t.put_f64(
                 "ipc",
                 if max_cycles > 0.0 {

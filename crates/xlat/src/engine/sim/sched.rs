@@ -25,7 +25,7 @@ impl<D: Design> Sim<D> {
     }
 
     /// Simulated cycles of the installed core so far (OS time excluded).
-    fn core_cycles_now(&mut self) -> f64 {
+    pub(super) fn core_cycles_now(&mut self) -> f64 {
         match self.core.as_mut() {
             Some(core) => core.clock(),
             None => self

@@ -267,3 +267,35 @@ fn a_multi_threaded_trace_runs_each_thread_on_its_core_and_shootdowns_interrupt_
     assert_eq!(r["processes"].as_array().unwrap().len(), 1);
     assert_eq!(r["oracle"]["mismatches"], 0);
 }
+
+/// The OS clock of a multi-core run is the clock the scheduler balances: under `ooo` the cores'
+/// own cycles. It once was the `simple` formula's, by which a GUPS core runs about 2.4x ahead
+/// of its `ooo` cycles; when that core's process ended first the OS clock stood still for the
+/// rest of the run (docs/designs/utopia.md: Utopia's migrations then never finished).
+#[test]
+fn the_os_clock_of_several_cores_follows_the_cores_that_are_still_running() {
+    let cfg = multi(
+        "radix",
+        "gups,pointer_chase",
+        &[
+            ("sim.cores", "2"),
+            ("sim.refs", "60000"),
+            ("workload.footprint", "64MiB"),
+            ("timing.model", "ooo"),
+            // A daemon makes the engine read the OS clock at every chunk.
+            ("os.khugepaged.enabled", "true"),
+        ],
+    );
+    let r = crate::engine::run_workload(&cfg).unwrap();
+    let clock = r["timing"]["os_clock_cycles"].as_u64().unwrap() as f64;
+    let cycles = r["timing"]["cycles"].as_f64().unwrap();
+    // Never ahead of the machine (the latest core's cycles), and read up to its last chunks.
+    assert!(
+        clock <= cycles,
+        "OS clock {clock} past the machine's {cycles} cycles"
+    );
+    assert!(
+        clock >= 0.9 * cycles,
+        "OS clock {clock} stopped before {cycles} cycles"
+    );
+}
