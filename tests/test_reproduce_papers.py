@@ -57,3 +57,43 @@ def test_the_et_paper_has_its_headline_claims_each_with_a_figure_reference():
     # Offline Leshy's profiles sample densely (docs/designs/et.md: "Leshy's sample density").
     profiles = [e for e in paper["experiment"] if e["name"].startswith("leshy-profile")]
     assert profiles and all(e["set"]["et.leshy.sample_period"] < 1024 for e in profiles)
+
+
+def _resolved(preset: str) -> dict:
+    """The resolved configuration of a paper's preset (built-in defaults beneath it)."""
+    import tomllib
+    from xlat.run import resolve_config
+
+    return tomllib.loads(resolve_config(preset=str(reproduce.DATA / "configs" / "papers" / preset)))
+
+
+def test_the_lvm_preset_is_the_papers_table_1():
+    # Table 1 (§6.1) gives round trips from the core: L1-D 1, L2 20, L3 56 cycles; xlat charges
+    # each level it looks up in turn, so the levels' latencies must add up to them.
+    c = _resolved("lvm.toml")
+    l1, l2, llc = (c["mem"][k] for k in ("l1d", "l2", "llc"))
+    assert l1["latency_cycles"] == 1
+    assert l1["latency_cycles"] + l2["latency_cycles"] == 20
+    assert l1["latency_cycles"] + l2["latency_cycles"] + llc["latency_cycles"] == 56
+    assert (l2["size_bytes"], l2["ways"], llc["size_bytes"], llc["ways"]) == (2**20, 8, 2**21, 16)
+    assert (c["tlb"]["l2"]["entries"], c["tlb"]["l2"]["ways"]) == (2040, 12)
+    dram = c["mem"]["dram"]
+    assert (dram["channels"], dram["banks_per_channel"], dram["timing"]) == (4, 8, "ddr4_3200")
+    assert dram["core_clock_mhz"] == 2000
+    assert (c["ecpt"]["cwc_latency_cycles"], c["ecpt"]["initial_entries"]) == (2, 16384)
+    assert (c["lvm"]["lwc_entries"], c["lvm"]["lwc_latency_cycles"]) == (16, 2)
+
+
+def test_the_utopia_preset_has_the_papers_table_1_caches():
+    # Table 1: L2 2 MB 16-way 16 cycles SRRIP, L3 2 MB per core 16-way 35 cycles (Sniper's
+    # per-level latencies, which add up as xlat's do); L1-D 32 KB 8-way 4 cycles.
+    c = _resolved("utopia.toml")
+    l1, l2, llc = (c["mem"][k] for k in ("l1d", "l2", "llc"))
+    assert (l1["size_bytes"], l1["ways"], l1["latency_cycles"]) == (32768, 8, 4)
+    assert (l2["size_bytes"], l2["ways"], l2["latency_cycles"], l2["policy"]) == (
+        2**21,
+        16,
+        16,
+        "srrip",
+    )
+    assert (llc["size_bytes"], llc["ways"], llc["latency_cycles"]) == (2**21, 16, 35)
