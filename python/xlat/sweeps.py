@@ -688,11 +688,27 @@ def make_row(run: Run, result: dict[str, Any], meta: Mapping[str, Any]) -> dict[
     return row
 
 
+def _duration(seconds: float) -> str:
+    """A duration for a progress line.
+
+    >>> _duration(42.0), _duration(754.0), _duration(9000.0)
+    ('42 s', '12.6 min', '2.5 h')
+    """
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 class SweepProgress:
-    """Progress on stderr: a live bar (tqdm) on a terminal, else one line per finished run."""
+    """Progress on stderr: a live bar (tqdm) on a terminal, else one line per finished run,
+    with the time since the sweep started and the time left at the mean so far (the rate of
+    the runs finished by this process: a resumed sweep's stored runs are not counted)."""
 
     def __init__(self, total: int, mode: str) -> None:
         self.total, self.mode, self.ok, self.failed = total, mode, 0, 0
+        self.started = time.monotonic()
         self.bar = None
         if mode == "bar":
             from tqdm import tqdm
@@ -723,7 +739,10 @@ class SweepProgress:
         elif self.mode == "lines" or (self.mode == "errors" and not ok):
             n = self.ok + self.failed
             what = "ok" if ok else f"FAILED: {error}"
-            sys.stderr.write(f"[{n}/{self.total}] {run.label()} {what} ({seconds:.1f} s)\n")
+            elapsed = time.monotonic() - self.started
+            left = elapsed / n * (self.total - n)
+            when = f"{_duration(elapsed)} elapsed, about {_duration(left)} left"
+            sys.stderr.write(f"[{n}/{self.total}] {run.label()} {what} ({seconds:.1f} s; {when})\n")
             sys.stderr.flush()
 
     def close(self) -> None:
