@@ -122,22 +122,22 @@ mod tests {
     #[test]
     fn the_crc_of_the_standard_check_string_matches_crc32c() {
         // CRC-32C("123456789") = 0xE3069283; run the byte loop on the check string.
-        let t = &CRC_SLICES[0][0];
+        assert_eq!(crc_bytes(0, b"123456789"), 0xE306_9283);
+    }
+
+    /// The CRC of `bytes` with way `way`'s polynomial: the byte loop over its byte table.
+    fn crc_bytes(way: usize, bytes: &[u8]) -> u32 {
+        let t = &CRC_SLICES[way][0];
         let mut c = !0u32;
-        for b in b"123456789" {
+        for b in bytes {
             c = t[((c ^ *b as u32) & 0xff) as usize] ^ (c >> 8);
         }
-        assert_eq!(!c, 0xE306_9283);
+        !c
     }
 
     /// The CRC hash as defined: the byte loop over the multiplied key's 8 bytes.
     fn crc_bytewise(way: usize, key: u64) -> u64 {
-        let t = &CRC_SLICES[way][0];
-        let mut c = !0u32;
-        for b in key.wrapping_mul(MIX_SEEDS[way] | 1).to_le_bytes() {
-            c = t[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
-        }
-        !c as u64
+        crc_bytes(way, &key.wrapping_mul(MIX_SEEDS[way] | 1).to_le_bytes()) as u64
     }
 
     #[test]

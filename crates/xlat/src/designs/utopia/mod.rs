@@ -39,9 +39,9 @@
 //! the new page is moved into the freed slot without a copy (`Os::move_fresh_page`: it is
 //! still zero-filled), which is the paper's direct allocation into the slot
 //! (`evict_on_full_set`). PTW tracking (§5.5, `ptw_tracking`): every TLB-miss FlexSeg walk that
-//! finds a page of a RestSeg's size counts, in the page's PTE (a map beside the radix table
-//! stands for the 9 unused PTE bits), one walk (5-bit saturating counter) and the walk's DRAM
-//! references (4-bit); when both reach `promote_walks` / `promote_dram_accesses` the counters
+//! finds a page of a RestSeg's size counts, in the page's PTE (a table beside the radix table,
+//! `ptw.rs`, stands for the 9 unused PTE bits), one walk (5-bit saturating counter) and the
+//! walk's DRAM references (4-bit); when both reach `promote_walks` / `promote_dram_accesses` the counters
 //! reset and the page is queued for migration into its set (evicting the SRRIP victim when the
 //! set is full). Queued migrations run through `Design::os_work` once per event chunk (the
 //! asynchronous interrupt of §5.6), one per set per call. A copy takes
