@@ -41,10 +41,10 @@
 //! (`evict_on_full_set`). PTW tracking (§5.5, `ptw_tracking`): every TLB-miss FlexSeg walk that
 //! finds a page of a RestSeg's size counts, in the page's PTE (a table beside the radix table,
 //! `ptw.rs`, stands for the 9 unused PTE bits), one walk (5-bit saturating counter) and the
-//! walk's DRAM references (4-bit); when both reach `promote_walks` / `promote_dram_accesses` the counters
-//! reset and the page is queued for migration into its set (evicting the SRRIP victim when the
-//! set is full). Queued migrations run through `Design::os_work` once per event chunk (the
-//! asynchronous interrupt of §5.6), one per set per call. A copy takes
+//! walk's DRAM references (4-bit); when both reach `promote_walks` / `promote_dram_accesses`
+//! the counters reset and the page is queued for migration into its set (evicting the SRRIP
+//! victim when the set is full). Queued migrations run through `Design::os_work` once per event
+//! chunk (the asynchronous interrupt of §5.6), one per set per call. A copy takes
 //! `os.migration.copy_cycles_per_4k` per 4 KiB (1000: Table 1's derivation); a walk that
 //! reaches a page whose copy has not finished by the OS clock waits for the rest
 //! (`utopia.stalled_walks`). SRRIP: 2-bit RRPVs, insertion at 2, an RSW hit sets 0.
