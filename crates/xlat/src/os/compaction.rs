@@ -172,9 +172,9 @@ impl PhysMem {
         if kind_of(b) == kind::OWNED {
             let owner = self
                 .owners
-                .remove(&(src as u32))
+                .remove(src)
                 .expect("an owned block has an owner record");
-            self.owners.insert(dst as u32, owner);
+            self.owners.insert(dst, owner);
             self.relocations.push(Relocation {
                 owner,
                 from: Pfn(src),
@@ -443,12 +443,12 @@ mod tests {
         p.set_owner(huge, 9, owner(0x200));
         // Free one piece: the others keep owners at the matching virtual pages.
         p.free(Pfn(huge.0 + 3), 0, FrameUse::Data);
-        assert_eq!(p.owners.get(&((huge.0 + 4) as u32)), Some(&owner(0x204)));
-        assert_eq!(p.owners.get(&(huge.0 as u32)), Some(&owner(0x200)));
+        assert_eq!(p.owners.get(huge.0 + 4), Some(owner(0x204)));
+        assert_eq!(p.owners.get(huge.0), Some(owner(0x200)));
         assert_eq!(p.owners.len(), 511);
         // Re-recording a piece overwrites it; freeing everything forgets every owner.
         p.set_owner(Pfn(huge.0 + 4), 0, owner(0x999));
-        assert_eq!(p.owners.get(&((huge.0 + 4) as u32)), Some(&owner(0x999)));
+        assert_eq!(p.owners.get(huge.0 + 4), Some(owner(0x999)));
         for i in (0..512).filter(|i| *i != 3) {
             p.free(Pfn(huge.0 + i), 0, FrameUse::Data);
         }

@@ -93,6 +93,7 @@ pub mod fragmenter;
 pub mod hugetlb;
 mod migrate;
 mod mmap;
+mod owners;
 pub mod pagemap;
 pub mod phys;
 pub mod policies;

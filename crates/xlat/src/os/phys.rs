@@ -2,7 +2,7 @@
 //! table) comes from, with usage accounting, frame kinds (movable or not), data ownership for
 //! compaction, and the allocator's settings and work counters (`os.compaction.*`).
 //!
-//! Layering: this file names only `buddy.rs` and `error.rs`. Compaction (`compaction.rs`) and
+//! Layering: this file names only `buddy.rs`, `error.rs` and `owners.rs`. Compaction (`compaction.rs`) and
 //! the fragmenters and snapshots (`fragmenter.rs`) are `impl PhysMem` blocks above it that use
 //! its frame records; the allocation slow path calls `compact_direct` as `page_alloc.c` calls
 //! into `compaction.c` (a method call, not a name this file imports).
@@ -16,16 +16,16 @@
 //! Representation (what keeps memory at about 2 bytes per 4 KiB frame, 32 MiB for 64 GiB): the
 //! buddy allocator's byte per frame, one byte per frame here (kind in the top 3 bits, the order
 //! of the block the frame belongs to in the low 5), two 16-bit counters per 2 MiB pageblock
-//! (used and unmovable frames) and a hash map from the first frame of each owned data block to
-//! its owner. The hot path (an order-0 allocation or free) touches one frame byte and one
+//! (used and unmovable frames) and a map from the first frame of each owned data block to its
+//! owner (`owners.rs`: a chunk of 512 slots per pageblock that held one, about 10 bytes per
+//! frame of those pageblocks). The hot path (an order-0 allocation or free) touches one frame byte and one
 //! pageblock counter more than the buddy allocator alone.
 
 use super::buddy::{Buddy, ORDERS};
 use super::error::OsError;
+use super::owners::OwnerMap;
 use crate::addr::{format_bytes, Asid, Pfn, Vpn, BASE_PAGE_BYTES};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// What a physical frame is used for (memory accounting).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,24 +110,6 @@ pub(super) fn order_of(b: u8) -> u8 {
 /// Order of the pageblocks whose frames are counted (2 MiB, Linux's `pageblock_order` on x86).
 pub(super) const PAGEBLOCK_ORDER: u8 = 9;
 
-/// Hash of frame numbers (multiplicative; the map is never iterated, so order cannot leak).
-#[derive(Default, Clone, Copy)]
-pub(super) struct PfnHasher(u64);
-
-impl Hasher for PfnHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ *b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u32(&mut self, x: u32) {
-        self.0 = (x as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
 /// Physical memory: the buddy allocator all frames come from, with usage accounting.
 #[derive(Clone)]
 pub struct PhysMem {
@@ -141,7 +123,7 @@ pub struct PhysMem {
     /// Unmovable frames per pageblock.
     pub(super) pb_unmovable: Vec<u16>,
     /// Owner of each owned data block, by its first frame.
-    pub(super) owners: HashMap<u32, DataOwner, BuildHasherDefault<PfnHasher>>,
+    pub(super) owners: OwnerMap,
     pub(super) relocations: Vec<Relocation>,
     pub(super) compaction: CompactionConfig,
     zero_cycles_per_frame: u64,
@@ -165,7 +147,7 @@ impl PhysMem {
             frames: vec![frame_byte(kind::FREE, 0); total as usize],
             pb_used: vec![0; pbs],
             pb_unmovable: vec![0; pbs],
-            owners: HashMap::default(),
+            owners: OwnerMap::default(),
             relocations: Vec::new(),
             compaction: CompactionConfig::default(),
             zero_cycles_per_frame: 0,
@@ -236,7 +218,7 @@ impl PhysMem {
         let head = pfn & !((1u64 << order) - 1);
         let k = kind_of(b);
         let owner = if k == kind::OWNED {
-            self.owners.remove(&(head as u32))
+            self.owners.remove(head)
         } else {
             None
         };
@@ -247,7 +229,7 @@ impl PhysMem {
                     asid: o.asid,
                     vpn: Vpn(o.vpn.0 + i),
                 };
-                self.owners.insert((head + i) as u32, piece);
+                self.owners.insert(head + i, piece);
             }
         }
     }
@@ -266,7 +248,7 @@ impl PhysMem {
             debug_assert_ne!(k, kind::FREE, "frame {f} freed twice");
             debug_assert!(f + n <= end, "a recorded block crosses the freed range");
             if k == kind::OWNED {
-                self.owners.remove(&(f as u32));
+                self.owners.remove(f);
             }
             self.pb_add(f, n, false, kind::unmovable(k));
             f += n;
@@ -400,7 +382,7 @@ impl PhysMem {
                 "set_owner on frame {f}, which does not hold data"
             );
             if kind_of(b) == kind::OWNED {
-                self.owners.remove(&(f as u32));
+                self.owners.remove(f);
             } else {
                 unowned += 1u64 << order_of(b);
             }
@@ -418,7 +400,7 @@ impl PhysMem {
         } else if unowned > 0 {
             self.recount_pageblocks(pfn, n);
         }
-        self.owners.insert(pfn as u32, owner);
+        self.owners.insert(pfn, owner);
     }
 
     /// Recompute the pageblock counters covering `[pfn, pfn + n)` from the frame bytes.
