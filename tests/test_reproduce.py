@@ -566,8 +566,12 @@ def test_a_paper_table_names_its_source_and_changes_only_scale_and_workloads(tmp
     _with_paper_table(tmp_path, monkeypatch, 'footprint = "64GiB"\n')
     with pytest.raises(reproduce.ReproduceError, match="'source' .* is missing"):
         reproduce.load_paper("p")
-    _with_paper_table(tmp_path, monkeypatch, 'source = "§5"\nset = { "os.thp" = "never" }\n')
-    with pytest.raises(reproduce.ReproduceError, match=r"paper: unknown keys \['set'\]"):
+    _with_paper_table(tmp_path, monkeypatch, 'source = "§5"\npreset = "x.toml"\n')
+    with pytest.raises(reproduce.ReproduceError, match=r"paper: unknown keys \['preset'\]"):
+        reproduce.load_paper("p")
+    # `set` fixes single values of the paper's machine; a list would change the grid.
+    _with_paper_table(tmp_path, monkeypatch, 'source = "§5"\nset = { "os.thp" = ["never"] }\n')
+    with pytest.raises(reproduce.ReproduceError, match="single values"):
         reproduce.load_paper("p")
     _with_paper_table(tmp_path, monkeypatch, 'source = "§5"\nworkloads = ["kv"]\n')
     with pytest.raises(reproduce.ReproduceError, match="must keep the full run's"):
@@ -605,6 +609,25 @@ def test_paper_scale_runs_each_experiment_at_its_papers_scale_and_says_which(tmp
     assert result["scale"] == "paper" and seen[0].footprints == ["64GiB"]
     with pytest.raises(reproduce.ReproduceError, match="neither --quick"):
         reproduce.reproduce("p", quick=True, paper_scale=True)
+
+
+def test_a_paper_tables_set_replaces_what_the_footprint_would_scale(tmp_path, monkeypatch):
+    # Physical memory follows the footprint (scale_with_footprint) unless the paper states it.
+    table = 'source = "Table 3: 64 GB"\nfootprint = "64GiB"\n'
+    _with_paper_table(tmp_path, monkeypatch, table)
+    paper = reproduce.load_paper("p")
+    paper["scale_with_footprint"] = ["os.phys_mem_bytes"]
+    first = paper["experiment"][0]
+    scaled = reproduce.experiment_spec(paper, first, quick=False, paper_scale=True)
+    assert scaled["set"]["os.phys_mem_bytes"] != "48GiB"
+    _with_paper_table(tmp_path, monkeypatch, table + 'set = { "os.phys_mem_bytes" = "48GiB" }\n')
+    paper = reproduce.load_paper("p")
+    paper["scale_with_footprint"] = ["os.phys_mem_bytes"]
+    first = paper["experiment"][0]
+    scaled = reproduce.experiment_spec(paper, first, quick=False, paper_scale=True)
+    assert scaled["set"]["os.phys_mem_bytes"] == "48GiB"
+    full = reproduce.experiment_spec(paper, first, quick=False)
+    assert "os.phys_mem_bytes" not in full.get("set", {})
 
 
 def test_paper_scale_figures_are_recorded_only_for_claims_whose_experiments_all_scale(

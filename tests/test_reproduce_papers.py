@@ -97,3 +97,18 @@ def test_the_utopia_preset_has_the_papers_table_1_caches():
         "srrip",
     )
     assert (llc["size_bytes"], llc["ways"], llc["latency_cycles"]) == (2**21, 16, 35)
+
+
+def test_lvm_and_utopia_run_at_their_papers_scale_on_table_1s_physical_memory():
+    # LVM Table 1: 128 GB; Utopia Table 1: 32 GB (its four-core runs, 4 x 8 GiB, cannot fit
+    # there and keep the footprint's ratio). Read as GiB, as the footprints are.
+    def memory(paper: str, name: str) -> str:
+        p = reproduce.load_paper(paper)
+        exp = next(e for e in p["experiment"] if e["name"] == name)
+        return reproduce.experiment_spec(p, exp, quick=False, paper_scale=True)["set"][
+            "os.phys_mem_bytes"
+        ]
+
+    assert memory("lvm", "main") == "128GiB"
+    assert memory("utopia", "main") == memory("utopia", "rmm") == "32GiB"
+    assert memory("utopia", "cores4") == "256GiB"

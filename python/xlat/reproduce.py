@@ -283,10 +283,13 @@ def _check_grading(path: Path, c: dict[str, Any]) -> None:
 #: largest this machine's memory allows, which ``source`` then says), ``refs`` and ``warmup``
 #: (the paper's length; 20 M measured references and more are sampled by default,
 #: docs/timing.md "Sampled simulation"), ``workloads`` (the paper's workloads that xlat has a
-#: generator for; every one of the full run's stays), ``skip`` (no paper-scale form: the
-#: experiment is left out and the claims reading it are not graded). Every other setting is the
-#: full run's; the paper's ``scale_with_footprint`` keys follow the footprint as in quick runs.
-PAPER_KEYS = ("source", "footprint", "refs", "warmup", "workloads", "skip")
+#: generator for; every one of the full run's stays), ``set`` (single values of settings the
+#: paper states for its machine, e.g. its physical memory, which then replace what
+#: ``scale_with_footprint`` would make of the full run's; ``source`` says where the paper states
+#: each), ``skip`` (no paper-scale form: the experiment is left out and the claims reading it
+#: are not graded). Every other setting is the full run's; the paper's ``scale_with_footprint``
+#: keys follow the footprint as in quick runs unless ``set`` names them.
+PAPER_KEYS = ("source", "footprint", "refs", "warmup", "workloads", "set", "skip")
 
 
 def _check_paper_scale(path: Path, exp: dict[str, Any]) -> None:
@@ -316,6 +319,17 @@ def _check_paper_scale(path: Path, exp: dict[str, Any]) -> None:
                 f"{where}: footprint {ours!r} must have the full run's shape ({full!r}): the "
                 "points pair up by position"
             )
+    fixed = table.get("set", {})
+    if not isinstance(fixed, dict) or any(
+        not isinstance(k, str) or isinstance(v, (list, dict)) for k, v in fixed.items()
+    ):
+        raise ReproduceError(
+            f"{where}: set must map configuration keys to single values (the paper's machine); "
+            "a list would change the full run's grid"
+        )
+    swept = [k for k in fixed if isinstance(exp.get("set", {}).get(k), list)]
+    if swept:
+        raise ReproduceError(f"{where}: set names {swept}, which the full run sweeps")
     if "workloads" in table:
         full = exp.get("workloads", [])
         full = full if isinstance(full, list) else [full]
@@ -336,7 +350,8 @@ def paper_spec(paper: dict[str, Any], exp: dict[str, Any], spec: dict[str, Any])
     """The paper-scale variant of full spec ``spec`` (experiment ``exp``, see :data:`PAPER_KEYS`):
     its table's footprint, length and workloads; the paper's ``scale_with_footprint`` keys scaled
     by the footprint's factor (the first point's, when the footprint is a list: the factor must
-    then be the same at every point). Every other setting is the full run's.
+    then be the same at every point), then its table's ``set`` (the paper's own machine: it
+    replaces a scaled value). Every other setting is the full run's.
 
     Examples
     --------
@@ -348,6 +363,10 @@ def paper_spec(paper: dict[str, Any], exp: dict[str, Any], spec: dict[str, Any])
     ('8GiB', ['gups', 'xsbench', 'bfs'], '200M', '1M', 'never')
     >>> s["set"]["utopia.restsegs"][:22], s["set"]["os.phys_mem_bytes"]
     ('[{bytes = 536870912, p', '256GiB')
+    >>> e["paper"]["set"] = {"os.phys_mem_bytes": "32GiB"}
+    >>> s = paper_spec(p, e, experiment_spec(p, p["experiment"][0], quick=False))
+    >>> s["set"]["os.phys_mem_bytes"]
+    '32GiB'
     """
     from xlat.values import parse_size
 
@@ -371,6 +390,7 @@ def paper_spec(paper: dict[str, Any], exp: dict[str, Any], spec: dict[str, Any])
         if factor != 1.0:
             for key in paper.get("scale_with_footprint", []):
                 out["set"][key] = _scale_size(_resolved(out, key), factor)
+    out["set"].update(table.get("set", {}))
     return out
 
 
