@@ -48,3 +48,22 @@ def test_flatten_and_get_path_agree():
     rec = xlat.run("radix", **SMALL)
     flat = xlat.flatten(rec)
     assert flat["tlb.l1_misses"] == xlat.get_path(rec, "tlb.l1_misses")
+
+
+def test_every_record_carries_the_model_version_and_the_changelog_names_it():
+    import re
+    from pathlib import Path
+
+    assert xlat.run("radix", **SMALL)["model_version"] == xlat.model_version() >= 1
+    # Every "Model changes" heading newer than the entry that introduced model versions names
+    # the version it introduces; the newest names the current one (version 1 until then).
+    text = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text()
+    intro = text.index("- The model version (`xlat::MODEL_VERSION`")
+    newer = re.findall(r"^### Model changes.*$", text[:intro], flags=re.MULTILINE)
+    versions = []
+    for heading in newer:
+        m = re.search(r"model version (\d+)", heading)
+        assert m, f"CHANGELOG heading names no model version: {heading}"
+        versions.append(int(m.group(1)))
+    assert versions == sorted(versions, reverse=True), "newest first"
+    assert (versions[0] if versions else 1) == xlat.model_version()

@@ -564,3 +564,29 @@ def test_a_sweep_that_keeps_ray_leaves_it_running_and_the_next_sweep_reuses_it(t
     finally:
         ray.shutdown()
     assert run_sweep(load_spec(tmp_path / "a.toml"), db, workers=1)["skipped"] == 1
+
+
+def test_a_stored_run_of_another_model_version_runs_again_and_one_of_none_is_reused(tmp_path):
+    import duckdb
+
+    spec = write(tmp_path / "one.toml", 'designs = ["radix"]\nworkloads = ["gups"]\n'
+                 'footprint = "16MiB"\nrefs = "5000"\n')  # fmt: skip
+    db = tmp_path / "r.duckdb"
+    xlat("sweep", str(spec), "--db", str(db), "--workers", "1")
+    current = api.model_version()
+    assert Store(db).query("SELECT model_version FROM runs")["model_version"].tolist() == [current]
+
+    def set_version(value) -> None:
+        con = duckdb.connect(str(db))
+        con.execute("UPDATE runs SET model_version = ?", [value])
+        con.close()
+
+    set_version(current + 1)  # a row of another model: run again, and said so
+    again = xlat("sweep", str(spec), "--db", str(db), "--workers", "1")
+    assert "1 runs, 0 already stored, 1 ran ok" in again.stderr
+    assert f"1 stored runs were made by model version {current + 1}" in again.stderr
+    assert Store(db).query("SELECT model_version FROM runs")["model_version"].tolist() == [current]
+    set_version(None)  # a row from before records carried a model version: reused, said so
+    kept = xlat("sweep", str(spec), "--db", str(db), "--workers", "1")
+    assert "1 runs, 1 already stored, 0 ran ok" in kept.stderr
+    assert "1 stored runs predate recorded model versions" in kept.stderr

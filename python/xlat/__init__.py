@@ -22,7 +22,15 @@ _core = load_core()  # the portable, x86-64-v3 or x86-64-v4 build of the core (s
 from xlat._core import XlatError  # noqa: E402
 from xlat.query import export, results  # noqa: E402
 from xlat.records import flatten, get_path, speedups  # noqa: E402
-from xlat.run import compare, cpus, designs, run, version, workloads  # noqa: E402
+from xlat.run import (  # noqa: E402
+    compare,
+    cpus,
+    designs,
+    model_version,
+    run,
+    version,
+    workloads,
+)
 from xlat.sweeps import sweep  # noqa: E402
 
 __all__ = [
@@ -38,6 +46,7 @@ __all__ = [
     "speedups",
     "sweep",
     "version",
+    "model_version",
     "workloads",
 ]
 __version__ = version()

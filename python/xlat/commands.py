@@ -28,6 +28,7 @@ from xlat.query import (
     varying_params,
     write_frame,
 )
+from xlat.run import model_version
 from xlat.store import DEFAULT_DB, StoreError
 from xlat.sweeps import MAX_RUNS, SpecError, SweepError, iter_runs, load_spec, run_sweep
 
@@ -257,13 +258,33 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 "read (column trace_sha256), not under the spec's",
                 file=sys.stderr,
             )
-        if summary["stale"]:
-            print(
-                f"note: {summary['stale']} of the stored runs were made by another xlat version "
-                "or git commit (columns xlat_version, git_commit); --force reruns them",
-                file=sys.stderr,
-            )
+        print_reuse_notes(summary)
     return 1 if summary["failed"] else 0
+
+
+def print_reuse_notes(summary: dict) -> None:
+    """What a sweep's summary (:func:`xlat.sweeps.run_sweep`) says about the stored runs it
+    reused or ran again, on stderr: rows of an older model version run again, rows made before
+    records carried a model version are reused, rows of other code of the same model."""
+    for old, n in sorted(summary.get("outdated", {}).items()):
+        print(
+            f"note: {n} stored runs were made by model version {old} (this xlat's is "
+            f"{model_version()}) and were run again: results of two models are never mixed "
+            "(docs/sweeps.md, 'Resuming')",
+            file=sys.stderr,
+        )
+    if summary.get("legacy"):
+        print(
+            f"note: {summary['legacy']} stored runs predate recorded model versions (no "
+            "model_version column) and were reused as they are; --force reruns them",
+            file=sys.stderr,
+        )
+    if summary.get("stale"):
+        print(
+            f"note: {summary['stale']} of the stored runs were made by another xlat version "
+            "or git commit (columns xlat_version, git_commit); --force reruns them",
+            file=sys.stderr,
+        )
 
 
 #: Most runs in flight ``--workers`` may ask for (Ray refuses absurd CPU counts with a traceback).

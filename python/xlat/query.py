@@ -559,6 +559,7 @@ def results(
         df = load_rows(db, where, "ok", hashes)
         if df.empty:
             raise QueryError("no stored run matches the filters")
+        _one_model(df)
         df = with_speedup(df, speedup_over, metric)
         index = _index(by, df)
         if "design" in index:
@@ -589,6 +590,30 @@ def results(
     if columns is None:
         return load_rows(db, where, status, hashes)
     return load_rows(db, where, status, hashes, columns=columns)
+
+
+def _one_model(df) -> None:
+    """Refuse speedups between runs of different model versions (``model_version``; rows made
+    before records carried it are not counted): they compare two simulators, not two designs.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> _one_model(pd.DataFrame({"model_version": [1, 1, None]}))
+    >>> _one_model(pd.DataFrame({"model_version": [1, 2]}))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    xlat.query.QueryError: the selected runs come from model versions 1, 2: a speedup ...
+    """
+    if "model_version" not in df.columns:
+        return
+    versions = sorted({int(v) for v in df["model_version"].dropna()})
+    if len(versions) > 1:
+        raise QueryError(
+            f"the selected runs come from model versions {', '.join(map(str, versions))}: a "
+            "speedup between two models compares two simulators; rerun the sweep (it reruns "
+            "the older rows) or select one version with --where model_version=N"
+        )
 
 
 def _index(by: Iterable[str] | None, df) -> list[str]:

@@ -63,6 +63,20 @@ def version() -> str:
     return _core.version()
 
 
+def model_version() -> int:
+    """Version of the simulation model (``xlat::MODEL_VERSION``): builds of one model version
+    give the same record for the same configuration; it changes with every CHANGELOG "Model
+    changes" entry, and a sweep reruns stored runs of another model version (docs/sweeps.md,
+    "Resuming").
+
+    Examples
+    --------
+    >>> model_version() >= 1
+    True
+    """
+    return _core.model_version()
+
+
 def preset_dirs() -> list[Path]:
     """Folders searched for preset names: ``./configs``, then the presets the package ships
     (:func:`xlat._data.data_dir`)."""

@@ -390,21 +390,28 @@ class Store:
         _close(con)
 
     def stored(self, hashes: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
-        """``config_hash -> {status, xlat_version, git_commit}`` of stored rows (all, or those
-        among ``hashes``)."""
+        """``config_hash -> {status, xlat_version, git_commit, model_version}`` of stored rows
+        (all, or those among ``hashes``); ``model_version`` is None for rows made before records
+        carried it (and for failed runs, which have no record)."""
         if not self.path.exists():
             return {}
         con = self.connect(read_only=True)
         try:
+            model = "model_version" if "model_version" in self._columns(con) else "NULL"
             rows = con.execute(
-                f"SELECT config_hash, status, xlat_version, git_commit FROM {TABLE}"
+                f"SELECT config_hash, status, xlat_version, git_commit, {model} FROM {TABLE}"
             ).fetchall()
         finally:
             con.close()
         wanted = set(hashes) if hashes is not None else None
         return {
-            h: {"status": s, "xlat_version": v, "git_commit": g}
-            for h, s, v, g in rows
+            h: {
+                "status": s,
+                "xlat_version": v,
+                "git_commit": g,
+                "model_version": None if m is None else int(m),
+            }
+            for h, s, v, g, m in rows
             if wanted is None or h in wanted
         }
 

@@ -35,6 +35,7 @@ from xlat.records import config_labels
 from xlat.run import (
     TRACE_NO_LIMIT,
     baseline_profiles,
+    model_version,
     resolve_config_sources,
     trace_footprint,
     version,
@@ -885,6 +886,40 @@ def _timing_thread(ray: Any, window: int) -> str | None:
     return "off" if 2 * window > cpus else None
 
 
+def plan_reuse(
+    runs: list[Run], stored: dict[str, dict[str, Any]], current_model: int, force: bool = False
+) -> tuple[list[Run], dict[int, int], int]:
+    """Which of ``runs`` to run, given the store's rows ``stored`` (:meth:`Store.stored`): a
+    run is reused when its row is ``ok`` and was made by model version ``current_model``, or by
+    no recorded version (rows older than ``model_version``: reused, and counted, so that the
+    caller can say so); every other run runs (all of them with ``force``). Returns the runs to
+    run, the count of ``ok`` rows run again per older model version, and the legacy count.
+
+    Examples
+    --------
+    >>> runs = [Run("radix", "gups", None, None, 1, (), None, config_hash=h) for h in "abcd"]
+    >>> stored = {"a": {"status": "ok", "model_version": 2},
+    ...           "b": {"status": "ok", "model_version": 1},
+    ...           "c": {"status": "ok", "model_version": None},
+    ...           "d": {"status": "failed", "model_version": None}}
+    >>> todo, outdated, legacy = plan_reuse(runs, stored, 2)
+    >>> [r.config_hash for r in todo], outdated, legacy
+    (['b', 'd'], {1: 1}, 1)
+    """
+    todo, outdated, legacy = [], {}, 0
+    for run in runs:
+        row = stored.get(run.config_hash, {})
+        version = row.get("model_version")
+        if force or row.get("status") != "ok":
+            todo.append(run)
+        elif version is None:
+            legacy += 1
+        elif version != current_model:
+            outdated[version] = outdated.get(version, 0) + 1
+            todo.append(run)
+    return todo, outdated, legacy
+
+
 def run_sweep(
     spec: Spec,
     db: str | Path = DEFAULT_DB,
@@ -908,10 +943,11 @@ def run_sweep(
     runs = expand(spec, max_runs)
     store = Store(db)
     stored = store.stored(r.config_hash for r in runs)
-    todo = [r for r in runs if force or stored.get(r.config_hash, {}).get("status") != "ok"]
+    todo, outdated, legacy = plan_reuse(runs, stored, model_version(), force)
     meta = {"spec": spec.origin, "xlat_version": version(), "git_commit": git_commit()}
     todo_hashes = {r.config_hash for r in todo}
-    # Rows are keyed by configuration, not by code version: say when skipped rows are older.
+    # Rows are keyed by configuration: say when reused rows come from other code (of the same
+    # model version, or of none recorded).
     stale = sum(
         1
         for h, m in stored.items()
@@ -923,6 +959,8 @@ def run_sweep(
         "total": len(runs),
         "skipped": len(runs) - len(todo),
         "stale": stale,
+        "outdated": outdated,
+        "legacy": legacy,
         "ok": 0,
         "failed": 0,
         "trace_changed": 0,

@@ -24,6 +24,7 @@ from typing import Any
 #: Keys whose unit the naming rules do not give (checked before the rules).
 EXPLICIT = {
     "seed": "identifier",
+    "model_version": "identifier",
     "timing.ipc": "instructions per cycle",
     "sim.refs_per_sec": "references per second",
     "lvm.depth": "levels",

@@ -150,6 +150,12 @@ fn version() -> &'static str {
     xlat::VERSION
 }
 
+/// The simulation model's version (`xlat::MODEL_VERSION`): records of one model version agree.
+#[pyfunction]
+fn model_version() -> u32 {
+    xlat::MODEL_VERSION
+}
+
 fn open_trace(path: &str, format: Option<&str>) -> PyResult<Box<dyn xlat::trace::EventSource>> {
     let format = xlat::trace::TraceFormat::parse(format.unwrap_or("auto")).map_err(err)?;
     xlat::trace::open(path, format).map_err(err)
@@ -783,6 +789,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(design_profiles, m)?)?;
     m.add_function(wrap_pyfunction!(baseline_profiles, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(model_version, m)?)?;
     m.add("SIMD_PATH", xlat::simd::PATH)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_accesses, m)?)?;

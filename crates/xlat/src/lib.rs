@@ -33,4 +33,4 @@ pub mod workloads;
 
 pub use config::Config;
 pub use engine::{run, run_workload, SimError, Simulation};
-pub use stats::VERSION;
+pub use stats::{MODEL_VERSION, VERSION};

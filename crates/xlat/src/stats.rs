@@ -7,6 +7,17 @@ use serde_json::{Map, Value};
 /// Version of the simulator, written into every result record.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Version of the simulation model, written into every result record (`model_version`).
+///
+/// What must stay true: two builds with the same `MODEL_VERSION` give the same record for the
+/// same configuration (wall-clock fields aside). Bump it in the commit of every CHANGELOG
+/// "Model changes" entry (the entry's heading names the new version); the golden test refuses
+/// snapshots whose statistics changed under an unchanged version, and a sweep reruns stored
+/// runs of another model version instead of reusing them (docs/sweeps.md, "Resuming").
+/// Version 1 is the model of 2026-11-29 (commit of the entry that introduced it); records
+/// without the key predate it.
+pub const MODEL_VERSION: u32 = 1;
+
 /// A nested section of the result record.
 pub type Stats = Map<String, Value>;
 

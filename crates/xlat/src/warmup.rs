@@ -46,6 +46,8 @@ const COPIED_SECTIONS: &[&str] = &["config", "sim", "trace", "warmup"];
 /// [`is_state`] for the name patterns that are states as well.
 pub const STATE_KEYS: &[&str] = &[
     "seed",
+    // The model version (`crate::stats::MODEL_VERSION`): an identifier, never a count.
+    "model_version",
     "ways",
     "levels",
     "depth",
