@@ -214,8 +214,12 @@ def models_text(frames: dict) -> str:
     'timing.model = ooo with the idle DRAM model'
     >>> models_text({"main": f.assign(**{"config.mem.dram.model": ["queued", None]})})
     'timing.model = ooo with the queued and the idle DRAM model'
+    >>> models_text({"main": f.assign(model_version=[1, 1])})
+    'timing.model = ooo with the idle DRAM model, model version 1'
+
+    (Runs made before records carried ``model_version`` name none.)
     """
-    timing, dram = set(), set()
+    timing, dram, versions = set(), set(), set()
     for df in frames.values():
         if df is None or len(df) == 0:
             continue
@@ -226,8 +230,13 @@ def models_text(frames: dict) -> str:
         key = "config.mem.dram.model"
         col = ok[key] if key in ok else [None] * len(ok)
         dram |= {"queued" if v == "queued" else "idle" for v in col}
+        if "model_version" in ok:
+            versions |= {int(v) for v in ok["model_version"].dropna()}
     kinds = " and the ".join(sorted(dram, reverse=True)) or "no"
-    return f"timing.model = {', '.join(sorted(timing)) or 'unknown'} with the {kinds} DRAM model"
+    text = f"timing.model = {', '.join(sorted(timing)) or 'unknown'} with the {kinds} DRAM model"
+    if versions:
+        text += f", model version {', '.join(map(str, sorted(versions)))}"
+    return text
 
 
 def _stored(name: str, args, rerun: str, **kwargs) -> dict | int:
