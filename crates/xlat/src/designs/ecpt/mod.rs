@@ -697,9 +697,11 @@ impl HashedPt {
             };
             resizing |= table.resizing();
             let (key, i) = pte_key(vpn, *size);
-            let ways = match table.position(key) {
-                Some((w, _)) if way_known && s == 1 => w..w + 1,
-                _ => 0..table.ways(),
+            // Only a 2 MiB page named by the PMD-CWC narrows the probes to its way; looking the
+            // key up for other sizes would read the table once more for nothing.
+            let ways = match (way_known && s == 1).then(|| table.position(key)).flatten() {
+                Some((w, _)) => w..w + 1,
+                None => 0..table.ways(),
             };
             for w in ways {
                 let (pa, c) = table.probe(w, key);
