@@ -421,6 +421,17 @@ impl Design for Lvm {
         self.c.lwc_lookups - self.c.lwc_hits
     }
 
+    fn prefetch(&self, asid: Asid, vpn: Vpn, mem: &MemSystem) {
+        let (ix, shift) = if vpn.0 >= KERNEL_VPN {
+            (Some(&self.kernel), KERNEL_SHIFT)
+        } else {
+            (self.indexes.get(asid as usize), self.key_shift(asid, vpn))
+        };
+        if let Some(ix) = ix {
+            ix.prefetch(Vpn(vpn.0.wrapping_sub(shift as u64)), shift, mem);
+        }
+    }
+
     fn footprint(&self) -> PtFootprint {
         self.mem.footprint()
     }
