@@ -1167,6 +1167,11 @@ def _sweep(
     summary = run_sweep(parsed, db, workers, None, False, progress, keep_ray)
     if summary["interrupted"]:
         raise KeyboardInterrupt(f"interrupted; finished runs are stored in {db}")
+    for old, n in sorted(summary.get("outdated", {}).items()):
+        # Never silent: a resumed reproduction reruns what an older model made.
+        print(f"xlat reproduce: {origin}: {n} stored runs were made by model version {old} and "
+              "were run again (docs/sweeps.md, 'Resume and crash safety')",
+              file=sys.stderr)  # fmt: skip
     return (
         frame_of(db, summary["runs"]),
         summary["failed"],
