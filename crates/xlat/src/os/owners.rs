@@ -13,8 +13,16 @@
 //! `len` (no iteration, so no order can leak into the simulation). Chunks are never freed: the
 //! memory follows the most pageblocks ever owned, not the number of references.
 
-use super::phys::DataOwner;
-use crate::addr::Vpn;
+use crate::addr::{Asid, Vpn};
+
+/// Who maps a data block (recorded by the OS model right after it allocates / maps it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataOwner {
+    /// Address space.
+    pub asid: Asid,
+    /// First virtual page of the block.
+    pub vpn: Vpn,
+}
 
 /// Frames per chunk (a 2 MiB pageblock of 4 KiB frames).
 const CHUNK_FRAMES: usize = 512;
@@ -26,7 +34,7 @@ const EMPTY: u64 = u64::MAX;
 #[derive(Clone)]
 struct Chunk {
     vpns: [u64; CHUNK_FRAMES],
-    asids: [crate::addr::Asid; CHUNK_FRAMES],
+    asids: [Asid; CHUNK_FRAMES],
 }
 
 /// Owner records by frame number (see the module doc).

@@ -2,8 +2,10 @@
 //! table) comes from, with usage accounting, frame kinds (movable or not), data ownership for
 //! compaction, and the allocator's settings and work counters (`os.compaction.*`).
 //!
-//! Layering: this file names only `buddy.rs`, `error.rs` and `owners.rs`. Compaction (`compaction.rs`) and
-//! the fragmenters and snapshots (`fragmenter.rs`) are `impl PhysMem` blocks above it that use
+//! Layering: this file names only `buddy.rs`, `error.rs` and `owners.rs` (which holds
+//! [`DataOwner`], re-exported here, so that it names nothing of this file). Compaction
+//! (`compaction.rs`) and the fragmenters and snapshots (`fragmenter.rs`) are `impl PhysMem`
+//! blocks above it that use
 //! its frame records; the allocation slow path calls `compact_direct` as `page_alloc.c` calls
 //! into `compaction.c` (a method call, not a name this file imports).
 //!
@@ -23,8 +25,9 @@
 
 use super::buddy::{Buddy, ORDERS};
 use super::error::OsError;
+pub use super::owners::DataOwner;
 use super::owners::OwnerMap;
-use crate::addr::{format_bytes, Asid, Pfn, Vpn, BASE_PAGE_BYTES};
+use crate::addr::{format_bytes, Pfn, Vpn, BASE_PAGE_BYTES};
 use serde::{Deserialize, Serialize};
 
 /// What a physical frame is used for (memory accounting).
@@ -36,15 +39,6 @@ pub enum FrameUse {
     PageTable,
     /// Frames a placement policy holds for pages not mapped yet (reservations).
     Reserved = 3,
-}
-
-/// Who maps a data block (recorded by the OS model right after it allocates / maps it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DataOwner {
-    /// Address space.
-    pub asid: Asid,
-    /// First virtual page of the block.
-    pub vpn: Vpn,
 }
 
 /// A data block moved by compaction; the OS model must re-map `owner`'s page from `from` to
