@@ -479,15 +479,6 @@ impl Config {
             .quantum_cycles(self.mem.dram.core_clock_mhz.max(1))
             .map_err(ConfigError)?;
         self.sim.sampling.validate().map_err(ConfigError)?;
-        // Only an explicit interval is refused here; `"auto"` resolves to a full detailed run
-        // where sampling is not supported (several cores or processes).
-        if self.sim.sampling.is_on() && self.sim.cores > 1 {
-            return Err(ConfigError(format!(
-                "sim.sampling runs on one core; sim.cores = {} is not supported with sampled \
-                 simulation yet (set sim.sampling.interval = 0)",
-                self.sim.cores
-            )));
-        }
         if let Some(s) = self.sim.sampling.resolve(self.sim.refs, 1, 1) {
             if self.sim.refs < s.interval {
                 return Err(ConfigError(format!(

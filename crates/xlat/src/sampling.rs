@@ -189,8 +189,12 @@ pub struct Probe {
     pub refs: u64,
     /// Instructions of those references.
     pub instructions: u64,
-    /// Core cycles so far (the core model's, all of its references accounted).
+    /// Core cycles so far (the core model's, all of its references accounted; of several
+    /// cores, the slowest core's: the machine's time).
     pub cycles: f64,
+    /// Core cycles summed over the cores (`cycles` with one core): what the translation share
+    /// is a share of.
+    pub busy_cycles: f64,
     /// Cycles of those that retirement stood still behind a translation (`ooo`), or the
     /// exposed translation cycles of the `simple` formula.
     pub exposed_translation_cycles: f64,
@@ -210,6 +214,7 @@ pub struct Window {
     refs: u64,
     instructions: u64,
     cycles: f64,
+    busy: f64,
     exposed: f64,
     l1: u64,
     l2: u64,
@@ -224,6 +229,7 @@ impl Window {
             refs: b.refs - a.refs,
             instructions: b.instructions - a.instructions,
             cycles: b.cycles - a.cycles,
+            busy: b.busy_cycles - a.busy_cycles,
             exposed: b.exposed_translation_cycles - a.exposed_translation_cycles,
             l1: b.l1_tlb_misses - a.l1_tlb_misses,
             l2: b.l2_tlb_misses - a.l2_tlb_misses,
@@ -329,8 +335,8 @@ fn series(windows: &[Window]) -> Vec<(&'static str, Vec<f64>)> {
             "mmu_overhead_share",
             windows
                 .iter()
-                .filter(|w| w.cycles > 0.0)
-                .map(|w| w.exposed / w.cycles)
+                .filter(|w| w.busy > 0.0)
+                .map(|w| w.exposed / w.busy)
                 .collect(),
         ),
     ]
@@ -341,8 +347,15 @@ pub const ESTIMATED_KEYS: &[&str] = &["timing.cycles", "timing.ipc", "timing.mmu
 
 /// Rewrite record `r` (of the measured region, whole-run counts) for a sampled run: the
 /// timing estimates from `windows` and the `sampling` section. `detailed_refs` is how many
-/// references ran in detail (windows and their warm-ups).
-pub fn finish_record(r: &mut Value, cfg: &Sampling, windows: &[Window], detailed_refs: u64) {
+/// references ran in detail (windows and their warm-ups). With several cores, `windows` are
+/// the machine's and `cores[k]` core `k`'s part of each (empty with one core).
+pub fn finish_record(
+    r: &mut Value,
+    cfg: &Sampling,
+    windows: &[Window],
+    cores: &[Vec<Window>],
+    detailed_refs: u64,
+) {
     let refs = r["refs"].as_u64().unwrap_or(0);
     let instructions = r["instructions"].as_u64().unwrap_or(0);
     let rates = series(windows);
@@ -397,6 +410,53 @@ pub fn finish_record(r: &mut Value, cfg: &Sampling, windows: &[Window], detailed
     }
     // The run's estimate: exact references and instructions, the windows' mean time per
     // reference; its interval follows from that of `cycles_per_ref`.
+    let (e, cycles, ipc, share) = estimate(&rates, refs, instructions);
+    s.insert("estimate".into(), Value::Object(e));
+    let mut estimated: Vec<&str> = ESTIMATED_KEYS.to_vec();
+    if !cores.is_empty() {
+        estimated.extend(CORE_ESTIMATED_KEYS);
+    }
+    s.insert("estimated_keys".into(), Value::from(estimated));
+    s.put_str(
+        "detailed_refs_only",
+        "the out-of-order core's own figures (timing.* other than the estimated keys) and the \
+         queued DRAM model's (dram.* from the controller) cover the detailed references only",
+    );
+    s.put_str(
+        "whole_run",
+        if cores.is_empty() {
+            "every other figure (references, instructions, TLB, page-walk cache, walk, cache, \
+             OS and design counts) is counted over every reference: functional warming keeps them"
+        } else {
+            "every other figure (references, instructions, TLB, page-walk cache, walk, cache, \
+             OS and design counts) is counted over every reference; on several cores the cores \
+             take their turns by the simple formula's clock while functionally warmed, so the \
+             figures of shared state (LLC, DRAM row buffers, OS) are those of a slightly \
+             different interleaving than a full detailed run's"
+        },
+    );
+    put_timing(r.get_mut("timing"), cycles, ipc, share);
+    if !cores.is_empty() {
+        finish_cores(r, &mut s, cores);
+    }
+    r["sampling"] = Value::Object(s);
+}
+
+/// Keys of each core's record (`cores[k]`) that a sampled run of several cores estimates from
+/// that core's windows.
+pub const CORE_ESTIMATED_KEYS: &[&str] = &[
+    "cores.timing.cycles",
+    "cores.timing.ipc",
+    "cores.timing.mmu_overhead_share",
+];
+
+/// The estimate of a run (or of one core) from its windows' `rates` ([`series`]): the
+/// `estimate` section, and the estimated cycles, IPC and translation share.
+fn estimate(
+    rates: &[(&'static str, Vec<f64>)],
+    refs: u64,
+    instructions: u64,
+) -> (Stats, f64, f64, f64) {
     let (cpr, cpr_half) = mean_ci(&rates[0].1);
     let cycles = cpr * refs as f64;
     let ipc_at = |c: f64| {
@@ -407,44 +467,115 @@ pub fn finish_record(r: &mut Value, cfg: &Sampling, windows: &[Window], detailed
         }
     };
     let (share, _) = mean_ci(&rates[6].1);
-    {
-        let e = s.section("estimate");
-        e.put_f64("cycles", cycles);
-        e.put_f64("ipc", ipc_at(cpr));
-        if cpr_half.is_finite() {
-            e.put_f64("ipc_ci95_low", ipc_at(cpr + cpr_half));
-            // Unbounded above when the interval of the time per reference reaches 0.
-            if cpr - cpr_half > 0.0 {
-                e.put_f64("ipc_ci95_high", ipc_at(cpr - cpr_half));
-            }
+    let mut e = Stats::new();
+    e.put_f64("cycles", cycles);
+    e.put_f64("ipc", ipc_at(cpr));
+    if cpr_half.is_finite() {
+        e.put_f64("ipc_ci95_low", ipc_at(cpr + cpr_half));
+        // Unbounded above when the interval of the time per reference reaches 0.
+        if cpr - cpr_half > 0.0 {
+            e.put_f64("ipc_ci95_high", ipc_at(cpr - cpr_half));
         }
-        e.put_str(
-            "method",
-            "cycles = mean cycles per reference of the windows x references measured; \
-             ipc = instructions / cycles (instructions counted over the whole run)",
-        );
     }
-    s.insert(
-        "estimated_keys".into(),
-        Value::from(ESTIMATED_KEYS.to_vec()),
+    e.put_str(
+        "method",
+        "cycles = mean cycles per reference of the windows x references measured; \
+         ipc = instructions / cycles (instructions counted over the whole run)",
     );
-    s.put_str(
-        "detailed_refs_only",
-        "the out-of-order core's own figures (timing.* other than the estimated keys) and the \
-         queued DRAM model's (dram.* from the controller) cover the detailed references only",
+    (e, cycles, ipc_at(cpr), share)
+}
+
+/// One core's estimate in a sampled run of several cores: the ratio estimator of its cycles
+/// per reference, its windows' cycles over their references (a window holds fewer of a core's
+/// references where the core runs slower than the others, so the windows' plain mean would
+/// weigh its slow phases too much), times its references measured; the interval by the delta
+/// method, `se = sqrt(sum (c_i - R r_i)^2 / (n - 1) / n) / mean(r)`, Student t with `n - 1`
+/// degrees of freedom. Returns what [`estimate`] returns.
+fn core_estimate(windows: &[Window], refs: u64, instructions: u64) -> (Stats, f64, f64, f64) {
+    let ws: Vec<&Window> = windows.iter().filter(|w| w.refs > 0).collect();
+    let n = ws.len();
+    let sum_r: f64 = ws.iter().map(|w| w.refs as f64).sum();
+    let sum_c: f64 = ws.iter().map(|w| w.cycles).sum();
+    let sum_b: f64 = ws.iter().map(|w| w.busy).sum();
+    let sum_x: f64 = ws.iter().map(|w| w.exposed).sum();
+    let cpr = sum_c / sum_r;
+    let half = if n >= 2 {
+        let mean_r = sum_r / n as f64;
+        let var = ws
+            .iter()
+            .map(|w| (w.cycles - cpr * w.refs as f64).powi(2))
+            .sum::<f64>()
+            / (n - 1) as f64;
+        t_975(n as u64 - 1) * (var / n as f64).sqrt() / mean_r
+    } else {
+        f64::INFINITY
+    };
+    let ipc_at = |c: f64| {
+        if c > 0.0 {
+            instructions as f64 / (c * refs as f64)
+        } else {
+            0.0
+        }
+    };
+    let mut e = Stats::new();
+    e.put_f64("cycles", cpr * refs as f64);
+    e.put_f64("ipc", ipc_at(cpr));
+    e.put_f64("cycles_per_ref", cpr);
+    if half.is_finite() {
+        e.put_f64("ipc_ci95_low", ipc_at(cpr + half));
+        if cpr - half > 0.0 {
+            e.put_f64("ipc_ci95_high", ipc_at(cpr - half));
+        }
+    }
+    e.put_str(
+        "method",
+        "cycles = the core's cycles over its references in the windows (ratio estimator) x \
+         its references measured; ipc = instructions / cycles",
     );
-    s.put_str(
-        "whole_run",
-        "every other figure (references, instructions, TLB, page-walk cache, walk, cache, \
-         OS and design counts) is counted over every reference: functional warming keeps them",
-    );
-    if let Some(t) = r.get_mut("timing").and_then(Value::as_object_mut) {
+    let share = if sum_b > 0.0 { sum_x / sum_b } else { 0.0 };
+    (e, cpr * refs as f64, ipc_at(cpr), share)
+}
+
+/// Write the estimated figures into a record's `timing` section (when it has one).
+fn put_timing(timing: Option<&mut Value>, cycles: f64, ipc: f64, share: f64) {
+    if let Some(t) = timing.and_then(Value::as_object_mut) {
         let f = |v: f64| serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number);
         t.insert("cycles".into(), f(cycles));
-        t.insert("ipc".into(), f(ipc_at(cpr)));
+        t.insert("ipc".into(), f(ipc));
         t.insert("mmu_overhead_share".into(), f(share));
     }
-    r["sampling"] = Value::Object(s);
+}
+
+/// Each core's estimate in a sampled run of several cores, from that core's part of every
+/// window (`cores[k]`: its references and cycles between the window's two probes; a core
+/// whose process had ended has none): its `timing` figures in `r["cores"][k]` and its
+/// intervals in `sampling.cores[k]`. The machine's own figures come from the machine's
+/// windows (its time the slowest core's), so the slowest core's estimate and the machine's
+/// are two estimates of nearly the same time, not one.
+fn finish_cores(r: &mut Value, s: &mut Stats, cores: &[Vec<Window>]) {
+    let mut out = Vec::with_capacity(cores.len());
+    for (k, windows) in cores.iter().enumerate() {
+        let rates = series(windows);
+        let mut c = Stats::new();
+        c.put_u64("windows", rates[0].1.len() as u64);
+        {
+            let m = c.section("metrics");
+            for (key, xs) in &rates {
+                put_interval(m, key, xs);
+            }
+        }
+        if let Some(rec) = r.get_mut("cores").and_then(|all| all.get_mut(k)) {
+            let refs = rec["refs"].as_u64().unwrap_or(0);
+            let instructions = rec["instructions"].as_u64().unwrap_or(0);
+            if !rates[0].1.is_empty() {
+                let (e, cycles, ipc, share) = core_estimate(windows, refs, instructions);
+                c.insert("estimate".into(), Value::Object(e));
+                put_timing(rec.get_mut("timing"), cycles, ipc, share);
+            }
+        }
+        out.push(Value::Object(c));
+    }
+    s.insert("cores".into(), Value::Array(out));
 }
 
 #[cfg(test)]

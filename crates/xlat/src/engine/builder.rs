@@ -61,6 +61,10 @@ struct Sampler {
     /// The probe at the first reference of the window under way.
     start: Option<crate::sampling::Probe>,
     windows: Vec<crate::sampling::Window>,
+    /// With several cores: each core's probe at the first reference of the window under way,
+    /// and each core's part of every window (empty with one core).
+    core_start: Vec<crate::sampling::Probe>,
+    core_windows: Vec<Vec<crate::sampling::Window>>,
     /// References run in detail in the measured region.
     detailed_refs: u64,
 }
@@ -226,10 +230,13 @@ impl Simulation {
         )
         .map_err(|e| SimError::Os { event: 0, error: e })?;
         let sampler = if let Some(sampling) = sampling {
-            if processes > 1 {
+            let cores = u64::from(cfg.sim.cores.max(1));
+            if processes > cores {
                 return Err(SimError::Config(format!(
-                    "sim.sampling runs one process; {processes} processes are not supported \
-                     with sampled simulation yet (set sim.sampling.interval = 0)"
+                    "sim.sampling runs at most one process per core; {processes} processes on \
+                     {cores} core(s) would share a core by time slices, which sampled simulation \
+                     does not support yet (set sim.cores = {processes}, or \
+                     sim.sampling.interval = 0)"
                 )));
             }
             Some(Sampler {
@@ -237,6 +244,8 @@ impl Simulation {
                 functional: false,
                 start: None,
                 windows: Vec::new(),
+                core_start: Vec::new(),
+                core_windows: Vec::new(),
                 detailed_refs: 0,
             })
         } else {
@@ -328,22 +337,30 @@ impl Simulation {
                 (false, cfg.interval)
             };
             if offset == window_start {
-                let probe = self.runner.probe();
-                self.sampler.as_mut().expect("a sampled run").start = Some(probe);
+                let (probe, cores) = self.runner.probes();
+                let s = self.sampler.as_mut().expect("a sampled run");
+                s.start = Some(probe);
+                s.core_start = cores;
             }
             self.set_functional(functional);
             let done = self.runner.step(left.min(phase_end - offset))?;
             let moved = self.runner.refs() - before;
             left = left.saturating_sub(moved);
             let closes_window = offset >= window_start && offset + moved == cfg.interval;
-            let probe = closes_window.then(|| self.runner.probe());
+            let probe = closes_window.then(|| self.runner.probes());
             let s = self.sampler.as_mut().expect("a sampled run");
             if !functional {
                 s.detailed_refs += moved;
             }
-            if let Some(b) = probe {
+            if let Some((b, cores)) = probe {
                 let a = s.start.take().expect("a window closes after it started");
                 s.windows.push(crate::sampling::Window::between(&a, &b));
+                if s.core_windows.len() < cores.len() {
+                    s.core_windows.resize(cores.len(), Vec::new());
+                }
+                for (k, (a, b)) in s.core_start.iter().zip(&cores).enumerate() {
+                    s.core_windows[k].push(crate::sampling::Window::between(a, b));
+                }
             }
             if done {
                 // A window the run ended in is not measured.
@@ -374,7 +391,13 @@ impl Simulation {
     pub fn record(&self) -> Value {
         let mut r = self.measured_record();
         if let Some(s) = self.sampler.as_ref() {
-            crate::sampling::finish_record(&mut r, &s.cfg, &s.windows, s.detailed_refs);
+            crate::sampling::finish_record(
+                &mut r,
+                &s.cfg,
+                &s.windows,
+                &s.core_windows,
+                s.detailed_refs,
+            );
         }
         if let (Some(seconds), Some(sim)) = (self.setup_seconds, r.get_mut("sim")) {
             if let Some(sim) = sim.as_object_mut() {

@@ -41,7 +41,110 @@ pub(super) struct CoreState {
     pub(super) mem: PrivateCaches,
     pub(super) timing: Timing,
     pub(super) core: Option<CoreModel>,
+    pub(super) parked: Parked,
     pub(super) c: Counters,
+}
+
+/// A core's out-of-order model while a sampled run warms functionally (`sim.sampling`), and
+/// what the turns' clock needs across those phases. Swapped with the core (one per core).
+///
+/// Must stay true: while functionally warmed the cores take their turns at the rates their
+/// models last measured (so in the proportions a detailed run would), and in the detailed
+/// phases by their models' own clocks plus one offset common to all cores
+/// (`Sim`'s `turn_clock_offset`), so that the models' clocks stay within a turn of each other
+/// for the shared DRAM controller, as in a run without sampling.
+#[derive(Default)]
+pub(super) struct Parked {
+    /// The model, taken out of `core` while references run functionally warmed.
+    pub(super) core: Option<CoreModel>,
+    /// The core's `c.refs` when its model last resumed (`None` in a run that never parked
+    /// it): a dependence on a reference before that is on one the model never saw, long
+    /// completed, and is dropped.
+    pub(super) resumed_at: Option<u64>,
+    /// The model's clock when it last resumed (several cores only).
+    resumed_clock: f64,
+    /// Where the core stood when its model was parked (several cores only: one core's turns
+    /// need no clock).
+    at: Option<ParkedAt>,
+}
+
+/// A core when its model was parked.
+#[derive(Clone, Copy)]
+struct ParkedAt {
+    /// The model's clock.
+    clock: f64,
+    /// The `simple` formula's cycles of the core.
+    simple: f64,
+    /// The core's references.
+    refs: u64,
+    /// Cycles per reference of the model over its last detailed stretch (`None` before it
+    /// ran one: the `simple` formula's cycles stand in).
+    cycles_per_ref: Option<f64>,
+}
+
+impl ParkedAt {
+    /// Cycles the core has run since it was parked, at `simple_now` and `refs_now`.
+    fn since(&self, simple_now: f64, refs_now: u64) -> f64 {
+        match self.cycles_per_ref {
+            Some(cpr) => cpr * refs_now.saturating_sub(self.refs) as f64,
+            None => simple_now - self.simple,
+        }
+    }
+}
+
+impl Parked {
+    /// Park core `model`; `clocks`: whether the turns need its clock (several cores),
+    /// `simple_now` the `simple` formula's cycles of the core now and `refs` its references.
+    pub(super) fn park(
+        &mut self,
+        model: &mut Option<CoreModel>,
+        clocks: bool,
+        simple_now: f64,
+        refs: u64,
+    ) {
+        if let Some(mut m) = model.take() {
+            if clocks {
+                let clock = m.clock();
+                let cycles_per_ref = self
+                    .resumed_at
+                    .filter(|r| refs > *r)
+                    .map(|r| (clock - self.resumed_clock) / (refs - r) as f64);
+                self.at = Some(ParkedAt {
+                    clock,
+                    simple: simple_now,
+                    refs,
+                    cycles_per_ref,
+                });
+            }
+            self.core = Some(m);
+        }
+    }
+
+    /// Resume the parked model into `model`; returns the cycles the core ran functionally
+    /// warmed since it was parked (0 with one core).
+    pub(super) fn resume(
+        &mut self,
+        model: &mut Option<CoreModel>,
+        simple_now: f64,
+        refs: u64,
+    ) -> f64 {
+        let Some(m) = self.core.take() else {
+            return 0.0;
+        };
+        let since = self.at.take().map_or(0.0, |at| {
+            self.resumed_clock = at.clock;
+            at.since(simple_now, refs)
+        });
+        *model = Some(m);
+        self.resumed_at = Some(refs);
+        since
+    }
+
+    /// The clock of a core whose model is parked, before the machine's offset: the model's
+    /// clock when parked plus the cycles since (`None` when it is not parked, or one core).
+    pub(super) fn clock(&self, simple_now: f64, refs_now: u64) -> Option<f64> {
+        self.at.map(|at| at.clock + at.since(simple_now, refs_now))
+    }
 }
 
 /// One process of a multi-process run: its event stream and where it is in it.
@@ -182,6 +285,7 @@ impl Machine {
                     dram.map(|d| d.share()),
                 )
             }),
+            parked: Parked::default(),
             c: Counters::default(),
         };
         let spare = |core| ProcState {

@@ -23,7 +23,7 @@ mod translate;
 
 use super::counters::Counters;
 use super::error::SimError;
-use super::machine::Machine;
+use super::machine::{Machine, Parked};
 use super::stream::{RecentPages, CHUNK};
 use crate::addr::{Asid, Vaddr, BASE_PAGE_BYTES};
 use crate::config::Config;
@@ -45,8 +45,10 @@ pub(super) trait Runner: Send {
     /// Run the references that follow functionally warmed (`true`: every state but the core's
     /// time updated, see `crate::sampling`) or in detail (`false`, as every run starts).
     fn set_functional(&mut self, on: bool);
-    /// The running totals a sampled window is measured from.
-    fn probe(&self) -> crate::sampling::Probe;
+    /// The running totals a sampled window is measured from, and each core's in core order
+    /// (none with one core; with several, the machine's are their sums, its time the latest
+    /// core's clock).
+    fn probes(&mut self) -> (crate::sampling::Probe, Vec<crate::sampling::Probe>);
 }
 
 /// The simulator of one design: the running core's and the installed process's state, the
@@ -66,12 +68,14 @@ pub(super) struct Sim<D: Design> {
     /// see [`CoreModel`]).
     core: Option<CoreModel>,
     /// The out-of-order core while references run functionally warmed (`sim.sampling`): taken
-    /// out of `core`, so that the loop runs without it and without a test of its own.
-    parked_core: Option<CoreModel>,
-    /// `c.refs` when the core last resumed after functional warming (`None` in a run that
-    /// never parked it): a dependence on a reference before that point is on one the core
-    /// never saw, long completed, and is dropped.
-    resumed_at: Option<u64>,
+    /// out of `core`, so that the loop runs without it and without a test of its own; with
+    /// when it last resumed and what the turns' clock needs (swapped with the core).
+    parked: Parked,
+    /// Cycles added to every core's clock for the turns of several cores: in a sampled run,
+    /// the functional phases' (each phase adds the most any core ran in it), so that the
+    /// turns' clock never stands still while the models are parked; 0 otherwise. (Here, not
+    /// in `machine`, which the scheduler takes out while it reads the clocks.)
+    turn_clock_offset: f64,
     /// Instruction count and dependence of the reference being simulated (for `core`).
     cur_instrs: u32,
     cur_dep: u16,
@@ -185,8 +189,8 @@ impl<D: Design> Sim<D> {
                     dram.as_ref().map(|d| d.share()),
                 )
             }),
-            parked_core: None,
-            resumed_at: None,
+            parked: Parked::default(),
+            turn_clock_offset: 0.0,
             cur_instrs: 0,
             cur_dep: 0,
             dep_mask: if cfg.core.dependences == crate::timing::ooo::Dependences::Ignore {
@@ -310,50 +314,164 @@ impl<D: Design> Runner for Sim<D> {
     }
 
     fn set_functional(&mut self, on: bool) {
-        debug_assert!(self.machine.is_none(), "sampling runs on one core");
+        debug_assert!(
+            self.machine
+                .as_deref()
+                .is_none_or(|m| m.threaded || m.procs.len() <= m.cores.len()),
+            "sampling never time-slices a core"
+        );
+        let clocks = self.machine.is_some();
+        let simple_now = self
+            .timing
+            .core_cycles(&self.cfg.timing, self.c.instructions);
+        let cfg = &self.cfg;
         if on {
-            if self.core.is_some() {
-                self.parked_core = self.core.take();
+            self.parked
+                .park(&mut self.core, clocks, simple_now, self.c.refs);
+            if let Some(m) = self.machine.as_deref_mut() {
+                for (k, st) in m.cores.iter_mut().enumerate() {
+                    if k != m.running {
+                        let simple_now = st.timing.core_cycles(&cfg.timing, st.c.instructions);
+                        st.parked.park(&mut st.core, true, simple_now, st.c.refs);
+                    }
+                }
             }
-        } else if self.parked_core.is_some() {
-            self.core = self.parked_core.take();
-            self.resumed_at = Some(self.c.refs);
+        } else {
+            let mut most = self.parked.resume(&mut self.core, simple_now, self.c.refs);
+            if let Some(m) = self.machine.as_deref_mut() {
+                for (k, st) in m.cores.iter_mut().enumerate() {
+                    if k != m.running {
+                        let simple_now = st.timing.core_cycles(&cfg.timing, st.c.instructions);
+                        most = most.max(st.parked.resume(&mut st.core, simple_now, st.c.refs));
+                    }
+                }
+                // One offset for all cores: the models' clocks, which were within a turn of
+                // each other when parked, are again what the turns balance.
+                self.turn_clock_offset += most;
+                let offset = self.turn_clock_offset;
+                for (k, st) in m.cores.iter_mut().enumerate() {
+                    if k != m.running {
+                        if let Some(core) = st.core.as_mut() {
+                            m.sched[k].cycles = core.clock() + offset;
+                        }
+                    }
+                }
+            }
         }
         // The queued DRAM controller is timed by the core: no events while it is parked.
         self.mem
             .set_log_events(!on && self.cfg.dram_model() == crate::mem::DramModel::Queued);
     }
 
-    fn probe(&self) -> crate::sampling::Probe {
-        let c = &self.c;
-        let (cycles, exposed) = match self.core_model() {
-            Some(core) => {
-                let snap = core.snapshot();
-                let settled = snap.settled();
-                (settled.cycles(), settled.head_stall_translation_cycles())
-            }
-            None => (
-                self.timing.core_cycles(&self.cfg.timing, c.instructions),
-                (1.0 - self.cfg.timing.translation_overlap)
-                    * self.timing.mmu_overhead_cycles as f64,
-            ),
+    fn probes(&mut self) -> (crate::sampling::Probe, Vec<crate::sampling::Probe>) {
+        let Some(mut m) = self.machine.take() else {
+            return (self.core_probe(), Vec::new());
         };
-        crate::sampling::Probe {
-            refs: c.refs,
-            instructions: c.instructions,
-            cycles,
-            exposed_translation_cycles: exposed,
-            l1_tlb_misses: self.mmu.l1_misses,
-            l2_tlb_misses: self.mmu.l2_misses,
-            walks: c.walks,
-            walk_cycles: c.walk_cycles,
+        let cfg = &self.cfg;
+        let n = m.cores.len();
+        let mut cores = Vec::with_capacity(n);
+        for k in 0..n {
+            cores.push(if k == m.running {
+                let model = self.core.as_mut().or(self.parked.core.as_mut());
+                machine_probe_of(cfg, &self.c, &self.mmu, &self.timing, model)
+            } else {
+                let st = &mut m.cores[k];
+                let model = st.core.as_mut().or(st.parked.core.as_mut());
+                machine_probe_of(cfg, &st.c, &st.mmu, &st.timing, model)
+            });
         }
+        self.machine = Some(m);
+        // The machine: sums over the cores, its time the latest core's (as its record's).
+        let mut p = crate::sampling::Probe {
+            refs: self.refs(),
+            ..Default::default()
+        };
+        for q in &cores {
+            p.instructions += q.instructions;
+            p.cycles = p.cycles.max(q.cycles);
+            p.busy_cycles += q.busy_cycles;
+            p.exposed_translation_cycles += q.exposed_translation_cycles;
+            p.l1_tlb_misses += q.l1_tlb_misses;
+            p.l2_tlb_misses += q.l2_tlb_misses;
+            p.walks += q.walks;
+            p.walk_cycles += q.walk_cycles;
+        }
+        (p, cores)
+    }
+}
+
+/// The running totals of one core for a sampled window (`crate::sampling::Probe`).
+fn probe_of(
+    cfg: &Config,
+    c: &Counters,
+    mmu: &Mmu,
+    timing: &Timing,
+    model: Option<&CoreModel>,
+) -> crate::sampling::Probe {
+    let (cycles, exposed) = match model {
+        Some(core) => {
+            let snap = core.snapshot();
+            let settled = snap.settled();
+            (settled.cycles(), settled.head_stall_translation_cycles())
+        }
+        None => (
+            timing.core_cycles(&cfg.timing, c.instructions),
+            (1.0 - cfg.timing.translation_overlap) * timing.mmu_overhead_cycles as f64,
+        ),
+    };
+    crate::sampling::Probe {
+        refs: c.refs,
+        instructions: c.instructions,
+        cycles,
+        busy_cycles: cycles,
+        exposed_translation_cycles: exposed,
+        l1_tlb_misses: mmu.l1_misses,
+        l2_tlb_misses: mmu.l2_misses,
+        walks: c.walks,
+        walk_cycles: c.walk_cycles,
+    }
+}
+
+/// [`probe_of`] for a core of several: its time is the model's clock (the turns' clock, its
+/// last reference's dispatch under `time_order`), not the settled retirement of one core
+/// (settling a core's last references on a copy of the shared DRAM controller would time
+/// them after the other cores' requests, up to a turn later).
+fn machine_probe_of(
+    cfg: &Config,
+    c: &Counters,
+    mmu: &Mmu,
+    timing: &Timing,
+    model: Option<&mut CoreModel>,
+) -> crate::sampling::Probe {
+    let Some(core) = model else {
+        return probe_of(cfg, c, mmu, timing, None);
+    };
+    let cycles = core.clock();
+    let exposed = core.snapshot().head_stall_translation_cycles();
+    crate::sampling::Probe {
+        cycles,
+        busy_cycles: cycles,
+        exposed_translation_cycles: exposed,
+        ..probe_of(cfg, c, mmu, timing, None)
+    }
+}
+
+impl<D: Design> Sim<D> {
+    /// The installed core's probe (one core).
+    fn core_probe(&self) -> crate::sampling::Probe {
+        probe_of(
+            &self.cfg,
+            &self.c,
+            &self.mmu,
+            &self.timing,
+            self.core_model(),
+        )
     }
 }
 
 impl<D: Design> Sim<D> {
     /// The out-of-order core, parked or not (`timing.model = "ooo"`).
     pub(super) fn core_model(&self) -> Option<&CoreModel> {
-        self.core.as_ref().or(self.parked_core.as_ref())
+        self.core.as_ref().or(self.parked.core.as_ref())
     }
 }

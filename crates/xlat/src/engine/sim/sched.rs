@@ -24,13 +24,24 @@ impl<D: Design> Sim<D> {
         }
     }
 
-    /// Simulated cycles of the installed core so far (OS time excluded).
+    /// Simulated cycles of the installed core so far (OS time excluded): the clock the turns
+    /// balance. In a sampled run of several cores its model's clock (or, while parked, that
+    /// clock when parked plus the cycles since) plus `turn_clock_offset` (`Parked`); else
+    /// exactly the model's (or the `simple` formula's).
     pub(super) fn core_cycles_now(&mut self) -> f64 {
+        let offset = self.turn_clock_offset;
         match self.core.as_mut() {
-            Some(core) => core.clock(),
-            None => self
-                .timing
-                .core_cycles(&self.cfg.timing, self.c.instructions),
+            Some(core) if offset == 0.0 => core.clock(),
+            Some(core) => core.clock() + offset,
+            None => {
+                let simple = self
+                    .timing
+                    .core_cycles(&self.cfg.timing, self.c.instructions);
+                match self.parked.clock(simple, self.c.refs) {
+                    Some(parked) => parked + offset,
+                    None => simple,
+                }
+            }
         }
     }
 
@@ -39,6 +50,7 @@ impl<D: Design> Sim<D> {
         self.mem.swap_private(&mut st.mem);
         std::mem::swap(&mut self.timing, &mut st.timing);
         std::mem::swap(&mut self.core, &mut st.core);
+        std::mem::swap(&mut self.parked, &mut st.parked);
         std::mem::swap(&mut self.c, &mut st.c);
     }
 

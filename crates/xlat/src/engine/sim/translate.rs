@@ -418,7 +418,7 @@ impl<D: Design> Sim<D> {
                 vpn: va.vpn().0,
                 line: pa.line(),
                 instrs: self.cur_instrs,
-                dep: match self.resumed_at {
+                dep: match self.parked.resumed_at {
                     // Sampled runs: the producer ran functionally warmed (see `resumed_at`).
                     Some(at) if self.cur_dep as u64 >= self.c.refs - at => 0,
                     _ => self.cur_dep,
