@@ -27,6 +27,7 @@ from xlat.run import (  # noqa: E402
     cpus,
     designs,
     model_version,
+    model_version_of,
     run,
     version,
     workloads,
@@ -47,6 +48,7 @@ __all__ = [
     "sweep",
     "version",
     "model_version",
+    "model_version_of",
     "workloads",
 ]
 __version__ = version()

@@ -269,7 +269,8 @@ def print_reuse_notes(summary: dict) -> None:
     for old, n in sorted(summary.get("outdated", {}).items()):
         print(
             f"note: {n} stored runs were made by model version {old} (this xlat's is "
-            f"{model_version()}) and were run again: results of two models are never mixed "
+            f"{model_version()}; a run gets the latest that moved runs of its shape, "
+            "xlat.model_version_of) and were run again: results of two models are never mixed "
             "(docs/sweeps.md, 'Resuming')",
             file=sys.stderr,
         )

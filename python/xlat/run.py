@@ -77,6 +77,22 @@ def model_version() -> int:
     return _core.model_version()
 
 
+def model_version_of(cores: int = 1, processes: int = 1) -> int:
+    """The model version of a run of ``cores`` cores and ``processes`` processes: the record's
+    ``model_version``. A model change may name the runs it can move (``xlat::MODEL_CHANGES``:
+    every run, or only those of several cores or processes); a run that no change since
+    version 1 touched keeps version 1, and stored runs of it stay reusable.
+
+    Examples
+    --------
+    >>> model_version_of(1, 1)
+    1
+    >>> model_version_of(4, 4) == model_version()
+    True
+    """
+    return _core.model_version_of(int(cores), int(processes))
+
+
 def preset_dirs() -> list[Path]:
     """Folders searched for preset names: ``./configs``, then the presets the package ships
     (:func:`xlat._data.data_dir`)."""

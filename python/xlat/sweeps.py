@@ -24,7 +24,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,7 +35,7 @@ from xlat.records import config_labels
 from xlat.run import (
     TRACE_NO_LIMIT,
     baseline_profiles,
-    model_version,
+    model_version_of,
     resolve_config_sources,
     trace_footprint,
     version,
@@ -886,12 +886,31 @@ def _timing_thread(ray: Any, window: int) -> str | None:
     return "off" if 2 * window > cpus else None
 
 
+def run_model_version(run: Run) -> int:
+    """The model version a run gets from this build (:func:`xlat.model_version_of`): from its
+    cores (``sim.cores``) and its processes (one per comma-separated workload; one trace is one
+    process).
+
+    Examples
+    --------
+    >>> run_model_version(Run("radix", "gups", None, None, 1, (), None, config={}))
+    1
+    """
+    sim = run.config.get("sim", {}) if run.config else {}
+    processes = 1 if run.trace else len(str(run.workload).split(","))
+    return model_version_of(int(sim.get("cores", 1) or 1), processes)
+
+
 def plan_reuse(
-    runs: list[Run], stored: dict[str, dict[str, Any]], current_model: int, force: bool = False
+    runs: list[Run],
+    stored: dict[str, dict[str, Any]],
+    current_model: int | Callable[[Run], int],
+    force: bool = False,
 ) -> tuple[list[Run], dict[int, int], int]:
     """Which of ``runs`` to run, given the store's rows ``stored`` (:meth:`Store.stored`): a
-    run is reused when its row is ``ok`` and was made by model version ``current_model``, or by
-    no recorded version (rows older than ``model_version``: reused, and counted, so that the
+    run is reused when its row is ``ok`` and was made by the model version this build gives the
+    run (``current_model``: one for all, or per run, :func:`run_model_version`), or by no
+    recorded version (rows older than ``model_version``: reused, and counted, so that the
     caller can say so); every other run runs (all of them with ``force``). Returns the runs to
     run, the count of ``ok`` rows run again per older model version, and the legacy count.
 
@@ -905,16 +924,23 @@ def plan_reuse(
     >>> todo, outdated, legacy = plan_reuse(runs, stored, 2)
     >>> [r.config_hash for r in todo], outdated, legacy
     (['b', 'd'], {1: 1}, 1)
+
+    Per run: a change that moved only machines leaves a one-core run's version 1 current.
+
+    >>> todo, outdated, legacy = plan_reuse(runs, stored, lambda run: 1)
+    >>> [r.config_hash for r in todo], outdated, legacy
+    (['a', 'd'], {2: 1}, 1)
     """
     todo, outdated, legacy = [], {}, 0
     for run in runs:
         row = stored.get(run.config_hash, {})
         version = row.get("model_version")
+        current = current_model(run) if callable(current_model) else current_model
         if force or row.get("status") != "ok":
             todo.append(run)
         elif version is None:
             legacy += 1
-        elif version != current_model:
+        elif version != current:
             outdated[version] = outdated.get(version, 0) + 1
             todo.append(run)
     return todo, outdated, legacy
@@ -943,7 +969,7 @@ def run_sweep(
     runs = expand(spec, max_runs)
     store = Store(db)
     stored = store.stored(r.config_hash for r in runs)
-    todo, outdated, legacy = plan_reuse(runs, stored, model_version(), force)
+    todo, outdated, legacy = plan_reuse(runs, stored, run_model_version, force)
     meta = {"spec": spec.origin, "xlat_version": version(), "git_commit": git_commit()}
     todo_hashes = {r.config_hash for r in todo}
     # Rows are keyed by configuration: say when reused rows come from other code (of the same

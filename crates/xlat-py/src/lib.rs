@@ -156,6 +156,13 @@ fn model_version() -> u32 {
     xlat::MODEL_VERSION
 }
 
+/// The model version of a run of `cores` cores and `processes` processes
+/// (`xlat::model_version_of`): what its record's `model_version` will be.
+#[pyfunction]
+fn model_version_of(cores: u32, processes: u64) -> u32 {
+    xlat::model_version_of(cores, processes)
+}
+
 fn open_trace(path: &str, format: Option<&str>) -> PyResult<Box<dyn xlat::trace::EventSource>> {
     let format = xlat::trace::TraceFormat::parse(format.unwrap_or("auto")).map_err(err)?;
     xlat::trace::open(path, format).map_err(err)
@@ -790,6 +797,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(baseline_profiles, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(model_version, m)?)?;
+    m.add_function(wrap_pyfunction!(model_version_of, m)?)?;
     m.add("SIMD_PATH", xlat::simd::PATH)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_accesses, m)?)?;

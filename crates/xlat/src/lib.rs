@@ -33,4 +33,4 @@ pub mod workloads;
 
 pub use config::Config;
 pub use engine::{run, run_workload, SimError, Simulation};
-pub use stats::{MODEL_VERSION, VERSION};
+pub use stats::{model_version_of, ModelScope, MODEL_CHANGES, MODEL_VERSION, VERSION};

@@ -47,7 +47,8 @@ pub const AUTO_INTERVAL_REFS: u64 = 100_000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SamplingInterval {
     /// Sampled with [`AUTO_INTERVAL_REFS`] when the run measures at least [`AUTO_FROM_REFS`]
-    /// references on one core in one process; a full detailed run otherwise.
+    /// references (per process) with no core shared by several processes; a full detailed run
+    /// otherwise.
     Auto,
     /// Exactly this unit; 0 turns sampling off whatever the run's length.
     Refs(u64),
@@ -78,8 +79,8 @@ impl<'de> Deserialize<'de> for SamplingInterval {
 #[serde(deny_unknown_fields, default)]
 pub struct SamplingConfig {
     /// References per sampling unit: `"auto"` (the default: [`AUTO_INTERVAL_REFS`] for runs of
-    /// at least [`AUTO_FROM_REFS`] measured references on one core, off below), 0 (off), or a
-    /// number (on, whatever the length).
+    /// at least [`AUTO_FROM_REFS`] measured references, off below and where processes share a
+    /// core), 0 (off), or a number (on, whatever the length).
     pub interval: SamplingInterval,
     /// References measured in detail at the end of each unit (the window).
     pub window: u64,
@@ -127,14 +128,15 @@ impl SamplingConfig {
 
     /// The sampling of a run measuring `refs` references on `cores` cores in `processes`
     /// processes; `None`: a full detailed run. `"auto"` samples only what sampling supports
-    /// (one core, one process) from [`AUTO_FROM_REFS`] on; an explicit interval is taken as
-    /// given (its shape is checked by [`SamplingConfig::validate`], the rest by the run).
+    /// (at most one process per core; several cores since model version 2) from
+    /// [`AUTO_FROM_REFS`] on; an explicit interval is taken as given (its shape is checked by
+    /// [`SamplingConfig::validate`], the rest by the run).
     pub fn resolve(&self, refs: u64, cores: u32, processes: u64) -> Option<Sampling> {
         let (interval, automatic) = match self.interval {
             SamplingInterval::Refs(0) => return None,
             SamplingInterval::Refs(n) => (n, false),
             SamplingInterval::Auto => {
-                if refs < AUTO_FROM_REFS || cores != 1 || processes != 1 {
+                if refs < AUTO_FROM_REFS || processes > u64::from(cores.max(1)) {
                     return None;
                 }
                 (AUTO_INTERVAL_REFS, true)
@@ -638,7 +640,7 @@ mod tests {
     }
 
     #[test]
-    fn auto_samples_only_long_single_core_single_process_runs() {
+    fn auto_samples_long_runs_with_no_core_shared_by_processes() {
         let auto = SamplingConfig::default();
         assert_eq!(auto.resolve(AUTO_FROM_REFS - 1, 1, 1), None);
         assert_eq!(
@@ -650,9 +652,12 @@ mod tests {
                 automatic: true,
             })
         );
+        // Several cores too (model version 2), a process each or a threaded trace.
+        assert!(auto.resolve(AUTO_FROM_REFS, 2, 2).is_some());
+        assert!(auto.resolve(AUTO_FROM_REFS, 4, 1).is_some());
         // What sampling does not support stays a full detailed run rather than an error.
-        assert_eq!(auto.resolve(AUTO_FROM_REFS, 2, 1), None);
         assert_eq!(auto.resolve(AUTO_FROM_REFS, 1, 2), None);
+        assert_eq!(auto.resolve(AUTO_FROM_REFS - 1, 4, 4), None);
         // 0 turns it off at any length; a number turns it on at any length.
         let off = SamplingConfig {
             interval: SamplingInterval::Refs(0),

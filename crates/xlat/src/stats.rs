@@ -7,16 +7,53 @@ use serde_json::{Map, Value};
 /// Version of the simulator, written into every result record.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Version of the simulation model, written into every result record (`model_version`).
+/// Version of the simulation model: the latest of [`MODEL_CHANGES`]. A record carries the
+/// version of the model *for its run* ([`model_version_of`], `model_version`), which is older
+/// for runs that no later change touched.
 ///
-/// What must stay true: two builds with the same `MODEL_VERSION` give the same record for the
-/// same configuration (wall-clock fields aside). Bump it in the commit of every CHANGELOG
-/// "Model changes" entry (the entry's heading names the new version); the golden test refuses
-/// snapshots whose statistics changed under an unchanged version, and a sweep reruns stored
-/// runs of another model version instead of reusing them (docs/sweeps.md, "Resuming").
+/// What must stay true: two builds that give a run the same model version give the same record
+/// for it (wall-clock fields aside). Bump it, and add the change to [`MODEL_CHANGES`] with the
+/// runs it can move, in the commit of every CHANGELOG "Model changes" entry (the entry's heading
+/// names the new version); the golden test refuses snapshots whose statistics changed under an
+/// unchanged version, or under a change that names none of their runs, and a sweep reruns
+/// stored runs of another model version instead of reusing them (docs/sweeps.md, "Resuming").
 /// Version 1 is the model of 2026-11-29 (commit of the entry that introduced it); records
 /// without the key predate it.
-pub const MODEL_VERSION: u32 = 1;
+pub const MODEL_VERSION: u32 = 2;
+
+/// Which runs a model change can move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelScope {
+    /// Every run.
+    All,
+    /// Only runs of several cores or several processes (a machine, `engine/machine.rs`): a
+    /// one-core, one-process run gives the record of the version before, bit for bit.
+    Machines,
+}
+
+/// Every model version after 1 and the runs it can move, in order (the last is
+/// [`MODEL_VERSION`]).
+pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
+    // A core of a machine settles its last references when its process ends (CHANGELOG).
+    (2, ModelScope::Machines),
+];
+
+/// The model version of a run of `cores` cores and `processes` processes: the latest change
+/// that can move it, 1 when none can.
+///
+/// ```
+/// assert_eq!(xlat::model_version_of(1, 1), 1);
+/// assert_eq!(xlat::model_version_of(4, 4), xlat::MODEL_VERSION);
+/// ```
+pub fn model_version_of(cores: u32, processes: u64) -> u32 {
+    let machine = cores > 1 || processes > 1;
+    MODEL_CHANGES
+        .iter()
+        .filter(|(_, scope)| *scope == ModelScope::All || machine)
+        .map(|(v, _)| *v)
+        .max()
+        .unwrap_or(1)
+}
 
 /// A nested section of the result record.
 pub type Stats = Map<String, Value>;

@@ -164,6 +164,18 @@ fn preset_statistics_match_their_golden_snapshots() {
                  (crates/xlat/src/stats.rs) and name the new version in the CHANGELOG \"Model \
                  changes\" entry; nothing was written"
             );
+            // The snapshots are one-core, one-process runs: a change that says it moves only
+            // machines (several cores or processes) must leave them as they were.
+            let moves_one_core = xlat::MODEL_CHANGES
+                .iter()
+                .any(|(version, scope)| (*version as u64) > *v && *scope == xlat::ModelScope::All);
+            assert!(
+                *d == now.1 || moves_one_core,
+                "the golden (one-core) statistics changed, but every model change since version \
+                 {v} says it moves only runs of several cores or processes \
+                 (xlat::MODEL_CHANGES): correct the change's scope or the change; nothing was \
+                 written"
+            );
         }
         for (file, text) in pending {
             std::fs::write(&file, text).unwrap();

@@ -200,8 +200,8 @@ impl Simulation {
         // `"auto"` resolves here, where the processes and the run's length are known: the
         // references it will measure, `sim.refs` for a generator, at most what a trace file
         // holds after its warm-up, and 0 (never sampled) for a trace of unknown length, which
-        // may be far shorter than the `sim.refs` a whole-trace run is given. A multi-process run
-        // stays detailed; an explicit interval on several processes is refused below.
+        // may be far shorter than the `sim.refs` a whole-trace run is given. Processes sharing a
+        // core stay detailed; an explicit interval on them is refused below.
         let measured_refs = if source.describe().is_none() {
             given.sim.refs
         } else {

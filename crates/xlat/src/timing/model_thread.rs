@@ -85,6 +85,16 @@ impl CoreModel {
         }
     }
 
+    /// Retire every reference given so far, in place ([`OooCore::settle`]): when the core's
+    /// process ends on a machine of several cores or processes, whose cores are never on a
+    /// thread of their own (so a threaded core does nothing here).
+    pub fn settle(&mut self) {
+        match self {
+            CoreModel::Here(core) => core.settle(),
+            CoreModel::Thread(_) => debug_assert!(false, "a machine's cores run here"),
+        }
+    }
+
     /// The core's clock as the multi-core scheduler reads it ([`OooCore::clock`]).
     pub fn clock(&mut self) -> f64 {
         match self {

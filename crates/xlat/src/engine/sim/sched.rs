@@ -97,6 +97,12 @@ impl<D: Design> Sim<D> {
         let j = m.current_proc(r);
         if self.finished {
             m.proc_done[j] = true;
+            // Its last references complete now, as on a real core, not when the record
+            // settles a copy of the core against the shared DRAM controller at the end of the
+            // run (model version 2; CHANGELOG).
+            if let Some(core) = self.core.as_mut() {
+                core.settle();
+            }
         }
         let runnable = |m: &Machine, k: usize| m.sched[k].procs.iter().any(|p| !m.proc_done[*p]);
         let Some(k) = (0..m.sched.len())

@@ -299,3 +299,53 @@ fn the_os_clock_of_several_cores_follows_the_cores_that_are_still_running() {
         "OS clock {clock} stopped before {cycles} cycles"
     );
 }
+
+#[test]
+fn a_core_whose_process_ends_first_keeps_its_own_time_under_the_shared_dram_controller() {
+    // bfs runs about six times faster than kv. Before model version 2 bfs's core settled its
+    // last references (a ROB's worth) on a copy of the shared queued controller at the end of
+    // the run, after every request of kv's, and its recorded time was kv's.
+    let cfg = multi(
+        "radix",
+        "bfs,kv",
+        &[
+            ("sim.cores", "2"),
+            ("sim.refs", "200000"),
+            ("workload.footprint", "64MiB"),
+            ("mem.dram.model", "queued"),
+        ],
+    );
+    let r = run_workload(&cfg).unwrap();
+    let cycles = |k: usize| r["cores"][k]["timing"]["cycles"].as_f64().unwrap();
+    assert!(
+        cycles(0) < 0.5 * cycles(1),
+        "bfs {} against kv {}",
+        cycles(0),
+        cycles(1)
+    );
+    // The machine's time is still its slowest core's.
+    assert_eq!(r["timing"]["cycles"].as_f64().unwrap(), cycles(1));
+}
+
+#[test]
+fn a_record_carries_the_model_version_of_its_run_one_core_or_a_machine() {
+    let one = run_workload(&multi("radix", "gups", &[])).unwrap();
+    assert_eq!(one["model_version"], crate::stats::model_version_of(1, 1));
+    let two = run_workload(&multi("radix", "gups,kv", &[("sim.cores", "2")])).unwrap();
+    assert_eq!(two["model_version"], crate::stats::model_version_of(2, 2));
+    let shared = run_workload(&multi("radix", "gups,kv", &[])).unwrap();
+    assert_eq!(
+        shared["model_version"],
+        crate::stats::model_version_of(1, 2)
+    );
+    // Version 2 moved machines only: a one-core run keeps version 1.
+    assert_eq!(crate::stats::model_version_of(1, 1), 1);
+    assert_eq!(
+        crate::stats::model_version_of(2, 2),
+        crate::stats::MODEL_VERSION
+    );
+    assert_eq!(
+        crate::stats::model_version_of(1, 2),
+        crate::stats::MODEL_VERSION
+    );
+}

@@ -294,6 +294,20 @@ impl OooCore {
         }
     }
 
+    /// Account and retire every reference read so far, in place: their grants go to the DRAM
+    /// controller now, in the run's order (see [`OooCore::settled`], which does it on a copy).
+    /// For a core whose process ends while other cores run on: settled at the end of the run
+    /// instead, its last references would be timed after every other core's requests.
+    pub fn settle(&mut self) {
+        self.account_batch();
+        if let Some(mut t) = self.tord.take() {
+            while t.retired < self.refs {
+                self.retire_one_in_time_order(&mut t);
+            }
+            self.tord = Some(t);
+        }
+    }
+
     /// The core with every reference read so far retired: under `time_order` the last
     /// references' grants wait until a later reference or the end of the run needs them.
     pub fn settled(&self) -> Cow<'_, OooCore> {
