@@ -460,7 +460,27 @@ fn estimate(
     instructions: u64,
 ) -> (Stats, f64, f64, f64) {
     let (cpr, cpr_half) = mean_ci(&rates[0].1);
-    let cycles = cpr * refs as f64;
+    let (share, _) = mean_ci(&rates[6].1);
+    let (e, cycles, ipc) = estimate_section(
+        cpr,
+        cpr_half,
+        refs,
+        instructions,
+        "cycles = mean cycles per reference of the windows x references measured; \
+         ipc = instructions / cycles (instructions counted over the whole run)",
+    );
+    (e, cycles, ipc, share)
+}
+
+/// The `estimate` section of a time per reference `cpr` (half-width `half` of its 95 %
+/// interval) over `refs` references of `instructions` instructions, and the cycles and IPC.
+fn estimate_section(
+    cpr: f64,
+    half: f64,
+    refs: u64,
+    instructions: u64,
+    method: &str,
+) -> (Stats, f64, f64) {
     let ipc_at = |c: f64| {
         if c > 0.0 {
             instructions as f64 / (c * refs as f64)
@@ -468,23 +488,18 @@ fn estimate(
             0.0
         }
     };
-    let (share, _) = mean_ci(&rates[6].1);
     let mut e = Stats::new();
-    e.put_f64("cycles", cycles);
+    e.put_f64("cycles", cpr * refs as f64);
     e.put_f64("ipc", ipc_at(cpr));
-    if cpr_half.is_finite() {
-        e.put_f64("ipc_ci95_low", ipc_at(cpr + cpr_half));
+    if half.is_finite() {
+        e.put_f64("ipc_ci95_low", ipc_at(cpr + half));
         // Unbounded above when the interval of the time per reference reaches 0.
-        if cpr - cpr_half > 0.0 {
-            e.put_f64("ipc_ci95_high", ipc_at(cpr - cpr_half));
+        if cpr - half > 0.0 {
+            e.put_f64("ipc_ci95_high", ipc_at(cpr - half));
         }
     }
-    e.put_str(
-        "method",
-        "cycles = mean cycles per reference of the windows x references measured; \
-         ipc = instructions / cycles (instructions counted over the whole run)",
-    );
-    (e, cycles, ipc_at(cpr), share)
+    e.put_str("method", method);
+    (e, cpr * refs as f64, ipc_at(cpr))
 }
 
 /// One core's estimate in a sampled run of several cores: the ratio estimator of its cycles
@@ -512,30 +527,17 @@ fn core_estimate(windows: &[Window], refs: u64, instructions: u64) -> (Stats, f6
     } else {
         f64::INFINITY
     };
-    let ipc_at = |c: f64| {
-        if c > 0.0 {
-            instructions as f64 / (c * refs as f64)
-        } else {
-            0.0
-        }
-    };
-    let mut e = Stats::new();
-    e.put_f64("cycles", cpr * refs as f64);
-    e.put_f64("ipc", ipc_at(cpr));
-    e.put_f64("cycles_per_ref", cpr);
-    if half.is_finite() {
-        e.put_f64("ipc_ci95_low", ipc_at(cpr + half));
-        if cpr - half > 0.0 {
-            e.put_f64("ipc_ci95_high", ipc_at(cpr - half));
-        }
-    }
-    e.put_str(
-        "method",
+    let (mut e, cycles, ipc) = estimate_section(
+        cpr,
+        half,
+        refs,
+        instructions,
         "cycles = the core's cycles over its references in the windows (ratio estimator) x \
          its references measured; ipc = instructions / cycles",
     );
+    e.put_f64("cycles_per_ref", cpr);
     let share = if sum_b > 0.0 { sum_x / sum_b } else { 0.0 };
-    (e, cpr * refs as f64, ipc_at(cpr), share)
+    (e, cycles, ipc, share)
 }
 
 /// Write the estimated figures into a record's `timing` section (when it has one).

@@ -138,18 +138,16 @@ fn the_interval_narrows_with_more_windows() {
     );
 }
 
-#[test]
-fn a_sampled_record_is_the_same_for_a_seed_however_the_run_is_chunked() {
-    let c = cfg(
-        "radix",
-        "btree",
-        &[
-            ("sim.sampling.interval", "10000"),
-            ("sim.sampling.window", "1000"),
-            ("sim.warmup_refs", "15000"),
-        ],
-    )
-    .unwrap();
+/// The record of a sampled run of `workloads` (with `extra` settings), after checking that it
+/// is the same run whole, run again, and run in steps of 777 references.
+fn the_same_however_chunked(workloads: &str, extra: &[(&str, &str)]) -> Value {
+    let mut set = vec![
+        ("sim.sampling.interval", "10000"),
+        ("sim.sampling.window", "1000"),
+        ("sim.warmup_refs", "15000"),
+    ];
+    set.extend_from_slice(extra);
+    let c = cfg("radix", workloads, &set).unwrap();
     let once = without_wall_clock(run_workload(&c).unwrap());
     assert_eq!(once, without_wall_clock(run_workload(&c).unwrap()));
     let sources =
@@ -160,6 +158,12 @@ fn a_sampled_record_is_the_same_for_a_seed_however_the_run_is_chunked() {
     let mut differ = Vec::new();
     diff("", &once, &chunked, &mut differ);
     assert!(differ.is_empty(), "{differ:?}");
+    once
+}
+
+#[test]
+fn a_sampled_record_is_the_same_for_a_seed_however_the_run_is_chunked() {
+    let once = the_same_however_chunked("btree", &[]);
     assert_eq!(once["sampling"]["windows"], 20);
     assert_eq!(once["refs"], 200000);
 }
@@ -278,26 +282,7 @@ fn a_sampled_run_of_two_cores_holds_the_full_runs_ipc_in_its_intervals_machine_a
 
 #[test]
 fn a_sampled_run_of_two_cores_is_the_same_for_a_seed_however_it_is_chunked() {
-    let c = cfg(
-        "radix",
-        "gups,btree",
-        &[
-            ("sim.cores", "2"),
-            ("sim.sampling.interval", "10000"),
-            ("sim.sampling.window", "1000"),
-            ("sim.warmup_refs", "15000"),
-        ],
-    )
-    .unwrap();
-    let once = without_wall_clock(run_workload(&c).unwrap());
-    let sources =
-        crate::workloads::create_all(&c.workload, c.sim.simulated_refs(), c.sim.seed).unwrap();
-    let mut sim = Simulation::with_sources(&c, sources).unwrap();
-    while !sim.step(777).unwrap() {}
-    let chunked = without_wall_clock(sim.record());
-    let mut differ = Vec::new();
-    diff("", &once, &chunked, &mut differ);
-    assert!(differ.is_empty(), "{differ:?}");
+    let once = the_same_however_chunked("gups,btree", &[("sim.cores", "2")]);
     assert!(once["sampling"]["windows"].as_u64().unwrap() >= 35);
 }
 
