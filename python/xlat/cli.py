@@ -289,6 +289,12 @@ def sampling_line(rec: dict) -> str:
     >>> rec["sampling"]["automatic"] = True
     >>> sampling_line(rec)[-48:]
     'sim.sampling.interval = 0 runs it all in detail)'
+
+    Several cores: each core's cycles and IPC are estimates too.
+
+    >>> rec["sampling"]["cores"] = [{}, {}]
+    >>> "each core's cycles and IPC are estimated too" in sampling_line(rec)
+    True
     """
     s = rec["sampling"]
     e = s["estimate"]
@@ -303,10 +309,16 @@ def sampling_line(rec: dict) -> str:
         if s.get("automatic")
         else ""
     )
+    cores = (
+        "; each core's cycles and IPC are estimated too, from its part of the windows "
+        "(sampling.cores)"
+        if s.get("cores")
+        else ""
+    )
     return (
         f"sampled: IPC {e['ipc']:.4f}{interval} (95 % CI, {s['windows']} windows of "
         f"{s['window']:,} per {s['interval']:,} refs; TLB, walk and cache figures cover every "
-        f"reference{why})"
+        f"reference{cores}{why})"
     )
 
 
