@@ -2116,6 +2116,8 @@ def ledger(names: list[str]) -> str:
     lines = [
         "## Grades",
         "",
+        "The full runs (`xlat reproduce PAPER`; each paper's claims table below):",
+        "",
         "| paper | " + " | ".join(GRADES) + " | headline claims |",
         "|" + "---|" * (len(GRADES) + 2),
     ]
@@ -2124,7 +2126,7 @@ def ledger(names: list[str]) -> str:
         heads = ", ".join(f"{x['id']}: {x['grade']}" for x in r["claims"] if x["headline"])
         heads = heads or "none marked"
         lines.append(f"| {n} | " + " | ".join(str(counts[g]) for g in GRADES) + f" | {heads} |")
-    lines += ["", grades_note(), ""]
+    lines += ["", *paper_scale_counts(results), grades_note(), ""]
     lines += [headline_sources(results), ""]
     lines += [paper_scale_section(results), ""]
     every = [c for r in results.values() for c in r["claims"]]
@@ -2243,6 +2245,64 @@ def claim_at_paper_scale(paper: dict[str, Any], claim: dict[str, Any]) -> bool:
     return bool(names) and all(at_paper_scale(exps[n]) for n in names)
 
 
+def paper_scale_rows(result: dict[str, Any]) -> list[tuple[dict[str, Any], float, float, str]]:
+    """One paper's claims that have a figure at the papers' scale (``full_paper``), in the
+    ledger's order: (the claim's row as graded from its full run, the paper-scale figure, its
+    effect ratio, its grade by the one grade table).
+
+    Examples
+    --------
+    >>> rows = paper_scale_rows(recorded("tps"))
+    >>> {g for *_, g in rows} <= set(GRADES), len(rows) > 0
+    (True, True)
+    """
+    claims = {c["id"]: c for c in result["paper"]["claim"]}
+    out = []
+    for row in ordered(result["claims"]):
+        if "full_paper" not in claims[row["id"]]:
+            continue
+        ours = float(claims[row["id"]]["full_paper"])
+        e = effect_ratio(row["effect"], row["paper"], ours)
+        out.append((row, ours, e, grade_of_ratio(row["effect"], e)))
+    return out
+
+
+def paper_scale_counts(results: dict[str, dict[str, Any]]) -> list[str]:
+    """The ledger's second count of grades: each paper's claims graded from the figures of its
+    paper-scale runs (issue 36, acceptance); a claim without a paper-scale form counts as not
+    run. Empty when no paper has such figures.
+
+    Examples
+    --------
+    >>> paper_scale_counts({"tps": recorded("tps")})[0].startswith("At the papers' scale")
+    True
+    """
+    rows = []
+    for n, r in results.items():
+        graded = paper_scale_rows(r)
+        if not graded:
+            continue
+        counts = {g: 0 for g in GRADES}
+        for *_, g in graded:
+            counts[g] += 1
+        counts["not run"] += len(r["claims"]) - len(graded)
+        heads = ", ".join(f"{row['id']}: {g}" for row, _, _, g in graded if row["headline"])
+        rows.append(f"| {n} | " + " | ".join(str(counts[g]) for g in GRADES)
+                    + f" | {heads or 'none marked'} |")  # fmt: skip
+    if not rows:
+        return []
+    return [
+        "At the papers' scale (`xlat reproduce PAPER --paper-scale`, the figures of the section "
+        '"Figures at the papers\' scale" below; *not run*: a claim whose experiments have no '
+        "paper-scale form):",
+        "",
+        "| paper | " + " | ".join(GRADES) + " | headline claims |",
+        "|" + "---|" * (len(GRADES) + 2),
+        *rows,
+        "",
+    ]
+
+
 def paper_scale_section(results: dict[str, dict[str, Any]]) -> str:
     """The ledger's section of the figures recorded at the papers' scale (issue 36, item 4;
     ``full_paper``, written by ``scripts/record_full.py --paper-scale``): per paper, each claim
@@ -2258,22 +2318,20 @@ def paper_scale_section(results: dict[str, dict[str, Any]]) -> str:
     rows, runs, missing = [], [], []
     for n, r in results.items():
         p = r["paper"]
-        claims = {c["id"]: c for c in p["claim"]}
-        recorded_rows = [row for row in ordered(r["claims"]) if "full_paper" in claims[row["id"]]]
+        recorded_rows = paper_scale_rows(r)
         if not recorded_rows:
             missing.append(n)
             continue
-        for row in recorded_rows:
-            ours = float(claims[row["id"]]["full_paper"])
+        for row, ours, e, g in recorded_rows:
             cells = [n, f"**{row['id']}**" if row["headline"] else row["id"], _fmt(row["paper"]),
-                     _fmt(row["ours"]), row["grade"], _fmt(ours),
-                     grade(row["effect"], row["paper"], ours)]  # fmt: skip
+                     _fmt(row["ours"]), row["grade"], _fmt(ours), _fmt_ratio(e), g]  # fmt: skip
             rows.append("| " + " | ".join(cells) + " |")
         runs.append(f"- {n}: {' '.join(p.get('paper_run', 'run text not recorded').split())}")
     lines = ["### Figures at the papers' scale", ""]
     if rows:
         lines += ["| paper | id | paper's figure | xlat: full run | grade | xlat: paper scale | "
-                  "grade |", "|---|---|---|---|---|---|---|", *rows, "", "Paper-scale figures:",
+                  "effect ratio | grade |", "|---|---|---|---|---|---|---|---|", *rows, "",
+                  "Paper-scale figures:",
                   "", *runs, ""]  # fmt: skip
     if missing:
         lines.append(

@@ -9,21 +9,18 @@
 use super::config::LvmConfig;
 use super::model::{fit_leaf_model, lines_to_reach, search_offset, spline_segments};
 use super::model::{Fixed, LinearModel, ONE};
+pub use super::slots::SLOTS_PER_LINE;
+use super::slots::{LineFill, SlotTable, EMPTY, FREED};
 use crate::addr::{Mapping, Paddr, PageSize, Pfn, Vpn, BASE_PAGE_BYTES, PTE_BYTES};
 use crate::designs::PtMemory;
 use crate::os::{OsError, PhysMem};
 
 /// Bytes of one index node (slope + intercept, 8 B each).
 pub const NODE_BYTES: u64 = 16;
-/// Translation entries per 64-byte line of a GPT.
-pub const SLOTS_PER_LINE: u64 = 8;
-const EMPTY: u64 = u64::MAX;
 /// Largest table the smallest-page-slope fit of a mixed-size leaf may take (512 KiB).
 const DENSE_MAX_SLOTS: u64 = 1 << 16;
 /// Factor by which x3 is boosted when no candidate meets the error bound (§4.3.3).
 const BOOST: f64 = 1000.0;
-/// A freed entry: the slot stays reserved for the index (frees keep the slot, §5.2).
-const FREED: u64 = u64::MAX - 1;
 /// Smallest key range of a child node: the coverage-per-byte constraint (§4.2.3) asks a 16-byte
 /// node to cover at least what a radix page-directory page covers per byte (1 GiB / 4 KiB =
 /// 256 KiB per byte), i.e. 4 MiB = 1024 pages.
@@ -226,70 +223,6 @@ fn find_slot<T: SlotTable + ?Sized>(
         }
     }
     None
-}
-
-/// The slots of a table as [`find_slot`] searches them.
-///
-/// Contract: `first_free(start, end)` is the lowest slot in `start..end` (one line at most)
-/// that a new entry may take, or `None` when the line has none.
-trait SlotTable {
-    fn first_free(&self, start: u64, end: u64) -> Option<u64>;
-}
-
-/// A GPT's keys: `EMPTY` and `FREED` slots may be taken.
-impl SlotTable for [u64] {
-    fn first_free(&self, start: u64, end: u64) -> Option<u64> {
-        (start..end).find(|&s| self[s as usize] == EMPTY || self[s as usize] == FREED)
-    }
-}
-
-/// A fresh table being filled by [`place`], kept as the count of taken slots per line.
-///
-/// What must stay true: slots are only taken (never freed) and always the line's first free
-/// one, so a line's taken slots are a prefix and its count gives its first free slot: the same
-/// slots a table of `cap` entries would give. It costs a byte per line, or one map entry per
-/// taken line when the table is far larger than its keys: a model over a sparse span (LVM's
-/// memcached at 75 GiB fits a 12 G-slot least-squares table before the build rejects it) must
-/// not allocate its table to be judged.
-enum LineFill {
-    Dense(Vec<u8>),
-    Sparse(std::collections::HashMap<u64, u8>),
-}
-
-impl LineFill {
-    /// A fill for `cap` slots that will take `keys` of them.
-    fn new(cap: u64, keys: usize) -> Self {
-        let lines = cap.div_ceil(SLOTS_PER_LINE);
-        if lines <= 16 * keys as u64 + 4096 {
-            LineFill::Dense(vec![0; lines as usize])
-        } else {
-            LineFill::Sparse(std::collections::HashMap::with_capacity(keys))
-        }
-    }
-
-    fn taken(&self, line: u64) -> u64 {
-        match self {
-            LineFill::Dense(v) => v[line as usize] as u64,
-            LineFill::Sparse(h) => h.get(&line).copied().unwrap_or(0) as u64,
-        }
-    }
-
-    /// Take `slot`, which must be its line's first free slot.
-    fn take(&mut self, slot: u64) {
-        let line = slot / SLOTS_PER_LINE;
-        debug_assert_eq!(slot % SLOTS_PER_LINE, self.taken(line));
-        match self {
-            LineFill::Dense(v) => v[line as usize] += 1,
-            LineFill::Sparse(h) => *h.entry(line).or_insert(0) += 1,
-        }
-    }
-}
-
-impl SlotTable for LineFill {
-    fn first_free(&self, start: u64, end: u64) -> Option<u64> {
-        let s = start + self.taken(start / SLOTS_PER_LINE);
-        (s < end).then_some(s)
-    }
 }
 
 impl Index {
@@ -1229,56 +1162,22 @@ impl Builder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-
-    fn m4k(vpn: u64) -> Mapping {
-        Mapping::writable(vpn, vpn, PageSize::Size4K)
-    }
-
-    /// The placement a table of `cap` real slots gives: the reference [`place`]'s line counts
-    /// must match.
-    fn place_on_slots(model: &LinearModel, cap: u64, keys: &[Mapping]) -> Vec<(u64, u32)> {
-        let mut slots = vec![EMPTY; cap as usize];
-        keys.iter()
-            .map(|m| {
-                let (slot, need) = find_slot(model, cap, slots.as_slice(), m, u32::MAX).unwrap();
-                slots[slot as usize] = m.vpn.0;
-                (slot, need)
-            })
-            .collect()
-    }
-
-    proptest! {
-        #[test]
-        fn placing_by_line_counts_gives_the_slots_a_full_table_gives(
-            mut vpns in proptest::collection::btree_set(0u64..4096, 1..300),
-            ga_scale in 1.0f64..3.0,
-        ) {
-            let keys: Vec<Mapping> = std::mem::take(&mut vpns).into_iter().map(m4k).collect();
-            let cfg = LvmConfig { ga_scale, ..LvmConfig::default() };
-            let xs: Vec<u64> = keys.iter().map(|m| m.vpn.0).collect();
-            let fit = place(&cfg, fit_leaf_model(&xs, 1, cfg.ga_scale), &keys);
-            prop_assert_eq!(&fit.placement, &place_on_slots(&fit.model, fit.cap, &keys));
-            // The sparse fill must agree with the dense one.
-            let mut sparse = LineFill::Sparse(Default::default());
-            for &(slot, _) in &fit.placement {
-                prop_assert_eq!(sparse.first_free(slot - slot % SLOTS_PER_LINE, fit.cap), Some(slot));
-                sparse.take(slot);
-            }
-        }
-    }
 
     #[test]
     fn a_model_over_a_sparse_span_is_judged_without_allocating_its_table() {
-        // A dense cluster and a few keys 2^40 pages away: the least-squares table of this
-        // span has about 2^33 slots (64 GiB of keys if materialized; memcached at 75 GiB
-        // asked for 98.7 GB and aborted).
-        let mut keys: Vec<Mapping> = (0..4096).map(m4k).collect();
-        keys.extend((0..4).map(|i| m4k((1 << 40) + i * 4096)));
+        // A dense cluster and a few keys 2^40 pages away: the table of this model has about
+        // 2^33 slots (64 GiB of keys if materialized; memcached at 75 GiB asked for 98.7 GB
+        // and aborted).
+        let mut keys: Vec<Mapping> = (0..4096)
+            .map(|v| Mapping::writable(v, v, PageSize::Size4K))
+            .collect();
+        keys.extend((0..4).map(|i| {
+            let v = (1 << 40) + i * 4096;
+            Mapping::writable(v, v, PageSize::Size4K)
+        }));
         let cfg = LvmConfig::default();
-        let slope = Fixed::from_f64(1.0 / 128.0).0;
         let model = LinearModel {
-            slope: Fixed(slope),
+            slope: Fixed(Fixed::from_f64(1.0 / 128.0).0),
             intercept: Fixed(0),
         };
         let fit = place(&cfg, model, &keys);

@@ -105,6 +105,7 @@ mod config;
 pub mod gaps;
 mod index;
 pub mod model;
+mod slots;
 
 pub use config::LvmConfig;
 pub use index::{Index, MIN_CHILD_PAGES, NODE_BYTES, SLOTS_PER_LINE};
