@@ -910,9 +910,11 @@ def plan_reuse(
     """Which of ``runs`` to run, given the store's rows ``stored`` (:meth:`Store.stored`): a
     run is reused when its row is ``ok`` and was made by the model version this build gives the
     run (``current_model``: one for all, or per run, :func:`run_model_version`), or by no
-    recorded version (rows older than ``model_version``: reused, and counted, so that the
-    caller can say so); every other run runs (all of them with ``force``). Returns the runs to
-    run, the count of ``ok`` rows run again per older model version, and the legacy count.
+    recorded version when the run's current version is 1 (rows older than ``model_version``
+    were made by version 1's model or an earlier one: reused, and counted, so that the caller
+    can say so; under a later version they are outdated, counted as version 1); every other
+    run runs (all of them with ``force``). Returns the runs to run, the count of ``ok`` rows
+    run again per older model version, and the legacy count.
 
     Examples
     --------
@@ -923,7 +925,7 @@ def plan_reuse(
     ...           "d": {"status": "failed", "model_version": None}}
     >>> todo, outdated, legacy = plan_reuse(runs, stored, 2)
     >>> [r.config_hash for r in todo], outdated, legacy
-    (['b', 'd'], {1: 1}, 1)
+    (['b', 'c', 'd'], {1: 2}, 0)
 
     Per run: a change that moved only machines leaves a one-core run's version 1 current.
 
@@ -938,8 +940,11 @@ def plan_reuse(
         current = current_model(run) if callable(current_model) else current_model
         if force or row.get("status") != "ok":
             todo.append(run)
-        elif version is None:
+        elif version is None and current == 1:
             legacy += 1
+        elif version is None:
+            outdated[1] = outdated.get(1, 0) + 1
+            todo.append(run)
         elif version != current:
             outdated[version] = outdated.get(version, 0) + 1
             todo.append(run)
