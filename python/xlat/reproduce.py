@@ -1911,8 +1911,9 @@ def latency_distribution(
 #: The report's note under the claims table, unless the claims file has ``claims_note``.
 CLAIMS_NOTE = (
     "Ours: geometric mean over the experiment's workloads of the per-workload ratio. "
-    "Speedups with `total` time (`timing.cycles + timing.os_cycles`: the paper's gains "
-    "come from page-table allocation time, which is OS time)."
+    "Speedups count core cycles (`timing.cycles`), or core cycles and OS time "
+    "(`timing.cycles + timing.os_cycles`) where the claim's *counted* column says so, as "
+    "the paper's figure does."
 )
 #: The report's note above the data tables, unless the claims file has ``tables_note``.
 TABLES_NOTE = (
