@@ -893,8 +893,9 @@ def run_model_version(run: Run) -> int:
 
     Examples
     --------
-    >>> run_model_version(Run("radix", "gups", None, None, 1, (), None, config={}))
-    1
+    >>> one = run_model_version(Run("radix", "gups", None, None, 1, (), None, config={}))
+    >>> one == model_version_of(1, 1), one >= 3   # version 3 moved every run
+    (True, True)
     """
     sim = run.config.get("sim", {}) if run.config else {}
     processes = 1 if run.trace else len(str(run.workload).split(","))

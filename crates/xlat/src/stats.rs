@@ -19,7 +19,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// stored runs of another model version instead of reusing them (docs/sweeps.md, "Resuming").
 /// Version 1 is the model of 2026-11-29 (commit of the entry that introduced it); records
 /// without the key predate it.
-pub const MODEL_VERSION: u32 = 2;
+pub const MODEL_VERSION: u32 = 3;
 
 /// Which runs a model change can move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +36,8 @@ pub enum ModelScope {
 pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
     // A core of a machine settles its last references when its process ends (CHANGELOG).
     (2, ModelScope::Machines),
+    // GUPS executes the recorded real program's 11 instructions per update, not 5 (CHANGELOG).
+    (3, ModelScope::All),
 ];
 
 /// The model version of a run of `cores` cores and `processes` processes: the latest change

@@ -7,7 +7,7 @@
 //!
 //! | workload | what runs | per operation |
 //! |---|---|---|
-//! | `gups` | HPCC RandomAccess on a table of u64 | load + store of a random entry (5 instr) |
+//! | `gups` | HPCC RandomAccess on a table of u64 | load + store of a random entry (11 instr) |
 //! | `stream` | STREAM triad `a[i] = b[i] + s*c[i]` over three arrays | 2 loads + 1 store (6 instr) |
 //! | `pointer_chase` | one random cycle over 64-byte nodes (a seeded bijection's order) | 1 dependent load (3 instr) |
 //! | `bfs` | top-down BFS on an implicit RMAT graph in CSR, new source when done | loads of frontier, offsets, neighbours, parent; stores of parent and next frontier (queue, or bitmap once the queue is full) |

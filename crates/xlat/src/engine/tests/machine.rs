@@ -338,8 +338,17 @@ fn a_record_carries_the_model_version_of_its_run_one_core_or_a_machine() {
         shared["model_version"],
         crate::stats::model_version_of(1, 2)
     );
-    // Version 2 moved machines only: a one-core run keeps version 1.
-    assert_eq!(crate::stats::model_version_of(1, 1), 1);
+    // Version 2 moved machines only: a one-core run has the latest change that moved every
+    // run (version 3), not version 2.
+    use crate::stats::{ModelScope, MODEL_CHANGES};
+    let latest_for_all = MODEL_CHANGES
+        .iter()
+        .filter(|(_, scope)| *scope == ModelScope::All)
+        .map(|(v, _)| *v)
+        .max()
+        .unwrap_or(1);
+    assert_eq!(crate::stats::model_version_of(1, 1), latest_for_all);
+    assert!(MODEL_CHANGES.contains(&(2, ModelScope::Machines)));
     assert_eq!(
         crate::stats::model_version_of(2, 2),
         crate::stats::MODEL_VERSION
