@@ -44,7 +44,8 @@ pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
 /// that can move it, 1 when none can.
 ///
 /// ```
-/// assert_eq!(xlat::model_version_of(1, 1), 1);
+/// // Version 2 moved machines only; version 3 moved every run.
+/// assert_eq!(xlat::model_version_of(1, 1), 3);
 /// assert_eq!(xlat::model_version_of(4, 4), xlat::MODEL_VERSION);
 /// ```
 pub fn model_version_of(cores: u32, processes: u64) -> u32 {
