@@ -2283,9 +2283,7 @@ def paper_scale_counts(results: dict[str, dict[str, Any]]) -> list[str]:
         graded = paper_scale_rows(r)
         if not graded:
             continue
-        counts = {g: 0 for g in GRADES}
-        for *_, g in graded:
-            counts[g] += 1
+        counts = grade_counts([{"grade": g} for *_, g in graded])
         counts["not run"] += len(r["claims"]) - len(graded)
         heads = ", ".join(f"{row['id']}: {g}" for row, _, _, g in graded if row["headline"])
         rows.append(f"| {n} | " + " | ".join(str(counts[g]) for g in GRADES)

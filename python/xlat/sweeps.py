@@ -941,14 +941,11 @@ def plan_reuse(
         current = current_model(run) if callable(current_model) else current_model
         if force or row.get("status") != "ok":
             todo.append(run)
-        elif version is None and current == 1:
-            legacy += 1
+        elif (version or 1) != current:  # no recorded version: version 1's model
+            outdated[version or 1] = outdated.get(version or 1, 0) + 1
+            todo.append(run)
         elif version is None:
-            outdated[1] = outdated.get(1, 0) + 1
-            todo.append(run)
-        elif version != current:
-            outdated[version] = outdated.get(version, 0) + 1
-            todo.append(run)
+            legacy += 1
     return todo, outdated, legacy
 
 
