@@ -80,14 +80,17 @@ def model_version() -> int:
 def model_version_of(cores: int = 1, processes: int = 1) -> int:
     """The model version of a run of ``cores`` cores and ``processes`` processes: the record's
     ``model_version``. A model change may name the runs it can move (``xlat::MODEL_CHANGES``:
-    every run, or only those of several cores or processes); a run keeps the version of the
+    every run, only those of several cores or processes, or only multi-threaded traces on several
+    cores); a run keeps the version of the
     latest change that can move it, and stored runs of that version stay reusable.
 
     Examples
     --------
     >>> model_version_of(1, 1)   # version 3 moved every run (GUPS's instructions)
     3
-    >>> model_version_of(4, 4) == model_version()
+    >>> model_version_of(4, 4)   # version 4 moved multi-threaded traces only
+    3
+    >>> model_version_of(4, 1) == model_version()   # one trace on four cores
     True
     """
     return _core.model_version_of(int(cores), int(processes))

@@ -578,7 +578,9 @@ impl Config {
 
     /// The DRAM model a run of this configuration uses: `mem.dram.model`, with `auto` resolved
     /// to `queued` when the core model gives every request a time (`timing.model = "ooo"` and
-    /// `core.resource_grant` other than `idle_gaps`), else `idle`.
+    /// `core.resource_grant` other than `idle_gaps`), else `idle`. (A run of one trace on several
+    /// cores, a multi-threaded program, takes `idle` instead: the engine's builder resolves it
+    /// there, `engine/builder.rs`, `dram_model_of_run`.)
     pub fn dram_model(&self) -> crate::mem::DramModel {
         let timed = self.timing.model == crate::timing::TimingModel::Ooo
             && self.core.resource_grant != crate::timing::ooo::ResourceGrant::IdleGaps;

@@ -19,7 +19,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// stored runs of another model version instead of reusing them (docs/sweeps.md, "Resuming").
 /// Version 1 is the model of 2026-11-29 (commit of the entry that introduced it); records
 /// without the key predate it.
-pub const MODEL_VERSION: u32 = 3;
+pub const MODEL_VERSION: u32 = 4;
 
 /// Which runs a model change can move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,6 +29,9 @@ pub enum ModelScope {
     /// Only runs of several cores or several processes (a machine, `engine/machine.rs`): a
     /// one-core, one-process run gives the record of the version before, bit for bit.
     Machines,
+    /// Only multi-threaded traces on several cores (one process, `sim.cores` > 1): every other
+    /// run gives the record of the version before, bit for bit.
+    ThreadedTraces,
 }
 
 /// Every model version after 1 and the runs it can move, in order (the last is
@@ -38,21 +41,31 @@ pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
     (2, ModelScope::Machines),
     // GUPS executes the recorded real program's 11 instructions per update, not 5 (CHANGELOG).
     (3, ModelScope::All),
+    // A multi-threaded trace on several cores takes the idle DRAM model under `auto`: the
+    // queued controller serialized its threads (CHANGELOG).
+    (4, ModelScope::ThreadedTraces),
 ];
 
 /// The model version of a run of `cores` cores and `processes` processes: the latest change
 /// that can move it, 1 when none can.
 ///
 /// ```
-/// // Version 2 moved machines only; version 3 moved every run.
+/// // Version 2 moved machines only; version 3 moved every run; version 4 only a
+/// // multi-threaded trace on several cores (one process).
 /// assert_eq!(xlat::model_version_of(1, 1), 3);
-/// assert_eq!(xlat::model_version_of(4, 4), xlat::MODEL_VERSION);
+/// assert_eq!(xlat::model_version_of(4, 4), 3);
+/// assert_eq!(xlat::model_version_of(4, 1), xlat::MODEL_VERSION);
 /// ```
 pub fn model_version_of(cores: u32, processes: u64) -> u32 {
     let machine = cores > 1 || processes > 1;
+    let threaded = cores > 1 && processes == 1;
     MODEL_CHANGES
         .iter()
-        .filter(|(_, scope)| *scope == ModelScope::All || machine)
+        .filter(|(_, scope)| match scope {
+            ModelScope::All => true,
+            ModelScope::Machines => machine,
+            ModelScope::ThreadedTraces => threaded,
+        })
         .map(|(v, _)| *v)
         .max()
         .unwrap_or(1)
