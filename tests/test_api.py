@@ -55,7 +55,7 @@ def test_every_record_carries_the_model_version_and_the_changelog_names_it():
     from pathlib import Path
 
     # A record carries its run's model version: one core keeps the version of the last change
-    # that moved one-core runs; the newest change moved only multi-threaded traces on several cores.
+    # that moved one-core runs (the newest, version 5, moved every run).
     assert xlat.run("radix", **SMALL)["model_version"] == xlat.model_version_of(1, 1) >= 1
     assert xlat.model_version_of(2, 1) == xlat.model_version()
     # Every "Model changes" heading newer than the entry that introduced model versions names

@@ -86,10 +86,10 @@ def model_version_of(cores: int = 1, processes: int = 1) -> int:
 
     Examples
     --------
-    >>> model_version_of(1, 1)   # version 3 moved every run (GUPS's instructions)
-    3
-    >>> model_version_of(4, 4)   # version 4 moved multi-threaded traces only
-    3
+    >>> model_version_of(1, 1)   # version 5 moved every run (the one-core OS clock)
+    5
+    >>> model_version_of(4, 4)   # version 4 moved multi-threaded traces only, 5 every run
+    5
     >>> model_version_of(4, 1) == model_version()   # one trace on four cores
     True
     """

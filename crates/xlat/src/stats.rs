@@ -19,7 +19,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// stored runs of another model version instead of reusing them (docs/sweeps.md, "Resuming").
 /// Version 1 is the model of 2026-11-29 (commit of the entry that introduced it); records
 /// without the key predate it.
-pub const MODEL_VERSION: u32 = 4;
+pub const MODEL_VERSION: u32 = 5;
 
 /// Which runs a model change can move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,16 +44,18 @@ pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
     // A multi-threaded trace on several cores takes the idle DRAM model under `auto`: the
     // queued controller serialized its threads (CHANGELOG).
     (4, ModelScope::ThreadedTraces),
+    // The OS clock of a one-core run is the core's own, not the `simple` formula's (CHANGELOG).
+    (5, ModelScope::All),
 ];
 
 /// The model version of a run of `cores` cores and `processes` processes: the latest change
 /// that can move it, 1 when none can.
 ///
 /// ```
-/// // Version 2 moved machines only; version 3 moved every run; version 4 only a
-/// // multi-threaded trace on several cores (one process).
-/// assert_eq!(xlat::model_version_of(1, 1), 3);
-/// assert_eq!(xlat::model_version_of(4, 4), 3);
+/// // Version 2 moved machines only; version 4 only a multi-threaded trace on several cores
+/// // (one process); versions 3 and 5 moved every run.
+/// assert_eq!(xlat::model_version_of(1, 1), 5);
+/// assert_eq!(xlat::model_version_of(4, 4), 5);
 /// assert_eq!(xlat::model_version_of(4, 1), xlat::MODEL_VERSION);
 /// ```
 pub fn model_version_of(cores: u32, processes: u64) -> u32 {

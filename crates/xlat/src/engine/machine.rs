@@ -93,35 +93,27 @@ impl ParkedAt {
 }
 
 impl Parked {
-    /// Park core `model`; `clocks`: whether the turns need its clock (several cores),
+    /// Park core `model`, keeping its clock for the turns of several cores and the OS clock;
     /// `simple_now` the `simple` formula's cycles of the core now and `refs` its references.
-    pub(super) fn park(
-        &mut self,
-        model: &mut Option<CoreModel>,
-        clocks: bool,
-        simple_now: f64,
-        refs: u64,
-    ) {
+    pub(super) fn park(&mut self, model: &mut Option<CoreModel>, simple_now: f64, refs: u64) {
         if let Some(mut m) = model.take() {
-            if clocks {
-                let clock = m.clock();
-                let cycles_per_ref = self
-                    .resumed_at
-                    .filter(|r| refs > *r)
-                    .map(|r| (clock - self.resumed_clock) / (refs - r) as f64);
-                self.at = Some(ParkedAt {
-                    clock,
-                    simple: simple_now,
-                    refs,
-                    cycles_per_ref,
-                });
-            }
+            let clock = m.clock();
+            let cycles_per_ref = self
+                .resumed_at
+                .filter(|r| refs > *r)
+                .map(|r| (clock - self.resumed_clock) / (refs - r) as f64);
+            self.at = Some(ParkedAt {
+                clock,
+                simple: simple_now,
+                refs,
+                cycles_per_ref,
+            });
             self.core = Some(m);
         }
     }
 
     /// Resume the parked model into `model`; returns the cycles the core ran functionally
-    /// warmed since it was parked (0 with one core).
+    /// warmed since it was parked.
     pub(super) fn resume(
         &mut self,
         model: &mut Option<CoreModel>,
@@ -140,8 +132,8 @@ impl Parked {
         since
     }
 
-    /// The clock of a core whose model is parked, before the machine's offset: the model's
-    /// clock when parked plus the cycles since (`None` when it is not parked, or one core).
+    /// The clock of a core whose model is parked, before the offset: the model's clock when
+    /// parked plus the cycles since (`None` when it is not parked).
     pub(super) fn clock(&self, simple_now: f64, refs_now: u64) -> Option<f64> {
         self.at.map(|at| at.clock + at.since(simple_now, refs_now))
     }

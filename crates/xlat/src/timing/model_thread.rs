@@ -2,8 +2,9 @@
 //! goes on simulating while the core accounts them.
 //!
 //! The core only reads the references it is given, in program order, and nothing in a
-//! single-core run reads the core back before the record is written (the OS clock that wakes
-//! the daemons is the `simple` formula's, see `engine.rs`). So the core's work can overlap the
+//! single-core run reads the core back before the record is written, unless the run has an OS
+//! clock to keep (daemons, a design's OS work): then the engine brings the core back to its own
+//! thread at the first reading ([`CoreModel::bring_here`]). So the core's work can overlap the
 //! engine's on another CPU and the results are bit-identical to accounting each reference at
 //! once: the worker accounts the same references, in the same order, with the same code
 //! ([`OooCore::take_refs`]). Multi-core runs read every core's clock between turns and keep
@@ -100,6 +101,18 @@ impl CoreModel {
         match self {
             CoreModel::Here(core) => core.clock(),
             CoreModel::Thread(t) => t.snapshot().clock(),
+        }
+    }
+
+    /// Bring a core on a worker thread back to this thread, stopping the worker: the core
+    /// continues as its snapshot (every reference given so far accounted), which gives the
+    /// answers it would have given there. A core already here stays. For a run that reads the
+    /// clock often (the OS clock of a one-core run with daemons or a design's OS work), where
+    /// each read of a threaded core's clock would copy the whole core.
+    pub fn bring_here(&mut self) {
+        if let CoreModel::Thread(t) = self {
+            let core = t.snapshot();
+            *self = CoreModel::Here(core);
         }
     }
 

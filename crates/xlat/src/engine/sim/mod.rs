@@ -71,11 +71,13 @@ pub(super) struct Sim<D: Design> {
     /// out of `core`, so that the loop runs without it and without a test of its own; with
     /// when it last resumed and what the turns' clock needs (swapped with the core).
     parked: Parked,
-    /// Cycles added to every core's clock for the turns of several cores: in a sampled run,
-    /// the functional phases' (each phase adds the most any core ran in it), so that the
-    /// turns' clock never stands still while the models are parked; 0 otherwise. (Here, not
+    /// Cycles added to every core's clock for the turns of several cores and the OS clock: in
+    /// a sampled run, the functional phases' (each phase adds the most any core ran in it), so
+    /// that the clock never stands still while the models are parked; 0 otherwise. (Here, not
     /// in `machine`, which the scheduler takes out while it reads the clocks.)
     turn_clock_offset: f64,
+    /// The one-core OS clock's last reading (`Sim::os_now`; a machine keeps its own).
+    os_clock_floor: u64,
     /// Instruction count and dependence of the reference being simulated (for `core`).
     cur_instrs: u32,
     cur_dep: u16,
@@ -191,6 +193,7 @@ impl<D: Design> Sim<D> {
             }),
             parked: Parked::default(),
             turn_clock_offset: 0.0,
+            os_clock_floor: 0,
             cur_instrs: 0,
             cur_dep: 0,
             dep_mask: if cfg.core.dependences == crate::timing::ooo::Dependences::Ignore {
@@ -320,19 +323,17 @@ impl<D: Design> Runner for Sim<D> {
                 .is_none_or(|m| m.threaded || m.procs.len() <= m.cores.len()),
             "sampling never time-slices a core"
         );
-        let clocks = self.machine.is_some();
         let simple_now = self
             .timing
             .core_cycles(&self.cfg.timing, self.c.instructions);
         let cfg = &self.cfg;
         if on {
-            self.parked
-                .park(&mut self.core, clocks, simple_now, self.c.refs);
+            self.parked.park(&mut self.core, simple_now, self.c.refs);
             if let Some(m) = self.machine.as_deref_mut() {
                 for (k, st) in m.cores.iter_mut().enumerate() {
                     if k != m.running {
                         let simple_now = st.timing.core_cycles(&cfg.timing, st.c.instructions);
-                        st.parked.park(&mut st.core, true, simple_now, st.c.refs);
+                        st.parked.park(&mut st.core, simple_now, st.c.refs);
                     }
                 }
             }
@@ -356,6 +357,9 @@ impl<D: Design> Runner for Sim<D> {
                         }
                     }
                 }
+            } else {
+                // One core: its clock (the OS clock's) goes on from the functional phase's end.
+                self.turn_clock_offset += most;
             }
         }
         // The queued DRAM controller is timed by the core: no events while it is parked.

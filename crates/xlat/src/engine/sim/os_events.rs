@@ -91,15 +91,22 @@ impl<D: Design> Sim<D> {
         Ok(())
     }
 
-    /// The OS clock: simulated core cycles so far. One core: the `simple` formula's cycles
-    /// (also under `ooo`, whose clock stands still while a sampled run warms functionally;
-    /// docs/timing.md). Several cores: the clock the scheduler balances (`ooo`'s cycles under
-    /// `timing.model = "ooo"`).
+    /// The OS clock: simulated core cycles so far, never running backwards. One core: the
+    /// core's clock (`ooo`'s under `timing.model = "ooo"`, plus the functional phases' cycles
+    /// in a sampled run, as the turns of a machine read it; the `simple` formula's otherwise).
+    /// Several cores: the clock the scheduler balances (the same clocks).
     pub(super) fn os_now(&mut self) -> u64 {
         if self.machine.is_none() {
-            return self
-                .timing
-                .core_cycles(&self.cfg.timing, self.c.instructions) as u64;
+            // The core's own clock, as on a machine (model version 5; the `simple` formula's
+            // before, by which a GUPS core under `ooo` ran about 2.4x ahead of its cycles, so
+            // the daemons and a design's migrations ran early). Read at every chunk of a run
+            // with daemons: a core on a thread of its own comes back to this one.
+            if let Some(core) = self.core.as_mut() {
+                core.bring_here();
+            }
+            let now = (self.core_cycles_now() as u64).max(self.os_clock_floor);
+            self.os_clock_floor = now;
+            return now;
         }
         // Cores take turns, the one with the fewest cycles first (sched.rs), so every core with
         // a process left is within a turn of the others by that clock, and the latest time any

@@ -25,7 +25,7 @@ impl<D: Design> Sim<D> {
     }
 
     /// Simulated cycles of the installed core so far (OS time excluded): the clock the turns
-    /// balance. In a sampled run of several cores its model's clock (or, while parked, that
+    /// balance and the OS clock. In a sampled run its model's clock (or, while parked, that
     /// clock when parked plus the cycles since) plus `turn_clock_offset` (`Parked`); else
     /// exactly the model's (or the `simple` formula's).
     pub(super) fn core_cycles_now(&mut self) -> f64 {

@@ -349,9 +349,9 @@ fn a_record_carries_the_model_version_of_its_run_one_core_or_a_machine() {
         .unwrap_or(1);
     assert_eq!(crate::stats::model_version_of(1, 1), latest_for_all);
     assert!(MODEL_CHANGES.contains(&(2, ModelScope::Machines)));
-    // Version 4 moved multi-threaded traces on several cores only.
-    assert_eq!(crate::stats::model_version_of(2, 2), 3);
-    assert_eq!(crate::stats::model_version_of(1, 2), 3);
+    // Version 4 moved multi-threaded traces on several cores only; version 5 every run.
+    assert_eq!(crate::stats::model_version_of(2, 2), 5);
+    assert_eq!(crate::stats::model_version_of(1, 2), 5);
     assert_eq!(
         crate::stats::model_version_of(2, 1),
         crate::stats::MODEL_VERSION
