@@ -303,6 +303,52 @@ def test_quick_exits_1_naming_the_claim_when_a_checked_direction_flips(tmp_path,
     assert "| 0.500 | **direction flipped** |" in report
 
 
+def test_experiment_runs_only_the_named_experiments_and_the_others_claims_are_not_run(
+    tmp_path, monkeypatch
+):
+    import argparse
+
+    import duckdb
+
+    (tmp_path / "two.toml").write_text(
+        'title = "two"\npreset = "configs/papers/mehpt.toml"\nscaling = "tiny"\n'
+        '[[experiment]]\nname = "a"\nfigure = "-"\ndescription = "-"\n'
+        'designs = ["radix", "ideal"]\nworkloads = ["gups"]\nfootprint = "64MiB"\n'
+        'refs = "20k"\nwarmup = "0"\nset = { "os.fmfi_target" = 0.0 }\n'
+        '[[experiment]]\nname = "b"\nfigure = "-"\ndescription = "-"\n'
+        'designs = ["radix", "perfect_tlb"]\nworkloads = ["gups"]\nfootprint = "64MiB"\n'
+        'refs = "20k"\nwarmup = "0"\nset = { "os.fmfi_target" = 0.0 }\n'
+        '[[claim]]\nid = "ideal_faster"\ntext = "ideal faster"\nref = "-"\n'
+        'paper = 1.1\nkind = "speedup"\neffect = "speedup"\ncounts = "core cycles"\n'
+        'design = "ideal"\nbaseline = "radix"\nexperiment = "a"\n'
+        '[[claim]]\nid = "perfect_faster"\ntext = "perfect faster"\nref = "-"\n'
+        'paper = 1.2\nkind = "speedup"\neffect = "speedup"\ncounts = "core cycles"\n'
+        'design = "perfect_tlb"\nbaseline = "radix"\nexperiment = "b"\n'
+    )
+    monkeypatch.setattr(reproduce, "CLAIMS_DIR", tmp_path)
+    db = tmp_path / "r.duckdb"
+    args = argparse.Namespace(paper="two", list=False, quick=False, workers=1, quiet=True,
+                              db=str(db), out=str(tmp_path), experiment=["a"])  # fmt: skip
+    assert reproduce.main(args) == 0
+    designs = duckdb.connect(str(db), read_only=True).execute(
+        "select distinct design from runs order by design").fetchall()  # fmt: skip
+    assert designs == [("ideal",), ("radix",)]
+    report = (tmp_path / "reproduce-two.md").read_text()
+    assert "xlat reproduce two --experiment a" in report
+    claims = ("| ideal_faster", "| perfect_faster")
+    rows = {line.split("|")[1].strip(): line for line in report.splitlines()
+            if line.startswith(claims)}  # fmt: skip
+    assert "not run" in rows["perfect_faster"]
+    assert "not run" not in rows["ideal_faster"]
+    # `all` names several papers, whose experiments' names are each paper's own.
+    (tmp_path / "three.toml").write_text((tmp_path / "two.toml").read_text())
+    for bad, message in ((["c"], "no experiment ['c']"), (["a"], "not all")):
+        paper = "all" if message == "not all" else "two"
+        with pytest.raises(reproduce.ReproduceError, match=re.escape(message)):
+            reproduce.main(argparse.Namespace(**{**vars(args), "experiment": bad,
+                                                 "paper": paper}))  # fmt: skip
+
+
 def _et_like_frame():
     import pandas as pd
 

@@ -94,6 +94,13 @@ def add_parsers(sub) -> None:
         "(repeatable)",
     )
     p.add_argument(
+        "--experiment",
+        action="append",
+        metavar="NAME",
+        help="run only this experiment of the paper (repeatable; --list names them): a claim "
+        "that reads another is computed without it, 'not run' when it reads no experiment run",
+    )
+    p.add_argument(
         "--recorded",
         action="store_true",
         help="run nothing: grade the claims from the last full runs' figures in data/claims",

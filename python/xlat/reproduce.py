@@ -2404,6 +2404,10 @@ def main(args) -> int:
             )
         return _recorded(args, names)
     overrides = parse_overrides(getattr(args, "set", None))
+    if getattr(args, "experiment", None) and len(names) > 1:
+        raise ReproduceError(
+            "--experiment names an experiment of one paper: give the paper's name, not all"
+        )
     source = getattr(args, "workloads", "generators")
     if getattr(args, "corpus_dir", None) is not None and source == "generators":
         raise ReproduceError(
@@ -2448,11 +2452,13 @@ def _reproduce_papers(args, names: list[str], overrides: dict[str, str]) -> int:
     for n in names:
         progress = "errors" if args.quiet or as_json else "lines"
         paper_scale = getattr(args, "paper_scale", False)
+        chosen = getattr(args, "experiment", None)
         result = reproduce(n, args.quick, args.db, args.workers, progress, keep_ray=True,
-                           overrides=overrides, workloads=source,
+                           overrides=overrides, experiments=chosen, workloads=source,
                            corpus_dir=corpus_dir, paper_scale=paper_scale)  # fmt: skip
         command = f"xlat reproduce {n}" + (" --quick" if args.quick else "")
         command += " --paper-scale" if paper_scale else ""
+        command += "".join(f" --experiment {e}" for e in chosen or [])
         command += "".join(f" --set {k}={v}" for k, v in overrides.items())
         if source != "generators":
             command += f" --workloads {source}"
