@@ -130,6 +130,44 @@ fn fill_fragmented_memory_with_kcompactd_keeps_the_oracle() {
     }
 }
 
+/// Model version 5: the OS clock of one core is the core's own. Before, it was the `simple`
+/// formula's cycles also under `ooo`: 28.5 M against GUPS's 5.2 M `ooo` cycles here, so
+/// kcompactd woke 284 times where the core's time has 52 intervals. Sampled too: the
+/// functional phases advance it at the rate of the last detailed stretch (the formula's before
+/// the first, so the first unit's functional part is kept short here: 1000 references).
+#[test]
+fn the_os_clock_of_one_core_is_its_own_clock_so_daemons_wake_once_per_interval_of_it() {
+    let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let interval = 100_000.0;
+    for sampling in ["0", "5000"] {
+        let cfg = Config::resolve(
+            None,
+            &[
+                o("sim.design", "radix"),
+                o("sim.refs", "300000"),
+                o("sim.warmup_refs", "0"),
+                o("workload.name", "gups"),
+                o("workload.footprint", "256MiB"),
+                o("os.phys_mem_bytes", "2GiB"),
+                o("timing.model", "ooo"),
+                o("os.kcompactd.enabled", "true"),
+                o("os.kcompactd.interval_cycles", "100000"),
+                o("sim.sampling.interval", sampling),
+            ],
+        )
+        .unwrap();
+        let r = run_workload(&cfg).unwrap();
+        let cycles = r["timing"]["cycles"].as_f64().unwrap();
+        let wakeups = r["os"]["kcompactd_wakeups"].as_u64().unwrap() as f64;
+        // The daemons run once per chunk of events: at most a chunk's cycles late at the end.
+        let expected = (cycles / interval).floor();
+        assert!(
+            wakeups <= expected + 1.0 && wakeups >= 0.95 * expected,
+            "sampling {sampling}: {wakeups} wake-ups in {cycles} cycles"
+        );
+    }
+}
+
 #[test]
 fn a_run_stops_after_exactly_the_configured_references() {
     let r = run_workload(&small("radix")).unwrap();
