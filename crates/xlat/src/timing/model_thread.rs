@@ -393,6 +393,27 @@ mod tests {
     }
 
     #[test]
+    fn a_core_brought_back_from_its_thread_mid_run_gives_the_figures_of_one_that_stayed_here() {
+        // What the one-core OS clock relies on (`CoreModel::bring_here`, model version 5).
+        let cfg = CoreConfig::default();
+        let mut here = CoreModel::new(&cfg, 4, false);
+        let mut moved = CoreModel::new(&cfg, 4, true);
+        let all = refs(2 * THREAD_BATCH + 777);
+        for (i, r) in all.iter().enumerate() {
+            here.reference(r).unwrap();
+            moved.reference(r).unwrap();
+            if i == THREAD_BATCH + 5 {
+                moved.bring_here();
+                assert!(!moved.threaded());
+                // Bringing a core that is already here back changes nothing.
+                moved.bring_here();
+                assert_eq!(here.clock(), moved.clock(), "at {i}");
+            }
+        }
+        assert_eq!(figures(&here.snapshot()), figures(&moved.snapshot()));
+    }
+
+    #[test]
     fn a_dependence_before_the_trace_is_the_same_error_on_either_thread() {
         let r = CoreRef {
             dep: 3,
