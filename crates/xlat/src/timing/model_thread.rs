@@ -3,8 +3,8 @@
 //!
 //! The core only reads the references it is given, in program order, and nothing in a
 //! single-core run reads the core back before the record is written, unless the run has an OS
-//! clock to keep (daemons, a design's OS work): then the engine brings the core back to its own
-//! thread at the first reading ([`CoreModel::bring_here`]). So the core's work can overlap the
+//! clock to keep (daemons, a design's OS work): then the engine brings the core back to the
+//! engine's thread at the first reading ([`CoreModel::bring_here`]). So the core's work can overlap the
 //! engine's on another CPU and the results are bit-identical to accounting each reference at
 //! once: the worker accounts the same references, in the same order, with the same code
 //! ([`OooCore::take_refs`]). Multi-core runs read every core's clock between turns and keep
