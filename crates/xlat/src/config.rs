@@ -108,7 +108,7 @@ impl Default for SimConfig {
 /// the workload's first-touch phase (a built-in generator's setup: its allocations and the
 /// first store to every page of its data, [`crate::trace::EventSource::first_touch_refs`]),
 /// at most `sim.refs`, so that a run never simulates more than twice its `sim.refs`. A source
-/// that cannot say (a trace file) warms up `sim.refs / 10`... see [`WarmupRefs::resolve`].
+/// that cannot say (a trace file) warms up `sim.refs / 10`... see `WarmupRefs::resolve`.
 /// The record's `warmup` section says how many references warmed up and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WarmupRefs {

@@ -13,13 +13,13 @@ use crate::stats::{Stats, StatsExt};
 impl Os {
     /// The OS-model work so far that a fault's latency is measured by (allocation work:
     /// zeroing and direct compaction; copies, shootdowns, daemons, swap): the engine takes it
-    /// before and after a fault (see [`fault_latency`]).
+    /// before and after a fault (see `fault_latency`).
     #[inline]
     pub fn fault_cost_mark(&self) -> u64 {
         self.phys.alloc_work_cycles() + self.extra_os_cycles()
     }
 
-    /// Count one fault of `cycles` in `os.fault_latency` (see [`fault_latency`]).
+    /// Count one fault of `cycles` in `os.fault_latency` (see `fault_latency`).
     #[inline]
     pub fn record_fault_latency(&mut self, cycles: u64) {
         self.fault_latency.record(cycles);

@@ -46,7 +46,7 @@
 //! MADV_HUGEPAGE, false).
 //!
 //! # Adding a workload
-//! 1. A type implementing [`program::Program`] (in `programs.rs`, `kernels.rs`, `apps.rs` or a
+//! 1. A type implementing `program::Program` (in `programs.rs`, `kernels.rs`, `apps.rs` or a
 //!    file of its own): `setup` allocates through the [`heap::AddressSpace`] (which issues the
 //!    system calls) and first-touches its pages; `step` pushes one iteration's accesses;
 //!    `host_bytes` is exact from construction on (all state sized by the footprint).

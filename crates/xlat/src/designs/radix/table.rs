@@ -68,7 +68,7 @@ pub enum Step {
 
 /// A set of radix trees, one per ASID.
 ///
-/// Nodes live in flat arrays indexed by [`NodeId`] (entries of node `n` at `entries[n * 512..]`):
+/// Nodes live in flat arrays indexed by `NodeId` (entries of node `n` at `entries[n * 512..]`):
 /// one indirection less per level than boxed nodes, which matters because the simulator's own
 /// cache misses on these arrays dominate a random-access run.
 pub struct RadixTable {
@@ -435,7 +435,7 @@ impl RadixTable {
     }
 
     /// Whether the leaf entry of node `id` (at `level`) that `vpn` selects carries the
-    /// contiguous hint (then its aligned group of 16 is as [`CONTIG`] says).
+    /// contiguous hint (then its aligned group of 16 is as `CONTIG` says).
     #[inline]
     pub fn is_contiguous(&self, id: NodeId, vpn: Vpn, level: u32) -> bool {
         let e = self.entries[Self::slot(id, vpn, level)];

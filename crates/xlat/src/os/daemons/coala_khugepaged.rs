@@ -296,7 +296,7 @@ impl Os {
     }
 
     /// CoalaKhugepaged's 2 MiB collapse of the aligned 2 MiB range at `first` (a 2 MiB hint,
-    /// or the range enclosing a 64 KiB hint): Linux's collapse ([`Os::try_collapse`]: in place
+    /// or the range enclosing a 64 KiB hint): Linux's collapse (`Os::try_collapse`: in place
     /// when the frames already form the block, else into a new block by copy, within
     /// `os.khugepaged.max_ptes_none`), for a range inside one VMA. Returns the outcome.
     pub fn coala_collapse_2m(

@@ -3,7 +3,7 @@
 //! to `pages_to_scan` pages in 2 MiB ranges inside VMAs, round robin over processes, resuming
 //! where the last wake-up stopped, and collapses each eligible range.
 //!
-//! Owns the collapse ([`Os::try_collapse`], Linux's `collapse_huge_page`), which HawkEye's and
+//! Owns the collapse (`Os::try_collapse`, Linux's `collapse_huge_page`), which HawkEye's and
 //! Trident's promoters and CoalaKhugepaged reuse: a range with at most `max_ptes_none`
 //! unmapped pages, no page of 2 MiB or more, one protection, no reservation and no HugeTLB
 //! pool page becomes one 2 MiB page, in place when its frames already form the aligned block

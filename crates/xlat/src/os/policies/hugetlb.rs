@@ -7,7 +7,7 @@
 //! the fault to the policy (outside the backed part, partly mapped, or an empty pool with
 //! `on_empty = "fallback"`), counted per reason; an empty pool with `on_empty = "error"` is a
 //! SIGBUS error naming `os.hugetlb.pages`. Pool pages are never collapsed or promoted:
-//! [`Os::hugetlb_holds_any`] is what khugepaged and the promotion daemons ask.
+//! `Os::hugetlb_holds_any` is what khugepaged and the promotion daemons ask.
 
 use crate::addr::{format_bytes, Asid, Mapping, PageSize, Vaddr};
 use crate::os::hugetlb::OnEmpty;

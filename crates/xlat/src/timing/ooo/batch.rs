@@ -14,7 +14,7 @@ use crate::mem::MemEvent;
 
 impl OooCore {
     /// Take one reference (in program order); it is accounted with the next batch (see
-    /// [`BATCH`]). Errors name the reference when its dependence points before the first
+    /// `BATCH`). Errors name the reference when its dependence points before the first
     /// reference.
     #[inline]
     pub fn reference(&mut self, r: &CoreRef) -> Result<(), String> {

@@ -87,7 +87,7 @@ impl Dependences {
 ///   and it is the earliest such interval at or after the request.
 /// - `time_order` (default): requests wait in a queue and are granted in the time order of the requests,
 ///   each to the unit free earliest (first come, first served, as hardware arbitrates; see
-///   [`TimeOrder`]). Unlike `idle_gaps`, an early request that does not fit before a later
+///   `TimeOrder`). Unlike `idle_gaps`, an early request that does not fit before a later
 ///   one's reservation is still served first (no fragmentation). Not monotone either (the
 ///   same kind of anomaly: test `time_order_grants_can_be_slower_with_more_mshrs_too`); what
 ///   holds and is tested: grants are made in non-decreasing request time.

@@ -205,7 +205,7 @@ impl OooCore {
     }
 
     /// Cycles of the run so far: the last instruction's retirement, of the references accounted
-    /// (the last batch may wait, see [`BATCH`]). Under `time_order`, of the last instruction
+    /// (the last batch may wait, see `BATCH`). Under `time_order`, of the last instruction
     /// retired so far: the newest references (at most a ROB's worth) may wait for their grants
     /// until later references need them. [`OooCore::settled`] accounts and retires them all.
     pub fn cycles(&self) -> f64 {

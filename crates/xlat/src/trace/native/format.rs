@@ -9,7 +9,7 @@
 /// First 8 bytes of every native trace.
 pub const MAGIC: &[u8; 8] = b"XLATTRC\0";
 /// Format version this module writes. Version 4 adds access records with a dependence (the
-/// [`tag::DEP`] flag); version 3 adds the summary block and the end-of-trace record's pointer to
+/// `tag::DEP` flag); version 3 adds the summary block and the end-of-trace record's pointer to
 /// it; version 2 chunk checksums cover the chunk's sequence number, so swapped or repeated
 /// chunks are detected where they are; version 1 files (the chunk checksum covers the payload
 /// only), version 2 and version 3 files are still read (their accesses carry no dependence).
