@@ -30,7 +30,10 @@ The paper-scale runs' figures (issue 36, item 4; ``xlat reproduce PAPER --paper-
     python scripts/record_full.py --paper-scale --db out/paper.duckdb --commit COMMIT all
 
 write ``full_paper`` for each claim whose experiments all have a paper-scale form, and the
-paper's ``paper_run``; the ledger's section "At the papers' scale" grades them.
+paper's ``paper_run``; the ledger's section "At the papers' scale" grades them. With
+``--experiment NAME`` (one paper; the runs of ``xlat reproduce PAPER --paper-scale --experiment
+NAME``) only the claims that read only those experiments get new figures, and ``paper_run``
+keeps its text with the rerun experiments' commit and cost appended.
 """
 
 from __future__ import annotations
@@ -161,8 +164,8 @@ def main() -> int:
     if args.experiment and len(names) != 1:
         ap.error("--experiment needs exactly one paper")
     if args.paper_scale:
-        if args.experiment or args.workloads != "generators":
-            ap.error("--paper-scale takes neither --experiment nor --workloads real")
+        if args.workloads != "generators":
+            ap.error("--paper-scale takes no --workloads real")
         return record_paper(names, args)
     if args.workloads == "real":
         if args.experiment or not args.corpus_dir:
@@ -271,18 +274,29 @@ def record_paper(names: list[str], args) -> int:
     --paper-scale``; a claim reading an experiment without a paper-scale form gets none."""
     today = datetime.date.today().isoformat()
     for name in names:
-        result = _stored(name, args, f"xlat reproduce {name} --paper-scale --db {args.db}",
-                         paper_scale=True)  # fmt: skip
+        only = "".join(f" --experiment {e}" for e in args.experiment or [])
+        result = _stored(name, args, f"xlat reproduce {name} --paper-scale{only} --db {args.db}",
+                         paper_scale=True, experiments=args.experiment)  # fmt: skip
         if isinstance(result, int):
             return result
+        ran = set(args.experiment or [e["name"] for e in result["paper"]["experiment"]])
         figures = {}
         for c, row in zip(result["paper"]["claim"], result["claims"]):
-            if math.isfinite(row["ours"]) and rp.claim_at_paper_scale(result["paper"], c):
+            if (math.isfinite(row["ours"]) and rp.claim_at_paper_scale(result["paper"], c)
+                    and _reads_only(c, ran)):  # fmt: skip
                 figures[("claim", row["id"])] = _fmt_claim(row["ours"])
-        run = (f"the paper-scale runs' figures: `xlat reproduce {name} --paper-scale` at commit "
-               f"{args.commit}, {today}, {models_text(result['frames'])}; what the "
-               f"runs cost: {rp.cost_text(result['cost'])}"
-               + (f"; {args.note}" if args.note else ""))  # fmt: skip
+        if args.experiment:
+            # Only some experiments were rerun: the earlier paper_run text stays, with these.
+            run = (f"{result['paper'].get('paper_run', '')}; experiments "
+                   f"{', '.join(sorted(ran))} rerun at commit {args.commit}, {today}, "
+                   f"{models_text(result['frames'])}; what the rerun experiments cost: "
+                   f"{rp.cost_text(result['cost'])}"
+                   + (f" ({args.note})" if args.note else ""))  # fmt: skip
+        else:
+            run = (f"the paper-scale runs' figures: `xlat reproduce {name} --paper-scale` at "
+                   f"commit {args.commit}, {today}, {models_text(result['frames'])}; what the "
+                   f"runs cost: {rp.cost_text(result['cost'])}"
+                   + (f"; {args.note}" if args.note else ""))  # fmt: skip
         _write(result, figures, run, "full_paper", "paper_run", "paper-scale")
     return 0
 
