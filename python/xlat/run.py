@@ -77,12 +77,13 @@ def model_version() -> int:
     return _core.model_version()
 
 
-def model_version_of(cores: int = 1, processes: int = 1) -> int:
-    """The model version of a run of ``cores`` cores and ``processes`` processes: the record's
-    ``model_version``. A model change may name the runs it can move (``xlat::MODEL_CHANGES``:
-    every run, only those of several cores or processes, or only multi-threaded traces on several
-    cores); a run keeps the version of the
-    latest change that can move it, and stored runs of that version stay reusable.
+def model_version_of(cores: int = 1, processes: int = 1, design: str | None = None) -> int:
+    """The model version of a run of ``cores`` cores and ``processes`` processes of design
+    ``design`` (``sim.design``; ``None``: a design that no design-scoped change names): the
+    record's ``model_version``. A model change may name the runs it can move
+    (``xlat::MODEL_CHANGES``: every run, only those of several cores or processes, only
+    multi-threaded traces on several cores, or only one design's); a run keeps the version of
+    the latest change that can move it, and stored runs of that version stay reusable.
 
     Examples
     --------
@@ -90,10 +91,12 @@ def model_version_of(cores: int = 1, processes: int = 1) -> int:
     5
     >>> model_version_of(4, 4)   # version 4 moved multi-threaded traces only, 5 every run
     5
-    >>> model_version_of(4, 1) == model_version()   # one trace on four cores
+    >>> model_version_of(1, 1, "lvm")   # version 6 moved LVM's runs only
+    6
+    >>> model_version_of(4, 1, "lvm") == model_version()
     True
     """
-    return _core.model_version_of(int(cores), int(processes))
+    return _core.model_version_of(int(cores), int(processes), design or "")
 
 
 def preset_dirs() -> list[Path]:

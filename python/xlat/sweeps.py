@@ -888,8 +888,8 @@ def _timing_thread(ray: Any, window: int) -> str | None:
 
 def run_model_version(run: Run) -> int:
     """The model version a run gets from this build (:func:`xlat.model_version_of`): from its
-    cores (``sim.cores``) and its processes (one per comma-separated workload; one trace is one
-    process).
+    cores (``sim.cores``), its processes (one per comma-separated workload; one trace is one
+    process) and its design.
 
     Examples
     --------
@@ -899,7 +899,7 @@ def run_model_version(run: Run) -> int:
     """
     sim = run.config.get("sim", {}) if run.config else {}
     processes = 1 if run.trace else len(str(run.workload).split(","))
-    return model_version_of(int(sim.get("cores", 1) or 1), processes)
+    return model_version_of(int(sim.get("cores", 1) or 1), processes, run.design)
 
 
 def plan_reuse(

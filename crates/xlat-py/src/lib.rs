@@ -156,11 +156,11 @@ fn model_version() -> u32 {
     xlat::MODEL_VERSION
 }
 
-/// The model version of a run of `cores` cores and `processes` processes
+/// The model version of a run of `cores` cores and `processes` processes of design `design`
 /// (`xlat::model_version_of`): what its record's `model_version` will be.
 #[pyfunction]
-fn model_version_of(cores: u32, processes: u64) -> u32 {
-    xlat::model_version_of(cores, processes)
+fn model_version_of(cores: u32, processes: u64, design: &str) -> u32 {
+    xlat::model_version_of(cores, processes, design)
 }
 
 fn open_trace(path: &str, format: Option<&str>) -> PyResult<Box<dyn xlat::trace::EventSource>> {

@@ -2,10 +2,27 @@
 //! engine without the Python front, for profiling and quick checks of the core crate.
 //!
 //! `cargo run --release -p xlat --example run -- sim.design=lvm workload.name=kv workload.footprint=4GiB sim.refs=10M`
+//!
+//! `preset=PATH` (anywhere among the arguments) puts a preset file such as
+//! `configs/papers/lvm.toml` beneath the overrides, as `xlat run --preset` does.
 
 fn main() {
+    let mut preset: Option<(String, String)> = None;
     let overrides: Vec<(String, String)> = std::env::args()
         .skip(1)
+        .filter(|a| match a.strip_prefix("preset=") {
+            Some(path) => {
+                match std::fs::read_to_string(path) {
+                    Ok(text) => preset = Some((path.to_string(), text)),
+                    Err(e) => {
+                        eprintln!("run: cannot read preset {path}: {e}");
+                        std::process::exit(2);
+                    }
+                }
+                false
+            }
+            None => true,
+        })
         .map(|a| match a.split_once('=') {
             Some((k, v)) => (k.to_string(), v.to_string()),
             None => {
@@ -14,7 +31,8 @@ fn main() {
             }
         })
         .collect();
-    let cfg = match xlat::config::Config::resolve(None, &overrides) {
+    let layer = preset.as_ref().map(|(p, t)| (p.as_str(), t.as_str()));
+    let cfg = match xlat::config::Config::resolve(layer, &overrides) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("run: {e}");

@@ -19,7 +19,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// stored runs of another model version instead of reusing them (docs/sweeps.md, "Resuming").
 /// Version 1 is the model of 2026-11-29 (commit of the entry that introduced it); records
 /// without the key predate it.
-pub const MODEL_VERSION: u32 = 5;
+pub const MODEL_VERSION: u32 = 6;
 
 /// Which runs a model change can move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +32,9 @@ pub enum ModelScope {
     /// Only multi-threaded traces on several cores (one process, `sim.cores` > 1): every other
     /// run gives the record of the version before, bit for bit.
     ThreadedTraces,
+    /// Only runs of the design of this name (`sim.design`): a run of any other design gives
+    /// the record of the version before, bit for bit.
+    Design(&'static str),
 }
 
 /// Every model version after 1 and the runs it can move, in order (the last is
@@ -46,19 +49,22 @@ pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
     (4, ModelScope::ThreadedTraces),
     // The OS clock of a one-core run is the core's own, not the `simple` formula's (CHANGELOG).
     (5, ModelScope::All),
+    // LVM's training splits a leaf that cannot meet the error bound finely enough (§4.3.3).
+    (6, ModelScope::Design("lvm")),
 ];
 
-/// The model version of a run of `cores` cores and `processes` processes: the latest change
-/// that can move it, 1 when none can.
+/// The model version of a run of `cores` cores and `processes` processes of design `design`
+/// (`sim.design`): the latest change that can move it, 1 when none can.
 ///
 /// ```
 /// // Version 2 moved machines only; version 4 only a multi-threaded trace on several cores
-/// // (one process); versions 3 and 5 moved every run.
-/// assert_eq!(xlat::model_version_of(1, 1), 5);
-/// assert_eq!(xlat::model_version_of(4, 4), 5);
-/// assert_eq!(xlat::model_version_of(4, 1), xlat::MODEL_VERSION);
+/// // (one process); versions 3 and 5 moved every run; version 6 LVM's runs only.
+/// assert_eq!(xlat::model_version_of(1, 1, "radix"), 5);
+/// assert_eq!(xlat::model_version_of(4, 4, "radix"), 5);
+/// assert_eq!(xlat::model_version_of(1, 1, "lvm"), 6);
+/// assert_eq!(xlat::model_version_of(4, 1, "lvm"), xlat::MODEL_VERSION);
 /// ```
-pub fn model_version_of(cores: u32, processes: u64) -> u32 {
+pub fn model_version_of(cores: u32, processes: u64, design: &str) -> u32 {
     let machine = cores > 1 || processes > 1;
     let threaded = cores > 1 && processes == 1;
     MODEL_CHANGES
@@ -67,6 +73,7 @@ pub fn model_version_of(cores: u32, processes: u64) -> u32 {
             ModelScope::All => true,
             ModelScope::Machines => machine,
             ModelScope::ThreadedTraces => threaded,
+            ModelScope::Design(name) => *name == design,
         })
         .map(|(v, _)| *v)
         .max()

@@ -1103,6 +1103,33 @@ impl Builder<'_> {
                 self.cost(d, nodes, &fits, keys_n, x3 * BOOST),
             ));
         }
+        // §4.3.3: when a leaf cannot meet the error bound, training returns to its parent and
+        // "more child nodes are created to subdivide the key space at a finer granularity"
+        // until the bound holds in all of them. Where this node's children are leaves that
+        // cannot split (the depth limit) and no candidate meets the bound, the count doubles
+        // beyond the candidates, up to the coverage-per-byte limit, until one does.
+        let children_are_leaves = level + 2 >= cfg.depth_limit as usize;
+        if children_are_leaves && !evals.iter().any(|e| e.1) {
+            let mut n = cands.last().copied().unwrap_or(2);
+            while n < max_children {
+                n = n.saturating_mul(2).min(max_children);
+                let (model, shift) = internal_model(lo, hi, 0, n);
+                let groups = split(keys, &model, shift, n);
+                let fits: Vec<LeafFit> = groups.iter().map(|g| fit(cfg, g, 2, 0)).collect();
+                self.keys_trained += keys_n;
+                let (d, nodes) = (level as u32 + 2, 1 + n as u64);
+                let ok = self.fits_ok(&fits);
+                evals.push((
+                    n,
+                    ok,
+                    self.cost(d, nodes, &fits, keys_n, x3),
+                    self.cost(d, nodes, &fits, keys_n, x3 * BOOST),
+                ));
+                if ok {
+                    break;
+                }
+            }
+        }
         let best = if evals.iter().any(|e| e.1) {
             evals
                 .iter()

@@ -25,8 +25,11 @@
 //! down to `depth_limit` levels. Options whose leaves break the error bound (a lookup reading
 //! more than 1 + `error_bound` lines) or need a GPT larger than the largest available buddy
 //! block (capped by `max_gpt_order`) are only chosen when nothing meets the bound, and then with
-//! x3 boosted 1000x (§4.3.3); leaves that still cannot meet the bound at the depth limit keep a
-//! longer search and are counted (`bound_violations`).
+//! x3 boosted 1000x (§4.3.3). Where a node's children are at the depth limit (they cannot split)
+//! and no candidate meets the bound, the child count doubles beyond the candidates, up to the
+//! coverage-per-byte limit, until one does (§4.3.3: "more child nodes are created to subdivide
+//! the key space at a finer granularity"; since model version 6). Leaves that still cannot meet
+//! the bound keep a longer search and are counted (`bound_violations`).
 //!
 //! Inserts (§4.3.4): the first page of an address space builds the index; a key beyond the
 //! index's range by less than `min_insert_distance_bytes` extends the range by at least that
@@ -93,7 +96,10 @@
 //!   same path as within bounds (the model cannot be shifted without retraining).
 //! - Spline points: the greedy spline corridor with an error of 8 ranks; besides +/- 2 around
 //!   it we evaluate the child count that zooms onto the keys' span when they occupy under a
-//!   quarter of the node's range, and the count the available contiguity forces.
+//!   quarter of the node's range, and the count the available contiguity forces. Where §4.3.3
+//!   has the parent create "more child nodes" until a leaf meets the bound, the counts tried are
+//!   the largest candidate doubled, again and again (the paper does not say how it searches);
+//!   the first that meets the bound is taken.
 //!
 //! ## References
 //! Lee et al., "LVM: Learned Virtual Memory", MICRO 2025: §3.1 (gap coverage), §4.2.1 (index),

@@ -652,3 +652,44 @@ fn with_os_aslr_base_removal_keeps_the_index_of_a_three_zone_process() {
         raw["lvm"]
     );
 }
+
+/// XSBench's shape under THP: three arrays far apart, each of 2 MiB pages ending in a partial
+/// 2 MiB page mapped with 4 KiB pages (docs/designs/lvm.md, "Walk cycles vs radix with THP").
+fn arrays_of_huge_pages_with_4k_tails(d: &mut Lvm, phys: &mut PhysMem) -> Vec<Mapping> {
+    let mut mapped = Vec::new();
+    let mut pfn = 1u64 << 21;
+    for array in 0..3u64 {
+        let start = BASE + array * (1 << 20);
+        for h in 0..400u64 {
+            let m = Mapping::writable(start + h * 512, pfn, PageSize::Size2M);
+            pfn += 512;
+            d.map(phys, 0, m).unwrap();
+            mapped.push(m);
+        }
+        for v in 0..300u64 {
+            let m = Mapping::writable(start + 400 * 512 + v, pfn, PageSize::Size4K);
+            pfn += 1;
+            d.map(phys, 0, m).unwrap();
+            mapped.push(m);
+        }
+    }
+    mapped
+}
+
+#[test]
+fn a_leaf_mixing_page_sizes_at_the_depth_limit_is_split_until_it_meets_the_error_bound() {
+    // §4.3.3: a leaf that cannot meet the error bound sends training back to its parent, which
+    // creates more children. Before, the parent chose only among the spline estimate +/- 2 and
+    // this layout left 101-line searches and 423 entries beyond the bound.
+    let cfg = LvmConfig::default();
+    let bound = 1 + cfg.error_bound as u64;
+    let (mut d, mut phys, mut mem) = setup(cfg);
+    let mapped = arrays_of_huge_pages_with_4k_tails(&mut d, &mut phys);
+    for m in &mapped {
+        assert_eq!(d.walk(0, m.vpn, &mut mem).mapping, Some(*m));
+    }
+    assert_eq!(stat(&d, "depth"), 3);
+    assert_eq!(stat(&d, "bound_violations"), 0);
+    let longest = stat(&d, "max_search_lines").as_u64().unwrap();
+    assert!(longest <= bound, "longest search {longest} lines > {bound}");
+}

@@ -30,7 +30,10 @@ impl<D: Design> Sim<D> {
         }
         r.put_u64("seed", self.cfg.sim.seed);
         r.put_str("version", crate::stats::VERSION);
-        r.put_u64("model_version", crate::stats::model_version_of(1, 1) as u64);
+        r.put_u64(
+            "model_version",
+            crate::stats::model_version_of(1, 1, &self.cfg.sim.design) as u64,
+        );
         count_keys(&mut r, c);
         r.insert(
             "ended_by".into(),
@@ -257,7 +260,8 @@ impl<D: Design> Sim<D> {
         r.put_str("version", crate::stats::VERSION);
         r.put_u64(
             "model_version",
-            crate::stats::model_version_of(cfg.sim.cores, m.procs.len() as u64) as u64,
+            crate::stats::model_version_of(cfg.sim.cores, m.procs.len() as u64, &cfg.sim.design)
+                as u64,
         );
         for (k, v) in total {
             r.insert(k, v);
