@@ -502,6 +502,11 @@ def test_quick_keeps_every_setting_of_the_full_run_but_length_and_footprint(pape
                 assert parse_count(str(quick[key])) == want, (where, key)
             elif key == "workloads":
                 assert quick[key] and set(quick[key]) <= set(full[key]), (where, key)
+            elif key == "workload_set":
+                # The page-size mix's start states follow the footprint from one table: the
+                # quick run's are the table's at its own footprint, for the workloads it keeps.
+                assert quick[key] == reproduce.page_size_mix_set(exp, quick), where
+                assert set(quick[key]) <= set(full[key]), where
             else:
                 assert quick[key] == full[key], (where, key)
         fset, qset = full.get("set", {}), quick.get("set", {})
@@ -553,7 +558,7 @@ def test_the_baseline_says_first_when_it_differs_beyond_the_partial_band():
 
     frames = {"main": pd.DataFrame({
         "design": ["radix", "radix"], "status": ["ok", "ok"], "workload": ["gups", "xsbench"],
-        "seed": [1, 1], "config.os.thp": ["never", "never"],
+        "seed": [1, 1], "config.os.thp": ["always", "always"],
         "timing.avg_walk_latency_cycles": [40.0, 60.0], "tlb.l2_mpki": [30.0, 40.0],
         "cache.pt_served_l2": [10.0, 10.0], "cache.pt_served_dram": [10.0, 10.0],
         "os.mapped_bytes_by_size.4k": [1.0, 1.0],
@@ -705,7 +710,7 @@ def test_paper_scale_figures_are_recorded_only_for_claims_whose_experiments_all_
     result.update(cost={"runs": 4, "refs": 8_000_000, "seconds": 60.0,
                         "peak_rss_bytes": 2**27, "peak_runs": 4})  # fmt: skip
     monkeypatch.setattr(reproduce, "reproduce", lambda *a, **k: result)
-    args = types.SimpleNamespace(db="db", commit="abc1234", note="")
+    args = types.SimpleNamespace(db="db", commit="abc1234", note="", experiment=None)
     assert record_full.record_paper(["p"], args) == 0
     paper = reproduce.load_paper("p")
     recorded_ids = {c["id"] for c in paper["claim"] if "full_paper" in c}

@@ -597,3 +597,25 @@ def test_a_stored_run_of_another_model_version_runs_again_and_one_of_none_counts
     again = xlat("sweep", str(spec), "--db", str(db), "--workers", "1")
     assert "1 runs, 0 already stored, 1 ran ok" in again.stderr
     assert "1 stored runs were made by model version 1" in again.stderr
+
+
+def test_workload_set_gives_one_workload_its_own_keys_and_refuses_what_it_cannot_set():
+    from xlat.sweeps import SpecError, parse_spec
+
+    spec = {
+        "designs": ["radix"], "workloads": ["gups", "stream"], "footprint": "64MiB",
+        "refs": "20k", "set": {"os.thp": "always"},
+        "workload_set": {"gups": {"os.free_blocks": "2MiB*10,1MiB*60"}},
+    }  # fmt: skip
+    runs = {r.workload: r for r in expand(parse_spec(spec))}
+    assert dict(runs["gups"].params) == {"os.thp": "always", "os.free_blocks": "2MiB*10,1MiB*60"}
+    assert dict(runs["stream"].params) == {"os.thp": "always"}
+    assert runs["gups"].config["os"]["free_blocks"] == "2MiB*10,1MiB*60"
+    for bad, why in [
+        ({"bfs": {"os.thp": "never"}}, "not among the workloads"),
+        ({"gups": {"os.thp": "never"}}, "which the grid or \\[set\\] sets"),
+        ({"gups": {"workload.footprint": "1GiB"}}, "which the grid or \\[set\\] sets"),
+        ({"gups": {"os.free_blocks": ["2MiB*1"]}}, "must be one scalar"),
+    ]:
+        with pytest.raises(SpecError, match=why):
+            parse_spec({**spec, "workload_set": bad})

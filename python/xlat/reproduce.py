@@ -102,7 +102,11 @@ except ImportError:  # Python < 3.11
 DATA = data_dir()
 CLAIMS_DIR = DATA / "claims"
 #: Keys of an experiment that are not sweep-spec keys.
-EXPERIMENT_META = ("name", "figure", "description", "quick", "paper", "baseline_experiment")
+EXPERIMENT_META = (
+    "name", "figure", "description", "quick", "paper", "baseline_experiment", "page_size_mix",
+)  # fmt: skip
+#: Keys of an experiment's ``[experiment.page_size_mix]`` table (:func:`page_size_mix_set`).
+MIX_KEYS = ("shares", "extra_shares", "slack_share", "source")
 CLAIM_KEYS = {
     "id", "text", "ref", "paper", "kind", "metric", "figure", "design", "baseline",
     "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick", "note", "of",
@@ -163,6 +167,12 @@ def load_paper(name: str) -> dict[str, Any]:
     for e in data["experiment"]:
         _check_quick(path, data, e)
         _check_paper_scale(path, e)
+        unknown = set(e.get("page_size_mix", {})) - set(MIX_KEYS)
+        if unknown:
+            raise ReproduceError(
+                f"{path}: experiment {e.get('name')}: page_size_mix: unknown keys "
+                f"{sorted(unknown)}; it takes {', '.join(MIX_KEYS)}"
+            )
     if data.get("baseline") is not None:
         _check_baselines(path, data, names)
     for c in data["claim"]:
@@ -419,8 +429,50 @@ def experiment_spec(
         suffix = "-paper"
     if not spec.get("set", True):
         del spec["set"]
+    if "page_size_mix" in exp:
+        spec["workload_set"] = page_size_mix_set(exp, spec)
     spec["name"] = f"{paper['name']}-{exp['name']}{suffix}"
     return spec
+
+
+def page_size_mix_set(exp: dict[str, Any], spec: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Each workload's start state for experiment ``exp``'s page-size mix (its
+    ``[experiment.page_size_mix]`` table, :data:`MIX_KEYS`), as the sweep's ``workload_set``:
+    ``os.free_blocks`` (docs/os.md) with free 2 MiB blocks for ``shares[workload]`` of the
+    footprint, 1 MiB blocks for the rest and ``slack_share`` of it more (page tables, the
+    designs' own memory), and one free block of ``share`` x footprint per ``extra_shares``
+    entry (e.g. Utopia's RestSegs, which the other designs get as more 2 MiB pages, as the
+    paper's §7 gives them). Nothing else is free, and no block can merge into a larger one, so
+    THP maps at most the share (plus the extra blocks) with 2 MiB pages. The footprint is
+    ``spec``'s (after the quick or paper-scale scaling).
+
+    Examples
+    --------
+    >>> e = {"page_size_mix": {"shares": {"gups": 0.5}, "extra_shares": [0.0625, 0.0625],
+    ...      "slack_share": 0.125}}
+    >>> page_size_mix_set(e, {"footprint": "2GiB", "workloads": ["gups"]})
+    {'gups': {'os.free_blocks': '128MiB*2,2MiB*512,1MiB*1280'}}
+    """
+    from xlat.values import parse_size
+
+    table = exp["page_size_mix"]
+    where = f"experiment {exp.get('name')}: page_size_mix"
+    if isinstance(spec.get("footprint"), list):
+        raise ReproduceError(f"{where} needs one footprint, got {spec['footprint']!r}")
+    footprint = parse_size(str(spec["footprint"]))
+    shares = table.get("shares", {})
+    extra = [int(footprint * float(x)) for x in table.get("extra_shares", [])]
+    slack = int(footprint * float(table.get("slack_share", 0.0)))
+    out = {}
+    for workload in spec["workloads"]:
+        if workload not in shares:
+            raise ReproduceError(f"{where}: no share for workload '{workload}'")
+        huge = int(footprint * float(shares[workload])) >> 21
+        small = -(-(footprint - (huge << 21) + slack) >> 20)
+        items = [f"{_size_text(b)}*{extra.count(b)}" for b in sorted(set(extra), reverse=True)]
+        items += [f"2MiB*{huge}", f"1MiB*{small}"]
+        out[workload] = {"os.free_blocks": ",".join(items)}
+    return out
 
 
 #: Keys of an experiment's ``[experiment.quick]`` table (issue 36, item 3): the factors that

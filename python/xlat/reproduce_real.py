@@ -267,8 +267,9 @@ def warmup_refs(spec: dict[str, Any], facts: TraceFacts) -> int:
 
 def real_spec(spec: dict[str, Any], stand: Stand, facts: TraceFacts) -> dict[str, Any]:
     """The sweep spec of ``stand``'s recording in an experiment of generators' spec ``spec``:
-    every key but the workloads, the footprint and the warm-up kept; the trace in their place,
-    and the spec's name marked with the program.
+    every key but the workloads, the footprint, the warm-up and the per-workload start states
+    (``workload_set``: a page-size mix sized for the generator's footprint, not the
+    recording's) kept; the trace in their place, and the spec's name marked with the program.
 
     Examples
     --------
@@ -279,7 +280,8 @@ def real_spec(spec: dict[str, Any], stand: Stand, facts: TraceFacts) -> dict[str
     >>> s["traces"], s["warmup"], s["refs"], "footprint" in s, s["name"]
     (['/c/gups.xlat'], '1234', '4M', False, 'tps-thp_res-real-gups')
     """
-    out = {k: v for k, v in spec.items() if k not in ("workloads", "footprint", "warmup")}
+    dropped = ("workloads", "footprint", "warmup", "workload_set")
+    out = {k: v for k, v in spec.items() if k not in dropped}
     out["traces"] = [str(stand.trace.resolve())]
     out["warmup"] = str(warmup_refs(spec, facts))
     out["name"] = f"{spec.get('name', 'experiment')}-real-{stand.program}"

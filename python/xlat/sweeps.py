@@ -74,6 +74,7 @@ SPEC_KEYS = (
     "name",
     "max_runs",
     "set",
+    "workload_set",
 )
 
 #: Configuration keys that the grid itself sets: ``[set]`` may not override them (the stored
@@ -175,6 +176,9 @@ class Spec:
     warmups: list[str | None] = field(default_factory=lambda: [None])
     #: Most runs the grid may have (None: :data:`MAX_RUNS`; 0: no limit).
     max_runs: int | None = None
+    #: ``workload_set``: keys set for one workload's runs only (workload -> key -> one value),
+    #: after the ``[set]`` grid's keys, e.g. each workload's own page-size mix.
+    workload_set: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _as_list(value: Any) -> list:
@@ -288,6 +292,7 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
             raise fail("'profiles' and [set] 'sim.profile' both name the profiles; keep one")
         known = ["auto", "none", *(p["name"] for p in baseline_profiles()), *registered_designs()]
         params = {"sim.profile": names("profiles", known, None), **params}
+    per_workload = _workload_set(data.get("workload_set", {}), workloads, params, fail)
     preset = data.get("preset")
     if preset is not None and not isinstance(preset, str):
         raise fail(f"'preset' must be a preset name or path, got {preset!r}")
@@ -312,7 +317,36 @@ def parse_spec(data: Mapping[str, Any], origin: str = "<dict>") -> Spec:
         traces,
         sizes("warmup"),
         max_runs,
+        per_workload,
     )
+
+
+def _workload_set(
+    table: Any, workloads: list[str], params: dict[str, list[Any]], fail
+) -> dict[str, dict[str, Any]]:
+    """The spec's ``workload_set`` (``{workload = {"section.field" = value}}``): each named
+    workload must be in ``workloads``, each value a scalar, no key a grid key or a ``[set]``
+    key (a run would then have two values for it).
+
+    >>> _workload_set({"gups": {"os.thp": "always"}}, ["gups", "bfs"], {}, ValueError)
+    {'gups': {'os.thp': 'always'}}
+    """
+    if not isinstance(table, Mapping):
+        raise fail("'workload_set' must be a table of workload = {\"section.field\" = value}")
+    out: dict[str, dict[str, Any]] = {}
+    for workload, keys in table.items():
+        if workload not in workloads:
+            raise fail(f"workload_set names '{workload}', which is not among the workloads "
+                       f"{workloads!r}")  # fmt: skip
+        if not isinstance(keys, Mapping) or not keys:
+            raise fail(f'workload_set.{workload} must be a table of "section.field" = value')
+        for key, value in keys.items():
+            if str(key).strip().lower() in GRID_KEYS or key in params:
+                raise fail(f"workload_set.{workload} sets '{key}', which the grid or [set] sets")
+            if isinstance(value, (list, dict)):
+                raise fail(f"workload_set.{workload} '{key}' must be one scalar, got {value!r}")
+        out[str(workload)] = dict(keys)
+    return out
 
 
 def _value_text(v: Any) -> str:
@@ -467,11 +501,12 @@ def iter_runs(spec: Spec, max_runs: int | None = None) -> Iterator[Run]:
         sources, spec.refs, spec.warmups, spec.seeds
     ):
         # Not itertools.product over the [set] values: it would build every combination first.
+        own = tuple(spec.workload_set.get(workload, {}).items()) if trace is None else ()
         for values in _combinations([spec.params[k] for k in keys]):
             for design in spec.designs:
                 run = _resolve_run(
-                    spec, design, workload, footprint, refs, seed, tuple(zip(keys, values)),
-                    trace, sha, warmup,
+                    spec, design, workload, footprint, refs, seed,
+                    tuple(zip(keys, values)) + own, trace, sha, warmup,
                 )  # fmt: skip
                 other = seen.setdefault(run.config_hash, run.label())
                 if other != run.label():

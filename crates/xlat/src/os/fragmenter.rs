@@ -89,6 +89,43 @@ impl FragmenterConfig {
     }
 }
 
+/// The per-order counts of `os.free_blocks` (`"512MiB*2,2MiB*1311,1MiB*6400"`: COUNT free
+/// blocks of SIZE per item; a size named twice adds up), or an error naming the bad item.
+pub fn free_block_counts(text: &str) -> Result<[u64; ORDERS], String> {
+    let mut counts = [0u64; ORDERS];
+    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let bad = |why: String| format!("os.free_blocks: item '{item}': {why}");
+        let (size, count) = item
+            .split_once('*')
+            .ok_or_else(|| bad("expected SIZE*COUNT, e.g. 2MiB*512".into()))?;
+        let bytes = crate::addr::parse_bytes(size.trim()).map_err(bad)?;
+        let count: u64 = count
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("'{}' is not a block count", count.trim())))?;
+        let pages = bytes / BASE_PAGE_BYTES;
+        if bytes % BASE_PAGE_BYTES != 0 || !pages.is_power_of_two() {
+            return Err(bad(format!(
+                "{} is not a power-of-two multiple of 4 KiB",
+                format_bytes(bytes)
+            )));
+        }
+        let order = pages.trailing_zeros() as usize;
+        if order >= ORDERS {
+            return Err(bad(format!(
+                "{} is above the largest buddy block ({})",
+                format_bytes(bytes),
+                format_bytes(BASE_PAGE_BYTES << (ORDERS - 1))
+            )));
+        }
+        counts[order] += count;
+    }
+    if counts.iter().all(|c| *c == 0) {
+        return Err(format!("os.free_blocks: '{text}' names no free block"));
+    }
+    Ok(counts)
+}
+
 impl PhysMem {
     /// Fragment free memory until FMFI(`order`) reaches `target` (within 0.01), by pinning one
     /// random frame in a random share of the free `2^order`-frame blocks. Deterministic in `seed`.
@@ -322,12 +359,23 @@ impl PhysMem {
             }
             add_counts(&mut counts, &fields[1..], &bad)?;
         }
+        Self::from_free_block_counts(&counts, origin, total_bytes)
+    }
+
+    /// Physical memory of `total_bytes` whose free memory is exactly `counts[order]` free blocks
+    /// of each order (as a `/proc/buddyinfo` line gives them; `os.free_blocks`), laid out as a
+    /// snapshot's are; everything else is pinned.
+    pub fn from_free_block_counts(
+        counts: &[u64; ORDERS],
+        origin: &str,
+        total_bytes: u64,
+    ) -> Result<PhysMem, OsError> {
         let mut p = PhysMem::new(total_bytes);
         let total = p.buddy.total_pages();
         p.buddy = Buddy::new_full(total);
         p.frames.fill(frame_byte(kind::KERNEL, 0));
         let mut cursor = 0u64;
-        let free_pages = p.lay_out_free_blocks(&counts, &mut cursor, origin, total_bytes)?;
+        let free_pages = p.lay_out_free_blocks(counts, &mut cursor, origin, total_bytes)?;
         p.in_use = [0, 0, (total - free_pages) * BASE_PAGE_BYTES, 0, 0];
         p.peak = p.in_use;
         p.recount_pageblocks(0, total);
@@ -595,5 +643,23 @@ Node 0, zone   Normal           90          850           60            0       
             bad.0.contains("snap: line 1") && bad.0.contains("'x'"),
             "{bad}"
         );
+    }
+
+    #[test]
+    fn free_blocks_in_the_config_become_exactly_the_free_memory() {
+        let counts = free_block_counts("512MiB*2, 2MiB*300,1MiB*100,2MiB*11").unwrap();
+        let p = PhysMem::from_free_block_counts(&counts, "os.free_blocks", 4 << 30).unwrap();
+        let b = p.free_blocks();
+        assert_eq!((b[8], b[9], b[17]), (100, 311, 2));
+        assert_eq!(b.iter().sum::<u64>(), 413, "no other block is free");
+        for (text, why) in [
+            ("2MiB", "expected SIZE*COUNT"),
+            ("3MiB*1", "not a power-of-two multiple of 4 KiB"),
+            ("2MiB*x", "'x' is not a block count"),
+            ("", "names no free block"),
+        ] {
+            let err = free_block_counts(text).unwrap_err();
+            assert!(err.contains(why), "{text}: {err}");
+        }
     }
 }

@@ -55,7 +55,8 @@
 //!
 //! ## Configuration
 //! `os.phys_mem_bytes` (64 GiB), `os.thp` (`never` | `madvise` | `always`), `os.fmfi_target`
-//! (0 = unfragmented), `os.fmfi_order` (9), `os.buddyinfo` (path; "" = none), `os.policy`
+//! (0 = unfragmented), `os.fmfi_order` (9), `os.buddyinfo` (path; "" = none),
+//! `os.free_blocks` (the free blocks written out, `"2MiB*512,1MiB*1024"`; "" = none), `os.policy`
 //! (`thp`), `os.mthp.*`, `os.reservation.*`, `os.khugepaged.*`, `os.migration.*`, `os.swap.*`
 //! (see [`policy`] and [`swap`]), `os.fragmenter.*` (see [`fragmenter`]) and `os.compaction.*` (see [`compaction`]),
 //! `os.aslr` (false; Linux x86-64 layout randomization of every process, see [`aslr`]).
@@ -63,7 +64,7 @@
 //! ## Deviations and limits
 //! mprotect(PROT_NONE) drops the range's translations and frames (re-touching faults in fresh
 //! frames). Copy-on-write and file-backed mappings are not modeled (every mapping is private
-//! anonymous memory). A `buddyinfo` snapshot is laid out with every free block next to a pinned
+//! anonymous memory). A `buddyinfo` snapshot (or `free_blocks`) is laid out with every free block next to a pinned
 //! buddy, so it needs up to twice its free memory. One core: shootdowns are local.
 //!
 //! ## Stats (section `os`)
@@ -147,6 +148,12 @@ pub struct OsConfig {
     pub fmfi_order: u8,
     /// Path of a `/proc/buddyinfo`-style snapshot to start from ("" = none).
     pub buddyinfo: String,
+    /// The free memory to start from, written in the config instead of a `buddyinfo` file
+    /// ("" = none): comma-separated `SIZE*COUNT` items, each COUNT free blocks of SIZE (a
+    /// power-of-two multiple of 4 KiB), e.g. `"512MiB*2,2MiB*1311,1MiB*6400"`. Laid out as a
+    /// snapshot's blocks are, every one beside a pinned buddy, everything else pinned: so
+    /// exactly these blocks are free and none can merge or be compacted into a larger one.
+    pub free_blocks: String,
     /// Fault-time placement policy: `thp` (Linux THP, as `os.thp` says), `mthp`,
     /// `reservation` or `eager`.
     pub policy: PolicyKind,
@@ -185,6 +192,7 @@ impl Default for OsConfig {
             fmfi_target: 0.0,
             fmfi_order: 9,
             buddyinfo: String::new(),
+            free_blocks: String::new(),
             policy: PolicyKind::Thp,
             mthp: MthpConfig::default(),
             reservation: ReservationConfig::default(),
@@ -212,6 +220,16 @@ impl OsConfig {
             ));
         }
         self.fragmenter.validate()?;
+        if !self.free_blocks.is_empty() {
+            if !self.buddyinfo.is_empty() {
+                return Err(
+                    "os.free_blocks and os.buddyinfo both give the free memory to start \
+                            from; set one of them"
+                        .into(),
+                );
+            }
+            fragmenter::free_block_counts(&self.free_blocks)?;
+        }
         self.compaction.validate()?;
         policy::validate(&self.mthp, &self.reservation, &self.khugepaged)?;
         if self.policy == PolicyKind::Eager && self.swap.bytes > 0 {
@@ -366,7 +384,10 @@ impl Os {
     /// Boot the model: physical memory, then fragmentation or a buddyinfo snapshot as configured.
     pub fn new(cfg: &OsConfig, seed: u64) -> Result<Os, OsError> {
         cfg.validate().map_err(OsError)?;
-        let mut phys = if cfg.buddyinfo.is_empty() {
+        let mut phys = if !cfg.free_blocks.is_empty() {
+            let counts = fragmenter::free_block_counts(&cfg.free_blocks).map_err(OsError)?;
+            PhysMem::from_free_block_counts(&counts, "os.free_blocks", cfg.phys_mem_bytes)?
+        } else if cfg.buddyinfo.is_empty() {
             PhysMem::new(cfg.phys_mem_bytes)
         } else {
             let text = std::fs::read_to_string(&cfg.buddyinfo).map_err(|e| {
@@ -380,9 +401,10 @@ impl Os {
         phys.set_compaction(&cfg.compaction);
         // The HugeTLB pool is reserved at boot, before memory fragments.
         let hugetlb = hugetlb::Pool::reserve(&cfg.hugetlb, &mut phys)?;
+        let snapshot = !cfg.buddyinfo.is_empty() || !cfg.free_blocks.is_empty();
         let mode = match cfg.fragmenter.mode {
             FragmenterMode::Auto if cfg.fmfi_target <= 0.0 => FragmenterMode::Pin, // no target: nothing
-            FragmenterMode::Auto if !cfg.buddyinfo.is_empty() => FragmenterMode::Pin,
+            FragmenterMode::Auto if snapshot => FragmenterMode::Pin,
             FragmenterMode::Auto => FragmenterMode::Fill,
             mode => mode,
         };
@@ -392,10 +414,10 @@ impl Os {
                 phys.fragment(cfg.fmfi_target, cfg.fmfi_order, seed)?;
             }
             FragmenterMode::Pin => {}
-            FragmenterMode::Fill | FragmenterMode::Alternating if !cfg.buddyinfo.is_empty() => {
+            FragmenterMode::Fill | FragmenterMode::Alternating if snapshot => {
                 return Err(OsError(
-                    "os.fragmenter.mode = \"fill\" cannot be combined with os.buddyinfo (the \
-                     snapshot already fixes the free memory)"
+                    "os.fragmenter.mode = \"fill\" cannot be combined with os.buddyinfo or \
+                     os.free_blocks (the snapshot already fixes the free memory)"
                         .into(),
                 ));
             }
