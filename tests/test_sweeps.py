@@ -619,3 +619,18 @@ def test_workload_set_gives_one_workload_its_own_keys_and_refuses_what_it_cannot
     ]:
         with pytest.raises(SpecError, match=why):
             parse_spec({**spec, "workload_set": bad})
+
+
+def test_speedups_between_designs_whose_runs_a_design_scoped_change_left_apart_are_one_model(
+    tmp_path,
+):
+    # Model version 6 moved LVM's runs only: radix's keep version 5, the same model, so the
+    # speedup of LVM over radix is allowed (`make demo` compares every design this way).
+    spec = write(tmp_path / "two.toml", 'designs = ["radix", "lvm"]\nworkloads = ["gups"]\n'
+                 'footprint = "16MiB"\nrefs = "5000"\n')  # fmt: skip
+    db = tmp_path / "r.duckdb"
+    xlat("sweep", str(spec), "--db", str(db), "--workers", "1")
+    versions = Store(db).query("SELECT design, model_version FROM runs ORDER BY design")
+    assert versions["model_version"].tolist() == [6, 5]
+    out = xlat("results", "--db", str(db), "--speedup-over", "radix")
+    assert "lvm" in out.stdout

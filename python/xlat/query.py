@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from xlat import _core
 from xlat.run import cpu_keys
 from xlat.run import designs as registered_designs
 from xlat.store import DEFAULT_DB, META_NAMES, TABLE, Store, StoreError, quote
@@ -593,13 +594,17 @@ def results(
 
 
 def _one_model(df) -> None:
-    """Refuse speedups between runs of different model versions (``model_version``; rows made
-    before records carried it are not counted): they compare two simulators, not two designs.
+    """Refuse speedups between runs of different models (``model_version``; rows made before
+    records carried it are not counted): they compare two simulators, not two designs. Rows are
+    of one model when each has its run's version as of the newest among them
+    (``xlat.model_version_as_of``): a change that moved one design's runs (version 6, LVM)
+    leaves the others at version 5, the same model.
 
     Examples
     --------
     >>> import pandas as pd
     >>> _one_model(pd.DataFrame({"model_version": [1, 1, None]}))
+    >>> _one_model(pd.DataFrame({"model_version": [5, 6], "design": ["radix", "lvm"]}))
     >>> _one_model(pd.DataFrame({"model_version": [1, 2]}))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -607,13 +612,42 @@ def _one_model(df) -> None:
     """
     if "model_version" not in df.columns:
         return
-    versions = sorted({int(v) for v in df["model_version"].dropna()})
+    rows = df[df["model_version"].notna()]
+    versions = sorted({int(v) for v in rows["model_version"]})
+    if len(versions) > 1 and all(
+        int(r["model_version"]) == _core.model_version_as_of(*_run_shape(r), versions[-1])
+        for _, r in rows.iterrows()
+    ):
+        return
     if len(versions) > 1:
         raise QueryError(
             f"the selected runs come from model versions {', '.join(map(str, versions))}: a "
             "speedup between two models compares two simulators; rerun the sweep (it reruns "
             "the older rows) or select one version with --where model_version=N"
         )
+
+
+def _run_shape(row) -> tuple[int, int, str]:
+    """(cores, processes, design) of a stored run's row, as ``model_version_of`` takes them:
+    cores from ``config.sim.cores``, processes from ``machine.processes``, else one for a trace
+    and one per comma-separated workload.
+
+    >>> _run_shape({"design": "radix", "workload": "gups,kv"})
+    (1, 2, 'radix')
+    """
+
+    def known(key):
+        v = row.get(key)
+        return v is not None and v == v  # not None, not NaN
+
+    cores = int(row["config.sim.cores"]) if known("config.sim.cores") else 1
+    if known("machine.processes"):
+        processes = int(row["machine.processes"])
+    elif known("trace"):
+        processes = 1
+    else:
+        processes = len(str(row.get("workload") or "").split(","))
+    return cores, processes, str(row.get("design") or "")
 
 
 def _index(by: Iterable[str] | None, df) -> list[str]:

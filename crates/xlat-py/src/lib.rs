@@ -163,6 +163,13 @@ fn model_version_of(cores: u32, processes: u64, design: &str) -> u32 {
     xlat::model_version_of(cores, processes, design)
 }
 
+/// The model version a build of model version `version` gave such a run
+/// (`xlat::model_version_as_of`).
+#[pyfunction]
+fn model_version_as_of(cores: u32, processes: u64, design: &str, version: u32) -> u32 {
+    xlat::model_version_as_of(cores, processes, design, version)
+}
+
 fn open_trace(path: &str, format: Option<&str>) -> PyResult<Box<dyn xlat::trace::EventSource>> {
     let format = xlat::trace::TraceFormat::parse(format.unwrap_or("auto")).map_err(err)?;
     xlat::trace::open(path, format).map_err(err)
@@ -798,6 +805,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(model_version, m)?)?;
     m.add_function(wrap_pyfunction!(model_version_of, m)?)?;
+    m.add_function(wrap_pyfunction!(model_version_as_of, m)?)?;
     m.add("SIMD_PATH", xlat::simd::PATH)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_accesses, m)?)?;

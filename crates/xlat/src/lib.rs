@@ -33,4 +33,6 @@ pub mod workloads;
 
 pub use config::Config;
 pub use engine::{run, run_workload, SimError, Simulation};
-pub use stats::{model_version_of, ModelScope, MODEL_CHANGES, MODEL_VERSION, VERSION};
+pub use stats::{
+    model_version_as_of, model_version_of, ModelScope, MODEL_CHANGES, MODEL_VERSION, VERSION,
+};

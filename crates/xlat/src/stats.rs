@@ -65,10 +65,26 @@ pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
 /// assert_eq!(xlat::model_version_of(4, 1, "lvm"), xlat::MODEL_VERSION);
 /// ```
 pub fn model_version_of(cores: u32, processes: u64, design: &str) -> u32 {
+    model_version_as_of(cores, processes, design, MODEL_VERSION)
+}
+
+/// [`model_version_of`] as a build of model version `version` gave it: the latest change up to
+/// `version` that can move the run. Two records are of one model when each has the version of
+/// its run as of the newer one (a design-scoped change leaves the other designs' runs at the
+/// version before, which is still the same model).
+///
+/// ```
+/// assert_eq!(xlat::model_version_as_of(1, 1, "lvm", 5), 5);
+/// assert_eq!(xlat::model_version_as_of(1, 1, "radix", 6), 5);
+/// assert_eq!(xlat::model_version_as_of(2, 2, "radix", 2), 2);
+/// assert_eq!(xlat::model_version_as_of(1, 1, "radix", 2), 1);
+/// ```
+pub fn model_version_as_of(cores: u32, processes: u64, design: &str, version: u32) -> u32 {
     let machine = cores > 1 || processes > 1;
     let threaded = cores > 1 && processes == 1;
     MODEL_CHANGES
         .iter()
+        .filter(|(v, _)| *v <= version)
         .filter(|(_, scope)| match scope {
             ModelScope::All => true,
             ModelScope::Machines => machine,
