@@ -566,15 +566,22 @@ def test_a_sweep_that_keeps_ray_leaves_it_running_and_the_next_sweep_reuses_it(t
     assert run_sweep(load_spec(tmp_path / "a.toml"), db, workers=1)["skipped"] == 1
 
 
+def _sweep_of_gups(tmp_path: Path, designs: list[str]) -> tuple[Path, Path]:
+    """A small sweep of ``designs`` on GUPS, run into ``tmp_path/r.duckdb``: (spec, store)."""
+    names = ", ".join(f'"{d}"' for d in designs)
+    spec = write(tmp_path / "one.toml", f'designs = [{names}]\nworkloads = ["gups"]\n'
+                 'footprint = "16MiB"\nrefs = "5000"\n')  # fmt: skip
+    db = tmp_path / "r.duckdb"
+    xlat("sweep", str(spec), "--db", str(db), "--workers", "1")
+    return spec, db
+
+
 def test_a_stored_run_of_another_model_version_runs_again_and_one_of_none_counts_as_version_one(
     tmp_path,
 ):
     import duckdb
 
-    spec = write(tmp_path / "one.toml", 'designs = ["radix"]\nworkloads = ["gups"]\n'
-                 'footprint = "16MiB"\nrefs = "5000"\n')  # fmt: skip
-    db = tmp_path / "r.duckdb"
-    xlat("sweep", str(spec), "--db", str(db), "--workers", "1")
+    spec, db = _sweep_of_gups(tmp_path, ["radix"])
     # The run's model version: a one-core run keeps the last that moved one-core runs.
     current = api.model_version_of(1, 1)
     assert Store(db).query("SELECT model_version FROM runs")["model_version"].tolist() == [current]
@@ -626,10 +633,7 @@ def test_speedups_between_designs_whose_runs_a_design_scoped_change_left_apart_a
 ):
     # Model version 6 moved LVM's runs only: radix's keep version 5, the same model, so the
     # speedup of LVM over radix is allowed (`make demo` compares every design this way).
-    spec = write(tmp_path / "two.toml", 'designs = ["radix", "lvm"]\nworkloads = ["gups"]\n'
-                 'footprint = "16MiB"\nrefs = "5000"\n')  # fmt: skip
-    db = tmp_path / "r.duckdb"
-    xlat("sweep", str(spec), "--db", str(db), "--workers", "1")
+    _, db = _sweep_of_gups(tmp_path, ["radix", "lvm"])
     versions = Store(db).query("SELECT design, model_version FROM runs ORDER BY design")
     assert versions["model_version"].tolist() == [6, 5]
     out = xlat("results", "--db", str(db), "--speedup-over", "radix")
