@@ -638,3 +638,53 @@ def test_speedups_between_designs_whose_runs_a_design_scoped_change_left_apart_a
     assert versions["model_version"].tolist() == [6, 5]
     out = xlat("results", "--db", str(db), "--speedup-over", "radix")
     assert "lvm" in out.stdout
+
+
+def _default_config() -> dict:
+    import tomllib
+    from xlat import _core
+
+    return tomllib.loads(_core.resolve_config(None, "", []))
+
+
+def test_a_configuration_key_added_at_its_default_leaves_every_stored_run_key_unchanged(
+    monkeypatch,
+):
+    import xlat.store as store
+
+    # Pretend os.free_blocks came after the run keys' list was frozen.
+    frozen = store._run_key_keys() - {"os.free_blocks"}
+    monkeypatch.setattr(store, "_run_key_keys", lambda: frozen)
+    with_key = _default_config()
+    without_key = json.loads(json.dumps(with_key))
+    del without_key["os"]["free_blocks"]
+    key = store.config_hash(with_key, "radix", "gups", None, 1)
+    assert key == store.config_hash(without_key, "radix", "gups", None, 1)
+    with_key["os"]["free_blocks"] = "2MiB*4"
+    assert key != store.config_hash(with_key, "radix", "gups", None, 1)
+
+
+def test_run_keys_of_todays_configurations_hash_the_whole_configuration_as_stored_runs_did():
+    import hashlib
+
+    from xlat.store import canonical_json, config_hash
+
+    cfg = _default_config()
+    cfg["os"]["thp"] = "always"
+    whole = {"config": cfg, "design": "lvm", "workload": "gups", "trace_sha256": None, "seed": 3}
+    expected = hashlib.sha256(canonical_json(whole).encode()).hexdigest()
+    assert config_hash(cfg, "lvm", "gups", None, 3) == expected
+
+
+def test_the_frozen_list_of_run_key_configuration_keys_is_never_edited():
+    import hashlib
+
+    from xlat._data import data_dir
+    from xlat.store import RUN_KEY_CONFIG_KEYS_FILE
+
+    text = (data_dir() / RUN_KEY_CONFIG_KEYS_FILE).read_bytes()
+    # Stored runs' keys were computed with exactly these 484 keys (2026-11-30).
+    assert len(text.splitlines()) == 484
+    assert hashlib.sha256(text).hexdigest() == (
+        "d8d201c8803e17b38c369ad421323dd3838f0de2199886c1bb6e40b95997cb51"
+    )

@@ -8,7 +8,9 @@ found through :mod:`importlib.resources`, never relative to a source tree:
 - ``claims/``: the papers' claims and experiments (``xlat reproduce``);
 - ``vgtool/``: the source of the valgrind recording tool (``xlat trace setup`` builds it into
   :func:`cache_dir`);
-- ``corpus/``: the C kernels of ``xlat corpus`` (compiled into :func:`cache_dir` on first use).
+- ``corpus/``: the C kernels of ``xlat corpus`` (compiled into :func:`cache_dir` on first use);
+- ``store/``: what the results store keeps fixed (the configuration keys a run's key covers,
+  :data:`xlat.store.RUN_KEY_CONFIG_KEYS_FILE`).
 
 In a clone, ``configs``, ``data`` and ``tools/xlat-vgtool`` at the repository's root are links to
 these folders, so the paths the docs name work there too.
@@ -29,8 +31,8 @@ def data_dir() -> Path:
 
     Examples
     --------
-    >>> sorted(p.name for p in data_dir().iterdir() if p.is_dir())[:4]
-    ['claims', 'configs', 'corpus', 'vgtool']
+    >>> sorted(p.name for p in data_dir().iterdir() if p.is_dir())
+    ['claims', 'configs', 'corpus', 'store', 'vgtool']
     """
     return Path(str(importlib.resources.files("xlat").joinpath("data")))
 

@@ -21,6 +21,7 @@ process holds the lock.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -82,6 +83,64 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+#: The configuration keys that a run's key covered when the rule below was made (2026-11-30,
+#: model version 6, 484 keys). Never edit it: a stored run's key was computed with it.
+RUN_KEY_CONFIG_KEYS_FILE = "store/run_key_config_keys.txt"
+
+
+@functools.cache
+def _run_key_keys() -> frozenset[str]:
+    from xlat._data import data_dir
+
+    text = (data_dir() / RUN_KEY_CONFIG_KEYS_FILE).read_text()
+    return frozenset(line for line in text.splitlines() if line)
+
+
+@functools.cache
+def _default_values() -> dict[str, Any]:
+    import tomllib
+
+    from xlat import _core
+
+    return flatten(tomllib.loads(_core.resolve_config(None, "", [])))
+
+
+def run_key_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The part of a fully resolved configuration that a run's key covers: every key of
+    :data:`RUN_KEY_CONFIG_KEYS_FILE`, and each key added since only where its value differs from
+    its built-in default.
+
+    Why: a key added with a default that keeps the model's behaviour must not change the key of
+    every stored run (a resume would rerun them all). A change of behaviour is caught by the
+    model version each run records, not by its key.
+
+    Examples
+    --------
+    >>> import tomllib
+    >>> from xlat import _core
+    >>> default = tomllib.loads(_core.resolve_config(None, "", []))
+    >>> run_key_config(default) == default
+    True
+    >>> run_key_config({"sim": {"design": "radix", "a_key_from_the_future": 1}})
+    {'sim': {'design': 'radix', 'a_key_from_the_future': 1}}
+    """
+    known = _run_key_keys()
+    flat = flatten(config)
+    if all(key in known for key in flat):
+        return config
+    defaults = _default_values()
+    kept: dict[str, Any] = {}
+    for key, value in flat.items():
+        if key not in known and key in defaults and defaults[key] == value:
+            continue
+        node = kept
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return kept
+
+
 def config_hash(
     config: Mapping[str, Any],
     design: str,
@@ -89,8 +148,9 @@ def config_hash(
     trace_sha256: str | None,
     seed: int,
 ) -> str:
-    """Key of one run: sha256 of the fully resolved configuration, design, workload or trace
-    content hash, and seed.
+    """Key of one run: sha256 of the fully resolved configuration (:func:`run_key_config`:
+    keys added after 2026-11-30 count only when set away from their default), design, workload
+    or trace content hash, and seed.
 
     Examples
     --------
@@ -102,7 +162,7 @@ def config_hash(
     """
     key = canonical_json(
         {
-            "config": config,
+            "config": run_key_config(config),
             "design": design,
             "workload": workload,
             "trace_sha256": trace_sha256,
