@@ -446,12 +446,21 @@ def page_size_mix_set(exp: dict[str, Any], spec: dict[str, Any]) -> dict[str, di
     THP maps at most the share (plus the extra blocks) with 2 MiB pages. The footprint is
     ``spec``'s (after the quick or paper-scale scaling).
 
+    A multi-programmed workload (``gups,xsbench``: one process each, every one of the
+    footprint) pools its processes' blocks: the 2 MiB blocks of every process's share, the
+    1 MiB blocks of every rest and slack, and the extra blocks once (they stand for memory the
+    machine has once, like RestSegs shared by all processes). Which process maps which 2 MiB
+    block follows the order of their faults, as from one free list in Linux: each process's
+    own share is not enforced, only the machine's total.
+
     Examples
     --------
-    >>> e = {"page_size_mix": {"shares": {"gups": 0.5}, "extra_shares": [0.0625, 0.0625],
-    ...      "slack_share": 0.125}}
+    >>> e = {"page_size_mix": {"shares": {"gups": 0.5, "xsbench": 0.25},
+    ...      "extra_shares": [0.0625, 0.0625], "slack_share": 0.125}}
     >>> page_size_mix_set(e, {"footprint": "2GiB", "workloads": ["gups"]})
     {'gups': {'os.free_blocks': '128MiB*2,2MiB*512,1MiB*1280'}}
+    >>> page_size_mix_set(e, {"footprint": "2GiB", "workloads": ["gups,xsbench"]})
+    {'gups,xsbench': {'os.free_blocks': '128MiB*2,2MiB*768,1MiB*3072'}}
     """
     from xlat.values import parse_size
 
@@ -465,10 +474,13 @@ def page_size_mix_set(exp: dict[str, Any], spec: dict[str, Any]) -> dict[str, di
     slack = int(footprint * float(table.get("slack_share", 0.0)))
     out = {}
     for workload in spec["workloads"]:
-        if workload not in shares:
-            raise ReproduceError(f"{where}: no share for workload '{workload}'")
-        huge = int(footprint * float(shares[workload])) >> 21
-        small = -(-(footprint - (huge << 21) + slack) >> 20)
+        huge = small = 0
+        for process in workload.split(","):
+            if process not in shares:
+                raise ReproduceError(f"{where}: no share for workload '{process}'")
+            own = int(footprint * float(shares[process])) >> 21
+            huge += own
+            small += -(-(footprint - (own << 21) + slack) >> 20)
         items = [f"{_size_text(b)}*{extra.count(b)}" for b in sorted(set(extra), reverse=True)]
         items += [f"2MiB*{huge}", f"1MiB*{small}"]
         out[workload] = {"os.free_blocks": ",".join(items)}
