@@ -114,6 +114,29 @@ def rewrite(
     return "".join(out)
 
 
+def drop_key(text: str, key: str, ids: set[str]) -> str:
+    """``text`` (a claims file) without the ``key`` line of each ``[[claim]]`` block whose id
+    is in ``ids`` (a figure whose new runs carry no interval loses the old one).
+
+    >>> t = '[[claim]]\\nid = "a"\\nfull_paper_ci95 = [1.0, 1.1]\\n[[claim]]\\nid = "b"\\n'
+    >>> print(drop_key(t, "full_paper_ci95", {"a"}), end="")
+    [[claim]]
+    id = "a"
+    [[claim]]
+    id = "b"
+    """
+    out, ident = [], None
+    for line in text.splitlines(keepends=True):
+        if re.match(r"\[\[\w+\]\]\s*$", line):
+            ident = None
+        if m := re.match(r'id = "([^"]+)"', line):
+            ident = m.group(1)
+        if ident in ids and line.startswith(f"{key} = "):
+            continue
+        out.append(line)
+    return "".join(out)
+
+
 def _reads_only(block: dict, ran: set[str]) -> bool:
     """Whether a claim or baseline block reads only experiments in ``ran`` (its ``experiment``
     and ``baseline_experiment``, each a name or a list).
@@ -280,11 +303,17 @@ def record_paper(names: list[str], args) -> int:
         if isinstance(result, int):
             return result
         ran = set(args.experiment or [e["name"] for e in result["paper"]["experiment"]])
-        figures = {}
+        figures, intervals, no_interval = {}, {}, set()
         for c, row in zip(result["paper"]["claim"], result["claims"]):
             if (math.isfinite(row["ours"]) and rp.claim_at_paper_scale(result["paper"], c)
                     and _reads_only(c, ran)):  # fmt: skip
                 figures[("claim", row["id"])] = _fmt_claim(row["ours"])
+                # Sampled runs give the figure a 95 % interval (issue 40, item 3).
+                low, high = row["ci95_low"], row["ci95_high"]
+                if math.isfinite(low) and math.isfinite(high):
+                    intervals[("claim", row["id"])] = f"[{_fmt_claim(low)}, {_fmt_claim(high)}]"
+                else:
+                    no_interval.add(row["id"])
         if args.experiment:
             # Only some experiments were rerun: the earlier paper_run text stays, with these.
             run = (f"{result['paper'].get('paper_run', '')}; experiments "
@@ -298,6 +327,12 @@ def record_paper(names: list[str], args) -> int:
                    f"runs cost: {rp.cost_text(result['cost'])}"
                    + (f"; {args.note}" if args.note else ""))  # fmt: skip
         _write(result, figures, run, "full_paper", "paper_run", "paper-scale")
+        path = Path(result["paper"]["path"])
+        text = drop_key(path.read_text(encoding="utf-8"), "full_paper_ci95", no_interval)
+        text = rewrite(text, intervals, run, "full_paper_ci95", "paper_run")
+        path.write_text(text, encoding="utf-8")
+        if intervals:
+            print(f"{name}: {len(intervals)} paper-scale 95 % intervals written to {path}")
     return 0
 
 

@@ -720,3 +720,29 @@ def test_paper_scale_figures_are_recorded_only_for_claims_whose_experiments_all_
     section = reproduce.paper_scale_section({"p": reproduce.recorded("p")})
     row = next(ln for ln in section.splitlines() if "tps_speedup" in ln)
     assert row.endswith("| 1.150 | 0.96 | reproduced |"), row  # (1.15 - 1) / (1.157 - 1) = 0.96
+    # Sampled runs: the figure's 95 % interval is recorded and shown; a rerun without one
+    # (unsampled runs) drops it.
+    for row in result["claims"]:
+        row["ci95_low"], row["ci95_high"] = 0.98, 1.31
+    assert record_full.record_paper(["p"], args) == 0
+    claims = {c["id"]: c for c in reproduce.load_paper("p")["claim"]}
+    assert claims["tps_speedup"]["full_paper_ci95"] == [0.98, 1.31]
+    section = reproduce.paper_scale_section({"p": reproduce.recorded("p")})
+    row = next(ln for ln in section.splitlines() if "tps_speedup" in ln)
+    assert "| 1.150 [0.980, 1.310] (spans 1.0; grades contradicted to partial) |" in row, row
+    for row in result["claims"]:
+        row["ci95_low"] = row["ci95_high"] = float("nan")
+    assert record_full.record_paper(["p"], args) == 0
+    claims = {c["id"]: c for c in reproduce.load_paper("p")["claim"]}
+    assert "full_paper_ci95" not in claims["tps_speedup"]
+
+
+def test_a_paper_scale_interval_must_be_low_then_high(tmp_path, monkeypatch):
+    text = (reproduce.CLAIMS_DIR / "tps.toml").read_text()
+    text = text.replace(
+        'id = "tps_speedup"\n', 'id = "tps_speedup"\nfull_paper_ci95 = [1.2, 1.0]\n'
+    )
+    (tmp_path / "p.toml").write_text(text)
+    monkeypatch.setattr(reproduce, "CLAIMS_DIR", tmp_path)
+    with pytest.raises(reproduce.ReproduceError, match="'full_paper_ci95' must be"):
+        reproduce.load_paper("p")

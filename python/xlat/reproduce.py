@@ -111,6 +111,7 @@ CLAIM_KEYS = {
     "id", "text", "ref", "paper", "kind", "metric", "figure", "design", "baseline",
     "experiment", "set", "baseline_set", "baseline_experiment", "mean", "quick", "note", "of",
     "effect", "counts", "headline", "derived", "full", "full_ci95", "full_real", "full_paper",
+    "full_paper_ci95",
 }  # fmt: skip
 #: What a speedup's paper figure may count (``counts``; issue 36, item 6).
 TIME_COUNTS = ("core cycles", "core cycles + OS time", "OS time")
@@ -277,6 +278,15 @@ def _check_grading(path: Path, c: dict[str, Any]) -> None:
         raise ReproduceError(
             f"{path}: claim {cid}: 'full_paper' must be the paper-scale run's figure"
         )
+    for key in ("full_ci95", "full_paper_ci95"):
+        ci = c.get(key)
+        if ci is not None and not (
+            isinstance(ci, list) and len(ci) == 2
+            and all(isinstance(x, (int, float)) for x in ci) and ci[0] <= ci[1]
+        ):  # fmt: skip
+            raise ReproduceError(f"{path}: claim {cid}: '{key}' must be [low, high], got {ci!r}")
+    if "full_paper_ci95" in c and "full_paper" not in c:
+        raise ReproduceError(f"{path}: claim {cid}: 'full_paper_ci95' without 'full_paper'")
     if "full_real" in c and not isinstance(c["full_real"], (int, float)):
         raise ReproduceError(
             f"{path}: claim {cid}: 'full_real' must be the recorded programs' run's figure"
@@ -2332,6 +2342,31 @@ def paper_scale_rows(result: dict[str, Any]) -> list[tuple[dict[str, Any], float
     return out
 
 
+def paper_scale_figure(row: dict[str, Any], claim: dict[str, Any], ours: float) -> str:
+    """A paper-scale figure as the ledger prints it: with its 95 % interval where its runs
+    were sampled (``full_paper_ci95``, written by ``scripts/record_full.py --paper-scale``) and
+    what the interval spans that the point figure hides (:func:`interval_spans`).
+
+    Examples
+    --------
+    >>> row = {"effect": "speedup", "paper": 1.24}
+    >>> paper_scale_figure(row, {"full_paper_ci95": [0.995, 1.031]}, 1.013)
+    '1.013 [0.995, 1.031] (spans 1.0; grades contradicted to direction only)'
+    >>> paper_scale_figure(row, {"full_paper_ci95": [1.009, 1.017]}, 1.013)
+    '1.013 [1.009, 1.017]'
+    >>> paper_scale_figure(row, {}, 1.013)
+    '1.013'
+    """
+    text = _fmt(ours)
+    ci = claim.get("full_paper_ci95")
+    if ci is None:
+        return text
+    low, high = float(ci[0]), float(ci[1])
+    text += f" [{_fmt(low)}, {_fmt(high)}]"
+    spans = interval_spans(row["effect"], row["paper"], low, high)
+    return text + (f" (spans {spans})" if spans else "")
+
+
 def paper_scale_counts(results: dict[str, dict[str, Any]]) -> list[str]:
     """The ledger's second count of grades: each paper's claims graded from the figures of its
     paper-scale runs (issue 36, acceptance); a claim without a paper-scale form counts as not
@@ -2385,15 +2420,24 @@ def paper_scale_section(results: dict[str, dict[str, Any]]) -> str:
         if not recorded_rows:
             missing.append(n)
             continue
+        claims = {c["id"]: c for c in p["claim"]}
         for row, ours, e, g in recorded_rows:
             cells = [n, f"**{row['id']}**" if row["headline"] else row["id"], _fmt(row["paper"]),
-                     _fmt(row["ours"]), row["grade"], _fmt(ours), _fmt_ratio(e), g]  # fmt: skip
+                     _fmt(row["ours"]), row["grade"],
+                     paper_scale_figure(row, claims[row["id"]], ours), _fmt_ratio(e),
+                     g]  # fmt: skip
             rows.append("| " + " | ".join(cells) + " |")
         runs.append(f"- {n}: {' '.join(p.get('paper_run', 'run text not recorded').split())}")
     lines = ["### Figures at the papers' scale", ""]
     if rows:
         lines += ["| paper | id | paper's figure | xlat: full run | grade | xlat: paper scale | "
                   "effect ratio | grade |", "|---|---|---|---|---|---|---|---|", *rows, "",
+                  "xlat's paper-scale figure carries its 95 % interval where the runs were "
+                  "sampled (delta method over the paired windows, docs/timing.md, 'Intervals "
+                  "of speedups'; `full_paper_ci95` in the claims file), and *spans* names 1.0 "
+                  "or the grades of the interval's two ends when they differ; the grade stays "
+                  "the point figure's. A figure without an interval comes from unsampled runs "
+                  "(one run per point, one seed).", "",
                   "Paper-scale figures:",
                   "", *runs, ""]  # fmt: skip
     if missing:
