@@ -55,10 +55,13 @@ def test_every_record_carries_the_model_version_and_the_changelog_names_it():
     from pathlib import Path
 
     # A record carries its run's model version: one core keeps the version of the last change
-    # that moved one-core runs of its design (version 5 moved every run, version 6 LVM's).
+    # that moved one-core runs of its design and workload (version 5 moved every run, version 6
+    # LVM's, version 7 memcached's).
     assert xlat.run("radix", **SMALL)["model_version"] == xlat.model_version_of(1, 1) >= 1
     assert xlat.run("lvm", **SMALL)["model_version"] == xlat.model_version_of(1, 1, "lvm")
-    assert xlat.model_version_of(2, 1, "lvm") == xlat.model_version()
+    mc = xlat.run("radix", **{**SMALL, "workload": "memcached"})
+    assert mc["model_version"] == xlat.model_version_of(1, 1, "radix", "memcached")
+    assert xlat.model_version_of(2, 1, "lvm", "memcached") == xlat.model_version()
     # Every "Model changes" heading newer than the entry that introduced model versions names
     # the version it introduces; the newest names the current one (version 1 until then).
     text = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text()

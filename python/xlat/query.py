@@ -597,8 +597,8 @@ def _one_model(df) -> None:
     """Refuse speedups between runs of different models (``model_version``; rows made before
     records carried it are not counted): they compare two simulators, not two designs. Rows are
     of one model when each has its run's version as of the newest among them
-    (``xlat.model_version_as_of``): a change that moved one design's runs (version 6, LVM)
-    leaves the others at version 5, the same model.
+    (``xlat.model_version_as_of``): a change that moved one design's runs (version 6, LVM) or
+    one workload's (version 7, memcached) leaves the others at version 5, the same model.
 
     Examples
     --------
@@ -627,13 +627,13 @@ def _one_model(df) -> None:
         )
 
 
-def _run_shape(row) -> tuple[int, int, str]:
-    """(cores, processes, design) of a stored run's row, as ``model_version_of`` takes them:
-    cores from ``config.sim.cores``, processes from ``machine.processes``, else one for a trace
-    and one per comma-separated workload.
+def _run_shape(row) -> tuple[int, int, str, str]:
+    """(cores, processes, design, workload) of a stored run's row, as ``model_version_of``
+    takes them: cores from ``config.sim.cores``, processes from ``machine.processes``, else one
+    for a trace and one per comma-separated workload.
 
     >>> _run_shape({"design": "radix", "workload": "gups,kv"})
-    (1, 2, 'radix')
+    (1, 2, 'radix', 'gups,kv')
     """
 
     def known(key):
@@ -647,7 +647,7 @@ def _run_shape(row) -> tuple[int, int, str]:
         processes = 1
     else:
         processes = len(str(row.get("workload") or "").split(","))
-    return cores, processes, str(row.get("design") or "")
+    return cores, processes, str(row.get("design") or ""), str(row.get("workload") or "")
 
 
 def _index(by: Iterable[str] | None, df) -> list[str]:

@@ -77,13 +77,17 @@ def model_version() -> int:
     return _core.model_version()
 
 
-def model_version_of(cores: int = 1, processes: int = 1, design: str | None = None) -> int:
+def model_version_of(
+    cores: int = 1, processes: int = 1, design: str | None = None, workload: str | None = None
+) -> int:
     """The model version of a run of ``cores`` cores and ``processes`` processes of design
-    ``design`` (``sim.design``; ``None``: a design that no design-scoped change names): the
-    record's ``model_version``. A model change may name the runs it can move
-    (``xlat::MODEL_CHANGES``: every run, only those of several cores or processes, only
-    multi-threaded traces on several cores, or only one design's); a run keeps the version of
-    the latest change that can move it, and stored runs of that version stay reusable.
+    ``design`` (``sim.design``) on ``workload`` (the record's ``workload``: a generator's name,
+    the processes' names joined by commas, or a trace's name; ``None`` for either: one that no
+    scoped change names): the record's ``model_version``. A model change may name the runs it
+    can move (``xlat::MODEL_CHANGES``: every run, only those of several cores or processes, only
+    multi-threaded traces on several cores, only one design's, or only one workload's); a run
+    keeps the version of the latest change that can move it, and stored runs of that version
+    stay reusable.
 
     Examples
     --------
@@ -93,10 +97,12 @@ def model_version_of(cores: int = 1, processes: int = 1, design: str | None = No
     5
     >>> model_version_of(1, 1, "lvm")   # version 6 moved LVM's runs only
     6
-    >>> model_version_of(4, 1, "lvm") == model_version()
+    >>> model_version_of(1, 1, "radix", "memcached")   # version 7 memcached's only
+    7
+    >>> model_version_of(4, 1, "radix", "memcached") == model_version()
     True
     """
-    return _core.model_version_of(int(cores), int(processes), design or "")
+    return _core.model_version_of(int(cores), int(processes), design or "", workload or "")
 
 
 def preset_dirs() -> list[Path]:

@@ -924,17 +924,18 @@ def _timing_thread(ray: Any, window: int) -> str | None:
 def run_model_version(run: Run) -> int:
     """The model version a run gets from this build (:func:`xlat.model_version_of`): from its
     cores (``sim.cores``), its processes (one per comma-separated workload; one trace is one
-    process) and its design.
+    process), its design and its workload.
 
     Examples
     --------
     >>> one = run_model_version(Run("radix", "gups", None, None, 1, (), None, config={}))
-    >>> one == model_version_of(1, 1), one >= 3   # version 3 moved every run
+    >>> one == model_version_of(1, 1, "radix", "gups"), one >= 3   # version 3 moved every run
     (True, True)
     """
     sim = run.config.get("sim", {}) if run.config else {}
     processes = 1 if run.trace else len(str(run.workload).split(","))
-    return model_version_of(int(sim.get("cores", 1) or 1), processes, run.design)
+    cores = int(sim.get("cores", 1) or 1)
+    return model_version_of(cores, processes, run.design, str(run.workload))
 
 
 def plan_reuse(

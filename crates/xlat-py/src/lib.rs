@@ -157,17 +157,23 @@ fn model_version() -> u32 {
 }
 
 /// The model version of a run of `cores` cores and `processes` processes of design `design`
-/// (`xlat::model_version_of`): what its record's `model_version` will be.
+/// on `workload` (`xlat::model_version_of`): what its record's `model_version` will be.
 #[pyfunction]
-fn model_version_of(cores: u32, processes: u64, design: &str) -> u32 {
-    xlat::model_version_of(cores, processes, design)
+fn model_version_of(cores: u32, processes: u64, design: &str, workload: &str) -> u32 {
+    xlat::model_version_of(cores, processes, design, workload)
 }
 
 /// The model version a build of model version `version` gave such a run
 /// (`xlat::model_version_as_of`).
 #[pyfunction]
-fn model_version_as_of(cores: u32, processes: u64, design: &str, version: u32) -> u32 {
-    xlat::model_version_as_of(cores, processes, design, version)
+fn model_version_as_of(
+    cores: u32,
+    processes: u64,
+    design: &str,
+    workload: &str,
+    version: u32,
+) -> u32 {
+    xlat::model_version_as_of(cores, processes, design, workload, version)
 }
 
 fn open_trace(path: &str, format: Option<&str>) -> PyResult<Box<dyn xlat::trace::EventSource>> {

@@ -19,7 +19,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// stored runs of another model version instead of reusing them (docs/sweeps.md, "Resuming").
 /// Version 1 is the model of 2026-11-29 (commit of the entry that introduced it); records
 /// without the key predate it.
-pub const MODEL_VERSION: u32 = 6;
+pub const MODEL_VERSION: u32 = 7;
 
 /// Which runs a model change can move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +35,11 @@ pub enum ModelScope {
     /// Only runs of the design of this name (`sim.design`): a run of any other design gives
     /// the record of the version before, bit for bit.
     Design(&'static str),
+    /// Only runs of the built-in workload of this name (`workload.name`, or one of the
+    /// processes' names of a multi-programmed run; a trace whose file has the name counts too,
+    /// which at worst reruns it): a run of any other workload gives the record of the version
+    /// before, bit for bit.
+    Workload(&'static str),
 }
 
 /// Every model version after 1 and the runs it can move, in order (the last is
@@ -51,35 +56,48 @@ pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
     (5, ModelScope::All),
     // LVM's training splits a leaf that cannot meet the error bound finely enough (§4.3.3).
     (6, ModelScope::Design("lvm")),
+    // memcached's generator preallocates one chunk for all slab classes, as `-L` does.
+    (7, ModelScope::Workload("memcached")),
 ];
 
 /// The model version of a run of `cores` cores and `processes` processes of design `design`
-/// (`sim.design`): the latest change that can move it, 1 when none can.
+/// (`sim.design`) on `workload` (the record's `workload`: a generator's name, the processes'
+/// names joined by commas, or a trace's name): the latest change that can move it, 1 when none
+/// can.
 ///
 /// ```
 /// // Version 2 moved machines only; version 4 only a multi-threaded trace on several cores
-/// // (one process); versions 3 and 5 moved every run; version 6 LVM's runs only.
-/// assert_eq!(xlat::model_version_of(1, 1, "radix"), 5);
-/// assert_eq!(xlat::model_version_of(4, 4, "radix"), 5);
-/// assert_eq!(xlat::model_version_of(1, 1, "lvm"), 6);
-/// assert_eq!(xlat::model_version_of(4, 1, "lvm"), xlat::MODEL_VERSION);
+/// // (one process); versions 3 and 5 moved every run; version 6 LVM's runs only; version 7
+/// // memcached's only.
+/// assert_eq!(xlat::model_version_of(1, 1, "radix", "gups"), 5);
+/// assert_eq!(xlat::model_version_of(4, 4, "radix", "gups,kv,gups,kv"), 5);
+/// assert_eq!(xlat::model_version_of(1, 1, "lvm", "gups"), 6);
+/// assert_eq!(xlat::model_version_of(1, 1, "radix", "memcached"), 7);
+/// assert_eq!(xlat::model_version_of(2, 2, "radix", "gups,memcached"), xlat::MODEL_VERSION);
 /// ```
-pub fn model_version_of(cores: u32, processes: u64, design: &str) -> u32 {
-    model_version_as_of(cores, processes, design, MODEL_VERSION)
+pub fn model_version_of(cores: u32, processes: u64, design: &str, workload: &str) -> u32 {
+    model_version_as_of(cores, processes, design, workload, MODEL_VERSION)
 }
 
 /// [`model_version_of`] as a build of model version `version` gave it: the latest change up to
 /// `version` that can move the run. Two records are of one model when each has the version of
-/// its run as of the newer one (a design-scoped change leaves the other designs' runs at the
+/// its run as of the newer one (a design- or workload-scoped change leaves the other runs at the
 /// version before, which is still the same model).
 ///
 /// ```
-/// assert_eq!(xlat::model_version_as_of(1, 1, "lvm", 5), 5);
-/// assert_eq!(xlat::model_version_as_of(1, 1, "radix", 6), 5);
-/// assert_eq!(xlat::model_version_as_of(2, 2, "radix", 2), 2);
-/// assert_eq!(xlat::model_version_as_of(1, 1, "radix", 2), 1);
+/// assert_eq!(xlat::model_version_as_of(1, 1, "lvm", "gups", 5), 5);
+/// assert_eq!(xlat::model_version_as_of(1, 1, "radix", "gups", 6), 5);
+/// assert_eq!(xlat::model_version_as_of(2, 2, "radix", "gups,kv", 2), 2);
+/// assert_eq!(xlat::model_version_as_of(1, 1, "radix", "gups", 2), 1);
+/// assert_eq!(xlat::model_version_as_of(1, 1, "lvm", "memcached", 6), 6);
 /// ```
-pub fn model_version_as_of(cores: u32, processes: u64, design: &str, version: u32) -> u32 {
+pub fn model_version_as_of(
+    cores: u32,
+    processes: u64,
+    design: &str,
+    workload: &str,
+    version: u32,
+) -> u32 {
     let machine = cores > 1 || processes > 1;
     let threaded = cores > 1 && processes == 1;
     MODEL_CHANGES
@@ -90,6 +108,7 @@ pub fn model_version_as_of(cores: u32, processes: u64, design: &str, version: u3
             ModelScope::Machines => machine,
             ModelScope::ThreadedTraces => threaded,
             ModelScope::Design(name) => *name == design,
+            ModelScope::Workload(name) => workload.split(',').any(|w| w == *name),
         })
         .map(|(v, _)| *v)
         .max()

@@ -170,7 +170,12 @@ fn preset_statistics_match_their_golden_snapshots() {
             // machines (several cores or processes) must leave them as they were.
             let moves_one_core = xlat::MODEL_CHANGES.iter().any(|(version, scope)| {
                 (*version as u64) > *v
-                    && matches!(scope, xlat::ModelScope::All | xlat::ModelScope::Design(_))
+                    && matches!(
+                        scope,
+                        xlat::ModelScope::All
+                            | xlat::ModelScope::Design(_)
+                            | xlat::ModelScope::Workload(_)
+                    )
             });
             assert!(
                 *d == now.1 || moves_one_core,

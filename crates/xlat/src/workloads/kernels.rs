@@ -591,14 +591,21 @@ impl Program for Memcached {
         self.table_addr = mem.alloc(tb);
         touch_pages(q, self.table_addr, tb);
         self.heads_addr = mem.alloc(MC_CLASSES as u64 * 16);
-        for c in 0..MC_CLASSES {
-            let n = self.class_first[c + 1] - self.class_first[c];
-            // A class's pages allocated together (memcached's `-L` preallocation), not rounded
-            // up to whole `MC_PAGE_BYTES` pages (the footprint stays as requested).
-            let bytes = (n * mc_chunk_bytes(c)).max(4096);
-            self.class_addr[c] = mem.alloc(bytes);
-            touch_pages(q, self.class_addr[c], bytes);
-            self.head_item[c] = self.class_addr[c];
+        // memcached's `-L` preallocation: `slabs_init` takes all of its memory in one large
+        // chunk (`alloc_large_chunk`) and carves the slab pages out of it; each class's pages
+        // lie together here, not rounded up to whole `MC_PAGE_BYTES` pages (the footprint stays
+        // as requested).
+        let bytes: Vec<u64> = (0..MC_CLASSES)
+            .map(|c| {
+                ((self.class_first[c + 1] - self.class_first[c]) * mc_chunk_bytes(c)).max(4096)
+            })
+            .collect();
+        let mut at = mem.alloc(bytes.iter().sum());
+        for (c, &b) in bytes.iter().enumerate() {
+            self.class_addr[c] = at;
+            touch_pages(q, at, b);
+            self.head_item[c] = at;
+            at += b;
         }
     }
 

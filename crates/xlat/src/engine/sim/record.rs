@@ -24,7 +24,8 @@ impl<D: Design> Sim<D> {
         let c = &self.c;
         let mut r = Stats::new();
         r.put_str("design", &self.cfg.sim.design);
-        r.put_str("workload", &self.source.name());
+        let workload = self.source.name();
+        r.put_str("workload", &workload);
         if let Some(t) = self.source.describe() {
             r.insert("trace".into(), t);
         }
@@ -32,7 +33,7 @@ impl<D: Design> Sim<D> {
         r.put_str("version", crate::stats::VERSION);
         r.put_u64(
             "model_version",
-            crate::stats::model_version_of(1, 1, &self.cfg.sim.design) as u64,
+            crate::stats::model_version_of(1, 1, &self.cfg.sim.design, &workload) as u64,
         );
         count_keys(&mut r, c);
         r.insert(
@@ -255,13 +256,18 @@ impl<D: Design> Sim<D> {
         }
         let mut r = Stats::new();
         r.put_str("design", &cfg.sim.design);
-        r.put_str("workload", &names.join(","));
+        let workload = names.join(",");
+        r.put_str("workload", &workload);
         r.put_u64("seed", cfg.sim.seed);
         r.put_str("version", crate::stats::VERSION);
         r.put_u64(
             "model_version",
-            crate::stats::model_version_of(cfg.sim.cores, m.procs.len() as u64, &cfg.sim.design)
-                as u64,
+            crate::stats::model_version_of(
+                cfg.sim.cores,
+                m.procs.len() as u64,
+                &cfg.sim.design,
+                &workload,
+            ) as u64,
         );
         for (k, v) in total {
             r.insert(k, v);

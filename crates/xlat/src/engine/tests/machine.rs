@@ -329,21 +329,13 @@ fn a_core_whose_process_ends_first_keeps_its_own_time_under_the_shared_dram_cont
 
 #[test]
 fn a_record_carries_the_model_version_of_its_run_one_core_or_a_machine() {
+    use crate::stats::model_version_of as of;
     let one = run_workload(&multi("radix", "gups", &[])).unwrap();
-    assert_eq!(
-        one["model_version"],
-        crate::stats::model_version_of(1, 1, "radix")
-    );
+    assert_eq!(one["model_version"], of(1, 1, "radix", "gups"));
     let two = run_workload(&multi("radix", "gups,kv", &[("sim.cores", "2")])).unwrap();
-    assert_eq!(
-        two["model_version"],
-        crate::stats::model_version_of(2, 2, "radix")
-    );
+    assert_eq!(two["model_version"], of(2, 2, "radix", "gups,kv"));
     let shared = run_workload(&multi("radix", "gups,kv", &[])).unwrap();
-    assert_eq!(
-        shared["model_version"],
-        crate::stats::model_version_of(1, 2, "radix")
-    );
+    assert_eq!(shared["model_version"], of(1, 2, "radix", "gups,kv"));
     // Version 2 moved machines only: a one-core run has the latest change that moved every
     // run (version 3), not version 2.
     use crate::stats::{ModelScope, MODEL_CHANGES};
@@ -353,23 +345,21 @@ fn a_record_carries_the_model_version_of_its_run_one_core_or_a_machine() {
         .map(|(v, _)| *v)
         .max()
         .unwrap_or(1);
-    assert_eq!(
-        crate::stats::model_version_of(1, 1, "radix"),
-        latest_for_all
-    );
+    assert_eq!(of(1, 1, "radix", "gups"), latest_for_all);
     assert!(MODEL_CHANGES.contains(&(2, ModelScope::Machines)));
     // Version 4 moved multi-threaded traces on several cores only; version 5 every run;
-    // version 6 LVM's runs only.
-    assert_eq!(crate::stats::model_version_of(2, 2, "radix"), 5);
-    assert_eq!(crate::stats::model_version_of(1, 2, "radix"), 5);
-    assert_eq!(crate::stats::model_version_of(2, 1, "radix"), 5);
-    assert_eq!(crate::stats::model_version_of(2, 1, "lvm"), 6);
-    assert_eq!(
-        crate::stats::model_version_of(1, 1, "lvm"),
-        crate::stats::MODEL_VERSION
-    );
+    // version 6 LVM's runs only; version 7 memcached's only.
+    assert_eq!(of(2, 2, "radix", "gups,kv"), 5);
+    assert_eq!(of(1, 2, "radix", "gups,kv"), 5);
+    assert_eq!(of(2, 1, "radix", "gups"), 5);
+    assert_eq!(of(2, 1, "lvm", "gups"), 6);
+    assert_eq!(of(1, 1, "lvm", "gups"), 6);
+    assert_eq!(of(1, 1, "lvm", "memcached"), crate::stats::MODEL_VERSION);
+    assert_eq!(of(2, 2, "radix", "kv,memcached"), 7);
     let lvm = run_workload(&multi("lvm", "gups", &[])).unwrap();
     assert_eq!(lvm["model_version"], 6);
+    let mc = run_workload(&multi("radix", "kv,memcached", &[])).unwrap();
+    assert_eq!(mc["model_version"], 7);
 }
 
 /// Two threads of 100 000 random loads each over 256 MiB, in recorded stretches of 20 000.
