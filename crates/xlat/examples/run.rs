@@ -4,12 +4,21 @@
 //! `cargo run --release -p xlat --example run -- sim.design=lvm workload.name=kv workload.footprint=4GiB sim.refs=10M`
 //!
 //! `preset=PATH` (anywhere among the arguments) puts a preset file such as
-//! `configs/papers/lvm.toml` beneath the overrides, as `xlat run --preset` does.
+//! `configs/papers/lvm.toml` beneath the overrides, as `xlat run --preset` does; `trace=PATH`
+//! runs a trace file (any format `xlat run --trace` reads) instead of the workload.
 
 fn main() {
     let mut preset: Option<(String, String)> = None;
+    let mut trace: Option<String> = None;
     let overrides: Vec<(String, String)> = std::env::args()
         .skip(1)
+        .filter(|a| {
+            if let Some(path) = a.strip_prefix("trace=") {
+                trace = Some(path.to_string());
+                return false;
+            }
+            true
+        })
         .filter(|a| match a.strip_prefix("preset=") {
             Some(path) => {
                 match std::fs::read_to_string(path) {
@@ -39,7 +48,17 @@ fn main() {
             std::process::exit(2);
         }
     };
-    match xlat::engine::run_workload(&cfg) {
+    let result = match trace {
+        Some(path) => match xlat::trace::open(&path, None) {
+            Ok(source) => xlat::engine::run(&cfg, source),
+            Err(e) => {
+                eprintln!("run: {e}");
+                std::process::exit(2);
+            }
+        },
+        None => xlat::engine::run_workload(&cfg),
+    };
+    match result {
         Ok(record) => println!("{}", serde_json::to_string_pretty(&record).expect("json")),
         Err(e) => {
             eprintln!("run: {e}");

@@ -14,7 +14,6 @@ use super::error::SimError;
 use super::sim::{MakeSim, Runner, RunnerFactory};
 use crate::config::{Config, WarmupRefs};
 use crate::designs::build_and_visit;
-use crate::mem::DramModel;
 use crate::os::Os;
 use crate::stats::{Stats, StatsExt};
 use crate::trace::EventSource;
@@ -103,7 +102,9 @@ impl Simulation {
     ///
     /// With `sim.cores > 1` the source is a multi-threaded program: each thread (`Thread`
     /// events; the first thread seen runs on core 0, the next on core 1, ... modulo the cores)
-    /// runs on its own core over the process's one address space, in the trace's order.
+    /// runs on its own core over the process's one address space; the cores take turns in
+    /// simulated time, and the trace's address-space events keep their order (docs/machine.md,
+    /// "Multi-threaded traces").
     pub fn new(cfg: &Config, source: Box<dyn EventSource>) -> Result<Simulation, SimError> {
         Simulation::build(cfg, source, Vec::new(), by_name)
     }
@@ -168,7 +169,7 @@ impl Simulation {
         let (warmup_refs, warmup_why) = resolve_warmup(cfg, &mut source, &mut more);
         let mut resolved = cfg.clone();
         resolved.sim.warmup_refs = WarmupRefs::Refs(warmup_refs);
-        resolved.mem.dram.model = dram_model_of_run(cfg, more.is_empty())?;
+        resolved.mem.dram.model = cfg.dram_model();
         let cfg = &resolved;
         // The warm-up is counted like `sim.refs`: per process (a multi-threaded trace is one).
         let processes = more.len() as u64 + 1;
@@ -441,37 +442,6 @@ impl Simulation {
         r["warmup"] = Value::Object(w);
         r
     }
-}
-
-/// The DRAM model a run of `cfg` uses, `auto` resolved ([`Config::dram_model`]), given whether
-/// it has one source (`one_source`: on several cores, a multi-threaded trace).
-///
-/// A multi-threaded trace runs its events in the order the trace recorded them: one thread's
-/// stretch (a Valgrind recording switches threads every 100 000 blocks) and then the next
-/// thread's on its own core, whose clock starts where that core left off, so the cores' requests
-/// reach the shared queued controller far out of time order. The controller keeps
-/// `mem.dram.reorder_window_cycles` of history and moves an arrival further back up to that
-/// window, so each thread's requests would queue behind the previous thread's as if the threads
-/// ran one after another (measured: two threads of 100 000 random loads, 2 cores, took 5.58 M
-/// cycles queued against 5.77 M on one core, and 2.90 M under the idle model). Under the idle
-/// model no core's timing depends on another's, so `auto` resolves to `idle` there and an
-/// explicit `queued` is refused.
-fn dram_model_of_run(cfg: &Config, one_source: bool) -> Result<DramModel, SimError> {
-    let model = cfg.dram_model();
-    if !(one_source && cfg.sim.cores > 1) || model == DramModel::Idle {
-        return Ok(model);
-    }
-    if cfg.mem.dram.model == DramModel::Queued {
-        return Err(SimError::Config(format!(
-            "mem.dram.model = \"queued\" cannot time a multi-threaded trace on {} cores: its \
-             threads' events come in the order the trace recorded them, not in time, so the \
-             shared controller would queue each thread's requests behind the previous \
-             thread's; use mem.dram.model = \"idle\" (what \"auto\" gives here) \
-             (docs/machine.md, \"Multi-threaded traces\")",
-            cfg.sim.cores
-        )));
-    }
-    Ok(DramModel::Idle)
 }
 
 /// Run a whole simulation of `cfg` over `source` and return its record.

@@ -8,11 +8,12 @@
 //! state) is `Sim`'s, in `sim/sched.rs`.
 //!
 //! May call: `addr`, `config`, `designs` (`set_cores`), `mem`, `mmu`, `os` (process ids),
-//! `timing`, `trace`, and the engine's `counters` and `stream`. Contract: a slot holds a spare
+//! `timing`, `trace`, and the engine's `counters`, `stream` and `threads`. Contract: a slot holds a spare
 //! while its core or process is installed; every shootdown reaches the parked cores' TLBs.
 
 use super::counters::Counters;
 use super::stream::{RecentPages, CHUNK};
+use super::threads::ThreadDemux;
 use crate::addr::{Asid, Mapping};
 use crate::config::Config;
 use crate::designs::Design;
@@ -240,11 +241,17 @@ pub(super) struct Machine {
     /// Cores a shootdown being applied must interrupt (bit per core).
     pub(super) ipi_targets: u64,
     pub(super) shootdown_rounds: u64,
-    /// A multi-threaded run: one trace on several cores, each thread on the core of its first
-    /// appearance (`threads[i]` is the thread id first seen `i`-th; it runs on core
-    /// `i % cores`), events in the trace's order.
+    /// A multi-threaded run: one trace on several cores, its threads read apart by `demux`
+    /// (thread `i`, the `i`-th named, runs on core `i % cores`) and run in the cores' time
+    /// order (`sim/sched.rs`, `step_threaded`).
     pub(super) threaded: bool,
-    pub(super) threads: Vec<u32>,
+    pub(super) demux: Option<ThreadDemux>,
+    /// The thread whose events the running core runs (a multi-threaded run).
+    pub(super) thread_running: usize,
+    /// The running thread's next event may not run yet (or it has ended): its turn is over.
+    pub(super) thread_waits: bool,
+    /// Cores whose threads have all ended and whose last references have completed.
+    pub(super) settled: Vec<bool>,
 }
 
 impl Machine {
@@ -322,7 +329,11 @@ impl Machine {
             ipi_targets: 0,
             shootdown_rounds: 0,
             threaded,
-            threads: Vec::new(),
+            demux: threaded.then(ThreadDemux::new),
+            thread_running: 0,
+            // A multi-threaded run picks its first thread before its first turn.
+            thread_waits: threaded,
+            settled: vec![false; cores],
         }))
     }
 

@@ -21,6 +21,8 @@
 //! - `error`: [`SimError`].
 //! - `counters`: the loop's per-core counters and the record sections written from them.
 //! - `stream`: how a process's events are read (the chunk, the host-memory prefetch).
+//! - `threads`: a multi-threaded trace's events read apart per thread, for the cores to run
+//!   in time order.
 //! - `placement`: the design's placement hook at a fault; a broken contiguous group's TLB
 //!   invalidation.
 //! - `machine`: the parked cores and processes of a multi-core or multi-process run, their
@@ -39,6 +41,7 @@ mod machine;
 mod placement;
 mod sim;
 mod stream;
+mod threads;
 
 pub use builder::{resolve_warmup, run, run_workload, Simulation};
 pub use error::SimError;

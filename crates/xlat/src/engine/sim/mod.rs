@@ -224,7 +224,7 @@ impl<D: Design> Sim<D> {
 impl<D: Design> Sim<D> {
     /// Simulate the installed process on the installed core until the core has simulated
     /// `target` references in all, or the process's events end (`finished`).
-    pub(super) fn run_until(&mut self, mut target: u64) -> Result<(), SimError> {
+    pub(super) fn run_until(&mut self, target: u64) -> Result<(), SimError> {
         while !self.finished && self.c.refs < target {
             if self.pos == self.buf.len() {
                 // (The host's daemons in a nested run: virt/.)
@@ -236,10 +236,31 @@ impl<D: Design> Sim<D> {
                 }
                 self.buf.clear();
                 self.pos = 0;
-                let n = self
-                    .source
-                    .fill(&mut self.buf, CHUNK)
-                    .map_err(SimError::Source)?;
+                let n = match self.machine.as_deref_mut() {
+                    // A multi-threaded trace: the running thread's events, at most the turn's
+                    // references (every event fetched runs before another thread's turn,
+                    // `threads.rs`); none when it must wait, which ends its turn.
+                    Some(Machine {
+                        demux: Some(demux),
+                        thread_running,
+                        thread_waits,
+                        ..
+                    }) => {
+                        let max = (target - self.c.refs).min(CHUNK as u64) as usize;
+                        let n = demux
+                            .fill(&mut *self.source, *thread_running, &mut self.buf, max)
+                            .map_err(SimError::Source)?;
+                        if n == 0 {
+                            *thread_waits = true;
+                            break;
+                        }
+                        n
+                    }
+                    _ => self
+                        .source
+                        .fill(&mut self.buf, CHUNK)
+                        .map_err(SimError::Source)?,
+                };
                 if n == 0 {
                     self.finished = true;
                     break;
@@ -271,11 +292,9 @@ impl<D: Design> Sim<D> {
                             self.second_page(kind, va, Vaddr(last.0 & !(BASE_PAGE_BYTES - 1)))?;
                         }
                     }
-                    Event::Thread { tid } => {
-                        if self.machine.is_some() {
-                            target = self.thread_switch(tid, target);
-                        }
-                    }
+                    // (A multi-threaded run's are consumed by its `ThreadDemux`; with one
+                    // core, or one thread per process, a thread switch changes nothing.)
+                    Event::Thread { .. } => {}
                     other => self.handle_syscall(other)?,
                 }
                 self.c.events += 1;

@@ -166,52 +166,108 @@ impl<D: Design> Sim<D> {
         }
     }
 
-    /// A thread switch in a multi-threaded trace: the events from here run on the thread's
-    /// core (the process, its stream and its ASID stay installed). Returns `target` (a
-    /// reference count of the installed core, see `run_until`) rebased on the new core.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn thread_switch(&mut self, tid: u32, target: u64) -> u64 {
-        let mut m = self.machine.take().expect("a machine");
-        if !m.threaded {
-            self.machine = Some(m);
-            return target;
-        }
-        let index = match m.threads.iter().position(|t| *t == tid) {
-            Some(i) => i,
-            None => {
-                m.threads.push(tid);
-                m.threads.len() - 1
-            }
-        };
-        let k = index % m.sched.len();
+    /// The end of a thread's turn in a multi-threaded run: settle the cores whose threads have
+    /// all ended, then pick the ready thread whose core has the fewest simulated cycles (ties:
+    /// the thread whose next event comes first in the trace) and install its core. `false`
+    /// when every thread has ended.
+    fn schedule_thread(&mut self, m: &mut Machine) -> Result<bool, SimError> {
         let r = m.running;
-        let left = target - self.c.refs;
+        m.sched[r].cycles = self.core_cycles_now();
+        let demux = m.demux.as_mut().expect("a multi-threaded run");
+        demux
+            .read_ahead(&mut *self.source)
+            .map_err(SimError::Source)?;
+        let cores = m.sched.len();
+        if demux.trace_ended() {
+            // A core whose threads have all ended completes its last references now, as a
+            // process's core does when its process ends (model version 2), not at the record
+            // against every other core's requests.
+            for k in 0..cores {
+                let threads = (k..demux.threads()).step_by(cores);
+                if m.settled[k] || !threads.clone().all(|t| demux.thread_ended(t)) {
+                    continue;
+                }
+                m.settled[k] = true;
+                let model = if k == r {
+                    self.core.as_mut()
+                } else {
+                    m.cores[k].core.as_mut()
+                };
+                if let Some(core) = model {
+                    core.settle();
+                }
+            }
+        }
+        let Some((t, _)) = (0..demux.threads())
+            .filter_map(|t| demux.ready(t).map(|seq| (t, seq)))
+            .min_by(|a, b| {
+                let (ca, cb) = (m.sched[a.0 % cores].cycles, m.sched[b.0 % cores].cycles);
+                ca.total_cmp(&cb).then(a.1.cmp(&b.1))
+            })
+        else {
+            debug_assert!(demux.all_ended(), "a thread is always ready until all end");
+            return Ok(false);
+        };
+        let k = t % cores;
         if k != r {
             self.swap_core(&mut m.cores[r]);
             self.swap_core(&mut m.cores[k]);
             self.design.select_core(k);
             m.running = k;
-            let asid = self.asid;
-            if !m.sched[k].asids.contains(&asid) {
-                m.sched[k].asids.push(asid);
-            }
         }
-        self.machine = Some(m);
-        self.c.refs + left
+        m.thread_running = t;
+        m.thread_waits = false;
+        if !m.sched[k].asids.contains(&self.asid) {
+            m.sched[k].asids.push(self.asid);
+        }
+        m.chunk_left = INTERLEAVE_REFS;
+        Ok(true)
     }
 
-    /// [`Runner::step`] of a multi-threaded trace on several cores: the trace's events in its
-    /// order, each on its thread's core; `sim.refs` bounds the references of all threads.
+    /// [`Runner::step`] of a multi-threaded trace on several cores: turns of
+    /// [`INTERLEAVE_REFS`] references, each to the ready thread whose core has the fewest
+    /// cycles (`schedule_thread`); a turn also ends where its thread must wait for another
+    /// (a barrier, `threads.rs`). `sim.refs` bounds the references of all threads together.
     pub(super) fn step_threaded(&mut self, max_refs: u64) -> Result<bool, SimError> {
-        let done = self.refs();
-        let left = max_refs.min(self.cfg.sim.refs - done.min(self.cfg.sim.refs));
-        self.run_until(self.c.refs + left)?;
-        if self.refs() >= self.cfg.sim.refs && !self.finished {
-            self.finished = true;
-            self.truncated_by_refs = true;
+        let mut left = max_refs;
+        loop {
+            if self.finished {
+                return Ok(true);
+            }
+            if self.refs() >= self.cfg.sim.refs {
+                self.finished = true;
+                self.truncated_by_refs = true;
+                return Ok(true);
+            }
+            if left == 0 {
+                return Ok(false);
+            }
+            let mut m = self.machine.take().expect("a machine");
+            if m.chunk_left == 0 || m.thread_waits {
+                let more = self.schedule_thread(&mut m);
+                let more = match more {
+                    Ok(more) => more,
+                    Err(e) => {
+                        self.machine = Some(m);
+                        return Err(e);
+                    }
+                };
+                if !more {
+                    m.all_done = true;
+                    self.machine = Some(m);
+                    self.finished = true;
+                    return Ok(true);
+                }
+            }
+            let n = m.chunk_left.min(left).min(self.cfg.sim.refs - self.refs());
+            self.machine = Some(m);
+            let before = self.c.refs;
+            self.run_until(before + n)?;
+            let did = self.c.refs - before;
+            let m = self.machine.as_deref_mut().expect("a machine");
+            m.chunk_left -= did.min(m.chunk_left);
+            left -= did.min(left);
         }
-        Ok(self.finished)
     }
 
     /// [`Runner::step`] of a multi-core or multi-process run: cores take turns of
