@@ -16,6 +16,7 @@ import json
 import sys
 
 import duckdb
+from xlat.records import get_path
 
 ORDER = ["bc", "bfs", "cc", "gc", "pagerank", "tc", "sssp", "xsbench", "gups", "dlrm", "kmer",
          "gups,xsbench,gups,xsbench"]  # fmt: skip
@@ -26,11 +27,10 @@ COLUMNS = ["workload", "radix: 2 MiB share", "walks avoided", "Utopia over radix
 
 def get(record: dict, path: str, default=None):
     """The value at a dotted path of a record, or ``default``."""
-    for key in path.split("."):
-        if not isinstance(record, dict) or key not in record:
-            return default
-        record = record[key]
-    return record
+    try:
+        return get_path(record, path)
+    except KeyError:
+        return default
 
 
 def row(workload: str, radix: dict, utopia: dict, perfect: dict, rmm: dict | None) -> list[str]:

@@ -203,29 +203,10 @@ impl ThreadDemux {
 mod tests {
     use super::*;
     use crate::addr::Vaddr;
-    use crate::trace::AccessKind;
-
-    struct Events(std::vec::IntoIter<Event>);
-
-    impl EventSource for Events {
-        fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError> {
-            let before = out.len();
-            out.extend(self.0.by_ref().take(max));
-            Ok(out.len() - before)
-        }
-        fn name(&self) -> String {
-            "events".into()
-        }
-    }
+    use crate::engine::tests::{load as load_sized, Events};
 
     fn load(va: u64) -> Event {
-        Event::Access {
-            kind: AccessKind::Load,
-            va: Vaddr(va),
-            size: 8,
-            instrs: 1,
-            dep: 0,
-        }
+        load_sized(va, 8)
     }
 
     fn mmap(addr: u64) -> Event {

@@ -36,8 +36,8 @@ fn without_wall_clock(mut v: Value) -> Value {
     v
 }
 
-/// Events from a list (the engine's input without a trace file).
-struct Events(std::vec::IntoIter<Event>);
+/// Events from a list (the engine's input without a trace file; `threads.rs`'s tests too).
+pub(super) struct Events(pub(super) std::vec::IntoIter<Event>);
 
 impl EventSource for Events {
     fn fill(&mut self, out: &mut Vec<Event>, max: usize) -> Result<usize, SourceError> {
@@ -54,7 +54,7 @@ fn run_events(design: &str, events: Vec<Event>) -> Result<Value, SimError> {
     run(&small(design), Box::new(Events(events.into_iter())))
 }
 
-fn load(va: u64, size: u8) -> Event {
+pub(super) fn load(va: u64, size: u8) -> Event {
     Event::Access {
         kind: AccessKind::Load,
         va: Vaddr(va),
