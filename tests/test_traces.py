@@ -217,3 +217,20 @@ def test_lackey_records_a_threaded_program(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rec = json.loads(xlat("run", "--trace", str(out), "--json").stdout)
     assert rec["refs"] > 1000 and rec["oracle"]["mismatches"] == 0
+
+
+@need_valgrind
+def test_a_thread_that_reuses_an_exited_threads_slot_is_recorded_as_a_new_thread(tmp_path):
+    exe, out = tmp_path / "threads_in_turn", tmp_path / "threads_in_turn.xlat"
+    src = DATA / "src" / "threads_in_turn.c"
+    subprocess.run(["gcc", "-O1", "-pthread", "-o", str(exe), str(src)], check=True)
+    xlat("trace", "record", "--quiet", "-o", str(out), "--", str(exe))
+    info = json.loads(xlat("trace", "info", str(out), "--json").stdout)
+    # main and two workers (Valgrind numbers both workers 2).
+    assert info["threads"] == 3
+    # On three cores each runs on its own, every reference checked.
+    rec = json.loads(
+        xlat("run", "--trace", str(out), "--set", "sim.cores=3", "--warmup", "0", "--json").stdout
+    )
+    assert rec["oracle"]["mismatches"] == 0
+    assert all(core["refs"] > 1 << 14 for core in rec["cores"][1:])

@@ -22,6 +22,10 @@
 //! - The caller consumes every event a [`ThreadDemux::fill`] handed out before it asks for
 //!   another thread's (the engine asks for at most the references left in a turn), so an event
 //!   handed out is an event run.
+//! - A reference's dependence (`dep`: how many references back is the load its address comes
+//!   from) counts the references of its own thread: the recording counts every thread's
+//!   (one stream), and a core runs one thread's. A dependence on another thread's reference,
+//!   or beyond the thread's last 65 535, becomes 0 (none).
 //! - Memory: the queues hold at most [`LOOKAHEAD_EVENTS`] events plus one chunk read ahead. A
 //!   thread whose next event lies beyond is not ready until the others have run theirs: there
 //!   the run falls back to the trace's order.
@@ -43,6 +47,9 @@ struct Queue {
     /// The events' positions in the trace as runs of consecutive positions (first, length):
     /// a thread's events come in stretches, so this stays short.
     runs: VecDeque<(u64, u64)>,
+    /// The trace-wide numbers (counting every thread's references) of the thread's last
+    /// references read, at most `u16::MAX`: the dependences' reach.
+    recent_refs: VecDeque<u64>,
 }
 
 impl Queue {
@@ -82,6 +89,8 @@ pub(super) struct ThreadDemux {
     routing: usize,
     /// Position of the next event read.
     next_seq: u64,
+    /// References read (every thread's): the recording's numbering of dependences.
+    refs_read: u64,
     /// Events queued.
     held: usize,
     /// The trace has ended (every event is queued or handed out).
@@ -119,14 +128,56 @@ impl ThreadDemux {
                 }
                 let seq = self.next_seq;
                 self.next_seq += 1;
-                if !matches!(ev, Event::Access { .. }) {
-                    self.barriers.push_back(seq);
-                }
+                let ev = match ev {
+                    Event::Access {
+                        kind,
+                        va,
+                        size,
+                        instrs,
+                        dep,
+                    } => Event::Access {
+                        kind,
+                        va,
+                        size,
+                        instrs,
+                        dep: self.own_dependence(dep),
+                    },
+                    other => {
+                        self.barriers.push_back(seq);
+                        other
+                    }
+                };
                 self.queues[self.routing].push(seq, ev);
                 self.held += 1;
             }
         }
         Ok(())
+    }
+
+    /// `dep` of the reference just read (counted over every thread's references) counted
+    /// over the routing thread's own; 0 where the load it names is not the thread's (or is
+    /// beyond its last `u16::MAX`). Notes the reference as the thread's.
+    fn own_dependence(&mut self, dep: u16) -> u16 {
+        let now = self.refs_read;
+        self.refs_read += 1;
+        let recent = &mut self.queues[self.routing].recent_refs;
+        let own = match now.checked_sub(dep as u64) {
+            Some(source) if dep > 0 => {
+                // `recent` is increasing: the source's place among the thread's references.
+                let at = recent.partition_point(|r| *r < source);
+                if recent.get(at) == Some(&source) {
+                    (recent.len() - at) as u16
+                } else {
+                    0
+                }
+            }
+            _ => 0,
+        };
+        if recent.len() == u16::MAX as usize {
+            recent.pop_front();
+        }
+        recent.push_back(now);
+        own
     }
 
     /// The index of thread `tid`, numbering it if it is new. The first thread named takes
@@ -301,6 +352,60 @@ mod tests {
         assert_eq!(take(&mut d, &mut s, 0, 10), vec![10]);
         assert_eq!(take(&mut d, &mut s, 1, 10), vec![0x5000]);
         assert!(d.thread_ended(0) && d.thread_ended(1));
+    }
+
+    #[test]
+    fn a_dependence_counts_the_references_of_its_own_thread() {
+        let dep = |va: u64, dep: u16| match load(va) {
+            Event::Access {
+                kind,
+                va,
+                size,
+                instrs,
+                ..
+            } => Event::Access {
+                kind,
+                va,
+                size,
+                instrs,
+                dep,
+            },
+            other => other,
+        };
+        let mut s = Events(
+            vec![
+                Event::Thread { tid: 1 },
+                load(10),
+                load(11),
+                Event::Thread { tid: 2 },
+                load(20),
+                // 3 back in the trace is thread 1's first load, 2 back its second.
+                dep(21, 3),
+                Event::Thread { tid: 1 },
+                // 4 back: thread 1's first load (its own 2nd back); 2 back: thread 2's.
+                dep(12, 4),
+                dep(13, 2),
+                dep(14, 1),
+            ]
+            .into_iter(),
+        );
+        let mut d = ThreadDemux::new();
+        d.read_ahead(&mut s).unwrap();
+        let deps = |d: &mut ThreadDemux, s: &mut Events, t| {
+            let mut out = Vec::new();
+            d.fill(s, t, &mut out, 10).unwrap();
+            out.iter()
+                .map(|e| match e {
+                    Event::Access { dep, .. } => *dep,
+                    _ => u16::MAX,
+                })
+                .collect::<Vec<_>>()
+        };
+        // Thread 2's dependence is on thread 1's load: none of its own.
+        assert_eq!(deps(&mut d, &mut s, 1), vec![0, 0]);
+        // Thread 1: 4 back in the trace is its first load (2 of its own back); 2 back is
+        // thread 2's load; 1 back its own previous one.
+        assert_eq!(deps(&mut d, &mut s, 0), vec![0, 0, 2, 0, 1]);
     }
 
     #[test]

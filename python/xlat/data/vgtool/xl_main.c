@@ -96,6 +96,12 @@ static ULong *const buf_limit = buf + BUF_WORDS - SLACK;
 /* Instructions executed since the last recorded access, not yet attached to one. */
 static ULong pending_instrs = 0;
 static ThreadId last_tid = 0;
+/* The thread number recorded for each Valgrind thread id. Valgrind's ids are slots that a new
+   thread reuses once an earlier one has exited, so a recording that used them would give two
+   threads one id; threads are numbered in the order they are created instead (main = 1). */
+static UInt *thread_number = NULL; /* VG_N_THREADS entries (a run-time value) */
+static UInt threads_created = 0;
+static UInt last_number = 0;
 
 /* Largest instruction count a header holds (bits 16..47); pending_instrs is kept below it. */
 #define MAX_PENDING (1ULL << 31)
@@ -248,7 +254,14 @@ static void xl_new_mem_startup(Addr a, SizeT len, Bool rr, Bool ww, Bool xx, ULo
 
 static void xl_start_client_code(ThreadId tid, ULong blocks)
 {
-   if (tid != last_tid) {
+   UInt number = tid;
+   if (thread_number != NULL && tid < VG_N_THREADS) {
+      /* (A thread whose creation was not reported, if any, is numbered when it first runs.) */
+      if (thread_number[tid] == 0)
+         thread_number[tid] = ++threads_created;
+      number = thread_number[tid];
+   }
+   if (tid != last_tid || number != last_number) {
       if (saved_shadow != NULL) {
          if (last_tid > 0 && last_tid < VG_N_THREADS)
             VG_(memcpy)(saved_shadow[last_tid], shadow, sizeof shadow);
@@ -258,7 +271,8 @@ static void xl_start_client_code(ThreadId tid, ULong blocks)
             VG_(memset)(shadow, 0, sizeof shadow);
       }
       last_tid = tid;
-      put1(T_THREAD, tid);
+      last_number = number;
+      put1(T_THREAD, number);
    }
 }
 
@@ -267,6 +281,8 @@ static void xl_thread_create(ThreadId parent, ThreadId child)
    /* A new thread (or a reused thread id) starts with registers that carry no load. */
    if (saved_shadow != NULL && child < VG_N_THREADS)
       VG_(memset)(saved_shadow[child], 0, sizeof shadow);
+   if (thread_number != NULL && child < VG_N_THREADS)
+      thread_number[child] = ++threads_created;
 }
 
 static void xl_pre_syscall(ThreadId tid, UInt sysno, UWord *args, UInt nArgs)
@@ -957,6 +973,7 @@ static void xl_post_clo_init(void)
       return;
    out_fd = (Int)clo_fd;
    enabled = True;
+   thread_number = VG_(calloc)("xl.threads", VG_N_THREADS, sizeof *thread_number);
    if (clo_deps) {
       n_slots = (Int)((sizeof(VexGuestArchState) + 7) / 8);
       tl_assert(n_slots <= MAX_SLOTS);
