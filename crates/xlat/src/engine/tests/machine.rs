@@ -504,3 +504,79 @@ fn a_multi_threaded_run_is_the_same_however_it_is_stepped() {
     while !sim.step(997).unwrap() {}
     assert_eq!(without_wall_clock(whole), without_wall_clock(sim.record()));
 }
+
+/// A multi-threaded trace from `ops`: `(thread, op, value)` with op 0 = map a region of 1-4
+/// pages, 1 = unmap the oldest region, else a reference into one of the regions mapped at that
+/// point of the trace (`value` picks the region and the offset; every fourth depends on a
+/// recent reference). Returns the events and how many references they hold.
+fn threaded_trace(ops: &[(u8, u8, u32)]) -> (Vec<Event>, u64) {
+    let mut events = Vec::new();
+    let mut mapped: std::collections::VecDeque<(u64, u64)> = Default::default();
+    let mut next = 0x7000_0000_0000u64;
+    let mut refs = 0;
+    for &(thread, op, value) in ops {
+        events.push(Event::Thread {
+            tid: 1000 + thread as u32,
+        });
+        match op {
+            0 => {
+                let len = (1 + value as u64 % 4) * 4096;
+                events.push(Event::Mmap {
+                    addr: Vaddr(next),
+                    len,
+                    prot: RW,
+                    flags: 0,
+                });
+                mapped.push_back((next, len));
+                next += len + 4096;
+            }
+            1 if mapped.len() > 1 => {
+                let (addr, len) = mapped.pop_front().unwrap();
+                events.push(Event::Munmap {
+                    addr: Vaddr(addr),
+                    len,
+                });
+            }
+            _ if !mapped.is_empty() => {
+                let (addr, len) = mapped[value as usize % mapped.len()];
+                let mut ev = load(addr + (value as u64 * 8) % len, 8);
+                if let Event::Access { dep, .. } = &mut ev {
+                    *dep = if value % 4 == 0 {
+                        (value as u64 % 7).min(refs) as u16
+                    } else {
+                        0
+                    };
+                }
+                events.push(ev);
+                refs += 1;
+            }
+            _ => {}
+        }
+    }
+    (events, refs)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Whatever the cores' clocks, a thread never runs a reference outside the regions its
+    /// trace had mapped at that point (the oracle and the OS model would stop the run), every
+    /// reference runs once, and the run does not depend on how it is stepped.
+    #[test]
+    fn a_multi_threaded_run_keeps_the_traces_mappings_in_order_on_any_number_of_cores(
+        ops in proptest::collection::vec((0u8..5, 0u8..12, proptest::prelude::any::<u32>()), 1..300),
+        cores in 1u32..5,
+        step in 1u64..200,
+    ) {
+        let (events, refs) = threaded_trace(&ops);
+        let mut cfg = small("radix");
+        cfg.sim.cores = cores;
+        cfg.timing.model = crate::timing::TimingModel::Ooo;
+        let whole = run(&cfg, Box::new(Events(events.clone().into_iter()))).unwrap();
+        proptest::prop_assert_eq!(whole["refs"].as_u64().unwrap(), refs);
+        proptest::prop_assert_eq!(&whole["oracle"]["mismatches"], 0);
+        let mut sim = Simulation::new(&cfg, Box::new(Events(events.into_iter()))).unwrap();
+        while !sim.step(step).unwrap() {}
+        proptest::prop_assert_eq!(without_wall_clock(whole), without_wall_clock(sim.record()));
+    }
+}
