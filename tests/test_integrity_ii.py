@@ -135,6 +135,33 @@ def test_the_speedup_table_never_groups_trace_rows_under_the_default_footprint(m
     assert table.notna().all().all()  # both designs on one row per point: a design-free label
 
 
+def test_two_partial_stores_merge_into_the_whole_store_a_rerun_resumes_from(mixed_db, tmp_path):
+    # Two machines each ran part of a sweep: the second also holds a run that failed there.
+    rows = {h: Store(mixed_db).query(f"SELECT * FROM runs WHERE config_hash = '{h}'")
+            for h in sorted(Store(mixed_db).stored_hashes())}  # fmt: skip
+    hashes = sorted(rows)
+    first, second = tmp_path / "first.duckdb", tmp_path / "second.duckdb"
+    for part, db in ((hashes[:2], first), (hashes[2:], second)):
+        Store(db).commit(
+            {k: v for k, v in rows[h].iloc[0].to_dict().items() if v == v and v is not None}
+            for h in part
+        )
+    Store(second).commit([{"config_hash": hashes[0], "status": "failed", "error": "killed"}])
+    proc = xlat("results", "--db", str(first), "--merge", str(second))
+    assert "2 run(s) added, 0 already stored, 1 failed there and stored here (kept)" in (
+        proc.stderr
+    )
+    # What a sweep's or `xlat reproduce`'s resume reads (key, status, model version, build):
+    # the merged store's is the whole one's, so a rerun runs nothing.
+    assert Store(first).stored() == Store(mixed_db).stored()
+    assert check_store(first) == (4, [])
+    records = "SELECT config_hash, record_json FROM runs ORDER BY config_hash"
+    assert Store(first).query(records).equals(Store(mixed_db).query(records))
+    missing = xlat("results", "--db", str(first), "--merge", str(tmp_path / "none"), check=False)
+    assert missing.returncode != 0 and "no result database" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
 def test_results_check_passes_a_good_store_and_lists_a_row_whose_labels_disagree(
     mixed_db, tmp_path
 ):

@@ -29,7 +29,7 @@ from xlat.query import (
     write_frame,
 )
 from xlat.run import model_version
-from xlat.store import DEFAULT_DB, StoreError
+from xlat.store import DEFAULT_DB, Store, StoreError
 from xlat.sweeps import MAX_RUNS, SpecError, SweepError, iter_runs, load_spec, run_sweep
 
 #: Exceptions of these commands that are the user's to fix (exit code 2).
@@ -177,6 +177,14 @@ def add_parsers(sub) -> None:
         help="check every stored row against its record (labels, finite figures, one row per "
         "run); exit 1 listing the rows that disagree",
     )
+    p.add_argument(
+        "--merge",
+        action="append",
+        metavar="OTHER",
+        help="copy into --db the runs of the store OTHER that --db lacks (or holds only as "
+        "failed); a run stored ok is never replaced. Combines stores filled on several "
+        "machines, which sweeps and `xlat reproduce` then resume from (repeatable)",
+    )
 
     p = sub.add_parser("report", help="HTML page + PNG/PDF figures from the store or compare JSON")
     p.add_argument(
@@ -320,6 +328,8 @@ def add_metric(p: argparse.ArgumentParser) -> None:
 def cmd_results(args: argparse.Namespace) -> int:
     if args.check:
         return _check(args)
+    if args.merge:
+        return _merge(args)
     status = None if args.status == "all" else args.status
     out = results(
         args.db,
@@ -365,6 +375,21 @@ def cmd_results(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     except BrokenPipeError:  # `xlat results | head`: the reader is gone, which is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """``xlat results --merge OTHER``: copy the runs of other stores into ``--db``."""
+    store = Store(args.db)
+    for other in args.merge:
+        if not Path(other).exists():
+            raise StoreError(f"--merge: no result database at {other}")
+        n = store.merge(other)
+        print(
+            f"{other} -> {args.db}: {n['added']} run(s) added, {n['kept']} already stored, "
+            f"{n['skipped']} failed there and stored here (kept)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -449,6 +449,55 @@ class Store:
             raise
         _close(con)
 
+    def merge(self, other: str | Path) -> dict[str, int]:
+        """Copy into this store the runs of the store ``other`` that this one lacks: a run it
+        does not hold, or holds only as failed where ``other`` has it ok. A run stored ok here
+        is never replaced, and a failed run of ``other`` is copied only where this store has
+        none. Counts of what happened, by ``added``, ``kept`` (already here) and ``skipped``
+        (failed in ``other`` while stored here). Stores filled on different machines, or a
+        partial store carried to another, combine into one that ``xlat sweep`` and ``xlat
+        reproduce`` resume from (the run keys are the same everywhere).
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> d = tempfile.mkdtemp()
+        >>> a, b = Store(os.path.join(d, "a.duckdb")), Store(os.path.join(d, "b.duckdb"))
+        >>> a.commit([{"config_hash": "h1", "status": "ok", "design": "radix"},
+        ...           {"config_hash": "h2", "status": "failed", "design": "lvm"}])
+        >>> b.commit([{"config_hash": "h2", "status": "ok", "design": "lvm"},
+        ...           {"config_hash": "h3", "status": "ok", "design": "ecpt"},
+        ...           {"config_hash": "h1", "status": "failed", "design": "radix"}])
+        >>> a.merge(b.path)
+        {'added': 2, 'kept': 0, 'skipped': 1}
+        >>> sorted(a.stored_hashes())
+        ['h1', 'h2', 'h3']
+        """
+        source = Store(other, self.lock_timeout)
+        if Path(other).resolve() == self.path.resolve():
+            raise StoreError(f"cannot merge {other} into itself")
+        con = source.connect(read_only=True)
+        try:
+            cursor = con.execute(f"SELECT * FROM {TABLE}")
+            names = [d[0] for d in cursor.description]
+            rows = [dict(zip(names, values)) for values in cursor.fetchall()]
+        finally:
+            con.close()
+        here = self.stored()
+        counts = {"added": 0, "kept": 0, "skipped": 0}
+        take = []
+        for row in rows:
+            mine = here.get(row["config_hash"])
+            if mine is None or (mine["status"] != "ok" and row["status"] == "ok"):
+                take.append({k: v for k, v in row.items() if v is not None})
+                counts["added"] += 1
+            elif mine["status"] == "ok" and row["status"] == "ok":
+                counts["kept"] += 1
+            else:
+                counts["skipped"] += 1
+        self.commit(take)
+        return counts
+
     def stored(self, hashes: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
         """``config_hash -> {status, xlat_version, git_commit, model_version}`` of stored rows
         (all, or those among ``hashes``); ``model_version`` is None for rows made before records
