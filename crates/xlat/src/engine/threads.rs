@@ -129,19 +129,7 @@ impl ThreadDemux {
                 let seq = self.next_seq;
                 self.next_seq += 1;
                 let ev = match ev {
-                    Event::Access {
-                        kind,
-                        va,
-                        size,
-                        instrs,
-                        dep,
-                    } => Event::Access {
-                        kind,
-                        va,
-                        size,
-                        instrs,
-                        dep: self.own_dependence(dep),
-                    },
+                    Event::Access { dep, .. } => ev.with_dep(self.own_dependence(dep)),
                     other => {
                         self.barriers.push_back(seq);
                         other
@@ -356,22 +344,7 @@ mod tests {
 
     #[test]
     fn a_dependence_counts_the_references_of_its_own_thread() {
-        let dep = |va: u64, dep: u16| match load(va) {
-            Event::Access {
-                kind,
-                va,
-                size,
-                instrs,
-                ..
-            } => Event::Access {
-                kind,
-                va,
-                size,
-                instrs,
-                dep,
-            },
-            other => other,
-        };
+        let dep = |va: u64, dep: u16| load(va).with_dep(dep);
         let mut s = Events(
             vec![
                 Event::Thread { tid: 1 },

@@ -135,6 +135,29 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The same event with the dependence `dep` (an `Access`; any other event is returned
+    /// unchanged).
+    pub fn with_dep(self, dep: u16) -> Event {
+        match self {
+            Event::Access {
+                kind,
+                va,
+                size,
+                instrs,
+                ..
+            } => Event::Access {
+                kind,
+                va,
+                size,
+                instrs,
+                dep,
+            },
+            other => other,
+        }
+    }
+}
+
 /// An error from a trace source: names where in which input the problem is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceError {

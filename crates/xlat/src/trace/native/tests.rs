@@ -349,25 +349,7 @@ fn relabel(bytes: &[u8], version: u16) -> Vec<u8> {
 #[test]
 fn a_version_3_trace_reads_with_no_dependences_and_cannot_hold_them() {
     // Without dependences, version 3 and 4 records are the same bytes.
-    let plain: Vec<Event> = sample()
-        .into_iter()
-        .map(|e| match e {
-            Event::Access {
-                kind,
-                va,
-                size,
-                instrs,
-                ..
-            } => Event::Access {
-                kind,
-                va,
-                size,
-                instrs,
-                dep: 0,
-            },
-            e => e,
-        })
-        .collect();
+    let plain: Vec<Event> = sample().into_iter().map(|e| e.with_dep(0)).collect();
     let v3 = relabel(&write(&plain, 3), 3);
     let r = NativeReader::new(&v3[..], "v3", Some(v3.len() as u64)).unwrap();
     assert_eq!(r.version(), 3);
