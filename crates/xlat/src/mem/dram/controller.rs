@@ -1,7 +1,9 @@
 //! The queued DRAM model: per-channel read and write queues in front of a resource calendar of
 //! banks, ranks and the data bus, for a trace-driven caller that needs each read's completion
-//! time at once. Not wired into the engine yet (`mem.dram.model = "queued"` selects it there
-//! once it is); the idle model of `dram/mod.rs` stays the default.
+//! time at once. The engine uses it whenever the core model gives each request a time
+//! (`mem.dram.model = "auto"`, the default, under `timing.model = "ooo"`; one controller shared
+//! by every core, driven from `timing/ooo/memory.rs`); otherwise the idle model of
+//! `dram/mod.rs` (docs/timing.md, "The memory system under load").
 //!
 //! Owns [`DramController`], its requests, completions and counters; calls `channel.rs` (the
 //! calendar), `timing.rs`, `mapping.rs` and [`DramConfig`].

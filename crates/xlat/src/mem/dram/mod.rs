@@ -12,11 +12,13 @@
 //! row conflict: tRP + tRCD + tCL) converted from DRAM clocks. No queueing, refresh, or bus
 //! contention: every access sees an idle channel.
 //!
-//! This file is the *idle* model ([`Dram`], `mem.dram.model = "idle"`, the default and the one
-//! the engine calls). Beside it, the *queued* model (`controller.rs`, [`controller::DramController`]:
-//! read and write queues, FR-FCFS approximated by earliest-fit reservation of banks and the data
-//! bus, datasheet timings of `timing.rs`, refresh) is built but not wired into the engine yet;
-//! its module doc has its model, configuration and deviations. Both share the address mapping
+//! This file is the *idle* model ([`Dram`], `mem.dram.model = "idle"`: what `auto` gives under
+//! `timing.model = "simple"` and the other models that give requests no time; the memory
+//! system's row buffers always follow it, in program order). Beside it, the *queued* model
+//! (`controller.rs`, [`controller::DramController`]: read and write queues, FR-FCFS
+//! approximated by earliest-fit reservation of banks and the data bus, datasheet timings of
+//! `timing.rs`, refresh) times every request under `ooo` (`auto`, the default); its module doc
+//! has its model, configuration and deviations. Both share the address mapping
 //! (`mapping.rs`).
 //!
 //! Owns its configuration (`mem.dram`, [`DramConfig`], composed into `[mem]` by `mem/mod.rs`);
