@@ -112,8 +112,8 @@ impl Simulation {
     /// As [`Simulation::new`] with one process per source (a multi-programmed run when there
     /// are several): process `i` is OS process `i` and runs on core `i % sim.cores`.
     ///
-    /// Errors: no source; more cores than sources (every core runs at least one process;
-    /// multi-threaded traces on several cores are not supported yet).
+    /// Errors: no source; more cores than sources (every core runs at least one process; one
+    /// multi-threaded trace on several cores is [`Simulation::new`]'s).
     pub fn with_sources(
         cfg: &Config,
         sources: Vec<Box<dyn EventSource>>,

@@ -122,8 +122,9 @@ pub enum Event {
         /// Process identifier, as in the trace.
         pid: u32,
     },
-    /// The CPU switches to thread `tid` of the current process (same address space). Kept for
-    /// the record; the engine simulates one core, so a thread switch changes no state.
+    /// The CPU switches to thread `tid` of the current process (same address space). On one
+    /// core a thread switch changes no state; one trace on several cores runs each thread on a
+    /// core of its own, in simulated time (the engine's `threads.rs`, docs/machine.md).
     Thread {
         /// Thread identifier, as in the trace.
         tid: u32,

@@ -409,9 +409,10 @@ fn threaded_run(events: Vec<Event>, cores: &str, dram: &str) -> serde_json::Valu
 
 #[test]
 fn a_multi_threaded_trace_runs_its_threads_in_parallel_under_the_queued_dram_model() {
-    // Run in the trace's order (model versions 4-7), the second thread's requests reached the
-    // shared controller a stretch behind the first's and queued behind them: two cores took
-    // 5.58 M cycles against 5.77 M on one. Run in the cores' time order they overlap.
+    // Run in the trace's order under the queued model (before model version 4; versions 4-7
+    // took the idle model instead), the second thread's requests reached the shared controller
+    // a stretch behind the first's and queued behind them: two cores took 5.58 M cycles against
+    // 5.77 M on one. Run in the cores' time order they overlap.
     let events = two_threads_of_random_loads();
     let one = threaded_run(events.clone(), "1", "queued");
     let two = threaded_run(events, "2", "auto");
