@@ -91,14 +91,10 @@ def model_version_of(
 
     Examples
     --------
-    >>> model_version_of(1, 1)   # version 5 moved every run (the one-core OS clock)
-    5
-    >>> model_version_of(4, 4)   # version 4 moved multi-threaded traces only, 5 every run
-    5
-    >>> model_version_of(1, 1, "lvm")   # version 6 moved LVM's runs only
-    6
-    >>> model_version_of(1, 1, "radix", "memcached")   # version 7 memcached's only
-    7
+    >>> model_version_of(1, 1)   # version 9 moved every run (the DRAM address mapping)
+    9
+    >>> model_version_of(1, 1, "lvm", "memcached")   # later than 6 (LVM's) and 7 (memcached's)
+    9
     >>> model_version_of(4, 1, "radix", "memcached") == model_version()
     True
     """

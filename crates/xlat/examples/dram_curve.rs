@@ -16,9 +16,10 @@
 //! Options: `--pattern random|stream|random_mix|stream_mix` (repeatable; default random and
 //! stream), `--intervals 40,20,...` (core cycles between requests, fractions allowed; request i
 //! arrives at floor(i x interval)), `--count N` (requests per stream, 20000), `--seed S` (1),
-//! `--mapping row_contiguous|line_interleaved|champsim|ro_ba_ra_co_ch` (row_contiguous: a row's
-//! 128 lines together, as Ramulator 2's `RoBaRaCoCh` mapper but for xlat's XOR of the bank with
-//! the low row bits; `ro_ba_ra_co_ch`: exactly Ramulator 2's `RoBaRaCoCh`, the mapping of
+//! `--mapping row_contiguous|row_hashed|line_interleaved|champsim|ro_ba_ra_co_ch` (the default
+//! row_contiguous, kept for the recorded curves: a row's 128 lines together, as Ramulator 2's
+//! `RoBaRaCoCh` mapper but for xlat's XOR of the bank with the low row bits; `row_hashed`, the
+//! engine's default since model version 9, folds every row bit into the bank; `ro_ba_ra_co_ch`: exactly Ramulator 2's `RoBaRaCoCh`, the mapping of
 //! `scripts/ramulator_validate.py --compare-xlat`), `--refresh on|off`, `--core-mhz MHZ`,
 //! `--stream-in FILE` (replay a stream file instead of generating), `--write-stream FILE` (save
 //! each generated stream; with several streams FILE is a prefix:
@@ -137,6 +138,7 @@ fn parse_args() -> Result<Options, String> {
             "--mapping" => {
                 o.mapping = match value.as_str() {
                     "row_contiguous" => DramMapping::RowContiguous,
+                    "row_hashed" => DramMapping::RowHashed,
                     "line_interleaved" => DramMapping::LineInterleaved,
                     "champsim" => DramMapping::Champsim,
                     "ro_ba_ra_co_ch" => DramMapping::RoBaRaCoCh,
@@ -321,7 +323,7 @@ fn main() {
             eprintln!(
                 "usage: dram_curve [--pattern random|stream|random_mix|stream_mix]... \
                  [--intervals 40,20,...] [--count N] [--seed S] \
-                 [--mapping row_contiguous|line_interleaved|champsim|ro_ba_ra_co_ch] \
+                 [--mapping row_contiguous|row_hashed|line_interleaved|champsim|ro_ba_ra_co_ch] \
                  [--refresh on|off] [--core-mhz MHZ] [--stream-in FILE] [--write-stream FILE] \
                  [--json]"
             );

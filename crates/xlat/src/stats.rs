@@ -19,7 +19,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// stored runs of another model version instead of reusing them (docs/sweeps.md, "Resuming").
 /// Version 1 is the model of 2026-11-29 (commit of the entry that introduced it); records
 /// without the key predate it.
-pub const MODEL_VERSION: u32 = 8;
+pub const MODEL_VERSION: u32 = 9;
 
 /// Which runs a model change can move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +61,9 @@ pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
     // A multi-threaded trace on several cores runs its threads in the cores' time order, and
     // under the queued DRAM model again (engine/threads.rs; CHANGELOG).
     (8, ModelScope::ThreadedTraces),
+    // The default DRAM address mapping folds every row bit into channel and bank
+    // (`row_hashed`, mem/dram/mapping.rs; CHANGELOG).
+    (9, ModelScope::All),
 ];
 
 /// The model version of a run of `cores` cores and `processes` processes of design `design`
@@ -69,15 +72,20 @@ pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
 /// can.
 ///
 /// ```
-/// // Version 2 moved machines only; version 4 only a multi-threaded trace on several cores
-/// // (one process), as version 8; versions 3 and 5 moved every run; version 6 LVM's runs only;
-/// // version 7 memcached's only.
-/// assert_eq!(xlat::model_version_of(1, 1, "radix", "gups"), 5);
-/// assert_eq!(xlat::model_version_of(4, 4, "radix", "gups,kv,gups,kv"), 5);
-/// assert_eq!(xlat::model_version_of(1, 1, "lvm", "gups"), 6);
-/// assert_eq!(xlat::model_version_of(1, 1, "radix", "memcached"), 7);
-/// assert_eq!(xlat::model_version_of(2, 2, "radix", "gups,memcached"), 7);
+/// // Version 9 moved every run (as versions 3 and 5 did): the latest change for all of them.
+/// assert_eq!(xlat::model_version_of(1, 1, "radix", "gups"), 9);
+/// assert_eq!(xlat::model_version_of(4, 4, "radix", "gups,kv,gups,kv"), 9);
+/// assert_eq!(xlat::model_version_of(1, 1, "lvm", "memcached"), 9);
 /// assert_eq!(xlat::model_version_of(4, 1, "radix", "app.xlat"), xlat::MODEL_VERSION);
+/// // As of version 8: version 2 moved machines only; versions 4 and 8 only a multi-threaded
+/// // trace on several cores (one process); version 6 LVM's runs only; version 7 memcached's.
+/// use xlat::model_version_as_of as at;
+/// assert_eq!(at(1, 1, "radix", "gups", 8), 5);
+/// assert_eq!(at(4, 4, "radix", "gups,kv,gups,kv", 8), 5);
+/// assert_eq!(at(1, 1, "lvm", "gups", 8), 6);
+/// assert_eq!(at(1, 1, "radix", "memcached", 8), 7);
+/// assert_eq!(at(2, 2, "radix", "gups,memcached", 8), 7);
+/// assert_eq!(at(4, 1, "radix", "app.xlat", 8), 8);
 /// ```
 pub fn model_version_of(cores: u32, processes: u64, design: &str, workload: &str) -> u32 {
     model_version_as_of(cores, processes, design, workload, MODEL_VERSION)

@@ -347,20 +347,24 @@ fn a_record_carries_the_model_version_of_its_run_one_core_or_a_machine() {
         .unwrap_or(1);
     assert_eq!(of(1, 1, "radix", "gups"), latest_for_all);
     assert!(MODEL_CHANGES.contains(&(2, ModelScope::Machines)));
-    // Versions 4 and 8 moved multi-threaded traces on several cores only; version 5 every
-    // run; version 6 LVM's runs only; version 7 memcached's only.
-    assert_eq!(of(2, 2, "radix", "gups,kv"), 5);
-    assert_eq!(of(1, 2, "radix", "gups,kv"), 5);
-    assert_eq!(of(2, 1, "radix", "gups"), 8);
-    assert_eq!(of(2, 1, "lvm", "gups"), 8);
-    assert_eq!(of(1, 1, "lvm", "gups"), 6);
-    assert_eq!(of(1, 1, "lvm", "memcached"), 7);
+    // As of version 8: versions 4 and 8 moved multi-threaded traces on several cores only;
+    // version 5 every run; version 6 LVM's runs only; version 7 memcached's only.
+    let at8 = |c, p, d, w| crate::stats::model_version_as_of(c, p, d, w, 8);
+    assert_eq!(at8(2, 2, "radix", "gups,kv"), 5);
+    assert_eq!(at8(1, 2, "radix", "gups,kv"), 5);
+    assert_eq!(at8(2, 1, "radix", "gups"), 8);
+    assert_eq!(at8(2, 1, "lvm", "gups"), 8);
+    assert_eq!(at8(1, 1, "lvm", "gups"), 6);
+    assert_eq!(at8(1, 1, "lvm", "memcached"), 7);
+    assert_eq!(at8(2, 2, "radix", "kv,memcached"), 7);
+    // Version 9 (the DRAM address mapping) moved every run.
     assert_eq!(of(2, 1, "radix", "app.xlat"), crate::stats::MODEL_VERSION);
-    assert_eq!(of(2, 2, "radix", "kv,memcached"), 7);
+    assert_eq!(of(1, 1, "lvm", "gups"), 9);
+    assert_eq!(of(2, 2, "radix", "kv,memcached"), 9);
     let lvm = run_workload(&multi("lvm", "gups", &[])).unwrap();
-    assert_eq!(lvm["model_version"], 6);
+    assert_eq!(lvm["model_version"], 9);
     let mc = run_workload(&multi("radix", "kv,memcached", &[])).unwrap();
-    assert_eq!(mc["model_version"], 7);
+    assert_eq!(mc["model_version"], 9);
 }
 
 /// Two threads of 100 000 random loads each over 256 MiB, in recorded stretches of 20 000.

@@ -6,8 +6,9 @@
 //! Contract: [`AddressMap::locate`] returns `(channel * banks_per_channel + bank, row)`, the bank
 //! index inside a channel counting bank groups fastest, then banks of a group, then ranks
 //! (`bank = (rank * banks_per_group + bank_in_group) * bank_groups + bank_group`, see
-//! [`AddressMap::split_bank`]). `row_contiguous` and `line_interleaved` do not depend on ranks or
-//! bank groups (so the idle model's figures do not either); `champsim` and `ro_ba_ra_co_ch` do.
+//! [`AddressMap::split_bank`]). `row_hashed`, `row_contiguous` and `line_interleaved` do not
+//! depend on ranks or bank groups (so the idle model's figures do not either); `champsim` and
+//! `ro_ba_ra_co_ch` do.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,9 +16,22 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum DramMapping {
-    /// The consecutive lines of a row first, then channel, then bank (XORed with the low row
-    /// bits), then row: a sequential stream stays in one open row for `row_bytes`.
+    /// The default (model version 9): the fields of `row_contiguous` (a row's consecutive
+    /// lines, then channel, then bank, then row), with every bit of the row folded into the
+    /// channel and the bank: XOR of the row's chunks of the field's width when the count is a
+    /// power of two (ChampSim's `swizzle_bits` fold at commit 2ff25011, and the XOR bank and
+    /// channel functions reverse-engineered on Intel and AMD controllers, Pessl et al., DRAMA,
+    /// USENIX Security 2016), `(field + row folded to 16 bits) mod count` otherwise. A sequential
+    /// stream stays in one open row for `row_bytes`, as under `row_contiguous`, and arrays that
+    /// sit at a distance of a large power of two in physical memory (contiguous placement, huge
+    /// pages) land in different banks instead of the same one (docs/timing.md, "Contiguous
+    /// placement and streams").
     #[default]
+    RowHashed,
+    /// The consecutive lines of a row first, then channel, then bank (XORed with the row's
+    /// low bits only), then row: the default before model version 9. Streams over arrays whose
+    /// physical distance is a multiple of 16 rows x channels x banks meet in one bank and
+    /// conflict in its row buffer.
     RowContiguous,
     /// Channel, then bank, then the row's columns, then row, from the line address up, with no
     /// XOR: consecutive lines go to different channels and banks, so streams over several
@@ -97,6 +111,7 @@ impl AddressMap {
     pub fn locate(&self, line: u64) -> (usize, u64) {
         match self.mapping {
             DramMapping::RowContiguous => {}
+            DramMapping::RowHashed => return self.locate_row_hashed(line),
             DramMapping::LineInterleaved => return self.locate_line_interleaved(line),
             DramMapping::Champsim => return self.locate_champsim(line),
             DramMapping::RoBaRaCoCh => return self.locate_ro_ba_ra_co_ch(line),
@@ -114,6 +129,29 @@ impl AddressMap {
         let rest = rest / self.channels;
         let row = rest / self.banks;
         let bank = (rest % self.banks) ^ (row % self.banks);
+        ((channel * self.banks + bank) as usize, row)
+    }
+
+    /// (bank, row) under `row_hashed`: `row_contiguous`'s fields, the row folded into channel
+    /// and bank. For a fixed row each fold adds (XOR or modulo) a constant to its field, so the
+    /// map stays one-to-one.
+    #[inline]
+    fn locate_row_hashed(&self, line: u64) -> (usize, u64) {
+        let (channel, bank, row) = match self.shifts {
+            Some((lpr, ch, bk)) => {
+                let rest = line >> lpr;
+                let channel = rest & ((1 << ch) - 1);
+                let rest = rest >> ch;
+                (channel, rest & ((1 << bk) - 1), rest >> bk)
+            }
+            None => {
+                let rest = line / self.lines_per_row;
+                let (channel, rest) = (rest % self.channels, rest / self.channels);
+                (channel, rest % self.banks, rest / self.banks)
+            }
+        };
+        let channel = fold_into(channel, row, self.channels);
+        let bank = fold_into(bank, row, self.banks);
         ((channel * self.banks + bank) as usize, row)
     }
 
@@ -204,4 +242,30 @@ impl AddressMap {
             in_group as usize,
         )
     }
+}
+
+/// `field` (below `count`) with `row` folded in: for a power-of-two `count`, `field` XOR the
+/// row's chunks of `log2(count)` bits; otherwise `(field + the row XOR-folded to 16 bits) mod
+/// count`. Either way a bijection of `field` for a fixed row.
+#[inline]
+fn fold_into(field: u64, row: u64, count: u64) -> u64 {
+    if count <= 1 {
+        return 0;
+    }
+    if count.is_power_of_two() {
+        let width = count.trailing_zeros();
+        if width == 1 {
+            return field ^ (row.count_ones() & 1) as u64;
+        }
+        let mask = count - 1;
+        let (mut folded, mut r) = (field, row);
+        while r != 0 {
+            folded ^= r & mask;
+            r >>= width;
+        }
+        return folded;
+    }
+    let mut r = row ^ (row >> 32);
+    r ^= r >> 16;
+    (field + (r & 0xffff)) % count
 }

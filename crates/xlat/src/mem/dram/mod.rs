@@ -1,9 +1,11 @@
 //! DRAM with channels, banks and open-page row buffers.
 //!
 //! Address mapping (line = physical address >> 6), `mem.dram.address_mapping`: by default
-//! (`row_contiguous`) the `row_bytes / 64` consecutive lines of a row come first, then channels,
-//! then banks, then rows; the bank index is XORed with the low row bits (permutation-based
-//! interleaving) so that strided streams spread over banks. `line_interleaved` (ChampSim's
+//! (`row_hashed`) the `row_bytes / 64` consecutive lines of a row come first, then channels,
+//! then banks, then rows; every row bit is folded by XOR into the channel and the bank index so
+//! that strided streams and arrays at power-of-two distances spread over banks.
+//! `row_contiguous` (the default before model version 9) XORs only the row's low bits into the
+//! bank (permutation-based interleaving). `line_interleaved` (ChampSim's
 //! field order): channel, then bank, then the row's lines, then row, no XOR; `champsim` adds
 //! ChampSim's XOR of row bits into channel, bank group and bank; `ro_ba_ra_co_ch` is Ramulator 2's
 //! `RoBaRaCoCh`: channel, the row's lines, rank, bank group, bank, row, no XOR (see
@@ -147,7 +149,7 @@ impl Default for DramConfig {
             dram_clock_mhz: 1600,
             core_clock_mhz: 2600,
             controller_cycles: 40,
-            address_mapping: DramMapping::RowContiguous,
+            address_mapping: DramMapping::RowHashed,
             model: DramModel::Auto,
             timing: DramTimingSet::Ddr4x3200,
             ranks: 1,

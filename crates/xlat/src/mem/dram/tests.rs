@@ -17,7 +17,10 @@ use proptest::prelude::*;
 
 #[test]
 fn row_hit_empty_and_conflict_cost_what_the_timings_say() {
-    let cfg = DramConfig::default();
+    let cfg = DramConfig {
+        address_mapping: DramMapping::RowContiguous,
+        ..DramConfig::default()
+    };
     let mut d = Dram::new(&cfg);
     // DDR4-3200 at 1600 MHz, core 2600 MHz: 22 clocks = ceil(22 * 2600 / 1600) = 36 cycles.
     let (cl, rcd_cl, rp_rcd_cl) = (36 + 40, 72 + 40, 108 + 40);
@@ -79,13 +82,83 @@ fn three_interleaved_streams_hit_open_rows_row_contiguously_and_conflict_line_in
     assert!(hit_rate(DramMapping::LineInterleaved) < 0.05);
 }
 
+#[test]
+fn streams_over_arrays_a_multiple_of_2_mib_apart_share_a_bank_row_contiguously_and_not_row_hashed()
+{
+    // Contiguous arrays of 342 x 2 MiB each (what THP gives STREAM's three arrays of 2 GiB / 3):
+    // a row difference of 2736 = 16 x 171 rows, which `row_contiguous`'s XOR of the row's low
+    // four bits cannot tell apart.
+    let hit_rate = |mapping: DramMapping| {
+        let mut d = Dram::new(&DramConfig {
+            address_mapping: mapping,
+            ..DramConfig::default()
+        });
+        let array_lines = 342 * (2u64 << 20) / 64;
+        for i in 0..100_000u64 {
+            for a in 0..3 {
+                d.read(a * array_lines + i, false);
+            }
+        }
+        d.c.row[0] as f64 / d.c.reads as f64
+    };
+    assert!(hit_rate(DramMapping::RowContiguous) < 0.05);
+    assert!(hit_rate(DramMapping::RowHashed) > 0.95);
+    assert_eq!(
+        DramConfig::default().address_mapping,
+        DramMapping::RowHashed
+    );
+}
+
+#[test]
+fn row_hashed_folds_every_row_bit_into_channel_and_bank() {
+    // Two channels, 16 banks, 128-line rows: line bits from the bottom are column 7, channel 1,
+    // bank 4, row.
+    let map = AddressMap::new(DramMapping::RowHashed, 2, 16, 8192, 1, 4);
+    let line = |row: u64, bank: u64, ch: u64, col: u64| (row << 12) | (bank << 8) | (ch << 7) | col;
+    // Row 0x12: parity even keeps the channel; the bank 6 ^ 0x2 ^ 0x1 = 5.
+    assert_eq!(map.locate(line(0x12, 6, 1, 9)), (16 + 5, 0x12));
+    // Row 0xab0 (171 x 16): odd parity flips the channel; 6 ^ 0x0 ^ 0xb ^ 0xa = 7. Under
+    // `row_contiguous` the same line stays in channel 1, bank 6 ^ 0 = 6, as row 0 does.
+    assert_eq!(map.locate(line(0xab0, 6, 1, 0)), (7, 0xab0));
+    let old = AddressMap::new(DramMapping::RowContiguous, 2, 16, 8192, 1, 4);
+    assert_eq!(old.locate(line(0xab0, 6, 1, 0)), (16 + 6, 0xab0));
+    assert_eq!(old.locate(line(0, 6, 1, 0)), (16 + 6, 0));
+}
+
+proptest! {
+    /// Whatever the geometry (powers of two or not: six channels, 24), every (bank, row) of a
+    /// stretch of whole rows holds exactly one row's lines: the map is one-to-one.
+    #[test]
+    fn row_hashed_maps_each_row_of_each_bank_to_exactly_one_rows_lines(
+        channels in prop::sample::select(vec![1u32, 2, 3, 4, 6, 8, 24]),
+        banks in prop::sample::select(vec![8u32, 12, 16, 32]),
+        lines_per_row in prop::sample::select(vec![16u64, 32, 128]),
+        first_row in 0u64..1 << 30,
+    ) {
+        let map = AddressMap::new(DramMapping::RowHashed, channels, banks, lines_per_row * 64, 1, 1);
+        let group = lines_per_row * channels as u64 * banks as u64;
+        let rows = 20u64;
+        let mut seen = std::collections::HashMap::new();
+        for line in first_row * group..(first_row + rows) * group {
+            let (bank, row) = map.locate(line);
+            prop_assert!(bank < (channels * banks) as usize);
+            prop_assert!((first_row..first_row + rows).contains(&row));
+            *seen.entry((bank, row)).or_insert(0u64) += 1;
+        }
+        prop_assert_eq!(seen.len() as u64, rows * (channels * banks) as u64);
+        prop_assert!(seen.values().all(|&n| n == lines_per_row));
+    }
+}
+
 // The queued model.
 
 /// One DDR4-3200AA channel, 1 rank x 4 bank groups x 4 banks, 8 KiB rows, no refresh, no fixed
-/// controller latency: the times below are the DRAM's alone.
+/// controller latency: the times below are the DRAM's alone. `row_contiguous`, whose layout
+/// [`line_of`] spells out.
 fn one_channel() -> DramConfig {
     DramConfig {
         channels: 1,
+        address_mapping: DramMapping::RowContiguous,
         model: DramModel::Queued,
         refresh: false,
         controller_cycles: 0,
@@ -881,13 +954,14 @@ fn answers_hash(cfg: &DramConfig, seed: u64, n: u64, jitter: u64) -> (u64, Queue
     (h, d.counters().clone())
 }
 
-/// The configurations of the bit-identity test: 1-2 channels, 1-2 ranks, `row_contiguous` and
-/// `line_interleaved` (and `champsim`), refresh on, DDR4 and DDR5, small queues, a short
+/// The configurations of the bit-identity test: 1-2 channels, 1-2 ranks, `row_contiguous`,
+/// `line_interleaved`, `champsim` and `row_hashed`, refresh on, DDR4 and DDR5, small queues, a short
 /// reorder window and a fixed controller latency.
 fn identity_configs() -> Vec<(&'static str, DramConfig, u64)> {
     let base = DramConfig {
         model: DramModel::Queued,
         refresh: true,
+        address_mapping: DramMapping::RowContiguous,
         ..DramConfig::default()
     };
     let ddr5 = DramConfig {
@@ -955,12 +1029,20 @@ fn identity_configs() -> Vec<(&'static str, DramConfig, u64)> {
             100,
         ),
         ("ddr5_2rank", ddr5, 400),
+        (
+            "2ch_row_hashed",
+            DramConfig {
+                address_mapping: DramMapping::RowHashed,
+                ..base.clone()
+            },
+            400,
+        ),
     ]
 }
 
 #[test]
 fn the_answers_are_bit_identical_to_the_recorded_ones() {
-    let expected: [(&str, u64); 7] = [
+    let expected: [(&str, u64); 8] = [
         ("2ch_1rank_row", 0xbe751895a8eb6ac9),
         ("1ch_2rank_row", 0x918e0e8cdfcfd29d),
         ("2ch_2rank_line", 0xb47a652c131d2145),
@@ -968,6 +1050,7 @@ fn the_answers_are_bit_identical_to_the_recorded_ones() {
         ("1ch_short_window", 0xe40f837f23e4fb52),
         ("2ch_champsim", 0x464f75e0553de349),
         ("ddr5_2rank", 0x8b5086e31cad2503),
+        ("2ch_row_hashed", 0x07037c30fd7fd541),
     ];
     let mut got = Vec::new();
     // Every mechanism of the model is exercised somewhere.

@@ -979,11 +979,13 @@ proptest! {
 
 // ---- The memory system under load (`memory.rs`): walks' reads on MSHRs, queued DRAM. ----
 
-/// A core timing its references' memory events on a one-channel queued DDR4-3200 controller.
+/// A core timing its references' memory events on a one-channel queued DDR4-3200 controller,
+/// `row_contiguous` (the layout [`bank0_row`] spells out).
 fn queued_core(cfg: &CoreConfig) -> OooCore {
     let dram = crate::mem::DramConfig {
         channels: 1,
         refresh: false,
+        address_mapping: crate::mem::dram::DramMapping::RowContiguous,
         ..crate::mem::DramConfig::default()
     };
     let c = crate::mem::dram::controller::DramController::new(&dram).unwrap();
@@ -1035,7 +1037,7 @@ fn loaded_misses(n: u64, base: u64, stride: u64) -> Vec<(CoreRef, Vec<crate::mem
     loaded_misses_at(n, |i| base + i * stride)
 }
 
-/// The line of row `row`'s first column in bank 0 of channel 0 under the default
+/// The line of row `row`'s first column in bank 0 of channel 0 under the
 /// `row_contiguous` mapping of one channel (16 banks of 128-line rows, the bank XORed with the
 /// row's low bits).
 fn bank0_row(row: u64) -> u64 {
@@ -1164,6 +1166,7 @@ fn the_queued_model_gives_the_same_schedule_every_time_and_on_the_models_thread(
         let d = crate::mem::DramConfig {
             channels: 1,
             refresh: false,
+            address_mapping: crate::mem::dram::DramMapping::RowContiguous,
             ..crate::mem::DramConfig::default()
         };
         Some(DramHandle::new(
