@@ -8,8 +8,9 @@
 //! state) is `Sim`'s, in `sim/sched.rs`.
 //!
 //! May call: `addr`, `config`, `designs` (`set_cores`), `mem`, `mmu`, `os` (process ids),
-//! `timing`, `trace`, and the engine's `counters`, `stream` and `threads`. Contract: a slot holds a spare
-//! while its core or process is installed; every shootdown reaches the parked cores' TLBs.
+//! `timing`, `trace`, and the engine's `counters`, `stream` and `threads`. Contract: a slot holds
+//! a spare while its core or process is installed; every shootdown reaches the parked cores'
+//! TLBs.
 
 use super::counters::Counters;
 use super::stream::{RecentPages, CHUNK};
@@ -241,10 +242,9 @@ pub(super) struct Machine {
     /// Cores a shootdown being applied must interrupt (bit per core).
     pub(super) ipi_targets: u64,
     pub(super) shootdown_rounds: u64,
-    /// A multi-threaded run: one trace on several cores, its threads read apart by `demux`
-    /// (thread `i`, the `i`-th named, runs on core `i % cores`) and run in the cores' time
-    /// order (`sim/sched.rs`, `step_threaded`).
-    pub(super) threaded: bool,
+    /// A multi-threaded run's threads (one trace on several cores; `None` otherwise), read
+    /// apart (thread `i`, the `i`-th named, runs on core `i % cores`) and run in the cores'
+    /// time order (`sim/sched.rs`, `step_threaded`).
     pub(super) demux: Option<ThreadDemux>,
     /// The thread whose events the running core runs (a multi-threaded run).
     pub(super) thread_running: usize,
@@ -328,7 +328,6 @@ impl Machine {
             os_now: 0,
             ipi_targets: 0,
             shootdown_rounds: 0,
-            threaded,
             demux: threaded.then(ThreadDemux::new),
             thread_running: 0,
             // A multi-threaded run picks its first thread before its first turn.
@@ -337,9 +336,14 @@ impl Machine {
         }))
     }
 
+    /// Whether this is a multi-threaded run (one trace on several cores).
+    pub(super) fn threaded(&self) -> bool {
+        self.demux.is_some()
+    }
+
     /// The process installed on core `k`.
     pub(super) fn current_proc(&self, k: usize) -> usize {
-        if self.threaded {
+        if self.threaded() {
             return 0;
         }
         self.sched[k].procs[self.sched[k].current]

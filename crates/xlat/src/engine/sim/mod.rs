@@ -307,7 +307,7 @@ impl<D: Design> Sim<D> {
 impl<D: Design> Runner for Sim<D> {
     fn step(&mut self, max_refs: u64) -> Result<bool, SimError> {
         if let Some(m) = self.machine.as_deref() {
-            if m.threaded {
+            if m.threaded() {
                 return self.step_threaded(max_refs);
             }
             return self.step_machine(max_refs);
@@ -339,7 +339,7 @@ impl<D: Design> Runner for Sim<D> {
         debug_assert!(
             self.machine
                 .as_deref()
-                .is_none_or(|m| m.threaded || m.procs.len() <= m.cores.len()),
+                .is_none_or(|m| m.threaded() || m.procs.len() <= m.cores.len()),
             "sampling never time-slices a core"
         );
         let simple_now = self

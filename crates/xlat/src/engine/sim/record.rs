@@ -215,7 +215,7 @@ impl<D: Design> Sim<D> {
                     self.source.name(),
                     self.source.describe(),
                     self.asid,
-                    if m.threaded {
+                    if m.threaded() {
                         self.refs()
                     } else {
                         self.c.refs - self.proc_base
