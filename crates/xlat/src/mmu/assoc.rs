@@ -176,6 +176,37 @@ impl AssocCache {
         Some(self.vals[slot])
     }
 
+    /// Whether the cache is one set (fully associative, or empty).
+    #[inline]
+    pub fn is_one_set(&self) -> bool {
+        self.sets == 1
+    }
+
+    /// For a cache of one set: the value of the present key of least `rank` among those `rank`
+    /// accepts, with that rank, counting as a use of that key (`None`, and no use, when `rank`
+    /// accepts none). What [`AssocCache::get`] of every accepted key in increasing rank would
+    /// return at its first hit, in one pass over the set; ranks must be distinct.
+    pub fn get_least_ranked(&mut self, rank: impl Fn(u64) -> Option<u32>) -> Option<(u32, u64)> {
+        debug_assert!(self.sets == 1, "one pass over one set");
+        if self.keys.is_empty() {
+            return None;
+        }
+        let mut best: Option<(u32, usize)> = None;
+        for (i, &k) in self.keys[..self.ways].iter().enumerate() {
+            if k == EMPTY {
+                continue;
+            }
+            if let Some(r) = rank(k) {
+                if best.is_none_or(|(b, _)| r < b) {
+                    best = Some((r, i));
+                }
+            }
+        }
+        let (r, i) = best?;
+        let slot = self.touch(0, i);
+        Some((r, self.vals[slot]))
+    }
+
     /// Whether `k` is present (not a use).
     #[inline]
     pub fn contains(&self, k: u64) -> bool {

@@ -134,6 +134,18 @@ impl Tlb {
     /// [`Tlb::lookup`], returning the entry that hit (a page, or a whole coalesced span).
     #[inline]
     pub fn lookup_entry(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbEntry> {
+        // A fully associative TLB that has seen many sizes (TPS's any-size L1 holds pages of up
+        // to 19) answers in one pass over its entries instead of one probe per size: the same
+        // hit, the smallest matching size (`lookup_entry_one_pass`).
+        if self.sizes_seen.count_ones() > 2 && self.cache.is_one_set() {
+            return self.lookup_entry_one_pass(asid, vpn);
+        }
+        self.lookup_entry_by_size(asid, vpn)
+    }
+
+    /// [`Tlb::lookup_entry`] by one probe per size seen, smallest first.
+    #[inline]
+    fn lookup_entry_by_size(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbEntry> {
         let mut seen = self.sizes_seen;
         while seen != 0 {
             let size = PageSize::from_order(seen.trailing_zeros() as u8).expect("order");
@@ -150,6 +162,42 @@ impl Tlb {
         }
         self.misses += 1;
         None
+    }
+
+    /// [`Tlb::lookup_entry`] for a TLB of one set, in one pass: every entry's key names its
+    /// size (its code at bit 46: an x86 size's index, or 3 with the order at bits 41..46), so an
+    /// entry holds `vpn` when its key is the key of `vpn` at that size; of the entries that do, the smallest size hits, as [`Tlb::lookup_entry_by_size`]'s
+    /// probes in increasing size would find it first.
+    fn lookup_entry_one_pass(&mut self, asid: Asid, vpn: Vpn) -> Option<TlbEntry> {
+        let seen = self.sizes_seen;
+        // `k == key(asid, vpn, size of k)`, without building the key: the ASID and the page
+        // number compared field by field (the code bits of `k` are its size's by construction).
+        let hit = self.cache.get_least_ranked(|k| {
+            let code = (k >> 46) & 3;
+            let (order, page_bits) = if code < 3 {
+                (code as u32 * 9, 46)
+            } else {
+                (((k >> 41) & 31) as u32, 41)
+            };
+            let page = vpn.0 >> order;
+            let same = (k >> 48) == asid as u64
+                && page < 1 << page_bits
+                && k & ((1 << page_bits) - 1) == page
+                && seen >> order & 1 == 1;
+            same.then_some(order)
+        });
+        let Some((order, v)) = hit else {
+            self.misses += 1;
+            return None;
+        };
+        let size = PageSize::from_order(order as u8).expect("the order of a stored key");
+        self.hits += 1;
+        if v & COALESCED_BIT == 0 {
+            self.hits_by_order[order as usize] += 1;
+        } else {
+            self.coalesced_hits_by_order[order as usize] += 1;
+        }
+        Some(decode(v, vpn, size))
     }
 
     /// [`Tlb::lookup`] for a TLB that holds only pages of `size` (the per-size L1s): one probe.
@@ -298,6 +346,52 @@ mod tests {
     }
 
     proptest! {
+        /// A fully associative TLB of many sizes answers in one pass exactly as its probes by
+        /// size would: the same entry, the same counters, the same recency afterwards (pages of
+        /// seven sizes overlapping in a small region, two ASIDs, fills and invalidations).
+        #[test]
+        fn one_pass_lookups_of_a_fully_associative_tlb_equal_probing_size_by_size(
+            ways in prop::sample::select(vec![8u32, 16, 32]),
+            ops in prop::collection::vec(
+                (0u8..4, 0u16..2, 0u64..4096, prop::sample::select(vec![0u8, 1, 2, 4, 9, 13, 18])),
+                1..600,
+            ),
+        ) {
+            let mut one_pass = Tlb::new(ways, ways);
+            let mut by_size = Tlb::new(ways, ways);
+            for (i, (op, asid, vpn, order)) in ops.into_iter().enumerate() {
+                let size = PageSize::from_order(order).unwrap();
+                let m = Mapping::writable(vpn & !(size.base_pages() - 1), i as u64, size);
+                match op {
+                    0 => {
+                        one_pass.fill(asid, m);
+                        by_size.fill(asid, m);
+                    }
+                    1 => {
+                        one_pass.invalidate(asid, m);
+                        by_size.invalidate(asid, m);
+                    }
+                    _ => {
+                        let a = one_pass.lookup_entry(asid, Vpn(vpn));
+                        let b = by_size.lookup_entry_by_size(asid, Vpn(vpn));
+                        prop_assert_eq!(a, b);
+                    }
+                }
+            }
+            prop_assert!(one_pass.sizes_seen.count_ones() <= 2 || one_pass.cache.is_one_set());
+            prop_assert_eq!((one_pass.hits, one_pass.misses), (by_size.hits, by_size.misses));
+            prop_assert_eq!(one_pass.hits_by_order, by_size.hits_by_order);
+            // Same recency: probing every page afterwards gives the same answers in order.
+            for vpn in (0..4096).step_by(7) {
+                for asid in 0..2 {
+                    prop_assert_eq!(
+                        one_pass.lookup_entry_by_size(asid, Vpn(vpn)),
+                        by_size.lookup_entry_by_size(asid, Vpn(vpn))
+                    );
+                }
+            }
+        }
+
         /// The TLB never returns a translation other than the last one filled for that page,
         /// and never holds more entries than its capacity.
         #[test]
