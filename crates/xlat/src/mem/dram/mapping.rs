@@ -20,8 +20,8 @@ pub enum DramMapping {
     /// lines, then channel, then bank, then row), with every bit of the row folded into the
     /// channel and the bank: XOR of the row's chunks of the field's width when the count is a
     /// power of two (ChampSim's `swizzle_bits` fold at commit 2ff25011, and the XOR bank and
-    /// channel functions reverse-engineered on Intel and AMD controllers, Pessl et al., DRAMA,
-    /// USENIX Security 2016), `(field + row folded to 16 bits) mod count` otherwise. A sequential
+    /// channel functions reverse-engineered on Intel controllers, Pessl et al., DRAMA, USENIX
+    /// Security 2016), `(field + row folded to 16 bits) mod count` otherwise. A sequential
     /// stream stays in one open row for `row_bytes`, as under `row_contiguous`, and arrays that
     /// sit at a distance of a large power of two in physical memory (contiguous placement, huge
     /// pages) land in different banks instead of the same one (docs/timing.md, "Contiguous
