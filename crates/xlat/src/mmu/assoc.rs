@@ -191,18 +191,17 @@ impl AssocCache {
         if self.keys.is_empty() {
             return None;
         }
-        let mut best: Option<(u32, usize)> = None;
+        // Branch-free: the least (rank, way) packed in one word; `u64::MAX` for no match.
+        let mut best = u64::MAX;
         for (i, &k) in self.keys[..self.ways].iter().enumerate() {
-            if k == EMPTY {
-                continue;
-            }
-            if let Some(r) = rank(k) {
-                if best.is_none_or(|(b, _)| r < b) {
-                    best = Some((r, i));
-                }
-            }
+            let r = if k == EMPTY { None } else { rank(k) };
+            let packed = r.map_or(u64::MAX, |r| (u64::from(r) << 32) | i as u64);
+            best = best.min(packed);
         }
-        let (r, i) = best?;
+        if best == u64::MAX {
+            return None;
+        }
+        let (r, i) = ((best >> 32) as u32, (best & 0xffff_ffff) as usize);
         let slot = self.touch(0, i);
         Some((r, self.vals[slot]))
     }
