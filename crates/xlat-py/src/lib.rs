@@ -10,6 +10,11 @@ use xlat::trace::lackey::LackeyDecoder;
 use xlat::trace::native::NativeWriter;
 use xlat::trace::vgstream::VgDecoder;
 
+/// Large arrays on 2 MiB host pages (`xlat::host_alloc`: the simulator's page maps and page
+/// tables at paper-scale footprints miss the host's TLBs on 4 KiB pages).
+#[global_allocator]
+static ALLOC: xlat::host_alloc::HugePageAdvising = xlat::host_alloc::HugePageAdvising;
+
 create_exception!(
     _core,
     XlatError,

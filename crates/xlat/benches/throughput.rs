@@ -28,6 +28,11 @@ use xlat::addr::{format_bytes, parse_bytes, parse_count};
 use xlat::designs::REGISTRY;
 use xlat::{Config, Simulation};
 
+/// As the Python extension installs it (`xlat::host_alloc`), so that the bench measures what
+/// users run.
+#[global_allocator]
+static ALLOC: xlat::host_alloc::HugePageAdvising = xlat::host_alloc::HugePageAdvising;
+
 const BEGIN: &str = "<!-- bench:begin -->";
 const END: &str = "<!-- bench:end -->";
 

@@ -7,6 +7,10 @@
 //! `configs/papers/lvm.toml` beneath the overrides, as `xlat run --preset` does; `trace=PATH`
 //! runs a trace file (any format `xlat run --trace` reads) instead of the workload.
 
+/// As the Python extension installs it (`xlat::host_alloc`).
+#[global_allocator]
+static ALLOC: xlat::host_alloc::HugePageAdvising = xlat::host_alloc::HugePageAdvising;
+
 fn main() {
     let mut preset: Option<(String, String)> = None;
     let mut trace: Option<String> = None;

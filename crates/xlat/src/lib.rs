@@ -14,6 +14,7 @@ pub mod aligned;
 pub mod config;
 pub mod designs;
 pub mod engine;
+pub mod host_alloc;
 pub mod mem;
 pub mod mmu;
 pub mod os;
