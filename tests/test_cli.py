@@ -183,3 +183,29 @@ def test_run_with_sampling_set_gives_the_sampling_section_and_refuses_a_window_b
         check=False,
     )
     assert bad.returncode == 2 and "sim.sampling.window (2000)" in bad.stderr, bad.stderr
+
+
+def test_large_arrays_on_host_huge_pages_give_the_record_of_4k_host_pages():
+    """The allocator of `xlat::host_alloc` (advises huge pages, copies a large block when it
+    grows) never changes a figure: gups's first touch of 8 GiB (in its warm-up) grows the
+    page map and the radix table past the 4 MiB from which it acts."""
+    import os
+    import subprocess
+    import sys
+
+    def record(huge: str) -> dict:
+        proc = subprocess.run(
+            [sys.executable, "-m", "xlat", "run", "--design", "radix", "--workload", "gups"]
+            + ["--footprint", "8GiB", "--warmup", "2200k", "--refs", "20k", "--json"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "XLAT_HOST_HUGE_PAGES": huge},
+            check=True,
+        )
+        return without_wall_clock(json.loads(proc.stdout))
+
+    advised, plain = record("1"), record("0")
+    assert advised["page_table"]["bytes"] > 8 << 20, "the radix table outgrows 4 MiB"
+    assert advised == plain
