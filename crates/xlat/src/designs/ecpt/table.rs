@@ -459,7 +459,7 @@ impl ClusterTable {
     pub fn prefetch(&self, key: u64) {
         for (w, way) in self.ways.iter().enumerate() {
             let (old, idx) = way.locate(hash(self.p.hash, w, key));
-            crate::prefetch::host_prefetch(way.slot(old, idx));
+            crate::prefetch::host_prefetch_object(way.slot(old, idx));
         }
     }
 
