@@ -248,7 +248,7 @@ impl AddressMap {
 /// row's chunks of `log2(count)` bits; otherwise `(field + the row XOR-folded to 16 bits) mod
 /// count`. Either way a bijection of `field` for a fixed row.
 #[inline]
-fn fold_into(field: u64, row: u64, count: u64) -> u64 {
+pub(super) fn fold_into(field: u64, row: u64, count: u64) -> u64 {
     if count <= 1 {
         return 0;
     }
@@ -257,15 +257,33 @@ fn fold_into(field: u64, row: u64, count: u64) -> u64 {
         if width == 1 {
             return field ^ (row.count_ones() & 1) as u64;
         }
-        let mask = count - 1;
-        let (mut folded, mut r) = (field, row);
-        while r != 0 {
-            folded ^= r & mask;
-            r >>= width;
+        if 64 % width == 0 {
+            // Halving folds: every shift is a multiple of `width`, so chunk boundaries stay
+            // aligned and the low `width` bits end as the XOR of all chunks, as the loop
+            // below computes (without its row-dependent trip count).
+            let mut r = row;
+            let mut shift = 32;
+            while shift >= width {
+                r ^= r >> shift;
+                shift /= 2;
+            }
+            return field ^ (r & (count - 1));
         }
-        return folded;
+        return fold_chunks(field, row, width);
     }
     let mut r = row ^ (row >> 32);
     r ^= r >> 16;
     (field + (r & 0xffff)) % count
+}
+
+/// `field` XOR every `width`-bit chunk of `row`, one chunk at a time (widths that do not
+/// divide 64).
+pub(super) fn fold_chunks(field: u64, row: u64, width: u32) -> u64 {
+    let mask = (1u64 << width) - 1;
+    let (mut folded, mut r) = (field, row);
+    while r != 0 {
+        folded ^= r & mask;
+        r >>= width;
+    }
+    folded
 }

@@ -1089,3 +1089,24 @@ fn the_answers_are_bit_identical_to_the_recorded_ones() {
         got_fmt.join("\n")
     );
 }
+
+#[test]
+fn row_hashed_folds_of_power_of_two_widths_equal_the_chunk_by_chunk_fold() {
+    // The halving folds of `fold_into` against the plain loop over every chunk.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let row = x >> (x % 64);
+        for width in [2u32, 4, 8, 16, 32] {
+            let count = 1u64 << width;
+            let field = x.rotate_left(width) & (count - 1);
+            assert_eq!(
+                super::mapping::fold_into(field, row, count),
+                super::mapping::fold_chunks(field, row, width),
+                "row {row:#x}, width {width}"
+            );
+        }
+    }
+}
