@@ -950,8 +950,11 @@ impl Design for Utopia {
     fn prefetch(&self, asid: Asid, vpn: Vpn, mem: &MemSystem) {
         self.flex.prefetch(asid, vpn, mem);
         // What a RestSeg walk of `vpn` reads first: each set's tags, and the simulated caches'
-        // sets of its SF line and first TAR line; and the PTW counters a FlexSeg walk updates
-        // (those of the page of each RestSeg's size holding `vpn`).
+        // sets of its SF line and first TAR line; the slot of a page the set holds (its tag
+        // match is read here, a load the host overlaps with the references in between: the
+        // walk reads the slot right after the TAR/SF lookups, too soon to hide its miss); and
+        // the PTW counters a FlexSeg walk updates (those of the page of each RestSeg's size
+        // holding `vpn`).
         for (i, seg) in self.segs.iter().enumerate() {
             if self.ptw_tracking && !self.ptw.is_empty() {
                 self.ptw
@@ -962,6 +965,9 @@ impl Design for Utopia {
             };
             let set = seg.set_of(vpn);
             seg.prefetch_set(set);
+            if let Some(w) = seg.find(asid, vpn, set) {
+                seg.prefetch_slot((set * seg.ways as u64 + w as u64) as usize);
+            }
             let b = seg.sf_set_byte(set);
             mem.prefetch(Paddr(*lines(st.sf, b, b + 1).start() << 6));
             let (lo, hi) = seg.tar_set_bytes(set);
