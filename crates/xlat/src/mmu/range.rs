@@ -53,12 +53,17 @@ impl VaRange {
     }
 }
 
-/// The range TLB: fully associative, LRU, kept in recency order (most recent first; a range TLB
-/// has a few dozen entries).
+/// The range TLB: fully associative, LRU (a range TLB has a few dozen entries). Entries stay
+/// where they were filled and carry the time of their last use: a hit writes one stamp instead
+/// of moving the entries in front of it, and the victim is the oldest stamp. Order never
+/// matters for a lookup: the ranges of one ASID are disjoint (a fill removes those it
+/// overlaps), so at most one entry holds a page.
 #[derive(Clone, Debug)]
 pub struct RangeTlb {
     capacity: usize,
-    entries: Vec<(Asid, VaRange)>,
+    entries: Vec<RangeEntry>,
+    /// Uses so far (the next stamp).
+    clock: u64,
     /// Lookups that hit.
     pub hits: u64,
     /// Lookups that missed.
@@ -67,12 +72,21 @@ pub struct RangeTlb {
     pub fills: u64,
 }
 
+/// One cached range and the time of its last use.
+#[derive(Clone, Copy, Debug)]
+struct RangeEntry {
+    asid: Asid,
+    range: VaRange,
+    last_use: u64,
+}
+
 impl RangeTlb {
     /// A range TLB of `capacity` entries (0: never hits).
     pub fn new(capacity: usize) -> RangeTlb {
         RangeTlb {
             capacity,
             entries: Vec::with_capacity(capacity),
+            clock: 0,
             hits: 0,
             misses: 0,
             fills: 0,
@@ -83,14 +97,16 @@ impl RangeTlb {
     pub fn lookup(&mut self, asid: Asid, vpn: Vpn) -> Option<VaRange> {
         match self
             .entries
-            .iter()
-            .position(|(a, r)| *a == asid && r.contains(vpn))
-        {
-            Some(i) => {
+            .iter_mut()
+            // `&`, not `&&`: see `fill`.
+            .find(|e| {
+                (e.asid == asid) & (vpn.0 >= e.range.vpn_start.0) & (vpn.0 < e.range.vpn_end.0)
+            }) {
+            Some(e) => {
                 self.hits += 1;
-                let e = self.entries.remove(i);
-                self.entries.insert(0, e);
-                Some(e.1)
+                self.clock += 1;
+                e.last_use = self.clock;
+                Some(e.range)
             }
             None => {
                 self.misses += 1;
@@ -106,23 +122,55 @@ impl RangeTlb {
             return;
         }
         self.fills += 1;
-        self.entries.retain(|(a, e)| {
-            !(*a == asid && e.vpn_start.0 < r.vpn_end.0 && r.vpn_start.0 < e.vpn_end.0)
-        });
-        if self.entries.len() == self.capacity {
-            self.entries.pop();
+        // Non-short-circuit `&`: the comparisons are unpredictable, branches would mispredict.
+        let overlaps = |e: &RangeEntry| {
+            (e.asid == asid)
+                & (e.range.vpn_start.0 < r.vpn_end.0)
+                & (r.vpn_start.0 < e.range.vpn_end.0)
+        };
+        // One pass finds both whether a cached range overlaps `r` (rare: the range table's
+        // ranges are disjoint) and the least recently used entry.
+        let (mut any_overlap, mut lru, mut oldest) = (false, 0, u64::MAX);
+        for (i, e) in self.entries.iter().enumerate() {
+            any_overlap |= overlaps(e);
+            let older = e.last_use < oldest;
+            lru = if older { i } else { lru };
+            oldest = oldest.min(e.last_use);
         }
-        self.entries.insert(0, (asid, r));
+        if any_overlap {
+            self.entries.retain(|e| !overlaps(e));
+        }
+        if self.entries.len() == self.capacity {
+            if any_overlap {
+                lru = (0..self.entries.len())
+                    .min_by_key(|&i| self.entries[i].last_use)
+                    .expect("a full range TLB holds entries");
+            }
+            self.entries.swap_remove(lru);
+        }
+        self.clock += 1;
+        self.entries.push(RangeEntry {
+            asid,
+            range: r,
+            last_use: self.clock,
+        });
     }
 
     /// Remove every range of `asid` holding any base page of `m` (a shootdown of `m`).
     pub fn invalidate(&mut self, asid: Asid, m: &Mapping) {
-        self.entries.retain(|(a, r)| !(*a == asid && r.overlaps(m)));
+        if self
+            .entries
+            .iter()
+            .any(|e| e.asid == asid && e.range.overlaps(m))
+        {
+            self.entries
+                .retain(|e| !(e.asid == asid && e.range.overlaps(m)));
+        }
     }
 
     /// Remove every range of `asid`.
     pub fn invalidate_asid(&mut self, asid: Asid) {
-        self.entries.retain(|(a, _)| *a != asid);
+        self.entries.retain(|e| e.asid != asid);
     }
 
     /// Ranges held.
@@ -170,6 +218,71 @@ mod tests {
         assert!(t.lookup(1, Vpn(2000)).is_some());
         t.invalidate_asid(1);
         assert!(t.is_empty());
+    }
+
+    /// The recency-ordered list a range TLB is specified as (most recent first).
+    struct ReferenceRangeTlb {
+        capacity: usize,
+        entries: Vec<(Asid, VaRange)>,
+    }
+
+    impl ReferenceRangeTlb {
+        fn lookup(&mut self, asid: Asid, vpn: Vpn) -> Option<VaRange> {
+            let i = self
+                .entries
+                .iter()
+                .position(|(a, r)| *a == asid && r.contains(vpn))?;
+            let e = self.entries.remove(i);
+            self.entries.insert(0, e);
+            Some(e.1)
+        }
+
+        fn fill(&mut self, asid: Asid, r: VaRange) {
+            if self.capacity == 0 || r.vpn_start.0 >= r.vpn_end.0 {
+                return;
+            }
+            self.entries.retain(|(a, e)| {
+                !(*a == asid && e.vpn_start.0 < r.vpn_end.0 && r.vpn_start.0 < e.vpn_end.0)
+            });
+            if self.entries.len() == self.capacity {
+                self.entries.pop();
+            }
+            self.entries.insert(0, (asid, r));
+        }
+
+        fn invalidate(&mut self, asid: Asid, m: &Mapping) {
+            self.entries.retain(|(a, r)| !(*a == asid && r.overlaps(m)));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_lookup_answers_as_a_recency_ordered_list_would(
+            capacity in 0usize..6,
+            ops in proptest::collection::vec((0u8..3, 0u16..2, 0u64..64, 1u64..12), 1..300),
+        ) {
+            let mut t = RangeTlb::new(capacity);
+            let mut reference = ReferenceRangeTlb { capacity, entries: Vec::new() };
+            for (op, asid, start, len) in ops {
+                match op {
+                    0 => {
+                        let r = range(start, start + len, start * 7);
+                        t.fill(asid, r);
+                        reference.fill(asid, r);
+                    }
+                    1 => proptest::prop_assert_eq!(
+                        t.lookup(asid, Vpn(start)),
+                        reference.lookup(asid, Vpn(start))
+                    ),
+                    _ => {
+                        let m = Mapping::writable(start, start, PageSize::Size4K);
+                        t.invalidate(asid, &m);
+                        reference.invalidate(asid, &m);
+                    }
+                }
+                proptest::prop_assert_eq!(t.len(), reference.entries.len());
+            }
+        }
     }
 
     #[test]
