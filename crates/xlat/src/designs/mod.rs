@@ -163,6 +163,15 @@ pub trait Design: Sized + Send {
     fn walk_after_fault(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
         self.walk(asid, vpn, mem)
     }
+    /// Whether [`Design::beside_l2_tlb_hit`] does anything (the engine calls it only then, so
+    /// other designs' L2 TLB hits cost nothing more).
+    const WORKS_BESIDE_L2_TLB_HIT: bool = false;
+    /// An L1 TLB miss that the L2 TLB answered, for a design whose hardware starts work with
+    /// every L2 TLB lookup (Utopia's RestSeg walk, §5.2). Contract: may change the design's own
+    /// caches and counters and read page-table memory through `mem` (cache and DRAM state;
+    /// the engine does not time these reads); must not change any translation. Called only
+    /// when [`Design::WORKS_BESIDE_L2_TLB_HIT`] is true.
+    fn beside_l2_tlb_hit(&mut self, _asid: Asid, _vpn: Vpn, _mem: &mut MemSystem) {}
     /// The L2 TLB's lookup latency, told once before any walk. A design whose walk starts
     /// together with the L2 TLB lookup (Utopia's RestSeg walk) reports only the part of its
     /// latency that outlasts it (the engine charges the L2 TLB latency before every walk).

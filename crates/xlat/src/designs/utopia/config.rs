@@ -42,6 +42,13 @@ pub struct UtopiaConfig {
     pub cache_latency_cycles: u32,
     /// The RSW starts with the L2 TLB lookup (else after the L2 TLB miss).
     pub rsw_parallel_with_l2_tlb: bool,
+    /// The RSW runs on every L1 TLB miss, also when the L2 TLB hits, as the paper's hardware
+    /// starts it together with the L2 TLB lookup (§5.2, Fig. 17): its TAR/SF cache lookups,
+    /// fills and page-table reads happen, and the translation is the L2 TLB's. Off (the
+    /// default): the RSW runs only after an L2 TLB miss. An ablation of the TAR/SF caches'
+    /// inputs (docs/designs/utopia.md); the extra reads change cache and DRAM state but are
+    /// not timed (they cost no queueing).
+    pub rsw_beside_l2_tlb_hit: bool,
     /// Page-fault-based allocation: faults place pages in their RestSeg set.
     pub place_on_fault: bool,
     /// A fault whose set is full evicts the set's SRRIP victim to the FlexSeg and takes its
@@ -84,6 +91,7 @@ impl Default for UtopiaConfig {
             cache_ways: 4,
             cache_latency_cycles: 2,
             rsw_parallel_with_l2_tlb: true,
+            rsw_beside_l2_tlb_hit: false,
             place_on_fault: true,
             evict_on_full_set: true,
             ptw_tracking: true,

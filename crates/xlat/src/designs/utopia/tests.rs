@@ -405,3 +405,24 @@ fn a_walk_to_a_page_being_migrated_waits_for_the_copy() {
     u.now = 6_000;
     assert_eq!(u.walk(0, m.vpn, &mut mem).latency_cycles, 0);
 }
+
+#[test]
+fn an_rsw_beside_every_l2_tlb_hit_fills_the_tar_and_sf_caches_and_changes_no_translation() {
+    // btree: L1 TLB misses that the L2 TLB answers, in numbers.
+    let base = [("sim.refs", "60000"), ("utopia.promote_walks", "31")];
+    let off = run("btree", &base);
+    let mut with = base.to_vec();
+    with.push(("utopia.rsw_beside_l2_tlb_hit", "true"));
+    let on = run("btree", &with);
+    for r in [&off, &on] {
+        assert_eq!(r["oracle"]["mismatches"], 0);
+    }
+    let l2_hits = n(&on["tlb"]["l2_lookups"]) - n(&on["tlb"]["l2_misses"]);
+    assert!(l2_hits > 1000, "{l2_hits} L2 TLB hits");
+    // One RSW beside each L2 TLB hit, and only when asked for.
+    assert_eq!(n(&on["utopia"]["rsw_beside_l2_tlb_hits"]), l2_hits);
+    assert!(off["utopia"].get("rsw_beside_l2_tlb_hits").is_none());
+    // Their lookups reach the SF cache; TLB-miss walks are as many as before.
+    assert!(n(&on["utopia"]["sf_cache_lookups"]) > n(&off["utopia"]["sf_cache_lookups"]));
+    assert_eq!(on["utopia"]["walks"], off["utopia"]["walks"]);
+}

@@ -308,6 +308,11 @@ impl<D: Design> Sim<D> {
                 }
                 TlbOutcome::L2Hit(m) => {
                     self.check(vpn, Some(m), "L2 TLB entry")?;
+                    if D::WORKS_BESIDE_L2_TLB_HIT {
+                        self.design.beside_l2_tlb_hit(self.asid, vpn, &mut self.mem);
+                        // Its reads are not this reference's to time (the L2 TLB answered).
+                        self.mem.clear_events();
+                    }
                     (m, self.mmu.l2_latency_cycles as u64)
                 }
                 TlbOutcome::RangeHit(m) => {
