@@ -163,6 +163,10 @@ pub trait Design: Sized + Send {
     fn walk_after_fault(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
         self.walk(asid, vpn, mem)
     }
+    /// Whether the design overlaps its walk with the L2 TLB lookup by itself (told the latency
+    /// by [`Design::set_l2_tlb_latency`]): `tlb.walk_with_l2_lookup` then leaves its walk's
+    /// cost as the design reports it.
+    const OVERLAPS_L2_TLB_LOOKUP: bool = false;
     /// Whether [`Design::beside_l2_tlb_hit`] does anything (the engine calls it only then, so
     /// other designs' L2 TLB hits cost nothing more).
     const WORKS_BESIDE_L2_TLB_HIT: bool = false;

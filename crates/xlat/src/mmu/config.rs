@@ -103,6 +103,14 @@ pub struct TlbConfig {
     pub l1_max_span_bytes: u64,
     /// Instruction TLB (used only by instruction fetches).
     pub itlb: TlbLevelConfig,
+    /// The page walk starts with the L2 TLB lookup, on every L1 TLB miss, instead of after the
+    /// L2 TLB missed: a walk costs the longer of the L2 TLB latency and the walk, not their sum.
+    /// Utopia's evaluation gives every system this (§7: "In all evaluated systems, the L2 TLB
+    /// access is performed in parallel with the PTW"). A walk the L2 TLB hit would have
+    /// stopped is not modelled (no memory references). Designs that overlap their own walk
+    /// with the L2 TLB lookup (Utopia's RSW, `utopia.rsw_parallel_with_l2_tlb`) keep their own
+    /// rule. Default off: the walk follows the L2 TLB miss.
+    pub walk_with_l2_lookup: bool,
 }
 
 impl Default for TlbConfig {
@@ -128,6 +136,7 @@ impl Default for TlbConfig {
             colt_max_pages: 8,
             l1_max_span_bytes: 0,
             itlb: level(128, 8, 1),
+            walk_with_l2_lookup: false,
         }
     }
 }

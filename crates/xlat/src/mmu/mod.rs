@@ -87,6 +87,9 @@ pub struct Mmu {
     /// Latency of the L2 stage in cycles: the L2 TLB's, or the slowest of the structures
     /// probed with it (its 1 GiB part, the range TLB).
     pub l2_latency_cycles: u32,
+    /// `tlb.walk_with_l2_lookup`: a page walk starts with the L2 TLB lookup (the engine charges
+    /// the longer of the two, not their sum).
+    pub walk_with_l2_lookup: bool,
     /// Data-side L1 misses.
     pub l1_misses: u64,
     /// Data-side L2 misses.
@@ -145,6 +148,7 @@ impl Mmu {
                 cfg.l1_4k.latency_cycles
             },
             l2_latency_cycles,
+            walk_with_l2_lookup: cfg.walk_with_l2_lookup,
             l1_misses: 0,
             l2_misses: 0,
             itlb_misses: 0,

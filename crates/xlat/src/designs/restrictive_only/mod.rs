@@ -150,6 +150,8 @@ impl Design for RestrictiveOnly {
         self.inner.va_bits()
     }
 
+    const OVERLAPS_L2_TLB_LOOKUP: bool = true;
+
     fn set_l2_tlb_latency(&mut self, cycles: u32) {
         self.inner.set_l2_tlb_latency(cycles);
     }

@@ -86,8 +86,9 @@
 //! - An RSW that runs beside an L2 TLB hit is not simulated by default (the engine walks only
 //!   after an L2 TLB miss), so its TAR/SF cache fills and memory references on L2 hits are
 //!   missing; `rsw_beside_l2_tlb_hit` runs it (its reads change cache and DRAM state, untimed).
-//! - The paper's other systems also walk in parallel with the L2 TLB; here only Utopia's RSW
-//!   does (the radix baseline walks after the L2 TLB miss).
+//! - The paper's other systems also walk in parallel with the L2 TLB; by default here only
+//!   Utopia's RSW does (the radix baseline walks after the L2 TLB miss); `tlb.walk_with_l2_lookup`
+//!   gives it to the others (an ablation: docs/designs/utopia.md).
 //! - The TAR/SF caches' organisation (ways, replacement) is not given by the paper: 4-way LRU.
 //! - Non-modulo hashes keep the same tag width as modulo (each is invertible given the tag, as
 //!   implemented); Mersenne leaves the last set unused.
@@ -953,6 +954,7 @@ impl Design for Utopia {
     }
 
     const WORKS_BESIDE_L2_TLB_HIT: bool = true;
+    const OVERLAPS_L2_TLB_LOOKUP: bool = true;
 
     fn beside_l2_tlb_hit(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) {
         if !self.beside_l2_hit {

@@ -338,7 +338,14 @@ impl<D: Design> Sim<D> {
                         self.mmu
                             .fill_walked(&self.design, self.asid, vpn, m, ifetch);
                     }
-                    (m, self.mmu.l2_latency_cycles as u64 + w)
+                    let l2 = self.mmu.l2_latency_cycles as u64;
+                    let xlat = if self.mmu.walk_with_l2_lookup && !D::OVERLAPS_L2_TLB_LOOKUP {
+                        // The walk started with the L2 TLB lookup (`tlb.walk_with_l2_lookup`).
+                        w.max(l2)
+                    } else {
+                        l2 + w
+                    };
+                    (m, xlat)
                 }
             }
         };

@@ -701,3 +701,40 @@ fn stream_on_huge_pages_is_no_slower_than_on_4k_pages_under_the_default_dram_map
     );
     assert!(huge > 1.5 * small, "THP {huge} against 4 KiB {small}");
 }
+
+#[test]
+fn a_walk_started_with_the_l2_tlb_lookup_costs_the_longer_of_the_two_not_their_sum() {
+    let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let run = |design: &str, parallel: &str| {
+        let cfg = Config::resolve(
+            None,
+            &[
+                o("sim.design", design),
+                o("workload.name", "gups"),
+                o("workload.footprint", "256MiB"),
+                o("sim.refs", "60000"),
+                o("sim.warmup_refs", "20000"),
+                o("timing.model", "simple"),
+                o("tlb.walk_with_l2_lookup", parallel),
+            ],
+        )
+        .unwrap();
+        run_workload(&cfg).unwrap()
+    };
+    let n = |v: &serde_json::Value| v.as_f64().unwrap();
+    let (serial, parallel) = (run("radix", "false"), run("radix", "true"));
+    assert_eq!(parallel["oracle"]["mismatches"], 0);
+    // Same walks (the option changes time only) ...
+    assert_eq!(serial["walk"], parallel["walk"]);
+    let walks = n(&serial["walk"]["count"]);
+    assert!(walks > 1000.0);
+    // ... every one longer than the 12-cycle L2 TLB (no walk below 16 cycles here), so each
+    // saves exactly the L2 TLB latency.
+    assert_eq!(n(&serial["walk"]["latency_hist"]["8"]), 0.0);
+    let saved = n(&serial["mmu"]["overhead_cycles"]) - n(&parallel["mmu"]["overhead_cycles"]);
+    assert_eq!(saved, 12.0 * walks);
+    // Utopia overlaps its RestSeg walk with the L2 TLB itself: the option leaves it alone.
+    let (u_serial, u_parallel) = (run("utopia", "false"), run("utopia", "true"));
+    assert_eq!(u_serial["mmu"], u_parallel["mmu"]);
+    assert_eq!(u_serial["timing"]["cycles"], u_parallel["timing"]["cycles"]);
+}
