@@ -119,8 +119,10 @@ def run_key_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     >>> import tomllib
     >>> from xlat import _core
     >>> default = tomllib.loads(_core.resolve_config(None, "", []))
-    >>> run_key_config(default) == default
+    >>> set(flatten(run_key_config(default))) == set(flatten(default)) & _run_key_keys()
     True
+    >>> "utopia.rsw_beside_l2_tlb_hit" in flatten(run_key_config(default))  # added at its default
+    False
     >>> run_key_config({"sim": {"design": "radix", "a_key_from_the_future": 1}})
     {'sim': {'design': 'radix', 'a_key_from_the_future': 1}}
     """
