@@ -6,22 +6,9 @@
 //! event will touch. Hints only: they never change a simulated figure.
 
 /// Hint the host CPU to bring the cache line holding `*p` into its caches (no effect elsewhere).
-///
-/// The crate's one exception to `unsafe_code = "deny"`: the intrinsic is `unsafe` only because
-/// it is a `target_feature` function; SSE is part of the x86-64 baseline, and a prefetch never
-/// faults nor has an architectural effect.
 #[inline(always)]
-#[allow(unsafe_code)]
 pub fn host_prefetch<T>(p: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: see above; `p` is a valid reference in any case.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-            p as *const T as *const i8,
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
+    host_prefetch_ptr(p as *const T as *const u8);
 }
 
 /// Hint the host CPU to bring every cache line `*p` spans into its caches: the object's first
@@ -45,11 +32,15 @@ pub fn host_prefetch_object<T>(p: &T) {
 }
 
 /// [`host_prefetch`] of a raw address (never dereferenced).
+///
+/// The crate's one exception to `unsafe_code = "deny"`: the intrinsic is `unsafe` only because
+/// it is a `target_feature` function; SSE is part of the x86-64 baseline, and a prefetch never
+/// faults nor has an architectural effect, whatever the address.
 #[inline(always)]
 #[allow(unsafe_code)]
 fn host_prefetch_ptr(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch never faults nor has an architectural effect, whatever the address.
+    // SAFETY: see above.
     unsafe {
         core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
     }
