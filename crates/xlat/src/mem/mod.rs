@@ -465,20 +465,25 @@ impl MemSystem {
         pages: u64,
         others: &mut [&mut PrivateCaches],
     ) {
+        // A page's lines, one cache at a time (each line's invalidations are independent of
+        // the other lines'), then the dirty ones written back in line order, as line by line.
+        const LINES: u64 = crate::addr::BASE_PAGE_BYTES / crate::addr::LINE_BYTES;
+        const { assert!(LINES <= 64, "a page's dirty lines are a 64-bit mask") };
         let first = pfn.addr().line();
-        let lines = pages * (crate::addr::BASE_PAGE_BYTES / crate::addr::LINE_BYTES);
-        for line in first..first + lines {
-            let mut dirty = false;
+        for page in 0..pages {
+            let base = first + page * LINES;
+            let mut dirty = 0u64;
             for c in [&mut self.private.l1, &mut self.private.l2, &mut self.llc] {
-                dirty |= c.invalidate(line).unwrap_or(false);
+                dirty |= c.invalidate_run(base, LINES as u32);
             }
             for p in others.iter_mut() {
                 for c in [&mut p.l1, &mut p.l2] {
-                    dirty |= c.invalidate(line).unwrap_or(false);
+                    dirty |= c.invalidate_run(base, LINES as u32);
                 }
             }
-            if dirty {
-                self.dram.write(line);
+            while dirty != 0 {
+                self.dram.write(base + dirty.trailing_zeros() as u64);
+                dirty &= dirty - 1;
             }
         }
     }
