@@ -180,6 +180,9 @@ pub(crate) struct Zipf {
     alpha: f64,
     zetan: f64,
     eta: f64,
+    /// 1 + 0.5^theta, the bound of rank 1's interval: computed once instead of per draw (the
+    /// same value, so the same draws).
+    rank1_bound: f64,
 }
 
 fn zeta(n: u64, theta: f64) -> f64 {
@@ -203,6 +206,7 @@ impl Zipf {
             alpha: 1.0 / (1.0 - theta),
             zetan,
             eta: (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan),
+            rank1_bound: 1.0 + 0.5f64.powf(theta),
         }
     }
 
@@ -224,7 +228,7 @@ impl Zipf {
         if uz < 1.0 {
             return 0;
         }
-        if uz < 1.0 + 0.5f64.powf(self.theta) {
+        if uz < self.rank1_bound {
             return 1.min(self.n - 1);
         }
         ((self.n as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64).min(self.n - 1)
