@@ -750,3 +750,19 @@ def test_a_paper_scale_interval_must_be_low_then_high(tmp_path, monkeypatch):
     monkeypatch.setattr(reproduce, "CLAIMS_DIR", tmp_path)
     with pytest.raises(reproduce.ReproduceError, match="'full_paper_ci95' must be"):
         reproduce.load_paper("p")
+
+
+def test_a_claim_whose_baseline_experiment_was_not_run_has_no_figure_rather_than_an_error():
+    # `xlat reproduce PAPER --experiment E`: a claim reading E for its design and another
+    # experiment (not run: an empty frame) for its baseline gives NaN, as its claim row says.
+    import pandas as pd
+
+    runs = pd.DataFrame([
+        {"design": d, "status": "ok", "workload": "gups", "seed": 1,
+         "config.workload.footprint": "1GiB", "timing.cycles": c, "timing.os_cycles": 0.0}
+        for d, c in [("radix", 120.0), ("utopia", 100.0)]
+    ])  # fmt: skip
+    claim = {"kind": "speedup", "design": "utopia", "baseline": "radix"}
+    assert reproduce.claim_value(runs, claim) == pytest.approx(1.2)
+    assert math.isnan(reproduce.claim_value(runs, claim, reproduce._empty_frame()))
+    assert reproduce.claim_estimate(runs, claim, reproduce._empty_frame()).source == "none"

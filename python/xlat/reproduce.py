@@ -658,6 +658,31 @@ def _geomean(values) -> float:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
 
 
+def _paired(d, b):
+    """The design's runs ``d`` and the baseline's ``b`` at their common grid points (workload,
+    footprint, seed; indexed by those of them both frames have), with the keys; None when they
+    share none (e.g. the baseline's experiment was not run: its frame has no columns).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> d = pd.DataFrame([{"workload": "gups", "seed": 1, "x": 1.0}])
+    >>> _paired(d, pd.DataFrame()) is None
+    True
+    >>> _paired(d, d)[2]
+    ['workload', 'seed']
+    """
+    keys = [k for k in ("workload", "config.workload.footprint", "seed")
+            if k in d.columns and k in b.columns]  # fmt: skip
+    if len(d) == 0 or len(b) == 0 or not keys:
+        return None
+    d, b = d.set_index(keys), b.set_index(keys)
+    common = d.index.intersection(b.index)
+    if len(common) == 0:
+        return None
+    return d.loc[common], b.loc[common], keys
+
+
 def claim_value(df, claim: dict[str, Any], baseline_df=None) -> float:
     """Ours for ``claim`` from the runs of its experiment (frame ``df``; the baseline's from
     ``baseline_df``, the runs of its ``baseline_experiment``, when the two sides need machines
@@ -678,13 +703,10 @@ def claim_value(df, claim: dict[str, Any], baseline_df=None) -> float:
         return _geomean(shares)
     b = _select(df if baseline_df is None else baseline_df, claim["baseline"],
                 claim.get("baseline_set", values))  # fmt: skip
-    keys = [k for k in ("workload", "config.workload.footprint", "seed") if k in df.columns]
-    d = d.set_index(keys)
-    b = b.set_index(keys)
-    common = d.index.intersection(b.index)
-    if len(common) == 0:
+    paired = _paired(d, b)
+    if paired is None:
         return float("nan")
-    d, b = d.loc[common], b.loc[common]
+    d, b, _ = paired
     if claim["kind"] == "speedup":
         metric = claim.get("metric", "cycles")
         ratios = _time(b, metric) / _time(d, metric)
@@ -733,12 +755,10 @@ def claim_estimate(df, claim: dict[str, Any], baseline_df=None):
     d = _select(df, claim["design"], values)
     b = _select(df if baseline_df is None else baseline_df, claim["baseline"],
                 claim.get("baseline_set", values))  # fmt: skip
-    keys = [k for k in ("workload", "config.workload.footprint", "seed") if k in df.columns]
-    d, b = d.set_index(keys), b.set_index(keys)
-    common = d.index.intersection(b.index)
-    if len(common) == 0:
+    paired = _paired(d, b)
+    if paired is None:
         return nothing
-    d, b = d.loc[common], b.loc[common]
+    d, b, keys = paired
     metric = claim.get("metric", "cycles")
     if claim["kind"] == "speedup":
         ratios = _time(b, metric) / _time(d, metric)
