@@ -19,7 +19,8 @@ record written atomically to ``--out`` (``<key>.json``), so an interrupted run r
 Usage::
 
     python scripts/translation_bound.py --db STORE.duckdb --out DIR [--workers 2] \\
-        [--claims id,id] [--bound-design perfect_tlb|ideal] [--full] [--dry-run] PAPER
+        [--claims id,id] [--bound-design perfect_tlb|ideal] [--full] [--per-point] \\
+        [--dry-run] PAPER
 
 prints one row per claim: the paper's figure, xlat's, the bound, the translation share the
 paper's figure needs and the share xlat's baseline has, the baseline's walks per thousand
@@ -195,6 +196,7 @@ def bound_rows(
     for c, pairs in per_claim:
         metric = c.get("metric", "cycles")
         ratios, walks_pkr, lat, serial, exposed = [], [], [], [], []
+        per_point: list[tuple[str, str, float]] = []
         for r, key in pairs:
             if isinstance(key, str):
                 path = out / f"{key}.json"
@@ -222,6 +224,8 @@ def bound_rows(
                 )
             base = time_of(float(r["timing.cycles"]), float(r["timing.os_cycles"]), metric)
             ratios.append(base / twin)
+            per_point.append((str(r["workload"]), str(r.get("config.workload.footprint", "")),
+                              base / twin))  # fmt: skip
             # Walk latency summed over the walks, as a share of the baseline's core cycles, and
             # the part of it the perfect TLB removes (the rest overlapped other work).
             walk_sum = float(r["walk.count"]) * walk_latency(r)
@@ -241,6 +245,7 @@ def bound_rows(
                 "xlat": c.get("full_paper" if paper_scale else "full"),
                 "bound": gm,
                 "points": f"{len(ratios)}/{len(pairs)}",
+                "per_point": per_point,
                 "needed_share": 1 - 1 / float(c["paper"]),
                 "share": 1 - 1 / gm if math.isfinite(gm) else float("nan"),
                 "walks_per_kref": sum(walks_pkr) / len(walks_pkr) if walks_pkr else float("nan"),
@@ -252,6 +257,16 @@ def bound_rows(
             }
         )
     return rows
+
+
+def point_table(rows: list[dict]) -> str:
+    """Each claim's bound per grid point (workload, footprint), as a Markdown table: which
+    workloads leave room for a design and which none."""
+    lines = ["| claim | workload | footprint | bound at the point |", "|---|---|---|---|"]
+    for r in rows:
+        for workload, footprint, ratio in r["per_point"]:
+            lines.append(f"| `{r['id']}` | {workload} | {footprint} | {ratio:.3f} |")
+    return "\n".join(lines)
 
 
 def _ratio(a: float, b: float) -> float:
@@ -298,11 +313,15 @@ def main(argv: list[str] | None = None) -> int:
         help="the design whose time bounds the claim: perfect_tlb (any translation design) or "
         "ideal (any page table: one access per walk)",
     )
+    ap.add_argument("--per-point", action="store_true", help="also the bound at each grid point")
     a = ap.parse_args(argv)
     only = set(a.claims.split(",")) if a.claims else None
     rows = bound_rows(a.paper, a.db, a.out, a.workers, only, a.dry_run, not a.full,
                       a.bound_design)  # fmt: skip
     print(table(rows, a.bound_design))
+    if a.per_point:
+        print()
+        print(point_table(rows))
     return 0
 
 
