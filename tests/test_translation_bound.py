@@ -48,3 +48,4 @@ def test_a_twin_runs_its_baselines_references_with_a_perfect_tlb_and_gives_the_b
     again = tb.bound_rows("p", "db", tmp_path, workers=1, only=None, dry_run=False)
     assert again == rows and twin_file.stat().st_mtime_ns == mtime
     assert "| `d_over_radix` | radix | 1.500 | 1.100 |" in tb.table(rows)
+    assert f"| `d_over_radix` | gups | {64 * 2**20} | {row['bound']:.3f} |" in tb.point_table(rows)
