@@ -316,8 +316,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-point", action="store_true", help="also the bound at each grid point")
     a = ap.parse_args(argv)
     only = set(a.claims.split(",")) if a.claims else None
-    rows = bound_rows(a.paper, a.db, a.out, a.workers, only, a.dry_run, not a.full,
-                      a.bound_design)  # fmt: skip
+    if not Path(a.db).is_file():
+        # `xlat reproduce` would start the paper's whole grid in a new store: refuse instead.
+        scale = "" if a.full else "--paper-scale "
+        print(f"translation_bound: no result store {a.db} (run `xlat reproduce {a.paper} "
+              f"{scale}--db {a.db}` first)", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        rows = bound_rows(a.paper, a.db, a.out, a.workers, only, a.dry_run, not a.full,
+                          a.bound_design)  # fmt: skip
+    except reproduce.ReproduceError as e:
+        print(f"translation_bound: {e}", file=sys.stderr)
+        return 2
     print(table(rows, a.bound_design))
     if a.per_point:
         print()

@@ -49,3 +49,10 @@ def test_a_twin_runs_its_baselines_references_with_a_perfect_tlb_and_gives_the_b
     assert again == rows and twin_file.stat().st_mtime_ns == mtime
     assert "| `d_over_radix` | radix | 1.500 | 1.100 |" in tb.table(rows)
     assert f"| `d_over_radix` | gups | {64 * 2**20} | {row['bound']:.3f} |" in tb.point_table(rows)
+
+
+def test_a_missing_store_is_an_error_naming_it_not_a_new_grid_of_runs(tb, tmp_path, capsys):
+    missing = tmp_path / "none.duckdb"
+    assert tb.main(["--db", str(missing), "--out", str(tmp_path / "o"), "utopia"]) == 2
+    assert f"no result store {missing}" in capsys.readouterr().err
+    assert not missing.exists()
