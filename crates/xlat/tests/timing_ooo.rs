@@ -181,9 +181,8 @@ fn the_core_on_a_thread_of_its_own_gives_the_records_of_the_core_on_the_engines_
 
 /// Removing translation cannot cost time when no pool of misses in flight can fill: with the
 /// MSHRs of every level as many as the load and store queues together (72 + 56), the idle DRAM
-/// model and LRU caches (under
-/// which dropping the page-table lines from the reference stream leaves every data hit a hit),
-/// a perfect TLB's run is never longer than radix's. (With the MSHRs full, first come, first
+/// model and LRU caches (under which dropping the page-table lines from the reference stream
+/// leaves every data hit a hit), a perfect TLB's run is never longer than radix's. (With the MSHRs full, first come, first
 /// served grants are not monotone: with 4 L1-D MSHRs this test fails on pagerank, 0.9992x, and
 /// a perfect TLB measured 0.98x radix on graph kernels at the papers' scale with 10:
 /// docs/reproduction.md, "Why the speedups fall short".)
