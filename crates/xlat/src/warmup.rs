@@ -110,6 +110,8 @@ const NOT_RECOMPUTED: &[&str] = &[
 /// `(key, numerator, denominator)`; a numerator missing from the record is rebuilt from the
 /// fraction at both ends.
 const FRACTIONS: &[(&str, &str, &str)] = &[
+    // The L2 prefetcher (`cache.l2`): first demand hits per line it filled.
+    ("prefetch_accuracy", "prefetch_hits", "prefetch_fills"),
     ("walks_during_resize_share", "walks_during_resize", "walks"),
     (
         "updates_during_resize_share",

@@ -221,3 +221,71 @@ fn with_no_pool_of_misses_able_to_fill_a_perfect_tlb_is_never_slower_than_radix(
         );
     }
 }
+
+/// The record of `workload` on radix (64 MiB, 60 000 references after an automatic warm-up)
+/// with `sets` on top.
+fn radix_record(workload: &str, sets: &[(&str, &str)]) -> Value {
+    let o = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let mut all = vec![
+        o("sim.design", "radix"),
+        o("workload.name", workload),
+        o("sim.refs", "60000"),
+        o("sim.seed", "7"),
+        o("workload.footprint", "64MiB"),
+        o("os.phys_mem_bytes", "4GiB"),
+        o("sim.warmup_refs", "auto"),
+    ];
+    all.extend(sets.iter().map(|(k, v)| o(k, v)));
+    xlat::run_workload(&Config::resolve(None, &all).unwrap()).unwrap()
+}
+
+#[test]
+fn the_l2_stream_prefetcher_speeds_up_a_stream_fetches_nothing_on_gups_and_changes_no_walk() {
+    for dram in ["idle", "queued"] {
+        for grant in ["time_order", "program_order"] {
+            let base = [("mem.dram.model", dram), ("core.resource_grant", grant)];
+            let on = [
+                ("mem.dram.model", dram),
+                ("core.resource_grant", grant),
+                ("mem.l2_prefetcher.kind", "stream"),
+            ];
+            let (off_r, on_r) = (radix_record("stream", &base), radix_record("stream", &on));
+            let cycles = |r: &Value| r["timing"]["cycles"].as_f64().unwrap();
+            assert!(
+                cycles(&on_r) < 0.9 * cycles(&off_r),
+                "{dram} {grant}: stream {} cycles with the prefetcher, {} without",
+                cycles(&on_r),
+                cycles(&off_r)
+            );
+            let l2 = &on_r["cache"]["l2"];
+            assert!(l2["prefetch_accuracy"].as_f64().unwrap() > 0.9, "{l2}");
+            assert_eq!(
+                on_r["timing"]["prefetches"], l2["prefetch_fills"],
+                "every fill is timed"
+            );
+            // Prefetches change the caches, never a translation.
+            for key in ["walk", "tlb"] {
+                assert_eq!(off_r[key], on_r[key], "{dram} {grant}: {key}");
+            }
+            assert!(off_r["cache"]["l2"].get("prefetch_fills").is_none());
+            // Random updates form no stream: nothing is prefetched, the timing is unchanged.
+            let (g_off, g_on) = (radix_record("gups", &base), radix_record("gups", &on));
+            assert_eq!(g_on["cache"]["l2"]["prefetch_fills"], 0);
+            assert_eq!(g_off["timing"]["cycles"], g_on["timing"]["cycles"]);
+        }
+    }
+}
+
+#[test]
+fn a_run_with_the_prefetcher_is_deterministic() {
+    let on = [("mem.l2_prefetcher.kind", "stream")];
+    let a = functional_and_timing(radix_record("pagerank", &on));
+    let b = functional_and_timing(radix_record("pagerank", &on));
+    assert_eq!(a, b);
+}
+
+/// A record without its wall-clock figures.
+fn functional_and_timing(mut r: Value) -> Value {
+    r.as_object_mut().unwrap().remove("sim");
+    r
+}

@@ -277,11 +277,12 @@ impl Machine {
             mem: PrivateCaches::new(&cfg.mem),
             timing: Timing::default(),
             core: (cfg.timing.model == TimingModel::Ooo).then(|| {
-                CoreModel::with_dram(
+                CoreModel::with_memory(
                     &cfg.core,
                     cfg.mem.l1d.latency_cycles,
                     false,
                     dram.map(|d| d.share()),
+                    cfg.mem.l2_prefetcher.kind == crate::mem::PrefetcherKind::Stream,
                 )
             }),
             parked: Parked::default(),

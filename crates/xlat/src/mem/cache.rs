@@ -45,7 +45,8 @@ const RRPV_MAX: u64 = 3;
 
 // One u64 per line keeps a whole set in one or two host cache lines (the simulator's own cache
 // misses dominate its speed): bits 0..56 = line + 1 (0 = invalid), 56 = kind, 57 = dirty,
-// 58..64 = replacement state (SRRIP: RRPV; unused under LRU).
+// 58..63 = replacement state (SRRIP: RRPV; unused under LRU), 63 = filled by the prefetcher and
+// not yet demanded.
 //
 // LRU keeps the recency of a set of up to 16 ways in one `LruWord` beside the slots, so lines
 // never move: a hit and a fill are a few register operations on that word, and the victim is
@@ -58,7 +59,8 @@ const TAG_MASK: u64 = (1 << 56) - 1;
 const KIND_SHIFT: u32 = 56;
 const DIRTY: u64 = 1 << 57;
 const REPL_SHIFT: u32 = 58;
-const REPL_MASK: u64 = 0x3f << REPL_SHIFT;
+const REPL_MASK: u64 = 0x1f << REPL_SHIFT;
+const PREFETCHED: u64 = 1 << 63;
 
 /// Largest associativity the packed replacement state supports.
 pub const MAX_WAYS: u32 = 64;
@@ -97,6 +99,12 @@ pub struct LevelCounters {
     pub writebacks: u64,
     /// Lines dropped because their frame's contents moved.
     pub invalidations: u64,
+    /// Lines the prefetcher filled.
+    pub prefetch_fills: u64,
+    /// Demand hits on lines the prefetcher filled (the first hit of each).
+    pub prefetch_hits: u64,
+    /// Prefetches that read DRAM.
+    pub prefetch_dram_reads: u64,
 }
 
 /// Representation of the replacement state (a speed choice; decisions are the same).
@@ -134,6 +142,9 @@ pub struct Cache {
     pub pt_lines: u64,
     /// Hit latency in cycles.
     pub latency_cycles: u32,
+    /// Whether the last hit of [`Cache::lookup`] found a line the prefetcher filled (set
+    /// only then; read and cleared by [`Cache::take_prefetched_hit`]).
+    prefetched_hit: bool,
     /// Counters.
     pub c: LevelCounters,
 }
@@ -194,6 +205,7 @@ impl Cache {
             },
             pt_lines: 0,
             latency_cycles: cfg.latency_cycles,
+            prefetched_hit: false,
             c: LevelCounters::default(),
         }
     }
@@ -253,6 +265,13 @@ impl Cache {
                 if write && set[i] & DIRTY == 0 {
                     set[i] |= DIRTY;
                 }
+                if set[i] & PREFETCHED != 0 {
+                    Self::first_use_of_prefetched(
+                        &mut set[i],
+                        &mut self.c,
+                        &mut self.prefetched_hit,
+                    );
+                }
                 match self.mode {
                     Mode::LruWord => Self::order_of(&mut self.order, s).touch(i, self.ways),
                     Mode::LruOrdered => move_to_front(set, i),
@@ -266,6 +285,33 @@ impl Cache {
                 false
             }
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn first_use_of_prefetched(slot: &mut u64, c: &mut LevelCounters, flag: &mut bool) {
+        *slot &= !PREFETCHED;
+        c.prefetch_hits += 1;
+        *flag = true;
+    }
+
+    /// Whether the last hit found a line the prefetcher filled, not demanded before; clears it.
+    #[inline(always)]
+    pub fn take_prefetched_hit(&mut self) -> bool {
+        std::mem::take(&mut self.prefetched_hit)
+    }
+
+    /// Install `line` for the prefetcher (after [`Cache::contains`] found it absent): as
+    /// [`Cache::fill`] of a clean data line, marked so that its first demand hit is counted.
+    pub fn fill_prefetched(&mut self, line: u64) -> Option<Evicted> {
+        let ev = self.fill(line, DATA, false);
+        let s = self.set_of(line);
+        let set = Self::set_slots(&mut self.slots, s, self.ways);
+        if let Some(i) = Self::find(set, line + 1) {
+            set[i] |= PREFETCHED;
+        }
+        self.c.prefetch_fills += 1;
+        ev
     }
 
     /// Mark `line` dirty if present, without touching recency (a write-back from the level

@@ -27,10 +27,13 @@
 //!
 //! ## Configuration
 //! `mem.l1d`, `mem.l2`, `mem.llc` (`size_bytes`, `ways`, `latency_cycles`, `policy`),
-//! `mem.walk_entry` (`l2` | `l1`), `mem.dram.*` (see [`DramConfig`]).
+//! `mem.walk_entry` (`l2` | `l1`), `mem.l2_prefetcher.*` (see [`PrefetcherConfig`]),
+//! `mem.dram.*` (see [`DramConfig`]).
 //!
 //! ## Deviations and limits
-//! No MSHRs, prefetchers, queueing or bandwidth limits; no coherence between cores' private
+//! No MSHRs, queueing or bandwidth limits here (the out-of-order core times them from the
+//! events, `timing/ooo/memory.rs`); the only prefetcher is the L2's optional stream
+//! prefetcher (`mem.l2_prefetcher`, `prefetch.rs`; off by default); no coherence between cores' private
 //! levels (`sim.cores` > 1 shares the LLC and DRAM only); the page-table
 //! share of a cache is sampled every 1024 hierarchy accesses.
 //!
@@ -47,9 +50,11 @@
 
 pub mod cache;
 pub mod dram;
+pub mod prefetch;
 
 pub use cache::{CacheLevelConfig, ReplacementPolicy};
 pub use dram::{DramConfig, DramMapping, DramModel, DramTimingSet, DramTimings};
+pub use prefetch::{PrefetcherConfig, PrefetcherKind};
 
 use cache::{Cache, Evicted, DATA, PT};
 use dram::Dram;
@@ -82,6 +87,8 @@ pub struct MemConfig {
     pub llc: CacheLevelConfig,
     /// Where page-walk references enter.
     pub walk_entry: WalkEntry,
+    /// The L2's prefetcher (off by default; `mem/prefetch.rs`).
+    pub l2_prefetcher: PrefetcherConfig,
     /// DRAM.
     pub dram: DramConfig,
 }
@@ -108,6 +115,7 @@ impl Default for MemConfig {
                 policy: ReplacementPolicy::Srrip,
             },
             walk_entry: WalkEntry::L2,
+            l2_prefetcher: PrefetcherConfig::default(),
             dram: DramConfig::default(),
         }
     }
@@ -126,6 +134,7 @@ impl MemConfig {
                 ));
             }
         }
+        self.l2_prefetcher.validate("l2_prefetcher")?;
         self.dram.validate()?;
         Ok(())
     }
@@ -159,6 +168,8 @@ pub struct MemAccess {
 pub struct PrivateCaches {
     l1: Cache,
     l2: Cache,
+    /// The L2's stream prefetcher (`mem.l2_prefetcher.kind = "stream"`).
+    prefetcher: Option<prefetch::StreamPrefetcher>,
     pt_served: [u64; 4],
     /// Latency summed over the page-walk references of `pt_served`, by the same level.
     pt_served_cycles: [u64; 4],
@@ -174,6 +185,8 @@ impl PrivateCaches {
         PrivateCaches {
             l1: Cache::new(&cfg.l1d),
             l2: Cache::new(&cfg.l2),
+            prefetcher: (cfg.l2_prefetcher.kind == PrefetcherKind::Stream)
+                .then(|| prefetch::StreamPrefetcher::new(&cfg.l2_prefetcher)),
             pt_served: [0; 4],
             pt_served_cycles: [0; 4],
             until_sample: SHARE_SAMPLE_PERIOD,
@@ -202,6 +215,9 @@ pub struct MemSystem {
     /// out-of-order core to time (logged only under the queued DRAM model, see [`MemEvent`]).
     events: Vec<MemEvent>,
     log_events: bool,
+    /// Log the prefetcher's events (`Prefetch`, `PrefetchHit`) for the out-of-order core,
+    /// whatever the DRAM model.
+    log_prefetches: bool,
     /// Page-walk cycles so far in this reference (the offset of the next page-table read), and
     /// the parallel group in progress: its start and its slowest member (see
     /// [`MemSystem::begin_parallel`]).
@@ -217,7 +233,9 @@ pub struct MemSystem {
 ///
 /// Contract: a reference's events are its page walk's (page-table reads that missed the walk's
 /// entry level, and DRAM write-backs their fills caused), in walk order, then its data
-/// access's (the miss below L1D, if it reached DRAM, and write-backs).
+/// access's (the miss below L1D, if it reached DRAM, and write-backs; with the L2 prefetcher on,
+/// `PrefetchHit` if it found a prefetched line in the L2, then the prefetches it triggered and
+/// their write-backs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemEvent {
     /// Line address.
@@ -250,6 +268,13 @@ pub enum MemEventKind {
     DataRead,
     /// A dirty line written back to DRAM.
     Write,
+    /// A line the L2 prefetcher fetches, triggered by this reference's L2 access: requested at
+    /// the L2 once the reference's L1D miss is granted, holding MSHRs `first_pool..last_pool`
+    /// for `latency_cycles` (`pre_dram_cycles` + `dram_cycles` when it reads DRAM).
+    Prefetch,
+    /// The reference's L1D miss found a line the prefetcher filled into the L2 (its first
+    /// demand): its data is there no earlier than that prefetch's fill.
+    PrefetchHit,
 }
 
 /// How often (in hierarchy accesses) the page-table share of each cache is sampled.
@@ -266,6 +291,7 @@ impl MemSystem {
             nested: None,
             events: Vec::new(),
             log_events: false,
+            log_prefetches: false,
             walk_clock: 0,
             parallel: None,
             group_first: false,
@@ -276,6 +302,16 @@ impl MemSystem {
     /// timing, done by the out-of-order core).
     pub fn set_log_events(&mut self, on: bool) {
         self.log_events = on;
+    }
+
+    /// Log the L2 prefetcher's [`MemEvent`]s (when an out-of-order core times the run).
+    pub fn set_log_prefetches(&mut self, on: bool) {
+        self.log_prefetches = on && self.private.prefetcher.is_some();
+    }
+
+    /// Whether the running core has an L2 prefetcher.
+    pub fn has_prefetcher(&self) -> bool {
+        self.private.prefetcher.is_some()
     }
 
     /// Forget the events logged so far and start a reference's walk clock at 0.
@@ -384,6 +420,9 @@ impl MemSystem {
         }
         lat += self.private.l2.latency_cycles;
         let served_by = if self.private.l2.lookup(line, kind, false) {
+            if self.private.l2.take_prefetched_hit() && self.log_prefetches {
+                self.log_prefetch_hit(line);
+            }
             ServedBy::L2
         } else {
             lat += self.llc.latency_cycles;
@@ -409,10 +448,71 @@ impl MemSystem {
         if start == 0 {
             let ev = self.private.l1.fill(line, kind, write);
             self.writeback_from(0, ev);
+            if kind == DATA && self.private.prefetcher.is_some() {
+                self.l2_prefetch(line);
+            }
         }
         MemAccess {
             latency_cycles: lat,
             served_by,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn log_prefetch_hit(&mut self, line: u64) {
+        self.log(MemEvent {
+            line,
+            offset_cycles: 0,
+            latency_cycles: 0,
+            pre_dram_cycles: 0,
+            dram_cycles: 0,
+            first_pool: 1,
+            last_pool: 1,
+            kind: MemEventKind::PrefetchHit,
+            parallel: false,
+        });
+    }
+
+    /// Train the L2 prefetcher on a data access to `line` that looked up the L2 and fill the
+    /// lines it names that no private level holds: into the L2, from the LLC or DRAM (then
+    /// into the LLC too), as a demand miss would, but without touching the LLC's recency or
+    /// access counters. The idle DRAM model counts the read among `dram.reads`.
+    #[inline(never)]
+    fn l2_prefetch(&mut self, line: u64) {
+        let Some(p) = self.private.prefetcher.as_mut() else {
+            return;
+        };
+        let lines = p.train(line);
+        for &pl in lines.lines() {
+            if self.private.l2.contains(pl) || self.private.l1.contains(pl) {
+                continue;
+            }
+            let pre_dram = self.private.l2.latency_cycles + self.llc.latency_cycles;
+            let (dram, last_pool) = if self.llc.contains(pl) {
+                (0, 2)
+            } else {
+                let d = self.dram.read(pl, false).0;
+                self.private.l2.c.prefetch_dram_reads += 1;
+                let ev = self.llc.fill(pl, DATA, false);
+                self.writeback_from(2, ev);
+                (d, 3)
+            };
+            let ev = self.private.l2.fill_prefetched(pl);
+            self.writeback_from(1, ev);
+            if self.log_prefetches {
+                self.log(MemEvent {
+                    line: pl,
+                    offset_cycles: 0,
+                    latency_cycles: pre_dram + dram,
+                    pre_dram_cycles: if dram > 0 { pre_dram } else { 0 },
+                    dram_cycles: dram,
+                    first_pool: 1,
+                    last_pool,
+                    kind: MemEventKind::Prefetch,
+                    parallel: false,
+                });
+            }
         }
     }
 
@@ -581,6 +681,18 @@ impl PrivateCaches {
                 self.share_sum[i],
             );
         }
+        if self.prefetcher.is_some() {
+            // Only with the prefetcher on, so that records without it keep their keys.
+            let s = c.section("l2");
+            let k = &self.l2.c;
+            s.put_u64("prefetch_fills", k.prefetch_fills);
+            s.put_u64("prefetch_hits", k.prefetch_hits);
+            s.put_u64("prefetch_dram_reads", k.prefetch_dram_reads);
+            s.put_f64(
+                "prefetch_accuracy",
+                ratio(k.prefetch_hits, k.prefetch_fills),
+            );
+        }
     }
 
     fn pt_served_stats(&self, out: &mut Stats) {
@@ -742,6 +854,46 @@ mod tests {
         m.pt_access(Paddr(0x2000));
         assert_eq!(m.pt_access(Paddr(0x2000)).served_by, ServedBy::L1);
         assert_eq!(m.private.pt_served, [1, 0, 0, 1]);
+    }
+
+    #[test]
+    fn an_ascending_data_stream_makes_the_l2_prefetcher_fill_lines_ahead_and_logs_their_first_demand(
+    ) {
+        let cfg = MemConfig {
+            l2_prefetcher: PrefetcherConfig {
+                kind: PrefetcherKind::Stream,
+                ..PrefetcherConfig::default()
+            },
+            ..MemConfig::default()
+        };
+        let mut m = MemSystem::new(&cfg);
+        m.set_log_prefetches(true);
+        m.clear_events();
+        let base = 0x40_0000u64;
+        for k in 0..3 {
+            m.data_access(Paddr(base + 64 * k), false);
+        }
+        // The third access confirms the stream: lines 3 and 4 are fetched into the L2.
+        let e = m.events().to_vec();
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e.iter().all(|e| e.kind == MemEventKind::Prefetch));
+        assert_eq!(e[0].line, base / 64 + 3);
+        assert_eq!((e[0].first_pool, e[0].last_pool), (1, 3), "from DRAM");
+        assert_eq!(e[0].latency_cycles, 14 + 40 + e[0].dram_cycles);
+        m.clear_events();
+        let a = m.data_access(Paddr(base + 64 * 3), false);
+        assert_eq!((a.served_by, a.latency_cycles), (ServedBy::L2, 4 + 14));
+        assert_eq!(m.events()[0].kind, MemEventKind::PrefetchHit);
+        assert_eq!(m.private.l2.c.prefetch_hits, 1);
+        assert_eq!(m.private.l2.c.prefetch_fills, 4);
+        // Off, the same accesses miss to DRAM and nothing is logged.
+        let mut off = MemSystem::new(&MemConfig::default());
+        off.set_log_prefetches(true);
+        for k in 0..4 {
+            off.data_access(Paddr(base + 64 * k), false);
+        }
+        assert!(off.events().is_empty());
+        assert_eq!(off.private.l2.c.misses[0], 4);
     }
 
     #[test]

@@ -61,7 +61,19 @@ impl CoreModel {
         thread: bool,
         dram: Option<DramHandle>,
     ) -> CoreModel {
-        let core = OooCore::with_dram(cfg, l1d_hit_cycles, dram);
+        Self::with_memory(cfg, l1d_hit_cycles, thread, dram, false)
+    }
+
+    /// [`CoreModel::with_dram`] for a memory system whose L2 prefetcher is on or not
+    /// ([`OooCore::with_memory`]).
+    pub fn with_memory(
+        cfg: &CoreConfig,
+        l1d_hit_cycles: u32,
+        thread: bool,
+        dram: Option<DramHandle>,
+        prefetching: bool,
+    ) -> CoreModel {
+        let core = OooCore::with_memory(cfg, l1d_hit_cycles, dram, prefetching);
         if thread {
             match ModelThread::start(core.clone()) {
                 Some(t) => return CoreModel::Thread(t),

@@ -177,6 +177,7 @@ impl<D: Design> Sim<D> {
         let machine = Machine::build(&cfg, &mut os, &mut design, more, threaded, dram.as_ref());
         let mut mem = MemSystem::new(&cfg.mem);
         mem.set_log_events(dram.is_some());
+        mem.set_log_prefetches(cfg.timing.model == TimingModel::Ooo);
         mem.nested = nested;
         Ok(Sim {
             mmu,
@@ -184,11 +185,12 @@ impl<D: Design> Sim<D> {
             l1_oracle_native: cfg.sim.oracle && !cfg.virt.enabled,
             // Only a one-core run: a machine's scheduler reads every core's clock between turns.
             core: (cfg.timing.model == TimingModel::Ooo).then(|| {
-                CoreModel::with_dram(
+                CoreModel::with_memory(
                     &cfg.core,
                     cfg.mem.l1d.latency_cycles,
                     timing_thread && machine.is_none(),
                     dram.as_ref().map(|d| d.share()),
+                    cfg.mem.l2_prefetcher.kind == crate::mem::PrefetcherKind::Stream,
                 )
             }),
             parked: Parked::default(),
@@ -384,6 +386,8 @@ impl<D: Design> Runner for Sim<D> {
         // The queued DRAM controller is timed by the core: no events while it is parked.
         self.mem
             .set_log_events(!on && self.cfg.dram_model() == crate::mem::DramModel::Queued);
+        self.mem
+            .set_log_prefetches(!on && self.cfg.timing.model == TimingModel::Ooo);
     }
 
     fn probes(&mut self) -> (crate::sampling::Probe, Vec<crate::sampling::Probe>) {

@@ -118,4 +118,10 @@ pub(super) struct MemCounters {
     pub(super) mshr_walk_cycles: [f64; 3],
     /// Write-backs sent to the DRAM write queue.
     pub(super) dram_writes: u64,
+    /// L2 prefetches issued, the cycles they waited for MSHRs, and the demand misses that
+    /// found their prefetched line still in flight and the cycles they waited for it.
+    pub(super) prefetches: u64,
+    pub(super) prefetch_mshr_wait_cycles: f64,
+    pub(super) prefetch_late_hits: u64,
+    pub(super) prefetch_late_cycles: f64,
 }

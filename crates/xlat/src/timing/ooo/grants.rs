@@ -129,7 +129,17 @@ impl OooCore {
             let levels = miss_levels(r.data_level);
             let len = r.data_cycles as f64;
             let (start, len) = if self.gaps {
-                (self.grant_mshrs_in_gaps(levels, xlat_done, len), len)
+                let data_ev = &ev[r.walk_events as usize..];
+                let start = self.grant_mshrs_in_gaps(levels, xlat_done, len);
+                // Under `idle_gaps` the prefetch wait extends the miss, not its reservation.
+                let len = if data_ev.is_empty() {
+                    len
+                } else {
+                    let len = self.prefetch_wait(data_ev, start, len);
+                    self.issue_prefetches(data_ev, start);
+                    len
+                };
+                (start, len)
             } else {
                 self.grant_data_miss(levels, xlat_done, len, &ev[r.walk_events as usize..])
             };
@@ -258,7 +268,7 @@ impl OooCore {
         len: f64,
         ev: &[MemEvent],
     ) -> (f64, f64) {
-        if self.dram.is_none() {
+        if self.dram.is_none() && ev.is_empty() {
             return (self.grant_mshrs_earliest(levels, request, len), len);
         }
         let n = self.mshr_pools_upto[levels];
@@ -269,11 +279,23 @@ impl OooCore {
         let len = if ev.is_empty() {
             len
         } else {
-            self.data_miss_len(ev, start, len)
+            // Under the idle DRAM model the events are the prefetcher's only.
+            let len = if self.dram.is_some() {
+                self.data_miss_len(ev, start, len)
+            } else {
+                len
+            };
+            self.prefetch_wait(ev, start, len)
         };
+        let counted = self.dram.is_some();
         for (k, units) in self.mshr_units[..n].iter_mut().enumerate() {
             units.take_until(start + len);
-            self.m.mshr_data_cycles[k] += len;
+            if counted {
+                self.m.mshr_data_cycles[k] += len;
+            }
+        }
+        if !ev.is_empty() {
+            self.issue_prefetches(ev, start);
         }
         (start, len)
     }
@@ -730,7 +752,7 @@ impl OooCore {
         pending: bool,
     ) -> f64 {
         let len = data_cycles as f64;
-        let (start, len) = if pending && self.dram.is_some() {
+        let (start, len) = if pending && (self.dram.is_some() || t.p(i).data_events > 0) {
             let p = t.p(i);
             let (first, n) = (
                 p.ev_start.wrapping_add(p.walk_events as u32),

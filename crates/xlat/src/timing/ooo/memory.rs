@@ -100,6 +100,10 @@ impl OooCore {
         // The slowest delay of the group in progress (a serial read is a group of one).
         let mut group: Option<f64> = None;
         for e in events {
+            debug_assert!(
+                !matches!(e.kind, MemEventKind::Prefetch | MemEventKind::PrefetchHit),
+                "walks do not train the prefetcher"
+            );
             if !e.parallel {
                 extra += group.take().unwrap_or(0.0);
             }
@@ -145,6 +149,7 @@ impl OooCore {
         let mut len = data_cycles;
         for e in events {
             match e.kind {
+                MemEventKind::Prefetch | MemEventKind::PrefetchHit => {}
                 MemEventKind::Write => self.dram_write(
                     e.line,
                     start + (data_cycles - e.dram_cycles as f64).max(0.0),
@@ -160,6 +165,65 @@ impl OooCore {
             }
         }
         len
+    }
+}
+
+impl OooCore {
+    /// A data miss granted at `start`, holding its MSHRs for `len`: if its events say it
+    /// found a prefetched line in the L2 (`PrefetchHit`) whose prefetch is still in flight then,
+    /// it holds them until that fill arrives. Returns the length.
+    #[inline]
+    pub(super) fn prefetch_wait(&mut self, events: &[MemEvent], start: f64, len: f64) -> f64 {
+        let mut len = len;
+        for e in events {
+            if e.kind != MemEventKind::PrefetchHit {
+                continue;
+            }
+            if let Some(fill) = self.prefetch_fills.pending(e.line, start) {
+                if fill - start > len {
+                    self.m.prefetch_late_hits += 1;
+                    self.m.prefetch_late_cycles += fill - start - len;
+                    len = fill - start;
+                }
+            }
+        }
+        len
+    }
+
+    /// Issue the L2 prefetches of a data miss granted at `start` (its `Prefetch` events): each
+    /// is requested at the L2 one L1D latency later, waits for one MSHR of every level it
+    /// passes (none under `idle_gaps`), reads DRAM at its time under the queued model, and is
+    /// recorded in flight until its fill, for the demand misses that find its line.
+    pub(super) fn issue_prefetches(&mut self, events: &[MemEvent], start: f64) {
+        for e in events {
+            if e.kind != MemEventKind::Prefetch {
+                continue;
+            }
+            let request = start + self.l1d_hit_cycles;
+            let (a, b) = if self.gaps {
+                (0, 0)
+            } else {
+                (
+                    self.mshr_pools_upto[e.first_pool as usize],
+                    self.mshr_pools_upto[e.last_pool as usize],
+                )
+            };
+            let mut s = request;
+            for u in &self.mshr_units[a..b] {
+                s = fmax(s, u.earliest());
+            }
+            let mut len = e.latency_cycles as f64;
+            if e.dram_cycles > 0 && self.dram.is_some() {
+                let lat = self.dram_read(e.line, s + e.pre_dram_cycles as f64, false);
+                len += lat - e.dram_cycles as f64;
+            }
+            for u in &mut self.mshr_units[a..b] {
+                u.take_until(s + len);
+            }
+            self.prefetch_fills.record(e.line, s + len);
+            self.m.prefetches += 1;
+            self.m.prefetch_mshr_wait_cycles += s - request;
+        }
     }
 }
 

@@ -81,6 +81,8 @@ pub struct OooCore {
     pub(super) gaps: bool,
     pub(super) walks: InFlight,
     pub(super) fills: InFlight,
+    /// L2 prefetches in flight by line (`memory.rs`).
+    pub(super) prefetch_fills: InFlight,
     pub(super) c: CoreCounters,
     /// `core.resource_grant = "time_order"`: the references whose grants are still to be made.
     pub(super) tord: Option<Box<TimeOrder>>,
@@ -120,6 +122,18 @@ impl OooCore {
     /// With a controller every MSHR pool is kept: page-walk reads take L2 and LLC MSHRs without
     /// an L1D one, so a pool larger than the one above it can bind.
     pub fn with_dram(cfg: &CoreConfig, l1d_hit_cycles: u32, dram: Option<DramHandle>) -> Self {
+        Self::with_memory(cfg, l1d_hit_cycles, dram, false)
+    }
+
+    /// [`OooCore::with_dram`] for a memory system whose L2 prefetcher is on (`prefetching`) or
+    /// not. With the prefetcher every MSHR pool is kept too: a prefetch takes L2 and LLC
+    /// MSHRs without an L1D one.
+    pub fn with_memory(
+        cfg: &CoreConfig,
+        l1d_hit_cycles: u32,
+        dram: Option<DramHandle>,
+        prefetching: bool,
+    ) -> Self {
         let inv_dispatch = 1.0 / cfg.dispatch_width as f64;
         let inv_retire = 1.0 / cfg.retire_width as f64;
         let grant = cfg.resource_grant;
@@ -130,7 +144,7 @@ impl OooCore {
         // a level has no more misses outstanding than the level above it: a pool at least as
         // large as one above it can never be full, and is left out (exactly: the schedule is
         // the same; the host skips its bookkeeping).
-        let all = dram.is_some();
+        let all = dram.is_some() || prefetching;
         let mshr_sizes = [
             Some(cfg.l1d_mshrs),
             (all || cfg.l2_mshrs < cfg.l1d_mshrs).then_some(cfg.l2_mshrs),
@@ -184,6 +198,7 @@ impl OooCore {
             gaps: grant == ResourceGrant::IdleGaps,
             walks: InFlight::new(),
             fills: InFlight::new(),
+            prefetch_fills: InFlight::new(),
             c: CoreCounters::default(),
             batch: Vec::with_capacity(BATCH),
             given: 0,
@@ -284,6 +299,16 @@ impl OooCore {
                 );
             }
         }
+    }
+
+    /// Write the timing of the L2 prefetcher's requests into `t` (the `timing` section; the
+    /// engine calls it when the run has a prefetcher).
+    pub fn prefetch_stats(&self, t: &mut Stats) {
+        let m = &self.m;
+        t.put_u64("prefetches", m.prefetches);
+        t.put_f64("prefetch_mshr_wait_cycles", m.prefetch_mshr_wait_cycles);
+        t.put_u64("prefetch_late_hits", m.prefetch_late_hits);
+        t.put_f64("prefetch_late_cycles", m.prefetch_late_cycles);
     }
 
     /// Write the queued DRAM controller's figures into the `dram.queued` section (nothing

@@ -1223,3 +1223,103 @@ fn cores_sharing_one_controller_slow_each_other_down() {
     let _ = a.clone().settled();
     assert_eq!(shared.with(|c| c.counters().reads), before);
 }
+
+/// A `Prefetch` event of line `line`: served by DRAM `latency` cycles after its request.
+fn prefetch_event(line: u64, latency: u32) -> crate::mem::MemEvent {
+    crate::mem::MemEvent {
+        line,
+        offset_cycles: 0,
+        latency_cycles: latency,
+        pre_dram_cycles: 50,
+        dram_cycles: latency - 50,
+        first_pool: 1,
+        last_pool: 3,
+        kind: crate::mem::MemEventKind::Prefetch,
+        parallel: false,
+    }
+}
+
+/// A demand load whose L1D miss found line `line` in the L2, brought there by the prefetcher.
+fn prefetch_hit_load(i: u64, line: u64) -> (CoreRef, Vec<crate::mem::MemEvent>) {
+    let r = CoreRef {
+        line,
+        data_events: 1,
+        ..load(i, L1 + 14, ServedBy::L2)
+    };
+    let e = crate::mem::MemEvent {
+        line,
+        offset_cycles: 0,
+        latency_cycles: 0,
+        pre_dram_cycles: 0,
+        dram_cycles: 0,
+        first_pool: 1,
+        last_pool: 1,
+        kind: crate::mem::MemEventKind::PrefetchHit,
+        parallel: false,
+    };
+    (r, vec![e])
+}
+
+#[test]
+fn a_demand_that_finds_its_line_prefetched_waits_for_the_prefetch_under_every_grant_scheme() {
+    for grant in [
+        ResourceGrant::ProgramOrder,
+        ResourceGrant::IdleGaps,
+        ResourceGrant::TimeOrder,
+    ] {
+        let cfg = CoreConfig {
+            resource_grant: grant,
+            ..CoreConfig::default()
+        };
+        // Reference 0 misses to DRAM and triggers a prefetch of line X (300 cycles); reference
+        // 1, right after, finds X in the L2: its data is there when the prefetch's is, not an
+        // L2 hit later.
+        let x = 1 << 30;
+        let trigger = CoreRef {
+            data_events: 1,
+            ..miss(0)
+        };
+        let (demand, demand_ev) = prefetch_hit_load(1, x);
+        let mut c = OooCore::with_memory(&cfg, L1, None, true);
+        c.reference_with(&trigger, &[prefetch_event(x, 300)])
+            .unwrap();
+        c.reference_with(&demand, &demand_ev).unwrap();
+        finish(&mut c);
+        let waited = c.cycles();
+        assert!(waited >= L1 as f64 + 300.0, "{grant:?}: {waited}");
+        assert_eq!(c.m.prefetches, 1, "{grant:?}");
+        assert_eq!(c.m.prefetch_late_hits, 1, "{grant:?}");
+        // Without the prefetch in flight (a prefetch long done, or none) the same demand is an
+        // L2 hit.
+        let mut alone = OooCore::with_memory(&cfg, L1, None, true);
+        alone.reference_with(&miss(0), &[]).unwrap();
+        alone.reference_with(&demand, &demand_ev).unwrap();
+        finish(&mut alone);
+        assert!(alone.cycles() < waited - 50.0, "{grant:?}");
+        assert_eq!(alone.m.prefetch_late_hits, 0);
+    }
+}
+
+#[test]
+fn prefetches_hold_l2_mshrs_so_that_a_full_pool_delays_the_next_prefetch() {
+    let cfg = CoreConfig {
+        l2_mshrs: 2,
+        ..CoreConfig::default()
+    };
+    let mut c = OooCore::with_memory(&cfg, L1, None, true);
+    let trigger = CoreRef {
+        data_events: 3,
+        ..miss(0)
+    };
+    let ev: Vec<_> = (0..3).map(|k| prefetch_event((1 << 30) + k, 300)).collect();
+    c.reference_with(&trigger, &ev).unwrap();
+    finish(&mut c);
+    assert_eq!(c.m.prefetches, 3);
+    // Two prefetches fit the two L2 MSHRs the trigger's miss left... the trigger holds one L2
+    // MSHR itself, so the second and third wait: at least one whole prefetch latency in all.
+    assert!(
+        c.m.prefetch_mshr_wait_cycles >= 300.0,
+        "{}",
+        c.m.prefetch_mshr_wait_cycles
+    );
+}
