@@ -277,6 +277,23 @@ pub enum MemEventKind {
     PrefetchHit,
 }
 
+impl MemEvent {
+    /// The `PrefetchHit` event of a demand that found `line` prefetched into the L2.
+    pub fn prefetch_hit(line: u64) -> MemEvent {
+        MemEvent {
+            line,
+            offset_cycles: 0,
+            latency_cycles: 0,
+            pre_dram_cycles: 0,
+            dram_cycles: 0,
+            first_pool: 1,
+            last_pool: 1,
+            kind: MemEventKind::PrefetchHit,
+            parallel: false,
+        }
+    }
+}
+
 /// How often (in hierarchy accesses) the page-table share of each cache is sampled.
 const SHARE_SAMPLE_PERIOD: u64 = 1024;
 
@@ -461,17 +478,7 @@ impl MemSystem {
     #[cold]
     #[inline(never)]
     fn log_prefetch_hit(&mut self, line: u64) {
-        self.log(MemEvent {
-            line,
-            offset_cycles: 0,
-            latency_cycles: 0,
-            pre_dram_cycles: 0,
-            dram_cycles: 0,
-            first_pool: 1,
-            last_pool: 1,
-            kind: MemEventKind::PrefetchHit,
-            parallel: false,
-        });
+        self.log(MemEvent::prefetch_hit(line));
     }
 
     /// Train the L2 prefetcher on a data access to `line` that looked up the L2 and fill the

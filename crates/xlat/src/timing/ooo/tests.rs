@@ -1246,18 +1246,7 @@ fn prefetch_hit_load(i: u64, line: u64) -> (CoreRef, Vec<crate::mem::MemEvent>) 
         data_events: 1,
         ..load(i, L1 + 14, ServedBy::L2)
     };
-    let e = crate::mem::MemEvent {
-        line,
-        offset_cycles: 0,
-        latency_cycles: 0,
-        pre_dram_cycles: 0,
-        dram_cycles: 0,
-        first_pool: 1,
-        last_pool: 1,
-        kind: crate::mem::MemEventKind::PrefetchHit,
-        parallel: false,
-    };
-    (r, vec![e])
+    (r, vec![crate::mem::MemEvent::prefetch_hit(line)])
 }
 
 #[test]
