@@ -209,3 +209,35 @@ def test_large_arrays_on_host_huge_pages_give_the_record_of_4k_host_pages():
     advised, plain = record("1"), record("0")
     assert advised["page_table"]["bytes"] > 8 << 20, "the radix table outgrows 4 MiB"
     assert advised == plain
+
+
+def test_the_l2_prefetcher_is_switched_on_by_a_key_and_reports_its_figures(run_json):
+    on = run_json(
+        "--design",
+        "radix",
+        "--workload",
+        "stream",
+        *SMALL,
+        "--set",
+        "mem.l2_prefetcher.kind=stream",
+    )
+    assert on["cache"]["l2"]["prefetch_fills"] > 0
+    assert 0.9 < on["cache"]["l2"]["prefetch_accuracy"] <= 1.0
+    assert on["timing"]["prefetches"] == on["cache"]["l2"]["prefetch_fills"]
+    off = run_json("--design", "radix", "--workload", "stream", *SMALL)
+    assert "prefetch_fills" not in off["cache"]["l2"]
+    assert on["timing"]["cycles"] < off["timing"]["cycles"]
+
+
+def test_a_prefetcher_distance_beyond_a_page_exits_2_naming_the_key():
+    proc = xlat(
+        "run",
+        "--design",
+        "radix",
+        *SMALL,
+        "--set",
+        "mem.l2_prefetcher.distance_lines=64",
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "mem.l2_prefetcher.distance_lines" in proc.stderr and "Traceback" not in proc.stderr

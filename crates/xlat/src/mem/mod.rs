@@ -326,11 +326,6 @@ impl MemSystem {
         self.log_prefetches = on && self.private.prefetcher.is_some();
     }
 
-    /// Whether the running core has an L2 prefetcher.
-    pub fn has_prefetcher(&self) -> bool {
-        self.private.prefetcher.is_some()
-    }
-
     /// Forget the events logged so far and start a reference's walk clock at 0.
     #[inline]
     pub fn clear_events(&mut self) {

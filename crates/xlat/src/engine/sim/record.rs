@@ -77,12 +77,9 @@ impl<D: Design> Sim<D> {
         if let Some(core) = self.core_model() {
             let cycles = r["timing"]["cycles"].as_f64().unwrap_or(0.0);
             // Not settled: the controller as the run has driven it (its counts only grow).
-            let snapshot = core.snapshot();
-            let snap = snapshot.accounted();
-            snap.dram_stats(cycles, r.section("dram"));
-            if self.mem.has_prefetcher() {
-                snap.prefetch_stats(r.section("timing"));
-            }
+            core.snapshot()
+                .accounted()
+                .dram_stats(cycles, r.section("dram"));
         }
         self.os.stats(&mut r);
         self.design.stats(&mut r);

@@ -83,6 +83,8 @@ pub struct OooCore {
     pub(super) fills: InFlight,
     /// L2 prefetches in flight by line (`memory.rs`).
     pub(super) prefetch_fills: InFlight,
+    /// The memory system has an L2 prefetcher (its figures are reported).
+    pub(super) prefetching: bool,
     pub(super) c: CoreCounters,
     /// `core.resource_grant = "time_order"`: the references whose grants are still to be made.
     pub(super) tord: Option<Box<TimeOrder>>,
@@ -199,6 +201,7 @@ impl OooCore {
             walks: InFlight::new(),
             fills: InFlight::new(),
             prefetch_fills: InFlight::new(),
+            prefetching,
             c: CoreCounters::default(),
             batch: Vec::with_capacity(BATCH),
             given: 0,
@@ -266,6 +269,13 @@ impl OooCore {
         t.put_f64("mshr_wait_cycles", c.mshr_wait_cycles);
         t.put_u64("walk_merges", c.walk_merges);
         t.put_u64("line_merges", c.line_merges);
+        if self.prefetching {
+            let m = &self.m;
+            t.put_u64("prefetches", m.prefetches);
+            t.put_f64("prefetch_mshr_wait_cycles", m.prefetch_mshr_wait_cycles);
+            t.put_u64("prefetch_late_hits", m.prefetch_late_hits);
+            t.put_f64("prefetch_late_cycles", m.prefetch_late_cycles);
+        }
         if self.dram.is_some() {
             let m = &self.m;
             // The walk latency as timed under load (the walker held from grant to done).
@@ -299,16 +309,6 @@ impl OooCore {
                 );
             }
         }
-    }
-
-    /// Write the timing of the L2 prefetcher's requests into `t` (the `timing` section; the
-    /// engine calls it when the run has a prefetcher).
-    pub fn prefetch_stats(&self, t: &mut Stats) {
-        let m = &self.m;
-        t.put_u64("prefetches", m.prefetches);
-        t.put_f64("prefetch_mshr_wait_cycles", m.prefetch_mshr_wait_cycles);
-        t.put_u64("prefetch_late_hits", m.prefetch_late_hits);
-        t.put_f64("prefetch_late_cycles", m.prefetch_late_cycles);
     }
 
     /// Write the queued DRAM controller's figures into the `dram.queued` section (nothing
