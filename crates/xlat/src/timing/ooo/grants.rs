@@ -132,7 +132,7 @@ impl OooCore {
                 let data_ev = &ev[r.walk_events as usize..];
                 let start = self.grant_mshrs_in_gaps(levels, xlat_done, len);
                 // Under `idle_gaps` the prefetch wait extends the miss, not its reservation.
-                let len = if data_ev.is_empty() {
+                let len = if data_ev.is_empty() || !self.prefetching {
                     len
                 } else {
                     let len = self.prefetch_wait(data_ev, start, len);
@@ -268,7 +268,7 @@ impl OooCore {
         len: f64,
         ev: &[MemEvent],
     ) -> (f64, f64) {
-        if self.dram.is_none() && ev.is_empty() {
+        if self.dram.is_none() && (ev.is_empty() || !self.prefetching) {
             return (self.grant_mshrs_earliest(levels, request, len), len);
         }
         let n = self.mshr_pools_upto[levels];
@@ -285,7 +285,11 @@ impl OooCore {
             } else {
                 len
             };
-            self.prefetch_wait(ev, start, len)
+            if self.prefetching {
+                self.prefetch_wait(ev, start, len)
+            } else {
+                len
+            }
         };
         let counted = self.dram.is_some();
         for (k, units) in self.mshr_units[..n].iter_mut().enumerate() {
@@ -294,7 +298,7 @@ impl OooCore {
                 self.m.mshr_data_cycles[k] += len;
             }
         }
-        if !ev.is_empty() {
+        if self.prefetching && !ev.is_empty() {
             self.issue_prefetches(ev, start);
         }
         (start, len)
