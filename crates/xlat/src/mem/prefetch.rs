@@ -312,6 +312,47 @@ mod tests {
         assert!(issued > 0);
     }
 
+    proptest::proptest! {
+        /// Whatever the lines, every prefetch lies in the accessed page, ahead of the access in
+        /// the direction it names, within the distance, and is never the accessed line; no line
+        /// is prefetched twice while its page's stream keeps its direction.
+        #[test]
+        fn prefetches_stay_in_the_page_ahead_within_the_distance_and_are_not_repeated(
+            lines in proptest::collection::vec(0u64..(4 * 64), 1..400),
+            degree in 1u32..=MAX_DEGREE,
+            distance in 1u32..64,
+        ) {
+            let cfg = PrefetcherConfig { degree, distance_lines: distance, streams: 4, ..on() };
+            let mut p = StreamPrefetcher::new(&cfg);
+            // Per page: the last offset, the stream's direction, the lines it prefetched since
+            // it last turned. Four pages on four trackers (one set): no tracker is forgotten,
+            // so no stream starts over behind the check's back.
+            let mut state: std::collections::HashMap<u64, (i64, i64, Vec<u64>)> = Default::default();
+            for &line in &lines {
+                let got = p.train(line);
+                let (page, off) = (line / 64, (line % 64) as i64);
+                let dir = match state.get(&page) {
+                    Some(&(prev, _, _)) => (off - prev).signum(),
+                    None => 0,
+                };
+                let e = state.entry(page).or_insert((off, 0, Vec::new()));
+                e.0 = off;
+                if dir != 0 && dir != e.1 {
+                    e.1 = dir;
+                    e.2.clear();
+                }
+                proptest::prop_assert!(got.lines().len() <= degree as usize);
+                for &l in got.lines() {
+                    proptest::prop_assert_eq!(l / 64, page);
+                    let ahead = ((l % 64) as i64 - off) * dir;
+                    proptest::prop_assert!(ahead >= 1 && ahead <= distance as i64, "{} from {}", l, line);
+                    proptest::prop_assert!(!e.2.contains(&l), "{} twice", l);
+                    e.2.push(l);
+                }
+            }
+        }
+    }
+
     #[test]
     fn bad_knobs_are_refused_with_their_names() {
         let bad = PrefetcherConfig { streams: 6, ..on() };
