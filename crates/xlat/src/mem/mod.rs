@@ -461,7 +461,7 @@ impl MemSystem {
             let ev = self.private.l1.fill(line, kind, write);
             self.writeback_from(0, ev);
             if kind == DATA && self.private.prefetcher.is_some() {
-                self.l2_prefetch(line);
+                self.l2_prefetch(line, served_by != ServedBy::L2);
             }
         }
         MemAccess {
@@ -476,16 +476,16 @@ impl MemSystem {
         self.log(MemEvent::prefetch_hit(line));
     }
 
-    /// Train the L2 prefetcher on a data access to `line` that looked up the L2 and fill the
-    /// lines it names that no private level holds: into the L2, from the LLC or DRAM (then
-    /// into the LLC too), as a demand miss would, but without touching the LLC's recency or
-    /// access counters. The idle DRAM model counts the read among `dram.reads`.
+    /// Train the L2 prefetcher on a data access to `line` that looked up the L2 (and missed it:
+    /// `l2_missed`) and fill the lines it names that no private level holds: into the L2, from
+    /// the LLC or DRAM (then into the LLC too), as a demand miss would, but without touching the
+    /// LLC's recency or access counters. The idle DRAM model counts the read among `dram.reads`.
     #[inline(never)]
-    fn l2_prefetch(&mut self, line: u64) {
+    fn l2_prefetch(&mut self, line: u64, l2_missed: bool) {
         let Some(p) = self.private.prefetcher.as_mut() else {
             return;
         };
-        let lines = p.train(line);
+        let lines = p.train(line, l2_missed);
         for &pl in lines.lines() {
             if self.private.l2.contains(pl) || self.private.l1.contains(pl) {
                 continue;

@@ -22,6 +22,9 @@
 //! the furthest line already prefetched (or the access), as long as they lie within
 //! `distance_lines` of the access and inside the page.
 //!
+//! With `adjacent_line`, an access that misses the L2 also names the other line of its
+//! 128-byte pair, first (the stream's lines follow; a line both name is named once).
+//!
 //! This is the classic sequential stream prefetcher (Chen and Baer's stream buffers as a
 //! per-page detector with a degree and a distance; Srinath et al. describe the same knobs).
 //!
@@ -53,6 +56,9 @@ pub enum PrefetcherKind {
 pub struct PrefetcherConfig {
     /// `none` or `stream`.
     pub kind: PrefetcherKind,
+    /// Also fetch the other line of the 128-byte pair of every access that misses the L2
+    /// (with `kind = "stream"` only).
+    pub adjacent_line: bool,
     /// Trackers (pages followed at once); a power of two, at least 4.
     pub streams: u32,
     /// Steps in one direction before the tracker prefetches.
@@ -67,6 +73,7 @@ impl Default for PrefetcherConfig {
     fn default() -> Self {
         PrefetcherConfig {
             kind: PrefetcherKind::None,
+            adjacent_line: false,
             streams: 64,
             confirm_steps: 2,
             degree: 2,
@@ -78,6 +85,11 @@ impl Default for PrefetcherConfig {
 impl PrefetcherConfig {
     /// Check the knobs (whatever `kind`, so that a preset is valid before it is switched on).
     pub fn validate(&self, name: &str) -> Result<(), String> {
+        if self.adjacent_line && self.kind != PrefetcherKind::Stream {
+            return Err(format!(
+                "mem.{name}.adjacent_line needs mem.{name}.kind = \"stream\" (it is part of that prefetcher)"
+            ));
+        }
         if self.streams < 4 || !self.streams.is_power_of_two() {
             return Err(format!(
                 "mem.{name}.streams ({}) must be a power of two of at least 4",
@@ -104,7 +116,8 @@ impl PrefetcherConfig {
     }
 }
 
-/// Largest `degree` (the lines one access may issue are returned in a fixed array).
+/// Largest `degree` (the lines one access may issue are returned in a fixed array, which also
+/// holds the adjacent line).
 pub const MAX_DEGREE: u32 = 8;
 const LINES_PER_PAGE: i64 = 64;
 const WAYS: usize = 4;
@@ -124,7 +137,7 @@ struct Tracker {
 /// Lines to prefetch, returned by [`StreamPrefetcher::train`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Prefetches {
-    lines: [u64; MAX_DEGREE as usize],
+    lines: [u64; MAX_DEGREE as usize + 1],
     n: usize,
 }
 
@@ -143,6 +156,7 @@ pub struct StreamPrefetcher {
     confirm: u8,
     degree: usize,
     distance: i64,
+    adjacent: bool,
     clock: u64,
 }
 
@@ -155,19 +169,26 @@ impl StreamPrefetcher {
             confirm: cfg.confirm_steps.min(u8::MAX as u32) as u8,
             degree: cfg.degree as usize,
             distance: cfg.distance_lines as i64,
+            adjacent: cfg.adjacent_line,
             clock: 0,
         }
     }
 
-    /// An access to `line` reached the L2: update the stream of its page and return the lines
-    /// to prefetch (see the module doc).
-    pub fn train(&mut self, line: u64) -> Prefetches {
+    /// An access to `line` reached the L2 (and missed it: `l2_missed`): update the stream of
+    /// its page and return the lines to prefetch (see the module doc): the adjacent line
+    /// first, when `adjacent_line` is on and the access missed, then the stream's.
+    pub fn train(&mut self, line: u64, l2_missed: bool) -> Prefetches {
         self.clock += 1;
+        let mut out = Prefetches::default();
+        if self.adjacent && l2_missed {
+            out.lines[0] = line ^ 1;
+            out.n = 1;
+        }
+        let issued_before = out.n; // 0 or 1 (the adjacent line)
         let page = line / LINES_PER_PAGE as u64;
         let off = (line % LINES_PER_PAGE as u64) as i8;
         let set = ((page ^ (page >> 7)) & self.set_mask) as usize * WAYS;
         let ways = &mut self.trackers[set..set + WAYS];
-        let mut out = Prefetches::default();
         let Some(t) = ways.iter_mut().find(|t| t.page == page + 1) else {
             let victim = ways
                 .iter_mut()
@@ -207,12 +228,18 @@ impl StreamPrefetcher {
         } else {
             off as i64 + d
         };
-        while out.n < self.degree
+        let mut issued = 0;
+        while issued < self.degree
             && (next - off as i64) * d <= self.distance
             && (0..LINES_PER_PAGE).contains(&next)
         {
-            out.lines[out.n] = page * LINES_PER_PAGE as u64 + next as u64;
-            out.n += 1;
+            let l = page * LINES_PER_PAGE as u64 + next as u64;
+            // The stream's line may be the adjacent one already named: it counts, once.
+            if !(issued_before == 1 && out.lines[0] == l) {
+                out.lines[out.n] = l;
+                out.n += 1;
+            }
+            issued += 1;
             t.front = next as i8;
             next += d;
         }
@@ -235,14 +262,14 @@ mod tests {
     fn an_ascending_stream_is_confirmed_then_prefetched_ahead_up_to_the_distance() {
         let mut p = StreamPrefetcher::new(&on());
         let base = 100 * 64;
-        assert!(p.train(base).lines().is_empty(), "allocates");
-        assert!(p.train(base + 1).lines().is_empty(), "one step");
-        assert_eq!(p.train(base + 2).lines(), &[base + 3, base + 4]);
-        assert_eq!(p.train(base + 3).lines(), &[base + 5, base + 6]);
+        assert!(p.train(base, false).lines().is_empty(), "allocates");
+        assert!(p.train(base + 1, false).lines().is_empty(), "one step");
+        assert_eq!(p.train(base + 2, false).lines(), &[base + 3, base + 4]);
+        assert_eq!(p.train(base + 3, false).lines(), &[base + 5, base + 6]);
         // Runs ahead by the degree each access until it is `distance_lines` ahead.
         let mut front = base + 6;
         for k in 4..20 {
-            for &l in p.train(base + k).lines() {
+            for &l in p.train(base + k, false).lines() {
                 assert_eq!(l, front + 1, "in order, never twice");
                 front = l;
                 assert!(l - (base + k) <= 16);
@@ -256,7 +283,7 @@ mod tests {
         let mut p = StreamPrefetcher::new(&on());
         let base = 7 * 64;
         for k in [63, 62, 61] {
-            let got = p.train(base + k);
+            let got = p.train(base + k, false);
             if k == 61 {
                 assert_eq!(got.lines(), &[base + 60, base + 59]);
             }
@@ -264,7 +291,7 @@ mod tests {
         let mut q = StreamPrefetcher::new(&on());
         let mut all = Vec::new();
         for k in 50..64 {
-            all.extend_from_slice(q.train(base + k).lines());
+            all.extend_from_slice(q.train(base + k, false).lines());
         }
         assert!(all.iter().all(|&l| l / 64 == 7 && l % 64 > 50), "{all:?}");
         assert_eq!(*all.last().unwrap(), base + 63);
@@ -275,17 +302,17 @@ mod tests {
         let mut p = StreamPrefetcher::new(&on());
         let base = 3 * 64;
         for k in [10, 11, 12] {
-            p.train(base + k);
+            p.train(base + k, false);
         }
         assert!(
-            p.train(base + 5).lines().is_empty(),
+            p.train(base + 5, false).lines().is_empty(),
             "turned: one step down"
         );
         let mut x = 12345u64;
         let mut issued = 0;
         for _ in 0..10_000 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-            issued += p.train((x >> 20) % (1 << 24)).lines().len();
+            issued += p.train((x >> 20) % (1 << 24), false).lines().len();
         }
         assert!(issued < 50, "{issued} prefetches on random lines");
     }
@@ -298,7 +325,7 @@ mod tests {
         let mut issued = 0;
         for k in 0..10 {
             for page in 0..5u64 {
-                issued += p.train(page * 64 + k).lines().len();
+                issued += p.train(page * 64 + k, false).lines().len();
             }
         }
         assert_eq!(issued, 0);
@@ -306,7 +333,7 @@ mod tests {
         let mut issued = 0;
         for k in 0..10 {
             for page in 0..4u64 {
-                issued += p.train(page * 64 + k).lines().len();
+                issued += p.train(page * 64 + k, false).lines().len();
             }
         }
         assert!(issued > 0);
@@ -329,7 +356,7 @@ mod tests {
             // so no stream starts over behind the check's back.
             let mut state: std::collections::HashMap<u64, (i64, i64, Vec<u64>)> = Default::default();
             for &line in &lines {
-                let got = p.train(line);
+                let got = p.train(line, false);
                 let (page, off) = (line / 64, (line % 64) as i64);
                 let dir = match state.get(&page) {
                     Some(&(prev, _, _)) => (off - prev).signum(),
@@ -351,6 +378,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_adjacent_line_is_fetched_on_an_l2_miss_only_and_before_the_streams_lines() {
+        let cfg = PrefetcherConfig {
+            adjacent_line: true,
+            ..on()
+        };
+        let mut p = StreamPrefetcher::new(&cfg);
+        let base = 9 * 64;
+        assert_eq!(p.train(base + 6, true).lines(), &[base + 7]);
+        assert_eq!(p.train(base + 7, false).lines(), &[] as &[u64], "an L2 hit");
+        assert_eq!(
+            p.train(base + 8, true).lines(),
+            &[base + 9, base + 10],
+            "the stream's first line is the adjacent one: named once"
+        );
+        // Off: nothing on the first miss.
+        let mut q = StreamPrefetcher::new(&on());
+        assert!(q.train(base + 6, true).lines().is_empty());
+        let bad = PrefetcherConfig {
+            adjacent_line: true,
+            ..PrefetcherConfig::default()
+        };
+        assert!(bad
+            .validate("l2_prefetcher")
+            .unwrap_err()
+            .contains("mem.l2_prefetcher.adjacent_line"));
     }
 
     #[test]
