@@ -2,7 +2,8 @@
  *
  * Method (the usual way to reverse-engineer a stream prefetcher): pick a random 4 KiB page of a
  * large region, flush its 64 lines from every cache level (clflush), load its lines 0 .. k-1 in
- * ascending order (a stream of k accesses), wait long enough for any prefetch to land (2 us),
+ * ascending order (with --down: lines 63 .. 64-k, descending; d then counts downwards; with
+ * --start S the stream begins S lines in), wait long enough for any prefetch to land (2 us),
  * then time one load of line k-1+d. If a prefetcher fetched that line it is a cache hit (tens of
  * TSC ticks); if not, a DRAM access (hundreds). Repeated over many random pages, the share of
  * fast probes for each (k, d) says after how many accesses a stream is followed and how far
@@ -71,7 +72,17 @@ int main(int argc, char **argv) {
     size_t bytes = (size_t)1 << 30;
     unsigned trials = 300, max_d = 24, cpu = 0;
     uint64_t seed = 1;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    int down = 0;
+    unsigned start = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--down")) {
+            down = 1;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "pfprobe: %s needs a value\n", argv[i]);
+            return 2;
+        }
         if (!strcmp(argv[i], "--size")) {
             bytes = parse_size(argv[i + 1]);
         } else if (!strcmp(argv[i], "--trials")) {
@@ -80,14 +91,20 @@ int main(int argc, char **argv) {
             max_d = (unsigned)strtoul(argv[i + 1], NULL, 10);
         } else if (!strcmp(argv[i], "--seed")) {
             seed = strtoull(argv[i + 1], NULL, 10);
+        } else if (!strcmp(argv[i], "--start")) {
+            start = (unsigned)strtoul(argv[i + 1], NULL, 10);
         } else if (!strcmp(argv[i], "--cpu")) {
             cpu = (unsigned)strtoul(argv[i + 1], NULL, 10);
         } else {
-            fprintf(stderr, "pfprobe: unknown option %s (--size --trials --max-d --seed --cpu)\n",
+            fprintf(stderr,
+                    "pfprobe: unknown option %s (--size --trials --max-d --seed --cpu --down --start)\n",
                     argv[i]);
             return 2;
         }
+        i++;
     }
+    /* Line i of the stream: ascending from line 0, or with --down descending from line 63. */
+#define LINE_AT(i) (down ? (PAGE_4K / LINE_BYTES - 1 - start - (i)) : (start + (i)))
     pin_self((int)cpu, "pfprobe");
     struct region r;
     region_alloc(&r, bytes, PAGES_4K);
@@ -124,7 +141,7 @@ int main(int argc, char **argv) {
     const unsigned ks[] = {1, 2, 3, 4, 6, 8, 12, 16, 24};
     for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
         unsigned k = ks[ki];
-        for (unsigned d = 1; d <= max_d && k - 1 + d < PAGE_4K / LINE_BYTES; d++) {
+        for (unsigned d = 1; d <= max_d && start + k - 1 + d < PAGE_4K / LINE_BYTES; d++) {
             unsigned fast = 0;
             for (unsigned t = 0; t < trials; t++) {
                 char *page = r.base + (splitmix64(&state) % pages) * PAGE_4K;
@@ -132,18 +149,18 @@ int main(int argc, char **argv) {
                 spin_ticks(wait);
                 uint64_t sink = 0;
                 for (unsigned i = 0; i < k; i++) {
-                    sink += *(const volatile uint64_t *)(page + i * LINE_BYTES);
+                    sink += *(const volatile uint64_t *)(page + LINE_AT(i) * LINE_BYTES);
                     _mm_lfence();
                 }
                 spin_ticks(wait);
-                uint64_t dt =
-                    timed_load((const volatile uint64_t *)(page + (k - 1 + d) * LINE_BYTES));
+                uint64_t dt = timed_load(
+                    (const volatile uint64_t *)(page + LINE_AT(k - 1 + d) * LINE_BYTES));
                 fast += (double)dt < threshold;
                 (void)sink;
             }
-            printf("{\"bench\": \"pfprobe\", \"k\": %u, \"d\": %u, \"trials\": %u, "
-                   "\"hit_share\": %.3f}\n",
-                   k, d, trials, (double)fast / trials);
+            printf("{\"bench\": \"pfprobe\", \"direction\": \"%s\", \"start\": %u, \"k\": %u, "
+                   "\"d\": %u, \"trials\": %u, \"hit_share\": %.3f}\n",
+                   down ? "down" : "up", start, k, d, trials, (double)fast / trials);
             fflush(stdout);
         }
     }

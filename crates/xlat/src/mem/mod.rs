@@ -899,11 +899,11 @@ mod tests {
     }
 
     #[test]
-    fn with_adjacent_line_a_lone_miss_brings_its_pair_line_into_the_l2_and_an_l2_hit_does_not() {
+    fn with_next_line_a_lone_miss_brings_the_next_line_into_the_l2_and_an_l2_hit_does_not() {
         let cfg = MemConfig {
             l2_prefetcher: PrefetcherConfig {
                 kind: PrefetcherKind::Stream,
-                adjacent_line: true,
+                next_line: true,
                 ..PrefetcherConfig::default()
             },
             ..MemConfig::default()
@@ -911,18 +911,18 @@ mod tests {
         let mut m = MemSystem::new(&cfg);
         m.set_log_prefetches(true);
         m.clear_events();
-        m.data_access(Paddr(0x7_0040), false); // line 0x1c01: its pair is 0x1c00
+        m.data_access(Paddr(0x7_0040), false); // line 0x1c01
         let e = m.events().to_vec();
         assert_eq!(e.len(), 1, "{e:?}");
-        assert_eq!((e[0].kind, e[0].line), (MemEventKind::Prefetch, 0x1c00));
+        assert_eq!((e[0].kind, e[0].line), (MemEventKind::Prefetch, 0x1c02));
         m.clear_events();
-        let a = m.data_access(Paddr(0x7_0000), false);
-        assert_eq!(a.served_by, ServedBy::L2, "the pair line was prefetched");
+        let a = m.data_access(Paddr(0x7_0080), false);
+        assert_eq!(a.served_by, ServedBy::L2, "the next line was prefetched");
         assert_eq!(m.events()[0].kind, MemEventKind::PrefetchHit);
         assert_eq!(
             m.events().len(),
             1,
-            "an L2 hit triggers no adjacent prefetch"
+            "an L2 hit triggers no next-line prefetch"
         );
     }
 

@@ -22,8 +22,8 @@
 //! the furthest line already prefetched (or the access), as long as they lie within
 //! `distance_lines` of the access and inside the page.
 //!
-//! With `adjacent_line`, an access that misses the L2 also names the other line of its
-//! 128-byte pair, first (the stream's lines follow; a line both name is named once).
+//! With `next_line`, an access that misses the L2 also names the next line of its page, first
+//! (the stream's lines follow; a line both name is named once).
 //!
 //! This is the classic sequential stream prefetcher (Chen and Baer's stream buffers as a
 //! per-page detector with a degree and a distance; Srinath et al. describe the same knobs).
@@ -56,9 +56,9 @@ pub enum PrefetcherKind {
 pub struct PrefetcherConfig {
     /// `none` or `stream`.
     pub kind: PrefetcherKind,
-    /// Also fetch the other line of the 128-byte pair of every access that misses the L2
+    /// Also fetch the next line (in the same 4 KiB page) of every access that misses the L2
     /// (with `kind = "stream"` only).
-    pub adjacent_line: bool,
+    pub next_line: bool,
     /// Trackers (pages followed at once); a power of two, at least 4.
     pub streams: u32,
     /// Steps in one direction before the tracker prefetches.
@@ -73,7 +73,7 @@ impl Default for PrefetcherConfig {
     fn default() -> Self {
         PrefetcherConfig {
             kind: PrefetcherKind::None,
-            adjacent_line: false,
+            next_line: false,
             streams: 64,
             confirm_steps: 2,
             degree: 2,
@@ -85,9 +85,9 @@ impl Default for PrefetcherConfig {
 impl PrefetcherConfig {
     /// Check the knobs (whatever `kind`, so that a preset is valid before it is switched on).
     pub fn validate(&self, name: &str) -> Result<(), String> {
-        if self.adjacent_line && self.kind != PrefetcherKind::Stream {
+        if self.next_line && self.kind != PrefetcherKind::Stream {
             return Err(format!(
-                "mem.{name}.adjacent_line needs mem.{name}.kind = \"stream\" (it is part of that prefetcher)"
+                "mem.{name}.next_line needs mem.{name}.kind = \"stream\" (it is part of that prefetcher)"
             ));
         }
         if self.streams < 4 || !self.streams.is_power_of_two() {
@@ -117,7 +117,7 @@ impl PrefetcherConfig {
 }
 
 /// Largest `degree` (the lines one access may issue are returned in a fixed array, which also
-/// holds the adjacent line).
+/// holds the next line).
 pub const MAX_DEGREE: u32 = 8;
 const LINES_PER_PAGE: i64 = 64;
 const WAYS: usize = 4;
@@ -156,7 +156,7 @@ pub struct StreamPrefetcher {
     confirm: u8,
     degree: usize,
     distance: i64,
-    adjacent: bool,
+    next_line: bool,
     clock: u64,
 }
 
@@ -169,22 +169,23 @@ impl StreamPrefetcher {
             confirm: cfg.confirm_steps.min(u8::MAX as u32) as u8,
             degree: cfg.degree as usize,
             distance: cfg.distance_lines as i64,
-            adjacent: cfg.adjacent_line,
+            next_line: cfg.next_line,
             clock: 0,
         }
     }
 
     /// An access to `line` reached the L2 (and missed it: `l2_missed`): update the stream of
-    /// its page and return the lines to prefetch (see the module doc): the adjacent line
-    /// first, when `adjacent_line` is on and the access missed, then the stream's.
+    /// its page and return the lines to prefetch (see the module doc): the next line first,
+    /// when `next_line` is on and the access missed, then the stream's.
     pub fn train(&mut self, line: u64, l2_missed: bool) -> Prefetches {
         self.clock += 1;
         let mut out = Prefetches::default();
-        if self.adjacent && l2_missed {
-            out.lines[0] = line ^ 1;
+        if self.next_line && l2_missed && line % LINES_PER_PAGE as u64 != LINES_PER_PAGE as u64 - 1
+        {
+            out.lines[0] = line + 1;
             out.n = 1;
         }
-        let issued_before = out.n; // 0 or 1 (the adjacent line)
+        let issued_before = out.n; // 0 or 1 (the next line)
         let page = line / LINES_PER_PAGE as u64;
         let off = (line % LINES_PER_PAGE as u64) as i8;
         let set = ((page ^ (page >> 7)) & self.set_mask) as usize * WAYS;
@@ -234,7 +235,7 @@ impl StreamPrefetcher {
             && (0..LINES_PER_PAGE).contains(&next)
         {
             let l = page * LINES_PER_PAGE as u64 + next as u64;
-            // The stream's line may be the adjacent one already named: it counts, once.
+            // The stream's line may be the next line already named: it counts, once.
             if !(issued_before == 1 && out.lines[0] == l) {
                 out.lines[out.n] = l;
                 out.n += 1;
@@ -381,31 +382,35 @@ mod tests {
     }
 
     #[test]
-    fn the_adjacent_line_is_fetched_on_an_l2_miss_only_and_before_the_streams_lines() {
+    fn the_next_line_is_fetched_on_an_l2_miss_only_within_the_page_and_before_the_streams_lines() {
         let cfg = PrefetcherConfig {
-            adjacent_line: true,
+            next_line: true,
             ..on()
         };
         let mut p = StreamPrefetcher::new(&cfg);
         let base = 9 * 64;
         assert_eq!(p.train(base + 6, true).lines(), &[base + 7]);
+        assert!(
+            p.train(base + 64 * 5 + 63, true).lines().is_empty(),
+            "not into the next page"
+        );
         assert_eq!(p.train(base + 7, false).lines(), &[] as &[u64], "an L2 hit");
         assert_eq!(
             p.train(base + 8, true).lines(),
             &[base + 9, base + 10],
-            "the stream's first line is the adjacent one: named once"
+            "the stream's first line is the next line: named once"
         );
         // Off: nothing on the first miss.
         let mut q = StreamPrefetcher::new(&on());
         assert!(q.train(base + 6, true).lines().is_empty());
         let bad = PrefetcherConfig {
-            adjacent_line: true,
+            next_line: true,
             ..PrefetcherConfig::default()
         };
         assert!(bad
             .validate("l2_prefetcher")
             .unwrap_err()
-            .contains("mem.l2_prefetcher.adjacent_line"));
+            .contains("mem.l2_prefetcher.next_line"));
     }
 
     #[test]
