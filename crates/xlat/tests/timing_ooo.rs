@@ -189,28 +189,19 @@ fn the_core_on_a_thread_of_its_own_gives_the_records_of_the_core_on_the_engines_
 #[test]
 fn with_no_pool_of_misses_able_to_fill_a_perfect_tlb_is_never_slower_than_radix() {
     let cycles = |design: &str, workload: &str| {
-        let o = |k: &str, v: &str| (k.to_string(), v.to_string());
-        let cfg = Config::resolve(
-            None,
+        let r = small_record(
+            design,
+            workload,
             &[
-                o("sim.design", design),
-                o("workload.name", workload),
-                o("sim.refs", "60000"),
-                o("sim.seed", "7"),
-                o("workload.footprint", "64MiB"),
-                o("os.phys_mem_bytes", "4GiB"),
-                o("timing.model", "ooo"),
-                o("sim.warmup_refs", "auto"),
-                o("mem.dram.model", "idle"),
-                o("mem.l2.policy", "lru"),
-                o("mem.llc.policy", "lru"),
-                o("core.l1d_mshrs", "128"),
-                o("core.l2_mshrs", "128"),
-                o("core.llc_mshrs", "128"),
+                ("timing.model", "ooo"),
+                ("mem.dram.model", "idle"),
+                ("mem.l2.policy", "lru"),
+                ("mem.llc.policy", "lru"),
+                ("core.l1d_mshrs", "128"),
+                ("core.l2_mshrs", "128"),
+                ("core.llc_mshrs", "128"),
             ],
-        )
-        .unwrap();
-        let r = xlat::run_workload(&cfg).unwrap();
+        );
         r["timing"]["cycles"].as_f64().unwrap()
     };
     for workload in ["bfs", "pagerank", "gups", "xsbench", "kv", "pointer_chase"] {
@@ -222,12 +213,12 @@ fn with_no_pool_of_misses_able_to_fill_a_perfect_tlb_is_never_slower_than_radix(
     }
 }
 
-/// The record of `workload` on radix (64 MiB, 60 000 references after an automatic warm-up)
-/// with `sets` on top.
-fn radix_record(workload: &str, sets: &[(&str, &str)]) -> Value {
+/// The record of `workload` on `design` (64 MiB, 60 000 references after an automatic warm-up,
+/// seed 7) with `sets` on top.
+fn small_record(design: &str, workload: &str, sets: &[(&str, &str)]) -> Value {
     let o = |k: &str, v: &str| (k.to_string(), v.to_string());
     let mut all = vec![
-        o("sim.design", "radix"),
+        o("sim.design", design),
         o("workload.name", workload),
         o("sim.refs", "60000"),
         o("sim.seed", "7"),
@@ -237,6 +228,11 @@ fn radix_record(workload: &str, sets: &[(&str, &str)]) -> Value {
     ];
     all.extend(sets.iter().map(|(k, v)| o(k, v)));
     xlat::run_workload(&Config::resolve(None, &all).unwrap()).unwrap()
+}
+
+/// [`small_record`] on radix.
+fn radix_record(workload: &str, sets: &[(&str, &str)]) -> Value {
+    small_record("radix", workload, sets)
 }
 
 #[test]
