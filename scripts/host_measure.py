@@ -44,7 +44,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "tools" / "hostbench"
 GIB = 1 << 30
-STEPS = ("clock", "bw", "chase", "gups", "ladder", "reach")
+STEPS = ("clock", "bw", "chase", "gups", "ladder", "reach", "mlp")
+
+# `chase --chains`: independent chases at once (memory-level parallelism; docs/host.md).
+MLP_CHAINS = "1,2,3,4,6,8,12,16,24,32"
 
 
 def sh(cmd: list[str]) -> str:
@@ -177,6 +180,15 @@ def host_record(args: argparse.Namespace) -> dict:
     model = re.search(r"^model name\s*:\s*(.*)$", cpuinfo, re.M)
     mhz = re.search(r"^cpu MHz\s*:\s*(.*)$", cpuinfo, re.M)
     flags = re.search(r"^flags\s*:\s*(.*)$", cpuinfo, re.M)
+    ident = {}
+    for key, field in (
+        ("cpu_family", "cpu family"),
+        ("cpu_model", "model"),
+        ("cpu_stepping", "stepping"),
+        ("microcode", "microcode"),
+    ):
+        m = re.search(rf"^{field}\s*:\s*(.*)$", cpuinfo, re.M)
+        ident[key] = m.group(1).strip() if m else ""
     flag_set = set(flags.group(1).split()) if flags else set()
     lscpu_json = sh(["lscpu", "-J"])
     lscpu_text = sh(["lscpu"])
@@ -190,6 +202,11 @@ def host_record(args: argparse.Namespace) -> dict:
         "kernel": platform.uname()._asdict(),
         "cmdline": read("/proc/cmdline"),
         "model_name": model.group(1) if model else "",
+        # The hypervisor hides the model string; family / model / stepping still tell the
+        # core apart (25 / 1: Zen 3 Milan; 26 / 2: Zen 5 Turin), and a guest can move between
+        # hosts from one boot to the next: every prediction must be compared with measurements
+        # of the same CPU (docs/host.md).
+        **ident,
         "cpu_mhz": float(mhz.group(1)) if mhz else None,
         "hypervisor_flag": "hypervisor" in flag_set,
         "flags_of_interest": sorted(
@@ -262,6 +279,16 @@ def plan(args: argparse.Namespace, big_ok: bool) -> list[tuple[str, list[str]]]:
             cmds.append(
                 ("ladder", ["./chase", "--size", size, "--pages", "2m", "--seconds", short])
             )
+    if "mlp" in args.only:
+        for size in regions:
+            for pages in ("4k", "2m"):
+                cmds.append(
+                    (
+                        "mlp",
+                        ["./chase", "--size", size, "--pages", pages, "--chains", MLP_CHAINS]
+                        + ["--seconds", short],
+                    )
+                )
     if "reach" in args.only:
         for pages in ("4k", "2m"):
             for size in reach:
@@ -440,6 +467,37 @@ def summarize(path: Path) -> str:
                     ]
                     for r in by["ladder"]
                 ],
+            )
+        )
+    if by["mlp"]:
+        rows = []
+        for size in sorted({r["region_bytes"] for r in by["mlp"]}):
+            for pages in ("4k", "2m"):
+                runs = sorted(
+                    (r for r in by["mlp"] if r["region_bytes"] == size and r["pages"] == pages),
+                    key=lambda r: r.get("chains", 1),
+                )
+                one = next((r for r in runs if r.get("chains", 1) == 1), None)
+                for r in runs:
+                    rows.append(
+                        [
+                            fmt_size(size),
+                            pages,
+                            r.get("chains", 1),
+                            r["ns_per_access"],
+                            f"{one['ns_per_access'] / r['ns_per_access']:.2f}" if one else "",
+                        ]
+                    )
+        out.append(
+            table(
+                [
+                    "region (every line)",
+                    "pages",
+                    "chains",
+                    "ns/access (wall)",
+                    "accesses in flight (ns at 1 chain / ns)",
+                ],
+                rows,
             )
         )
     if by["reach"]:

@@ -10,6 +10,12 @@
  * Loaded latency: --load 1 runs one streaming-read thread (on another CPU) over its own buffer
  * beside the chase; it measures the latency a memory-bound neighbour adds.
  *
+ * Memory-level parallelism: --chains K follows K independent chases of the same cycle at once
+ * (started n/K nodes apart, one load of each per round): ns per access is then the time per
+ * load at K loads in flight, which falls as 1/K until something the loads share (miss buffers,
+ * page walkers, DRAM) is full. The K at which it stops falling says how many misses, and how
+ * many page walks, the core keeps in flight.
+ *
  * Output: one JSON line per measurement (prefix "{"), '#' lines for people.
  */
 #define _GNU_SOURCE
@@ -25,10 +31,12 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: chase --size BYTES [--pages 4k|2m|default] [--slot 64|4096[,..]]\n"
-            "             [--load 0|1[,..]] [--seconds S] [--load-size BYTES] [--seed N] [--cpu N]\n"
+            "             [--load 0|1[,..]] [--chains K[,..]] [--seconds S] [--load-size BYTES]\n"
+            "             [--seed N] [--cpu N]\n"
             "  --slot 64: a random cycle through every cache line of the region\n"
             "  --slot 4096: one line (random within its page) per 4 KiB page\n"
             "  --load: streaming-read threads beside the chase (loaded latency)\n"
+            "  --chains K: K independent chases at once (1..64; memory-level parallelism)\n"
             "  lists (comma-separated) run each combination on the same region\n");
     exit(2);
 }
@@ -128,11 +136,26 @@ __attribute__((noinline)) static char *chase(char *p, uint64_t count)
     return p;
 }
 
+#define MAX_CHAINS 64
+
+/* Follow `rounds` links of each of the `k` chases in `ps` (k <= MAX_CHAINS), one of each per
+ * round: the k loads of a round are independent, so the core overlaps them as far as its miss
+ * buffers and page walkers let it. */
+__attribute__((noinline)) static void chase_k(char **ps, int k, uint64_t rounds)
+{
+    char *q[MAX_CHAINS];
+    memcpy(q, ps, (size_t)k * sizeof *q);
+    for (uint64_t r = 0; r < rounds; r++)
+        for (int j = 0; j < k; j++)
+            q[j] = *(char **)q[j];
+    memcpy(ps, q, (size_t)k * sizeof *q);
+}
+
 int main(int argc, char **argv)
 {
     size_t bytes = 0, load_size = (size_t)512 << 20;
-    size_t slots[8] = {64}, loads[8] = {0};
-    int nslots = 1, nloads = 1, cpu = 0;
+    size_t slots[8] = {64}, loads[8] = {0}, chains[16] = {1};
+    int nslots = 1, nloads = 1, nchains = 1, cpu = 0;
     enum page_mode mode = PAGES_4K;
     double seconds = 2.0;
     uint64_t seed = 1;
@@ -141,7 +164,8 @@ int main(int argc, char **argv)
         {"slot", required_argument, 0, 'l'},   {"load", required_argument, 0, 'L'},
         {"seconds", required_argument, 0, 't'}, {"load-size", required_argument, 0, 'S'},
         {"seed", required_argument, 0, 'r'},   {"cpu", required_argument, 0, 'c'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+        {"chains", required_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -153,6 +177,7 @@ int main(int argc, char **argv)
         case 'S': load_size = parse_size(optarg); break;
         case 'r': seed = strtoull(optarg, NULL, 0); break;
         case 'c': cpu = atoi(optarg); break;
+        case 'k': nchains = parse_list(optarg, chains, 16); break;
         default: usage();
         }
     }
@@ -163,6 +188,17 @@ int main(int argc, char **argv)
             fprintf(stderr, "--slot must be a power of two >= 64 and <= --size\n");
             return 2;
         }
+    for (int i = 0; i < nchains; i++)
+        if (chains[i] < 1 || chains[i] > MAX_CHAINS) {
+            fprintf(stderr, "--chains must be in 1..%d\n", MAX_CHAINS);
+            return 2;
+        }
+    if (nchains > 1 || chains[0] > 1)
+        for (int i = 0; i < nloads; i++)
+            if (loads[i]) {
+                fprintf(stderr, "--chains above 1 runs without --load\n");
+                return 2;
+            }
     int ncpu = online_cpus();
     size_t maxload = 0;
     for (int i = 0; i < nloads; i++)
@@ -196,7 +232,50 @@ int main(int argc, char **argv)
         /* Start at node 0 (it is on the single cycle, as every node is). */
         char *start = node_addr(r.base, slots[si], 0, seed);
 
-        for (int li = 0; li < nloads; li++) {
+        for (int ci = 0; ci < nchains; ci++) {
+            int k = (int)chains[ci];
+            if (k == 1)
+                continue;
+            /* Chase j starts at cycle position j*n/k: the chases never meet. */
+            struct bijection pb;
+            bijection_init(&pb, n, seed);
+            char *ps[MAX_CHAINS];
+            for (int j = 0; j < k; j++)
+                ps[j] = node_addr(r.base, slots[si], bijection_apply(&pb, (uint64_t)j * (n / (uint64_t)k)), seed);
+            uint64_t warm = n < ((uint64_t)1 << 21) ? n : ((uint64_t)1 << 21);
+            chase_k(ps, k, warm / (uint64_t)k + 1);
+            uint64_t rounds = ((uint64_t)1 << 20) / (uint64_t)k, steps = 0;
+            struct snap s0, s1;
+            snap_take(&s0, cpu);
+            do {
+                chase_k(ps, k, rounds);
+                steps += rounds * (uint64_t)k;
+            } while (now_seconds() - s0.wall < seconds);
+            snap_take(&s1, cpu);
+            struct snap d = snap_diff(&s0, &s1);
+            double ns = d.wall * 1e9 / (double)steps;
+            double ns_cpu = d.thread_cpu * 1e9 / (double)steps;
+            printf("{\"bench\": \"chase\", \"region_bytes\": %zu, \"mapped_bytes\": %zu, \"pages\": \"%s\", "
+                   "\"huge_share\": %.4f, \"anon_huge_kb\": %zu, \"slot_bytes\": %zu, \"chains\": %d, "
+                   "\"nodes\": %llu, \"steps\": %llu, \"ns_per_access\": %.2f, \"ns_per_access_cpu\": %.2f, "
+                   "\"load_threads\": 0, \"cpu\": %d, \"touch_seconds\": %.2f, \"build_seconds\": %.2f, "
+                   "\"seed\": %llu, ",
+                   bytes, r.bytes, pages_name(mode), region_huge_share(&r), r.anon_huge_kb, slots[si], k,
+                   (unsigned long long)n, (unsigned long long)steps, ns, ns_cpu, cpu, r.touch_seconds,
+                   build_s, (unsigned long long)seed);
+            json_host_fields(stdout);
+            json_snap_fields(stdout, &d);
+            printf(", \"end\": \"%p\"}\n", (void *)ps[0]);
+            printf("# chase %zu KiB, %s pages (%.1f %% huge), slot %zu B, %d chains: %.2f ns per access "
+                   "(%.2f by thread CPU time; steal %.2f s, %ld switches)\n",
+                   bytes >> 10, pages_name(mode), 100 * region_huge_share(&r), slots[si], k, ns, ns_cpu,
+                   d.steal, d.nivcsw);
+            fflush(stdout);
+        }
+        int chains_one = 0;
+        for (int ci = 0; ci < nchains; ci++)
+            chains_one |= chains[ci] == 1;
+        for (int li = 0; chains_one && li < nloads; li++) {
             size_t nl = loads[li];
             atomic_int stop = 0, started = 0;
             for (size_t k = 0; k < nl; k++) {

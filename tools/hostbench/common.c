@@ -174,14 +174,38 @@ void json_snap_fields(FILE *f, const struct snap *d)
             d->wall, d->thread_cpu, d->steal, d->nivcsw);
 }
 
+/* The first CPU's `cpu family`, `model` and `stepping` from /proc/cpuinfo (-1 where absent). */
+static void cpu_ident(int *family, int *model, int *stepping)
+{
+    *family = *model = *stepping = -1;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f) && *stepping < 0) {
+        int v;
+        if (sscanf(line, "cpu family : %d", &v) == 1 && *family < 0)
+            *family = v;
+        else if (sscanf(line, "model : %d", &v) == 1 && *model < 0)
+            *model = v;
+        else if (sscanf(line, "stepping : %d", &v) == 1)
+            *stepping = v;
+    }
+    fclose(f);
+}
+
 void json_host_fields(FILE *f)
 {
     char en[32], df[32];
+    int family, model, stepping;
     thp_setting("/sys/kernel/mm/transparent_hugepage/enabled", en, sizeof en);
     thp_setting("/sys/kernel/mm/transparent_hugepage/defrag", df, sizeof df);
+    cpu_ident(&family, &model, &stepping);
+    /* The CPU in every line: a guest can run on another host's CPU from one boot to the next
+     * (the model name is hidden; family / model / stepping are not). */
     fprintf(f, "\"loadavg1\": %.2f, \"thp_enabled\": \"%s\", \"thp_defrag\": \"%s\", "
-               "\"online_cpus\": %d",
-            loadavg1(), en, df, online_cpus());
+               "\"online_cpus\": %d, \"cpu_family\": %d, \"cpu_model\": %d, \"cpu_stepping\": %d",
+            loadavg1(), en, df, online_cpus(), family, model, stepping);
 }
 
 void region_alloc(struct region *r, size_t bytes, enum page_mode mode)
