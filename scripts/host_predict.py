@@ -1,13 +1,21 @@
 #!/usr/bin/env python3
 """xlat's prediction of each hostbench measurement (issue 35), beside the measurement.
 
-Runs `xlat run --preset configs/host-kvm.toml` (the `host-milan-kvm` CPU preset, nested, host
-pages 4 KiB) once per measured case, one run at a time, and writes one JSON line per run (the
-command, the measured figure it is compared with, and the record's figures that explain it) to
-``--out``. ``--summarize FILE`` prints the Markdown tables of docs/host.md from such a file.
+Runs `xlat run --preset PRESET` (``--preset``: configs/host-kvm.toml, the `host-milan-kvm` CPU
+preset, or configs/host-kvm-turin.toml, `host-turin-kvm`; both nested, host pages 4 KiB) once per
+measured case, one run at a time, and writes one JSON line per run (the command, the measured
+figure it is compared with, and the record's figures that explain it) to ``--out``.
+``--summarize FILE`` prints the Markdown tables of docs/host.md from such a file.
+
+The guest has run on more than one host CPU (docs/host.md): the measurements' CPU (family and
+model, from the results file's host record) must be the one the preset describes, or the run
+stops (``--any-cpu`` overrides, for a deliberate cross-comparison).
 
     python3 scripts/host_predict.py --measured tools/hostbench/results/quiet-20261128.jsonl \
         --out tools/hostbench/results/xlat-quiet-20261128.jsonl
+    python3 scripts/host_predict.py --preset configs/host-kvm-turin.toml \
+        --measured tools/hostbench/results/quiet-20261130.jsonl \
+        --out tools/hostbench/results/xlat-turin-20261130.jsonl
     python3 scripts/host_predict.py --summarize tools/hostbench/results/xlat-quiet-20261128.jsonl
 
 Conversions: ns = cycles / GHz at the preset's `mem.dram.core_clock_mhz` (the measured clock);
@@ -27,6 +35,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PRESET = "configs/host-kvm.toml"
+
+#: The CPU each host preset describes: (`cpu family`, `model`) as /proc/cpuinfo gives them.
+PRESET_CPU = {
+    "host-milan-kvm": (25, 1),  # AMD EPYC 7003 "Milan" (Zen 3)
+    "host-turin-kvm": (26, 2),  # AMD EPYC 9005 "Turin" (Zen 5)
+}
 GIB = 1 << 30
 
 #: (name, workload, footprint, guest pages, extra --set pairs, refs)
@@ -51,8 +65,38 @@ CASES = [
 ]
 
 
-def xlat_cmd(xlat: str, workload: str, footprint: str, pages: str, sets, refs: str) -> list[str]:
-    cmd = [xlat, "run", "--preset", PRESET, "--design", "radix", "--workload", workload]
+def measured_cpu(rows: list[dict]) -> tuple[int, int] | None:
+    """(family, model) of the CPU a results file was measured on: its host record's fields, or
+    (files of 2026-11-28) the `lscpu -J` it holds; None when neither says.
+
+    >>> measured_cpu([{"record": "host", "cpu_family": "26", "cpu_model": "2"}])
+    (26, 2)
+    """
+    host = next((r for r in rows if r.get("record") == "host"), {})
+    if host.get("cpu_family") and host.get("cpu_model"):
+        return int(host["cpu_family"]), int(host["cpu_model"])
+    fields = {
+        e.get("field"): e.get("data")
+        for e in (host.get("lscpu") or {}).get("lscpu", [])
+        if isinstance(e, dict)
+    }
+    if fields.get("CPU family:") and fields.get("Model:"):
+        return int(fields["CPU family:"]), int(fields["Model:"])
+    return None
+
+
+def preset_cpu_name(preset: str) -> str:
+    """The `sim.cpu` a study preset names ('' when none)."""
+    import tomllib
+
+    with open(ROOT / preset, "rb") as f:
+        return tomllib.load(f).get("sim", {}).get("cpu", "")
+
+
+def xlat_cmd(
+    xlat: str, workload: str, footprint: str, pages: str, sets, refs: str, preset: str = PRESET
+) -> list[str]:
+    cmd = [xlat, "run", "--preset", preset, "--design", "radix", "--workload", workload]
     cmd += ["--footprint", footprint, "--refs", refs, "--seed", "1", "--json"]
     cmd += ["--set", f"workload.madvise_hugepage={'true' if pages == '2m' else 'false'}"]
     for kv in sets:
@@ -128,6 +172,7 @@ def pick(rec: dict) -> dict:
             )
         },
         "mhz": rec["config"]["mem"]["dram"]["core_clock_mhz"],
+        "llc_bytes": rec["config"]["mem"]["llc"]["size_bytes"],
         "cpu": rec["config"]["sim"]["cpu"],
         "virt_enabled": rec["config"]["virt"]["enabled"],
         "host_thp": rec["config"]["virt"]["host_os"]["thp"],
@@ -144,11 +189,21 @@ def per_op_ns(name: str, fig: dict) -> float:
 
 def run(args) -> int:
     rows = [json.loads(line) for line in open(args.measured) if line.startswith("{")]
+    cpu_name = preset_cpu_name(args.preset)
+    want, got = PRESET_CPU.get(cpu_name), measured_cpu(rows)
+    if want != got and not args.any_cpu:
+        print(
+            f"error: {args.preset} describes {cpu_name} (family/model {want}), but "
+            f"{args.measured} was measured on family/model {got}: compare a preset with "
+            "measurements of its own CPU (or pass --any-cpu)",
+            file=sys.stderr,
+        )
+        return 2
     out = open(args.out, "a")
     for name, workload, footprint, pages, sets, refs in CASES:
         if args.only and not any(o in f"{name} {footprint} {pages}" for o in args.only):
             continue
-        cmd = xlat_cmd(args.xlat, workload, footprint, pages, sets, refs)
+        cmd = xlat_cmd(args.xlat, workload, footprint, pages, sets, refs, args.preset)
         print("$", shlex.join(cmd), flush=True)
         t0 = time.time()
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -189,6 +244,7 @@ def run(args) -> int:
                 for m in meas
             ],
             "figures": fig,
+            "measured_cpu": got,
         }
         out.write(json.dumps(line) + "\n")
         out.flush()
@@ -222,6 +278,17 @@ def summarize(path: str) -> None:
             unit = ln["unit"]
             r = ln["xlat"] / meas
             modelled = not (ln["case"] == "chase" and m["load_threads"])
+            # xlat's chase visits every line; one line per page is the same run only when those
+            # lines do not fit the LLC either (they do at 1 GiB on the Zen 5 host: 16 MiB).
+            size = int(ln["footprint"][:-3]) * GIB
+            llc = ln["figures"].get("llc_bytes") or 0
+            if ln["case"] == "chase" and m["slot_bytes"] == 4096 and size // 64 <= 2 * llc:
+                print(
+                    f"| {label} | {ln['footprint']} | {ln['pages']} | {meas} {unit} | "
+                    f"not modelled (its {size // 64 >> 20} MiB of lines fit the LLC; "
+                    f"every-line run: {ln['xlat']:.1f}) | {r:.2f} | |"
+                )
+                continue
             if not modelled:
                 print(
                     f"| {label} | {ln['footprint']} | {ln['pages']} | {meas} {unit} | "
@@ -274,6 +341,12 @@ def main(argv=None) -> int:
     ap.add_argument("--measured", default="tools/hostbench/results/quiet-20261128.jsonl")
     ap.add_argument("--out", default="out/host/xlat-predictions.jsonl")
     ap.add_argument("--xlat", default="xlat", help="the xlat command (default: xlat on PATH)")
+    ap.add_argument("--preset", default=PRESET, help=f"the study preset (default {PRESET})")
+    ap.add_argument(
+        "--any-cpu",
+        action="store_true",
+        help="compare even when the measurements come from another CPU than the preset's",
+    )
     ap.add_argument("--summarize", metavar="FILE")
     ap.add_argument(
         "--only", action="append", help="run only cases whose 'name size pages' holds this"

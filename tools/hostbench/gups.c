@@ -6,6 +6,10 @@
  * How many are in flight is up to the CPU (load/store queues, miss buffers, page walkers), so
  * ns per update is a throughput figure, not a latency; compare chase for latency.
  *
+ * --op load reads the same random words instead (sum += table[idx]: no store, no dirty line to
+ * write back): the same loads and translations without the stores, to tell which of the two
+ * bounds the update rate.
+ *
  * Output: one JSON line per measurement (prefix "{"), '#' lines for people.
  */
 #define _GNU_SOURCE
@@ -13,11 +17,12 @@
 
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: gups --size BYTES [--pages 4k|2m|default] [--seconds S] [--seed N] "
-                    "[--cpu N]\n");
+    fprintf(stderr, "usage: gups --size BYTES [--pages 4k|2m|default] [--op update|load] "
+                    "[--seconds S] [--seed N] [--cpu N]\n");
     exit(2);
 }
 
@@ -38,14 +43,33 @@ __attribute__((noinline)) static uint64_t updates(uint64_t *table, uint64_t word
     return r;
 }
 
+/* `count` random loads of the words `updates` would update (sum returned through *sum). */
+__attribute__((noinline)) static uint64_t loads(const uint64_t *table, uint64_t words, uint64_t r,
+                                                uint64_t count, uint64_t *sum)
+{
+    uint64_t s0 = 0, s1 = 0;
+    for (uint64_t i = 0; i < count; i += 4) {
+#define STEP(acc)                                                                              \
+    r ^= r << 13;                                                                              \
+    r ^= r >> 7;                                                                               \
+    r ^= r << 17;                                                                              \
+    acc += table[(uint64_t)(((unsigned __int128)r * words) >> 64)];
+        STEP(s0) STEP(s1) STEP(s0) STEP(s1)
+#undef STEP
+    }
+    *sum += s0 + s1;
+    return r;
+}
+
 int main(int argc, char **argv)
 {
     size_t bytes = 0;
     enum page_mode mode = PAGES_4K;
     double seconds = 2.0;
     uint64_t seed = 1;
-    int cpu = 0;
+    int cpu = 0, load_only = 0;
     static const struct option opts[] = {
+        {"op", required_argument, 0, 'o'},
         {"size", required_argument, 0, 's'}, {"pages", required_argument, 0, 'p'},
         {"seconds", required_argument, 0, 't'}, {"seed", required_argument, 0, 'r'},
         {"cpu", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'},
@@ -58,6 +82,12 @@ int main(int argc, char **argv)
         case 't': seconds = atof(optarg); break;
         case 'r': seed = strtoull(optarg, NULL, 0); break;
         case 'c': cpu = atoi(optarg); break;
+        case 'o':
+            if (strcmp(optarg, "load") == 0)
+                load_only = 1;
+            else if (strcmp(optarg, "update") != 0)
+                usage();
+            break;
         default: usage();
         }
     }
@@ -72,12 +102,14 @@ int main(int argc, char **argv)
 
     uint64_t s = seed, r = splitmix64(&s) | 1; /* xorshift64 state must be non-zero */
     /* Warm-up: 2^20 updates bring TLBs, caches and the page-walk caches to steady state. */
-    r = updates(table, words, r, (uint64_t)1 << 20);
+    uint64_t sum = 0;
+    r = load_only ? loads(table, words, r, (uint64_t)1 << 20, &sum)
+                  : updates(table, words, r, (uint64_t)1 << 20);
     uint64_t batch = (uint64_t)1 << 20, n = 0;
     struct snap s0, s1;
     snap_take(&s0, cpu);
     do {
-        r = updates(table, words, r, batch);
+        r = load_only ? loads(table, words, r, batch, &sum) : updates(table, words, r, batch);
         n += batch;
     } while (now_seconds() - s0.wall < seconds);
     snap_take(&s1, cpu);
@@ -88,20 +120,21 @@ int main(int argc, char **argv)
     uint64_t check = 0;
     for (uint64_t i = 0; i < words; i += 4096)
         check ^= table[i];
+    check ^= sum;
 
-    printf("{\"bench\": \"gups\", \"table_bytes\": %zu, \"pages\": \"%s\", \"huge_share\": %.4f, "
+    printf("{\"bench\": \"gups\", \"op\": \"%s\", \"table_bytes\": %zu, \"pages\": \"%s\", \"huge_share\": %.4f, "
            "\"anon_huge_kb\": %zu, \"updates\": %llu, \"ns_per_update\": %.3f, "
            "\"ns_per_update_cpu\": %.3f, \"mups\": %.2f, \"cpu\": %d, \"touch_seconds\": %.2f, \"seed\": %llu, "
            "\"check\": %llu, ",
-           reg.bytes, pages_name(mode), region_huge_share(&reg), reg.anon_huge_kb,
-           (unsigned long long)n, ns, ns_cpu, 1e3 / ns, cpu, reg.touch_seconds,
+           load_only ? "load" : "update", reg.bytes, pages_name(mode), region_huge_share(&reg),
+           reg.anon_huge_kb, (unsigned long long)n, ns, ns_cpu, 1e3 / ns, cpu, reg.touch_seconds,
            (unsigned long long)seed, (unsigned long long)check);
     json_host_fields(stdout);
     json_snap_fields(stdout, &d);
     printf("}\n");
-    printf("# gups %zu MiB, %s pages (%.1f %% huge): %.2f ns per update, %.1f M updates/s "
+    printf("# gups %s %zu MiB, %s pages (%.1f %% huge): %.2f ns per update, %.1f M updates/s "
            "(%.2f ns by thread CPU time; steal %.2f s, %ld switches)\n",
-           reg.bytes >> 20, pages_name(mode), 100 * region_huge_share(&reg), ns, 1e3 / ns, ns_cpu,
+           load_only ? "(loads only)" : "", reg.bytes >> 20, pages_name(mode), 100 * region_huge_share(&reg), ns, 1e3 / ns, ns_cpu,
            d.steal, d.nivcsw);
     region_free(&reg);
     return 0;
