@@ -64,6 +64,15 @@ CASES = [
     ("triad native x2", "stream,stream", "3GiB", "4k", ["virt.enabled=false", "sim.cores=2"], "3M"),
 ]
 
+#: `chase --chains K` (the `mlp` step): `workload.chains = K`, every line of the region.
+MLP_CHAINS = (1, 2, 4, 8, 16, 32)
+for _fp, _warm in (("1GiB", []), ("8GiB", ["sim.warmup_refs=2200000"])):
+    for _pages in ("4k", "2m"):
+        for _k in MLP_CHAINS:
+            CASES.append(
+                (f"mlp {_k}", "pointer_chase", _fp, _pages, [f"workload.chains={_k}", *_warm], "1M")
+            )
+
 
 def measured_cpu(rows: list[dict]) -> tuple[int, int] | None:
     """(family, model) of the CPU a results file was measured on: its host record's fields, or
@@ -114,6 +123,17 @@ def measured_for(rows: list[dict], name: str, footprint: str, pages: str) -> lis
             and r.get("step") == "chase"
             and r["region_bytes"] == size
             and r["pages"] == pages
+        ]
+    if name.startswith("mlp "):
+        k = int(name.split()[1])
+        return [
+            r
+            for r in rows
+            if r.get("bench") == "chase"
+            and r.get("step") == "mlp"
+            and r["region_bytes"] == size
+            and r["pages"] == pages
+            and r.get("chains", 1) == k
         ]
     if name == "gups":
         return [
@@ -229,6 +249,7 @@ def run(args) -> int:
                     k: m.get(k)
                     for k in (
                         "slot_bytes",
+                        "chains",
                         "load_threads",
                         "ns_per_access",
                         "ns_per_access_cpu",
@@ -259,6 +280,8 @@ def summarize(path: str) -> None:
     print("| measurement | region | pages | measured | xlat | xlat / measured | within 25 % |")
     print("|---|---|---|---|---|---|---|")
     by = {}
+    mlp = [ln for ln in lines if ln["case"].startswith("mlp ")]
+    lines = [ln for ln in lines if not ln["case"].startswith("mlp ")]
     for ln in lines:
         for m in ln["measured"]:
             if ln["case"] == "chase":
@@ -313,6 +336,36 @@ def summarize(path: str) -> None:
         rm, rx = m4 / m2, x4 / x2
         ok = "pass" if abs(rx / rm - 1) <= 0.15 else "**fail**"
         print(f"| {label} | {fp} | {rm:.2f} | {rx:.2f} | {rx / rm:.2f} | {ok} |")
+    if mlp:
+        print()
+        print(
+            "| chains (mlp) | region | pages | measured ns | xlat ns | xlat / measured | "
+            "within 25 % | in flight measured / xlat | xlat outstanding misses / walks |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|")
+        one = {
+            (ln["footprint"], ln["pages"]): ln
+            for ln in mlp
+            if ln["case"] == "mlp 1" and ln["measured"]
+        }
+        for ln in mlp:
+            if not ln["measured"]:
+                continue
+            meas, f = ln["measured"][0]["ns_per_access"], ln["figures"]
+            r = ln["xlat"] / meas
+            ok = "pass" if abs(r - 1) <= 0.25 else "**fail**"
+            base = one.get((ln["footprint"], ln["pages"]))
+            flight = (
+                f"{base['measured'][0]['ns_per_access'] / meas:.1f} / "
+                f"{base['xlat'] / ln['xlat']:.1f}"
+                if base
+                else ""
+            )
+            print(
+                f"| {ln['case'].split()[1]} | {ln['footprint']} | {ln['pages']} | {meas} | "
+                f"{ln['xlat']:.1f} | {r:.2f} | {ok} | {flight} | "
+                f"{f['avg_outstanding_misses'] or 0:.1f} / {f['avg_outstanding_walks'] or 0:.1f} |"
+            )
     print()
     print(
         "| run | cycles/op | L2 TLB misses/op | walk cycles (functional / timed) | walk refs | "

@@ -24,6 +24,9 @@ pub struct WorkloadConfig {
     pub get_ratio: f64,
     /// Mark every mmap'ed array MADV_HUGEPAGE.
     pub madvise_hugepage: bool,
+    /// `pointer_chase`: independent chases of the one cycle at once (1..=64), one load of each
+    /// in turn, as hostbench's `chase --chains` (memory-level parallelism). 1: the single chase.
+    pub chains: u32,
 }
 
 impl Default for WorkloadConfig {
@@ -35,6 +38,7 @@ impl Default for WorkloadConfig {
             zipf_theta: 0.99,
             get_ratio: 0.95,
             madvise_hugepage: false,
+            chains: 1,
         }
     }
 }
@@ -84,6 +88,12 @@ impl WorkloadConfig {
             return Err(format!(
                 "workload.zipf_theta must be in [0, 1), got {}",
                 self.zipf_theta
+            ));
+        }
+        if !(1..=64).contains(&self.chains) {
+            return Err(format!(
+                "workload.chains must be in 1..=64, got {}",
+                self.chains
             ));
         }
         if !(0.0..=1.0).contains(&self.get_ratio) {

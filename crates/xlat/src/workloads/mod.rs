@@ -43,7 +43,7 @@
 //! Configuration: `workload.name`, `workload.footprint` (bytes of the main data structures),
 //! `workload.degree` (graph average degree, 16), `workload.zipf_theta` (kv, 0.99),
 //! `workload.get_ratio` (kv, 0.95), `workload.madvise_hugepage` (mark large arrays
-//! MADV_HUGEPAGE, false).
+//! MADV_HUGEPAGE, false), `workload.chains` (pointer_chase: independent chases at once, 1).
 //!
 //! # Adding a workload
 //! 1. A type implementing `program::Program` (in `programs.rs`, `kernels.rs`, `apps.rs` or a

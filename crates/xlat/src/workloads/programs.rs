@@ -123,25 +123,49 @@ impl Program for Stream {
 /// `order(0), order(1), ..., order(n-1), order(0), ...` for a seeded bijection `order` (what
 /// Sattolo's algorithm builds as a `next` array, here computed instead of stored: the host
 /// holds no per-node state, so 64 GiB of nodes cost nothing).
+///
+/// With `workload.chains = K > 1`, K chases of the same cycle at once, chase `j` started at
+/// position `j * (n / K)`, one load of each in turn (hostbench's `chase --chains`): each load
+/// depends on the load K references back, its own chase's previous one, and carries the six
+/// instructions of `chase_k`'s inner loop (its store of the pointer to a stack slot, an L1 hit,
+/// is not issued as an access).
 pub(crate) struct PointerChase {
     nodes: u64,
     order: Bijection,
     base: u64,
-    /// Position along the cycle.
+    /// Position along the cycle (of the chase whose turn it is).
     i: u64,
     /// Whether a chase load was issued (the next one depends on it).
     chained: bool,
+    /// Every chase's position (`workload.chains > 1`; empty for the single chase).
+    positions: Vec<u64>,
+    /// The chase whose turn it is, and how many loads have been issued (up to `chains`: the
+    /// first load of each chase depends on nothing).
+    turn: usize,
+    issued: u64,
 }
+
+/// Instructions per load of hostbench's `chase_k` inner loop (load of the pointer's slot, the
+/// chase load, its store back, the slot pointer's add, compare, branch).
+const CHAINS_INSTRS_PER_LOAD: u32 = 6;
 
 impl PointerChase {
     pub fn new(cfg: &WorkloadConfig, seed: u64) -> PointerChase {
         let nodes = (cfg.footprint / 64).max(2);
+        let k = cfg.chains.max(1) as u64;
         PointerChase {
             nodes,
             order: Bijection::new(nodes, crate::rng::Rng::new(seed, 2).next_u64()),
             base: 0,
             i: 0,
             chained: false,
+            positions: if k > 1 {
+                (0..k).map(|j| j * (nodes / k)).collect()
+            } else {
+                Vec::new()
+            },
+            turn: 0,
+            issued: 0,
         }
     }
 }
@@ -154,6 +178,21 @@ impl Program for PointerChase {
     }
     #[inline]
     fn step(&mut self, _mem: &mut AddressSpace, q: &mut Vec<Event>) {
+        if !self.positions.is_empty() {
+            let k = self.positions.len();
+            let pos = &mut self.positions[self.turn];
+            let node = self.order.forward(*pos);
+            // Its own chase's previous load is K references back (none before its first).
+            let dep = if self.issued >= k as u64 { k as u16 } else { 0 };
+            load_after(q, self.base + node * 64, 8, CHAINS_INSTRS_PER_LOAD, dep);
+            *pos += 1;
+            if *pos == self.nodes {
+                *pos = 0;
+            }
+            self.issued += 1;
+            self.turn = (self.turn + 1) % k;
+            return;
+        }
         // Each node's address is the value the previous load read.
         let node = self.order.forward(self.i);
         load_after(q, self.base + node * 64, 8, 3, self.chained as u16);
@@ -164,7 +203,7 @@ impl Program for PointerChase {
         }
     }
     fn host_bytes(&self) -> u64 {
-        std::mem::size_of::<Self>() as u64
+        (std::mem::size_of::<Self>() + self.positions.capacity() * 8) as u64
     }
 }
 

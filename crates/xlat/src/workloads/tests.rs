@@ -155,6 +155,55 @@ fn pointer_chase_visits_every_node_once_per_cycle() {
 }
 
 #[test]
+fn pointer_chase_with_chains_runs_k_chases_of_the_one_cycle_in_turn_each_load_after_its_own() {
+    let (k, nodes) = (4usize, (64u64 << 10) / 64);
+    let single = events(&cfg("pointer_chase", 64 << 10), 16 + nodes, 5);
+    let cycle: Vec<u64> = accesses(&single)[16..].iter().map(|a| a.1).collect();
+    let c = WorkloadConfig {
+        chains: k as u32,
+        ..cfg("pointer_chase", 64 << 10)
+    };
+    let evs = events(&c, 16 + 400, 5);
+    let loads: Vec<(u64, u32, u16)> = evs
+        .iter()
+        .filter_map(|e| match e {
+            Event::Access {
+                kind: AccessKind::Load,
+                va,
+                instrs,
+                dep,
+                ..
+            } => Some((va.0, *instrs, *dep)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(loads.len(), 400);
+    let spacing = nodes as usize / k;
+    for (n, &(va, instrs, dep)) in loads.iter().enumerate() {
+        let (chase, step) = (n % k, n / k);
+        assert_eq!(
+            va,
+            cycle[chase * spacing + step],
+            "load {n}: chase {chase}, step {step}"
+        );
+        assert_eq!(instrs, 6);
+        assert_eq!(dep, if n < k { 0 } else { k as u16 }, "load {n}");
+    }
+}
+
+#[test]
+fn workload_chains_outside_1_to_64_is_rejected_naming_the_key() {
+    for bad in [0, 65] {
+        let c = WorkloadConfig {
+            chains: bad,
+            ..cfg("pointer_chase", 64 << 10)
+        };
+        let err = c.validate().unwrap_err();
+        assert!(err.contains("workload.chains"), "{err}");
+    }
+}
+
+#[test]
 fn bfs_sets_the_parent_of_exactly_the_vertices_reachable_from_the_source() {
     // 4096 vertices of degree 8: levels outgrow the 64-entry queue, so both the queue and the
     // overflow bitmap carry frontiers.
