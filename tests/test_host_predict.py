@@ -1,0 +1,62 @@
+"""scripts/host_predict.py: a host preset is compared only with measurements of its own CPU
+(issue 35; docs/host.md, "The Zen 5 host"), and its tables hold the chains (`mlp`) step."""
+
+import doctest
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+RESULTS = Path("tools/hostbench/results")
+
+
+@pytest.fixture(scope="module")
+def hp():
+    spec = importlib.util.spec_from_file_location("host_predict", "scripts/host_predict.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def rows(name):
+    return [json.loads(x) for x in (RESULTS / name).read_text().splitlines() if x.startswith("{")]
+
+
+def test_the_scripts_examples_hold(hp):
+    assert doctest.testmod(hp).failed == 0
+
+
+def test_each_results_file_names_the_cpu_it_was_measured_on(hp):
+    # 2026-11-28: the Zen 3 host (its record keeps lscpu -J); 2026-11-30: the Zen 5 host (its
+    # record and every line carry cpu_family / cpu_model).
+    assert hp.measured_cpu(rows("quiet-20261128.jsonl")) == (25, 1)
+    assert hp.measured_cpu(rows("quiet-20261130.jsonl")) == (26, 2)
+    lines = [r for r in rows("quiet-20261130.jsonl") if "bench" in r]
+    assert lines and all((r["cpu_family"], r["cpu_model"]) == (26, 2) for r in lines)
+    assert hp.measured_cpu([{"record": "host"}]) is None
+
+
+def test_each_host_preset_names_the_cpu_its_file_describes(hp):
+    assert hp.preset_cpu_name("configs/host-kvm.toml") == "host-milan-kvm"
+    assert hp.preset_cpu_name("configs/host-kvm-turin.toml") == "host-turin-kvm"
+    assert set(hp.PRESET_CPU) == {"host-milan-kvm", "host-turin-kvm"}
+
+
+def test_a_preset_is_refused_against_another_cpus_measurements_unless_asked(hp, tmp_path, capsys):
+    out = tmp_path / "p.jsonl"
+    args = ["--preset", "configs/host-kvm-turin.toml", "--xlat", "/nonexistent/xlat"]
+    args += ["--measured", str(RESULTS / "quiet-20261128.jsonl"), "--out", str(out)]
+    assert hp.main(args) == 2
+    err = capsys.readouterr().err
+    assert "host-turin-kvm" in err and "(25, 1)" in err and "--any-cpu" in err
+    assert not out.exists(), "nothing is run or written"
+
+
+def test_the_committed_predictions_summarize_with_the_chains_table(hp, capsys):
+    hp.summarize(str(RESULTS / "xlat-turin-mlp-20261130.jsonl"))
+    table = capsys.readouterr().out
+    assert "| chains (mlp) |" in table
+    points = [ln for ln in table.splitlines() if ln.startswith("| ") and "GiB |" in ln]
+    assert len(points) == 24
+    assert sum("| pass |" in ln for ln in points) == 22
