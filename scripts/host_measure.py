@@ -240,7 +240,8 @@ def plan(args: argparse.Namespace, big_ok: bool) -> list[tuple[str, list[str]]]:
         regions = ["1G"] + (["8G"] if big_ok else [])
         bw = ["--size", "2G", "--reps", "5"]
         load_size = "512M"
-        ladder = ["16K", "32K", "64K", "256K", "512K", "1M", "2M", "4M", "8M", "16M", "64M"]
+        ladder = ["16K", "32K", "64K", "256K", "512K", "1M", "2M", "4M", "8M", "12M", "16M", "20M"]
+        ladder += ["24M", "32M", "64M"]
         reach = ["256K", "1M", "4M", "8M", "12M", "16M", "32M"]
     if "clock" in args.only:
         cmds += [("clock", ["./clock", "--cpu", str(c)]) for c in range(os.cpu_count() or 1)]
