@@ -98,32 +98,6 @@ static void *loader_main(void *arg)
 
 /* ---- the chase ---- */
 
-static char *node_addr(char *base, size_t slot, uint64_t i, uint64_t seed)
-{
-    /* The node's line within its slot: a hash of (seed, i), so it is fixed per node. */
-    size_t lines = slot / LINE_BYTES;
-    uint64_t s = seed ^ (i * 0x9E3779B97F4A7C15ull);
-    size_t line = lines > 1 ? (size_t)(splitmix64(&s) % lines) : 0;
-    return base + i * slot + line * LINE_BYTES;
-}
-
-static void build_cycle(char *base, size_t bytes, size_t slot, uint64_t seed, uint64_t *nodes_out)
-{
-    uint64_t n = bytes / slot;
-    struct bijection p;
-    bijection_init(&p, n, seed);
-    /* node P(i) -> node P(i+1): the stores are independent, so the CPU overlaps their misses.
-     * No permutation array: P is recomputed, which costs far less than a miss. */
-    uint64_t first = bijection_apply(&p, 0), cur = first;
-    for (uint64_t i = 1; i < n; i++) {
-        uint64_t next = bijection_apply(&p, i);
-        *(char **)node_addr(base, slot, cur, seed) = node_addr(base, slot, next, seed);
-        cur = next;
-    }
-    *(char **)node_addr(base, slot, cur, seed) = node_addr(base, slot, first, seed);
-    *nodes_out = n;
-}
-
 /* Follow `count` links from *p (count a multiple of 16). noinline: one clean loop to read in
  * the disassembly, one load per iteration on the critical path. */
 __attribute__((noinline)) static char *chase(char *p, uint64_t count)
@@ -149,6 +123,19 @@ __attribute__((noinline)) static void chase_k(char **ps, int k, uint64_t rounds)
         for (int j = 0; j < k; j++)
             q[j] = *(char **)q[j];
     memcpy(ps, q, (size_t)k * sizeof *q);
+}
+
+/* One timed call of the chains: `rounds` rounds of all `k` chases. */
+struct chains_run {
+    char **ps;
+    int k;
+    uint64_t rounds;
+};
+
+static void chains_step(void *ctx)
+{
+    struct chains_run *r = ctx;
+    chase_k(r->ps, r->k, r->rounds);
 }
 
 int main(int argc, char **argv)
@@ -225,7 +212,7 @@ int main(int argc, char **argv)
         double tb = now_seconds();
         /* The cycle covers the size asked for, not the 2 MiB-rounded allocation: a 16 KiB
          * region measures the L1. */
-        build_cycle(r.base, bytes, slots[si], seed, &n);
+        n = build_cycle(r.base, bytes, slots[si], seed);
         double build_s = now_seconds() - tb;
         printf("# cycle of %llu nodes (slot %zu B) built in %.2f s\n", (unsigned long long)n,
                slots[si], build_s);
@@ -244,15 +231,9 @@ int main(int argc, char **argv)
                 ps[j] = node_addr(r.base, slots[si], bijection_apply(&pb, (uint64_t)j * (n / (uint64_t)k)), seed);
             uint64_t warm = n < ((uint64_t)1 << 21) ? n : ((uint64_t)1 << 21);
             chase_k(ps, k, warm / (uint64_t)k + 1);
-            uint64_t rounds = ((uint64_t)1 << 20) / (uint64_t)k, steps = 0;
-            struct snap s0, s1;
-            snap_take(&s0, cpu);
-            do {
-                chase_k(ps, k, rounds);
-                steps += rounds * (uint64_t)k;
-            } while (now_seconds() - s0.wall < seconds);
-            snap_take(&s1, cpu);
-            struct snap d = snap_diff(&s0, &s1);
+            struct chains_run run = {ps, k, ((uint64_t)1 << 20) / (uint64_t)k};
+            struct snap d;
+            uint64_t steps = timed_calls(chains_step, &run, seconds, cpu, &d) * run.rounds * (uint64_t)k;
             double ns = d.wall * 1e9 / (double)steps;
             double ns_cpu = d.thread_cpu * 1e9 / (double)steps;
             printf("{\"bench\": \"chase\", \"region_bytes\": %zu, \"mapped_bytes\": %zu, \"pages\": \"%s\", "

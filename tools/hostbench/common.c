@@ -359,3 +359,43 @@ uint64_t bijection_apply(const struct bijection *b, uint64_t x)
     while (x >= b->n);
     return x;
 }
+
+char *node_addr(char *base, size_t slot, uint64_t i, uint64_t seed)
+{
+    /* The node's line within its slot: a hash of (seed, i), so it is fixed per node. */
+    size_t lines = slot / LINE_BYTES;
+    uint64_t s = seed ^ (i * 0x9E3779B97F4A7C15ull);
+    size_t line = lines > 1 ? (size_t)(splitmix64(&s) % lines) : 0;
+    return base + i * slot + line * LINE_BYTES;
+}
+
+uint64_t build_cycle(char *base, size_t bytes, size_t slot, uint64_t seed)
+{
+    uint64_t n = bytes / slot;
+    struct bijection p;
+    bijection_init(&p, n, seed);
+    /* node P(i) -> node P(i+1): the stores are independent, so the CPU overlaps their misses.
+     * No permutation array: P is recomputed, which costs far less than a miss. */
+    uint64_t first = bijection_apply(&p, 0), cur = first;
+    for (uint64_t i = 1; i < n; i++) {
+        uint64_t next = bijection_apply(&p, i);
+        *(char **)node_addr(base, slot, cur, seed) = node_addr(base, slot, next, seed);
+        cur = next;
+    }
+    *(char **)node_addr(base, slot, cur, seed) = node_addr(base, slot, first, seed);
+    return n;
+}
+
+uint64_t timed_calls(void (*step)(void *ctx), void *ctx, double seconds, int cpu, struct snap *d)
+{
+    struct snap s0, s1;
+    uint64_t calls = 0;
+    snap_take(&s0, cpu);
+    do {
+        step(ctx);
+        calls++;
+    } while (now_seconds() - s0.wall < seconds);
+    snap_take(&s1, cpu);
+    *d = snap_diff(&s0, &s1);
+    return calls;
+}

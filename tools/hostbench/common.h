@@ -96,4 +96,15 @@ uint64_t bijection_apply(const struct bijection *b, uint64_t x);
 /* splitmix64: seeds and per-node offsets. */
 uint64_t splitmix64(uint64_t *state);
 
+/* A chase cycle over [base, base + bytes) cut into slots of `slot` bytes: one node (a pointer)
+ * per slot, at a line of the slot fixed by (seed, slot number), node P(i) pointing to node
+ * P(i+1) for the keyed bijection P of the slot numbers. Returns the number of nodes. */
+uint64_t build_cycle(char *base, size_t bytes, size_t slot, uint64_t seed);
+/* The address of slot i's node (as build_cycle placed it). */
+char *node_addr(char *base, size_t slot, uint64_t i, uint64_t seed);
+
+/* Call step(ctx) until `seconds` of wall time have passed (at least once), between two
+ * snapshots of `cpu`; returns how many calls ran and sets *d to the snapshots' difference. */
+uint64_t timed_calls(void (*step)(void *ctx), void *ctx, double seconds, int cpu, struct snap *d);
+
 #endif

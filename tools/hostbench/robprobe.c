@@ -8,6 +8,10 @@
  * two. The N at which the time per iteration steps up is the window the core keeps in flight
  * (the reorder buffer, or whatever smaller structure fills first: with SMT, a thread's share).
  *
+ * --filler lea puts `lea 1(%rcx), %rdx` instead of NOPs: independent instructions that each
+ * write a register, so the step comes where the integer physical registers for in-flight
+ * results run out, if that is before the reorder buffer does.
+ *
  * Output: one JSON line per N (prefix "{"), '#' lines for people.
  */
 #define _GNU_SOURCE
@@ -19,54 +23,58 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: robprobe [--size BYTES] [--pages 4k|2m|default] [--seconds S] "
-                    "[--seed N] [--cpu N]\n");
+    fprintf(stderr, "usage: robprobe [--size BYTES] [--pages 4k|2m|default] [--filler nop|lea] "
+                    "[--seconds S] [--seed N] [--cpu N]\n");
     exit(2);
 }
 
-/* One iteration: a load of chase a, N NOPs, a load of chase b, N NOPs. */
-#define ROB_BODY(N)                                                                            \
-    static void __attribute__((noinline)) run_##N(char **pa, char **pb, uint64_t iters)        \
+/* One iteration: a load of chase a, N fillers, a load of chase b, N fillers. */
+#define ROB_BODY(NAME, FILLER, CLOBBER, N)                                                     \
+    static void __attribute__((noinline)) run_##NAME##_##N(char **pa, char **pb, uint64_t iters) \
     {                                                                                          \
         char *a = *pa, *b = *pb;                                                               \
         for (uint64_t i = 0; i < iters; i++) {                                                 \
             a = *(char **)a;                                                                   \
-            __asm__ volatile(".rept " #N "\n\tnop\n\t.endr" ::: "memory");                     \
+            __asm__ volatile(".rept " #N "\n\t" FILLER "\n\t.endr" ::: CLOBBER "memory");       \
             b = *(char **)b;                                                                   \
-            __asm__ volatile(".rept " #N "\n\tnop\n\t.endr" ::: "memory");                     \
+            __asm__ volatile(".rept " #N "\n\t" FILLER "\n\t.endr" ::: CLOBBER "memory");       \
         }                                                                                      \
         *pa = a;                                                                               \
         *pb = b;                                                                               \
     }
+#define ROB_NOP(N) ROB_BODY(nop, "nop", , N)
+#define RDX_CLOBBER "rdx",
+#define ROB_LEA(N) ROB_BODY(lea, "lea 1(%%rcx), %%rdx", RDX_CLOBBER, N)
 
 #define ROB_SIZES(X)                                                                           \
     X(16) X(32) X(64) X(96) X(128) X(160) X(192) X(208) X(224) X(240) X(256) X(288) X(320)      \
     X(352) X(384) X(416) X(432) X(448) X(464) X(480) X(512) X(576) X(640) X(768)
 
-ROB_SIZES(ROB_BODY)
+ROB_SIZES(ROB_NOP)
+ROB_SIZES(ROB_LEA)
 
 struct variant {
-    int nops;
+    int fillers;
     void (*run)(char **, char **, uint64_t);
 };
 
-#define ROB_ENTRY(N) {N, run_##N},
-static const struct variant variants[] = {ROB_SIZES(ROB_ENTRY)};
+#define ROB_ENTRY_NOP(N) {N, run_nop_##N},
+#define ROB_ENTRY_LEA(N) {N, run_lea_##N},
+static const struct variant nop_variants[] = {ROB_SIZES(ROB_ENTRY_NOP)};
+static const struct variant lea_variants[] = {ROB_SIZES(ROB_ENTRY_LEA)};
+#define N_VARIANTS (sizeof nop_variants / sizeof nop_variants[0])
 
-/* A random cycle through every line of [base, base + bytes): node P(i) -> node P(i+1). */
-static char *build_cycle(char *base, size_t bytes, uint64_t seed)
+/* One timed call: a batch of iterations of one variant. */
+struct rob_run {
+    const struct variant *v;
+    char **a, **b;
+    uint64_t batch;
+};
+
+static void rob_step(void *ctx)
 {
-    uint64_t n = bytes / LINE_BYTES;
-    struct bijection p;
-    bijection_init(&p, n, seed);
-    uint64_t first = bijection_apply(&p, 0), cur = first;
-    for (uint64_t i = 1; i < n; i++) {
-        uint64_t next = bijection_apply(&p, i);
-        *(char **)(base + cur * LINE_BYTES) = base + next * LINE_BYTES;
-        cur = next;
-    }
-    *(char **)(base + cur * LINE_BYTES) = base + first * LINE_BYTES;
-    return base + first * LINE_BYTES;
+    struct rob_run *r = ctx;
+    r->v->run(r->a, r->b, r->batch);
 }
 
 int main(int argc, char **argv)
@@ -75,8 +83,9 @@ int main(int argc, char **argv)
     enum page_mode mode = PAGES_2M;
     double seconds = 0.5;
     uint64_t seed = 1;
-    int cpu = 0;
+    int cpu = 0, lea = 0;
     static const struct option opts[] = {
+        {"filler", required_argument, 0, 'f'},
         {"size", required_argument, 0, 's'},    {"pages", required_argument, 0, 'p'},
         {"seconds", required_argument, 0, 't'}, {"seed", required_argument, 0, 'r'},
         {"cpu", required_argument, 0, 'c'},     {"help", no_argument, 0, 'h'},
@@ -89,6 +98,12 @@ int main(int argc, char **argv)
         case 't': seconds = atof(optarg); break;
         case 'r': seed = strtoull(optarg, NULL, 0); break;
         case 'c': cpu = atoi(optarg); break;
+        case 'f':
+            if (strcmp(optarg, "lea") == 0)
+                lea = 1;
+            else if (strcmp(optarg, "nop") != 0)
+                usage();
+            break;
         default: usage();
         }
     }
@@ -98,31 +113,30 @@ int main(int argc, char **argv)
     region_alloc(&r, bytes, mode);
     region_report(&r, "robprobe region");
     size_t half = (bytes / 2) & ~(size_t)(LINE_BYTES - 1);
-    char *a = build_cycle(r.base, half, seed);
-    char *b = build_cycle(r.base + half, half, seed + 1);
+    build_cycle(r.base, half, LINE_BYTES, seed);
+    build_cycle(r.base + half, half, LINE_BYTES, seed + 1);
+    char *a = node_addr(r.base, LINE_BYTES, 0, seed);
+    char *b = node_addr(r.base + half, LINE_BYTES, 0, seed + 1);
     /* Warm-up: the chases' lines are cold anyway (the region is far beyond the caches); this
      * settles the TLB and page-walk caches. */
+    const struct variant *variants = lea ? lea_variants : nop_variants;
+    const char *filler = lea ? "lea" : "nop";
     variants[0].run(&a, &b, (uint64_t)1 << 18);
-    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
-        uint64_t iters = 0, batch = (uint64_t)1 << 14;
-        struct snap s0, s1;
-        snap_take(&s0, cpu);
-        do {
-            variants[v].run(&a, &b, batch);
-            iters += batch;
-        } while (now_seconds() - s0.wall < seconds);
-        snap_take(&s1, cpu);
-        struct snap d = snap_diff(&s0, &s1);
+    for (size_t v = 0; v < N_VARIANTS; v++) {
+        struct rob_run run = {&variants[v], &a, &b, (uint64_t)1 << 14};
+        struct snap d;
+        uint64_t iters = timed_calls(rob_step, &run, seconds, cpu, &d) * run.batch;
         double ns = d.wall * 1e9 / (double)iters;
-        printf("{\"bench\": \"robprobe\", \"nops\": %d, \"window_instructions\": %d, "
+        printf("{\"bench\": \"robprobe\", \"filler\": \"%s\", \"fillers\": %d, "
                "\"ns_per_iteration\": %.2f, \"iterations\": %llu, \"region_bytes\": %zu, "
                "\"pages\": \"%s\", \"huge_share\": %.4f, \"cpu\": %d, \"seed\": %llu, ",
-               variants[v].nops, variants[v].nops + 1, ns, (unsigned long long)iters, bytes,
+               filler, variants[v].fillers, ns, (unsigned long long)iters, bytes,
                pages_name(mode), region_huge_share(&r), cpu, (unsigned long long)seed);
         json_host_fields(stdout);
         json_snap_fields(stdout, &d);
         printf(", \"end\": \"%p%p\"}\n", (void *)a, (void *)b);
-        printf("# %4d NOPs between the loads: %.2f ns per iteration\n", variants[v].nops, ns);
+        printf("# %4d %s between the loads: %.2f ns per iteration\n", variants[v].fillers,
+               lea ? "LEAs" : "NOPs", ns);
         fflush(stdout);
     }
     region_free(&r);

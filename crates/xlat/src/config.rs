@@ -620,6 +620,12 @@ impl Config {
                 core.shift_remove("dependences");
             }
         }
+        if self.core.int_prf_entries == 0 {
+            // Said only when modelled: records from before the key keep their form.
+            if let Some(core) = v.get_mut("core").and_then(|c| c.as_object_mut()) {
+                core.shift_remove("int_prf_entries");
+            }
+        }
         v
     }
 }

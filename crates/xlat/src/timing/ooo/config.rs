@@ -13,6 +13,11 @@ use serde::{Deserialize, Serialize};
 pub struct CoreConfig {
     /// Reorder-buffer entries (instructions in flight).
     pub rob_entries: u32,
+    /// Integer physical registers for in-flight results: at most this many instructions past
+    /// the oldest unretired one (every instruction counted as writing a register, stores and
+    /// branches too: an approximation). 0: not modelled (the default; left out of a record's
+    /// configuration, see `Config::to_json`). The window is the smaller of this and the ROB.
+    pub int_prf_entries: u32,
     /// Instructions dispatched (allocated into the ROB) per cycle.
     pub dispatch_width: u32,
     /// Instructions retired per cycle.
@@ -110,6 +115,7 @@ impl Default for CoreConfig {
     fn default() -> Self {
         CoreConfig {
             rob_entries: 224,
+            int_prf_entries: 0,
             dispatch_width: 4,
             retire_width: 4,
             lq_entries: 72,
@@ -125,7 +131,17 @@ impl Default for CoreConfig {
 }
 
 impl CoreConfig {
-    /// Every count must be positive and the ROB at least as large as each width.
+    /// Instructions in flight at most: the ROB, or the register file when it is modelled and
+    /// smaller.
+    pub fn window_entries(&self) -> u32 {
+        match self.int_prf_entries {
+            0 => self.rob_entries,
+            prf => prf.min(self.rob_entries),
+        }
+    }
+
+    /// Every count must be positive (the register file's 0 means "not modelled") and the ROB
+    /// and a modelled register file at least as large as each width.
     pub fn validate(&self) -> Result<(), String> {
         for (key, v) in [
             ("rob_entries", self.rob_entries),
@@ -155,6 +171,19 @@ impl CoreConfig {
                     self.rob_entries
                 ));
             }
+            if self.int_prf_entries > 0 && self.int_prf_entries < w {
+                return Err(format!(
+                    "core.int_prf_entries ({}) must be 0 (not modelled) or at least core.{key} \
+                     ({w})",
+                    self.int_prf_entries
+                ));
+            }
+        }
+        if self.int_prf_entries > MAX_UNITS {
+            return Err(format!(
+                "core.int_prf_entries must be at most {MAX_UNITS}, got {}",
+                self.int_prf_entries
+            ));
         }
         Ok(())
     }

@@ -7,7 +7,9 @@
 //! instructions followed by the memory instruction; `n = 0` is a further operand of the previous
 //! instruction).
 //! - **Dispatch**: in order, `core.dispatch_width` instructions per cycle; instruction `i`
-//!   dispatches only when instruction `i - core.rob_entries` has retired (ROB full), a load only
+//!   dispatches only when instruction `i - W` has retired, W the ROB's entries or, when
+//!   `core.int_prf_entries` is set and smaller, the registers for in-flight results (ROB or
+//!   register file full), a load only
 //!   when the load `core.lq_entries` earlier has retired (LQ full), a store only when the store
 //!   `core.sq_entries` earlier has drained from the store buffer (SQ full).
 //! - **Issue**: a memory instruction issues when dispatched and when the reference its address
@@ -35,6 +37,9 @@
 //! the engine, exactly as under `simple`: the model changes no counter except `timing.*`.
 //!
 //! ## Approximations
+//! - The register file is a second window over the same instructions: every instruction is
+//!   counted as writing one register (stores, branches and NOPs too), so with
+//!   `core.int_prf_entries` set the window is simply the smaller of the two.
 //! - ROB occupancy is checked at the first instruction of each gap and at the memory
 //!   instruction; the non-memory instructions in between dispatch at the full width.
 //! - No wrong-path execution, branch mispredictions, instruction-fetch stalls beyond an `IFetch`

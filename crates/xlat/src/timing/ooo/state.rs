@@ -156,7 +156,8 @@ impl OooCore {
             inv_dispatch,
             inv_retire,
             nonmem_step: inv_dispatch.max(inv_retire),
-            rob: cfg.rob_entries as u64,
+            // The window: the ROB, or the integer register file when smaller (`core.int_prf_entries`).
+            rob: cfg.window_entries() as u64,
             l1d_hit_cycles: l1d_hit_cycles as f64,
             instrs: 0,
             refs: 0,

@@ -774,6 +774,19 @@ fn zero_counts_and_a_rob_smaller_than_the_width_are_rejected_by_key() {
         "{e}"
     );
     assert!(CoreConfig::default().validate().is_ok());
+    // The register file: 0 (not modelled) or at least the widths.
+    let prf = |n| CoreConfig {
+        int_prf_entries: n,
+        ..program_order()
+    };
+    let e = prf(2).validate().unwrap_err();
+    assert!(
+        e.contains("core.int_prf_entries") && e.contains("not modelled"),
+        "{e}"
+    );
+    assert!(prf(0).validate().is_ok() && prf(200).validate().is_ok());
+    assert_eq!(prf(0).window_entries(), program_order().rob_entries);
+    assert_eq!(prf(16).window_entries(), 16);
 }
 
 fn arb_ref() -> impl Strategy<Value = CoreRef> {
@@ -966,6 +979,34 @@ proptest! {
             let u = cycles_of(&more, &refs);
             prop_assert!(u <= t + 1e-9, "{more:?}: {u} > {t}");
         }
+    }
+
+    #[test]
+    fn a_register_file_smaller_than_the_rob_times_as_a_rob_of_its_size_and_zero_leaves_the_rob(
+        refs in proptest::collection::vec(arb_ref(), 1..300),
+        prf in 4..48u32,
+        grant in 0..3usize,
+    ) {
+        let base = CoreConfig {
+            page_walkers: 2,
+            l1d_mshrs: 4,
+            l2_mshrs: 4,
+            llc_mshrs: 4,
+            lq_entries: 8,
+            sq_entries: 8,
+            resource_grant: [
+                ResourceGrant::ProgramOrder,
+                ResourceGrant::IdleGaps,
+                ResourceGrant::TimeOrder,
+            ][grant],
+            ..program_order()
+        };
+        let as_rob = cycles_of(&CoreConfig { rob_entries: prf, ..base.clone() }, &refs);
+        let with_prf = CoreConfig { rob_entries: 64, int_prf_entries: prf, ..base.clone() };
+        prop_assert_eq!(cycles_of(&with_prf, &refs).to_bits(), as_rob.to_bits());
+        let unmodelled = CoreConfig { rob_entries: 64, int_prf_entries: 0, ..base.clone() };
+        let rob_only = CoreConfig { rob_entries: 64, ..base };
+        prop_assert_eq!(cycles_of(&unmodelled, &refs).to_bits(), cycles_of(&rob_only, &refs).to_bits());
     }
 
     #[test]
