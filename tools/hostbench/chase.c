@@ -140,34 +140,31 @@ static void chains_step(void *ctx)
 
 int main(int argc, char **argv)
 {
-    size_t bytes = 0, load_size = (size_t)512 << 20;
+    struct run_opts o = {0, PAGES_4K, 2.0, 1, 0};
+    size_t load_size = (size_t)512 << 20;
     size_t slots[8] = {64}, loads[8] = {0}, chains[16] = {1};
-    int nslots = 1, nloads = 1, nchains = 1, cpu = 0;
-    enum page_mode mode = PAGES_4K;
-    double seconds = 2.0;
-    uint64_t seed = 1;
+    int nslots = 1, nloads = 1, nchains = 1;
     static const struct option opts[] = {
-        {"size", required_argument, 0, 's'},   {"pages", required_argument, 0, 'p'},
-        {"slot", required_argument, 0, 'l'},   {"load", required_argument, 0, 'L'},
-        {"seconds", required_argument, 0, 't'}, {"load-size", required_argument, 0, 'S'},
-        {"seed", required_argument, 0, 'r'},   {"cpu", required_argument, 0, 'c'},
-        {"chains", required_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"slot", required_argument, 0, 'l'},      {"load", required_argument, 0, 'L'},
+        {"load-size", required_argument, 0, 'S'}, {"chains", required_argument, 0, 'k'},
+        RUN_LONG_OPTIONS,                         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (run_opt(&o, c, optarg))
+            continue;
         switch (c) {
-        case 's': bytes = parse_size(optarg); break;
-        case 'p': mode = parse_pages(optarg); break;
         case 'l': nslots = parse_list(optarg, slots, 8); break;
         case 'L': nloads = parse_list(optarg, loads, 8); break;
-        case 't': seconds = atof(optarg); break;
         case 'S': load_size = parse_size(optarg); break;
-        case 'r': seed = strtoull(optarg, NULL, 0); break;
-        case 'c': cpu = atoi(optarg); break;
         case 'k': nchains = parse_list(optarg, chains, 16); break;
         default: usage();
         }
     }
+    size_t bytes = o.bytes;
+    enum page_mode mode = o.mode;
+    double seconds = o.seconds;
+    uint64_t seed = o.seed;
+    int cpu = o.cpu;
     if (bytes == 0)
         usage();
     for (int i = 0; i < nslots; i++)

@@ -399,3 +399,15 @@ uint64_t timed_calls(void (*step)(void *ctx), void *ctx, double seconds, int cpu
     *d = snap_diff(&s0, &s1);
     return calls;
 }
+
+int run_opt(struct run_opts *o, int c, const char *arg)
+{
+    switch (c) {
+    case 's': o->bytes = parse_size(arg); return 1;
+    case 'p': o->mode = parse_pages(arg); return 1;
+    case 't': o->seconds = atof(arg); return 1;
+    case 'r': o->seed = strtoull(arg, NULL, 0); return 1;
+    case 'c': o->cpu = atoi(arg); return 1;
+    default: return 0;
+    }
+}

@@ -103,6 +103,23 @@ uint64_t build_cycle(char *base, size_t bytes, size_t slot, uint64_t seed);
 /* The address of slot i's node (as build_cycle placed it). */
 char *node_addr(char *base, size_t slot, uint64_t i, uint64_t seed);
 
+/* The options every measurement takes: --size, --pages, --seconds, --seed, --cpu (and --help).
+ * Put RUN_LONG_OPTIONS in a program's `struct option` table (getopt.h) and pass each getopt_long
+ * result to run_opt, which applies it and returns 1 if it was one of these (0 for --help: the
+ * program's usage). */
+struct run_opts {
+    size_t bytes;
+    enum page_mode mode;
+    double seconds;
+    uint64_t seed;
+    int cpu;
+};
+#define RUN_LONG_OPTIONS                                                                       \
+    {"size", required_argument, 0, 's'}, {"pages", required_argument, 0, 'p'},                 \
+        {"seconds", required_argument, 0, 't'}, {"seed", required_argument, 0, 'r'},           \
+        {"cpu", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}
+int run_opt(struct run_opts *o, int c, const char *arg);
+
 /* Call step(ctx) until `seconds` of wall time have passed (at least once), between two
  * snapshots of `cpu`; returns how many calls ran and sets *d to the snapshots' difference. */
 uint64_t timed_calls(void (*step)(void *ctx), void *ctx, double seconds, int cpu, struct snap *d);

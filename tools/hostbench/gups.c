@@ -83,36 +83,28 @@ __attribute__((noinline)) static void gather(const uint64_t *table, const uint64
 
 int main(int argc, char **argv)
 {
-    size_t bytes = 0;
-    enum page_mode mode = PAGES_4K;
-    double seconds = 2.0;
-    uint64_t seed = 1;
-    int cpu = 0, load_only = 0, gather_op = 0;
+    struct run_opts o = {0, PAGES_4K, 2.0, 1, 0};
+    int load_only = 0, gather_op = 0;
     static const struct option opts[] = {
-        {"op", required_argument, 0, 'o'},
-        {"size", required_argument, 0, 's'}, {"pages", required_argument, 0, 'p'},
-        {"seconds", required_argument, 0, 't'}, {"seed", required_argument, 0, 'r'},
-        {"cpu", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"op", required_argument, 0, 'o'}, RUN_LONG_OPTIONS, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case 's': bytes = parse_size(optarg); break;
-        case 'p': mode = parse_pages(optarg); break;
-        case 't': seconds = atof(optarg); break;
-        case 'r': seed = strtoull(optarg, NULL, 0); break;
-        case 'c': cpu = atoi(optarg); break;
-        case 'o':
-            if (strcmp(optarg, "load") == 0)
-                load_only = 1;
-            else if (strcmp(optarg, "gather") == 0)
-                gather_op = 1;
-            else if (strcmp(optarg, "update") != 0)
-                usage();
-            break;
-        default: usage();
-        }
+        if (run_opt(&o, c, optarg))
+            continue;
+        if (c != 'o')
+            usage();
+        if (strcmp(optarg, "load") == 0)
+            load_only = 1;
+        else if (strcmp(optarg, "gather") == 0)
+            gather_op = 1;
+        else if (strcmp(optarg, "update") != 0)
+            usage();
     }
+    size_t bytes = o.bytes;
+    enum page_mode mode = o.mode;
+    double seconds = o.seconds;
+    uint64_t seed = o.seed;
+    int cpu = o.cpu;
     if (bytes == 0)
         usage();
     pin_self(cpu, "gups thread");

@@ -79,34 +79,26 @@ static void rob_step(void *ctx)
 
 int main(int argc, char **argv)
 {
-    size_t bytes = (size_t)1 << 30;
-    enum page_mode mode = PAGES_2M;
-    double seconds = 0.5;
-    uint64_t seed = 1;
-    int cpu = 0, lea = 0;
+    struct run_opts o = {(size_t)1 << 30, PAGES_2M, 0.5, 1, 0};
+    int lea = 0;
     static const struct option opts[] = {
-        {"filler", required_argument, 0, 'f'},
-        {"size", required_argument, 0, 's'},    {"pages", required_argument, 0, 'p'},
-        {"seconds", required_argument, 0, 't'}, {"seed", required_argument, 0, 'r'},
-        {"cpu", required_argument, 0, 'c'},     {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"filler", required_argument, 0, 'f'}, RUN_LONG_OPTIONS, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case 's': bytes = parse_size(optarg); break;
-        case 'p': mode = parse_pages(optarg); break;
-        case 't': seconds = atof(optarg); break;
-        case 'r': seed = strtoull(optarg, NULL, 0); break;
-        case 'c': cpu = atoi(optarg); break;
-        case 'f':
-            if (strcmp(optarg, "lea") == 0)
-                lea = 1;
-            else if (strcmp(optarg, "nop") != 0)
-                usage();
-            break;
-        default: usage();
-        }
+        if (run_opt(&o, c, optarg))
+            continue;
+        if (c != 'f')
+            usage();
+        if (strcmp(optarg, "lea") == 0)
+            lea = 1;
+        else if (strcmp(optarg, "nop") != 0)
+            usage();
     }
+    size_t bytes = o.bytes;
+    enum page_mode mode = o.mode;
+    double seconds = o.seconds;
+    uint64_t seed = o.seed;
+    int cpu = o.cpu;
     pin_self(cpu, "robprobe");
     /* Two halves of one region, one chase in each: their misses never share a line. */
     struct region r;
