@@ -100,21 +100,16 @@ int main(int argc, char **argv)
         else if (strcmp(optarg, "update") != 0)
             usage();
     }
-    size_t bytes = o.bytes;
-    enum page_mode mode = o.mode;
-    double seconds = o.seconds;
-    uint64_t seed = o.seed;
-    int cpu = o.cpu;
-    if (bytes == 0)
+    if (o.bytes == 0)
         usage();
-    pin_self(cpu, "gups thread");
+    pin_self(o.cpu, "gups thread");
     struct region reg;
-    region_alloc(&reg, bytes, mode);
+    region_alloc(&reg, o.bytes, o.mode);
     region_report(&reg, "gups table");
     uint64_t *table = (uint64_t *)reg.base;
     uint64_t words = reg.bytes / 8;
 
-    uint64_t s = seed, r = splitmix64(&s) | 1; /* xorshift64 state must be non-zero */
+    uint64_t s = o.seed, r = splitmix64(&s) | 1; /* xorshift64 state must be non-zero */
     /* Warm-up: 2^20 updates bring TLBs, caches and the page-walk caches to steady state. */
     uint64_t sum = 0, pos = 0, *idx = NULL;
     if (gather_op) {
@@ -142,14 +137,14 @@ int main(int argc, char **argv)
     GUPS_BATCH((uint64_t)1 << 20);
     uint64_t batch = (uint64_t)1 << 20, n = 0;
     struct snap s0, s1;
-    snap_take(&s0, cpu);
+    snap_take(&s0, o.cpu);
     do {
         GUPS_BATCH(batch);
         n += batch;
-    } while (now_seconds() - s0.wall < seconds);
+    } while (now_seconds() - s0.wall < o.seconds);
 #undef GUPS_BATCH
     free(idx);
-    snap_take(&s1, cpu);
+    snap_take(&s1, o.cpu);
     struct snap d = snap_diff(&s0, &s1);
     double ns = d.wall * 1e9 / (double)n;
     double ns_cpu = d.thread_cpu * 1e9 / (double)n;
@@ -159,20 +154,22 @@ int main(int argc, char **argv)
         check ^= table[i];
     check ^= sum;
 
-    printf("{\"bench\": \"gups\", \"op\": \"%s\", \"table_bytes\": %zu, \"pages\": \"%s\", \"huge_share\": %.4f, "
-           "\"anon_huge_kb\": %zu, \"updates\": %llu, \"ns_per_update\": %.3f, "
-           "\"ns_per_update_cpu\": %.3f, \"mups\": %.2f, \"cpu\": %d, \"touch_seconds\": %.2f, \"seed\": %llu, "
-           "\"check\": %llu, ",
-           gather_op ? "gather" : load_only ? "load" : "update", reg.bytes, pages_name(mode), region_huge_share(&reg),
-           reg.anon_huge_kb, (unsigned long long)n, ns, ns_cpu, 1e3 / ns, cpu, reg.touch_seconds,
-           (unsigned long long)seed, (unsigned long long)check);
+    const char *op = gather_op ? "gather" : load_only ? "load" : "update";
+    printf("{\"bench\": \"gups\", \"op\": \"%s\", \"table_bytes\": %zu, \"pages\": \"%s\", "
+           "\"huge_share\": %.4f, \"anon_huge_kb\": %zu, \"updates\": %llu, "
+           "\"ns_per_update\": %.3f, \"ns_per_update_cpu\": %.3f, \"mups\": %.2f, \"cpu\": %d, "
+           "\"touch_seconds\": %.2f, \"seed\": %llu, \"check\": %llu, ",
+           op, reg.bytes, pages_name(o.mode), region_huge_share(&reg), reg.anon_huge_kb,
+           (unsigned long long)n, ns, ns_cpu, 1e3 / ns, o.cpu, reg.touch_seconds,
+           (unsigned long long)o.seed, (unsigned long long)check);
     json_host_fields(stdout);
     json_snap_fields(stdout, &d);
     printf("}\n");
     printf("# gups %s %zu MiB, %s pages (%.1f %% huge): %.2f ns per update, %.1f M updates/s "
            "(%.2f ns by thread CPU time; steal %.2f s, %ld switches)\n",
-           gather_op ? "(gather)" : load_only ? "(loads only)" : "", reg.bytes >> 20, pages_name(mode), 100 * region_huge_share(&reg), ns, 1e3 / ns, ns_cpu,
-           d.steal, d.nivcsw);
+           gather_op ? "(gather)" : load_only ? "(loads only)" : "", reg.bytes >> 20,
+           pages_name(o.mode), 100 * region_huge_share(&reg), ns, 1e3 / ns, ns_cpu, d.steal,
+           d.nivcsw);
     region_free(&reg);
     return 0;
 }

@@ -94,21 +94,16 @@ int main(int argc, char **argv)
         else if (strcmp(optarg, "nop") != 0)
             usage();
     }
-    size_t bytes = o.bytes;
-    enum page_mode mode = o.mode;
-    double seconds = o.seconds;
-    uint64_t seed = o.seed;
-    int cpu = o.cpu;
-    pin_self(cpu, "robprobe");
+    pin_self(o.cpu, "robprobe");
     /* Two halves of one region, one chase in each: their misses never share a line. */
     struct region r;
-    region_alloc(&r, bytes, mode);
+    region_alloc(&r, o.bytes, o.mode);
     region_report(&r, "robprobe region");
-    size_t half = (bytes / 2) & ~(size_t)(LINE_BYTES - 1);
-    build_cycle(r.base, half, LINE_BYTES, seed);
-    build_cycle(r.base + half, half, LINE_BYTES, seed + 1);
-    char *a = node_addr(r.base, LINE_BYTES, 0, seed);
-    char *b = node_addr(r.base + half, LINE_BYTES, 0, seed + 1);
+    size_t half = (o.bytes / 2) & ~(size_t)(LINE_BYTES - 1);
+    build_cycle(r.base, half, LINE_BYTES, o.seed);
+    build_cycle(r.base + half, half, LINE_BYTES, o.seed + 1);
+    char *a = node_addr(r.base, LINE_BYTES, 0, o.seed);
+    char *b = node_addr(r.base + half, LINE_BYTES, 0, o.seed + 1);
     /* Warm-up: the chases' lines are cold anyway (the region is far beyond the caches); this
      * settles the TLB and page-walk caches. */
     const struct variant *variants = lea ? lea_variants : nop_variants;
@@ -117,13 +112,13 @@ int main(int argc, char **argv)
     for (size_t v = 0; v < N_VARIANTS; v++) {
         struct rob_run run = {&variants[v], &a, &b, (uint64_t)1 << 14};
         struct snap d;
-        uint64_t iters = timed_calls(rob_step, &run, seconds, cpu, &d) * run.batch;
+        uint64_t iters = timed_calls(rob_step, &run, o.seconds, o.cpu, &d) * run.batch;
         double ns = d.wall * 1e9 / (double)iters;
         printf("{\"bench\": \"robprobe\", \"filler\": \"%s\", \"fillers\": %d, "
                "\"ns_per_iteration\": %.2f, \"iterations\": %llu, \"region_bytes\": %zu, "
                "\"pages\": \"%s\", \"huge_share\": %.4f, \"cpu\": %d, \"seed\": %llu, ",
-               filler, variants[v].fillers, ns, (unsigned long long)iters, bytes,
-               pages_name(mode), region_huge_share(&r), cpu, (unsigned long long)seed);
+               filler, variants[v].fillers, ns, (unsigned long long)iters, o.bytes,
+               pages_name(o.mode), region_huge_share(&r), o.cpu, (unsigned long long)o.seed);
         json_host_fields(stdout);
         json_snap_fields(stdout, &d);
         printf(", \"end\": \"%p%p\"}\n", (void *)a, (void *)b);
