@@ -58,4 +58,4 @@ def test_the_committed_predictions_summarize_with_the_chains_table(hp, capsys):
     table = capsys.readouterr().out
     chains = table[table.index("| chains (mlp) |") :].split("\n\n")[0].splitlines()[2:]
     assert len(chains) == 24
-    assert sum("| pass |" in ln for ln in chains) == 19
+    assert sum("| pass |" in ln for ln in chains) == 20

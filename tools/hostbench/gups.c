@@ -11,7 +11,10 @@
  * bounds the update rate. --op gather reads random words whose indices were computed before
  * the clock started (a 32 MiB array read in order): 3 instructions per load instead of 13, so
  * the reorder buffer holds about four times as many loads; if it bounds the rate, gather is
- * faster by about that much.
+ * faster by about that much. --slot 4096 (gather only) puts every index at one line of its 4 KiB
+ * page (a line fixed per page, as chase --slot 4096 places its nodes): over a region past the
+ * TLB's reach whose lines fit the caches, the rate is that of TLB misses alone, and the chase
+ * of the same region and slot gives one miss's latency; their ratio is how many walks overlap.
  *
  * Output: one JSON line per measurement (prefix "{"), '#' lines for people.
  */
@@ -25,6 +28,7 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: gups --size BYTES [--pages 4k|2m|default] [--op update|load|gather] "
+                    "[--slot 8|4096] "
                     "[--seconds S] [--seed N] [--cpu N]\n");
     exit(2);
 }
@@ -85,12 +89,18 @@ int main(int argc, char **argv)
 {
     struct run_opts o = {0, PAGES_4K, 2.0, 1, 0};
     int load_only = 0, gather_op = 0;
+    size_t slot = 8;
     static const struct option opts[] = {
-        {"op", required_argument, 0, 'o'}, RUN_LONG_OPTIONS, {0, 0, 0, 0}};
+        {"op", required_argument, 0, 'o'}, {"slot", required_argument, 0, 'l'}, RUN_LONG_OPTIONS,
+        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (run_opt(&o, c, optarg))
             continue;
+        if (c == 'l') {
+            slot = parse_size(optarg);
+            continue;
+        }
         if (c != 'o')
             usage();
         if (strcmp(optarg, "load") == 0)
@@ -100,7 +110,7 @@ int main(int argc, char **argv)
         else if (strcmp(optarg, "update") != 0)
             usage();
     }
-    if (o.bytes == 0)
+    if (o.bytes == 0 || (slot != 8 && slot != 4096) || (slot == 4096 && !gather_op))
         usage();
     pin_self(o.cpu, "gups thread");
     struct region reg;
@@ -123,6 +133,11 @@ int main(int argc, char **argv)
             r ^= r >> 7;
             r ^= r << 17;
             idx[i] = (uint64_t)(((unsigned __int128)r * words) >> 64);
+            if (slot == 4096) {
+                /* One line per page: the page's line fixed by the page (a hash of its number). */
+                uint64_t page = idx[i] / 512, h = page * 0x9E3779B97F4A7C15ull;
+                idx[i] = page * 512 + (h >> 58) * 8;
+            }
         }
     }
 #define GUPS_BATCH(count)                                                                      \
@@ -155,11 +170,11 @@ int main(int argc, char **argv)
     check ^= sum;
 
     const char *op = gather_op ? "gather" : load_only ? "load" : "update";
-    printf("{\"bench\": \"gups\", \"op\": \"%s\", \"table_bytes\": %zu, \"pages\": \"%s\", "
-           "\"huge_share\": %.4f, \"anon_huge_kb\": %zu, \"updates\": %llu, "
+    printf("{\"bench\": \"gups\", \"op\": \"%s\", \"slot_bytes\": %zu, \"table_bytes\": %zu, "
+           "\"pages\": \"%s\", \"huge_share\": %.4f, \"anon_huge_kb\": %zu, \"updates\": %llu, "
            "\"ns_per_update\": %.3f, \"ns_per_update_cpu\": %.3f, \"mups\": %.2f, \"cpu\": %d, "
            "\"touch_seconds\": %.2f, \"seed\": %llu, \"check\": %llu, ",
-           op, reg.bytes, pages_name(o.mode), region_huge_share(&reg), reg.anon_huge_kb,
+           op, slot, reg.bytes, pages_name(o.mode), region_huge_share(&reg), reg.anon_huge_kb,
            (unsigned long long)n, ns, ns_cpu, 1e3 / ns, o.cpu, reg.touch_seconds,
            (unsigned long long)o.seed, (unsigned long long)check);
     json_host_fields(stdout);
