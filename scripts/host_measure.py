@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "tools" / "hostbench"
 GIB = 1 << 30
-STEPS = ("clock", "bw", "chase", "gups", "ladder", "reach", "mlp")
+STEPS = ("clock", "bw", "chase", "gups", "ladder", "reach", "mlp", "rob", "walks")
 
 # `chase --chains`: independent chases at once (memory-level parallelism; docs/host.md).
 MLP_CHAINS = "1,2,3,4,6,8,12,16,24,32"
@@ -290,6 +290,30 @@ def plan(args: argparse.Namespace, big_ok: bool) -> list[tuple[str, list[str]]]:
                         + ["--seconds", short],
                     )
                 )
+    if "rob" in args.only:
+        # The window: NOPs (the reorder buffer) and register-writing LEAs (the register file).
+        for filler in ("nop", "lea"):
+            cmds.append(("rob", ["./robprobe", "--filler", filler, "--seconds", "0.5"]))
+    if "walks" in args.only:
+        # TLB misses overlapped: a dependent chase against random loads, one line per page,
+        # over regions past the TLB's reach whose lines and page tables stay cached.
+        for size in ["8M"] + (["64M"] if args.smoke else ["64M", "128M"]):
+            for pages in ("4k", "2m"):
+                cmds.append(
+                    (
+                        "walks",
+                        ["./chase", "--size", size, "--pages", pages, "--slot", "4096"]
+                        + ["--seconds", short],
+                    )
+                )
+                if size != "8M":
+                    cmds.append(
+                        (
+                            "walks",
+                            ["./gups", "--size", size, "--pages", pages, "--op", "gather"]
+                            + ["--slot", "4096", "--seconds", short],
+                        )
+                    )
     if "reach" in args.only:
         for pages in ("4k", "2m"):
             for size in reach:
@@ -497,6 +521,44 @@ def summarize(path: Path) -> str:
                     "chains",
                     "ns/access (wall)",
                     "accesses in flight (ns at 1 chain / ns)",
+                ],
+                rows,
+            )
+        )
+    if by["rob"]:
+        out.append(
+            table(
+                ["filler", "fillers between the two loads", "ns per iteration"],
+                [[r["filler"], r["fillers"], r["ns_per_iteration"]] for r in by["rob"]],
+            )
+        )
+    if by["walks"]:
+        chase = {(r["region_bytes"], r["pages"]): r for r in by["walks"] if r["bench"] == "chase"}
+        gather = {(r["table_bytes"], r["pages"]): r for r in by["walks"] if r["bench"] == "gups"}
+        rows = []
+        for (size, pages), g in sorted(gather.items()):
+            c, hit = chase.get((size, pages)), chase.get((8 << 20, pages))
+            if c and hit:
+                lat = c["ns_per_access"] - hit["ns_per_access"]
+                rows.append(
+                    [
+                        fmt_size(size),
+                        pages,
+                        c["ns_per_access"],
+                        hit["ns_per_access"],
+                        g["ns_per_update"],
+                        f"{lat / g['ns_per_update']:.1f}",
+                    ]
+                )
+        out.append(
+            table(
+                [
+                    "region (one line per page)",
+                    "pages",
+                    "chase ns",
+                    "chase at 8 MiB (TLB hits)",
+                    "gather ns",
+                    "TLB misses overlapped",
                 ],
                 rows,
             )
