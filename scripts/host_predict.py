@@ -115,22 +115,14 @@ def xlat_cmd(
 
 def measured_for(rows: list[dict], name: str, footprint: str, pages: str) -> list[dict]:
     size = int(footprint[:-3]) * GIB
-    if name == "chase":
+    if name == "chase" or name.startswith("mlp "):
+        # The `chase` step's runs are one chase each; the `mlp` step's have `chains`.
+        step, k = ("chase", 1) if name == "chase" else ("mlp", int(name.split()[1]))
         return [
             r
             for r in rows
             if r.get("bench") == "chase"
-            and r.get("step") == "chase"
-            and r["region_bytes"] == size
-            and r["pages"] == pages
-        ]
-    if name.startswith("mlp "):
-        k = int(name.split()[1])
-        return [
-            r
-            for r in rows
-            if r.get("bench") == "chase"
-            and r.get("step") == "mlp"
+            and r.get("step") == step
             and r["region_bytes"] == size
             and r["pages"] == pages
             and r.get("chains", 1) == k
