@@ -19,7 +19,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// stored runs of another model version instead of reusing them (docs/sweeps.md, "Resuming").
 /// Version 1 is the model of 2026-11-29 (commit of the entry that introduced it); records
 /// without the key predate it.
-pub const MODEL_VERSION: u32 = 9;
+pub const MODEL_VERSION: u32 = 10;
 
 /// Which runs a model change can move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +64,10 @@ pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
     // The default DRAM address mapping folds every row bit into channel and bank
     // (`row_hashed`, mem/dram/mapping.rs; CHANGELOG).
     (9, ModelScope::All),
+    // The queued DRAM controller: a request leaves its queue at its ACTIVATE, and an empty
+    // read queue starts a write mode that drains to the low watermark (Ramulator 2's
+    // `promote_to_active` and `set_write_mode`; mem/dram/controller.rs; CHANGELOG).
+    (10, ModelScope::All),
 ];
 
 /// The model version of a run of `cores` cores and `processes` processes of design `design`
@@ -72,10 +76,10 @@ pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
 /// can.
 ///
 /// ```
-/// // Version 9 moved every run (as versions 3 and 5 did): the latest change for all of them.
-/// assert_eq!(xlat::model_version_of(1, 1, "radix", "gups"), 9);
-/// assert_eq!(xlat::model_version_of(4, 4, "radix", "gups,kv,gups,kv"), 9);
-/// assert_eq!(xlat::model_version_of(1, 1, "lvm", "memcached"), 9);
+/// // Version 10 moved every run (as versions 3, 5 and 9 did): the latest change for all of them.
+/// assert_eq!(xlat::model_version_of(1, 1, "radix", "gups"), 10);
+/// assert_eq!(xlat::model_version_of(4, 4, "radix", "gups,kv,gups,kv"), 10);
+/// assert_eq!(xlat::model_version_of(1, 1, "lvm", "memcached"), 10);
 /// assert_eq!(xlat::model_version_of(4, 1, "radix", "app.xlat"), xlat::MODEL_VERSION);
 /// // As of version 8: version 2 moved machines only; versions 4 and 8 only a multi-threaded
 /// // trace on several cores (one process); version 6 LVM's runs only; version 7 memcached's.

@@ -37,17 +37,24 @@
 //!   a request arriving earlier than requests already placed (out of order) takes any gap they
 //!   left.
 //! - Read queue (`read_queue_entries` per channel): a read occupies an entry from its arrival
-//!   at the channel until its READ command issues; a read that finds the queue full waits (in
-//!   arrival order) for the first entry to free.
+//!   at the channel until the command that commits its bank to it issues: its ACTIVATE, or its
+//!   READ when its row is open or being opened (`Plan::committed_at` in `channel.rs`), as
+//!   Ramulator 2 moves a request to its active buffer when its ACTIVATE issues
+//!   (`promote_to_active`). A read that finds the queue full waits (in arrival order) for the
+//!   first entry to free.
 //! - Write queue (`write_queue_entries`): writes are posted (the caller gets the acceptance
-//!   time) and buffered. When `write_high_watermark_entries` wait, the oldest are drained
+//!   time) and buffered; a drained write holds its entry until its ACTIVATE (a row hit: its
+//!   WRITE), as a read does. When `write_high_watermark_entries` wait, the oldest are drained
 //!   (writes to rows open at that time first, then oldest first, writes to the same row
 //!   together) until `write_low_watermark_entries` remain; reads arriving meanwhile find the
 //!   data bus and banks taken by the drain. When the read queue has been empty since some tick
-//!   before a request's arrival, buffered writes are drained into that idle time, as many as
-//!   are under way before the arrival: their ACTIVATE (a row hit: their WRITE) issues before
-//!   it, their WRITE may come after (Ramulator 2 switches to writes whenever its read queue is
-//!   empty and finishes a request it has activated first). A read of a line waiting in the
+//!   before a request's arrival (a write mode, as Ramulator 2's `set_write_mode` enters
+//!   whenever its read queue is empty and leaves only once fewer than its low watermark's
+//!   writes wait and a read does), the writes above `write_low_watermark_entries` are drained
+//!   from that tick on, whatever arrives meanwhile; then the rest into the idle time, as many
+//!   as are under way before the arrival: their ACTIVATE (a row hit: their WRITE) issues
+//!   before it, their WRITE may come after (Ramulator 2 finishes a request it has activated
+//!   first). Both count as `idle_drained_writes`. A read of a line waiting in the
 //!   write queue is served from it
 //!   (`controller_cycles`). A write to a line already buffered merges with it.
 //! - Refresh (`refresh`): every rank refreshes all banks every tREFI (ranks staggered by
@@ -81,10 +88,13 @@
 //! - Refresh is all-bank, never postponed or pulled in, at fixed times; no same-bank refresh
 //!   (DDR5 REFsb), no power-down.
 //! - The write drain happens at the arrival that triggers it, not when the controller would
-//!   switch to write mode, and stops before the next arrival when draining idle time (Ramulator 2
-//!   stays in write mode until the low watermark once entered).
+//!   switch to write mode; below the low watermark it stops before the next arrival when
+//!   draining idle time, where Ramulator 2 would finish the write it is issuing commands for.
 //! - An arrival more than `reorder_window_cycles` behind the latest one is moved up to that
 //!   window (counted in `late_arrivals`).
+//! - A request past its ACTIVATE holds no queue entry and nothing else: Ramulator 2 keeps it in
+//!   an active buffer of one entry per bank; here the calendar already keeps one session per
+//!   bank open at a time, so no cap is modelled.
 //! - A read completes when its burst starts (tCL after READ), the idle model's convention;
 //!   Ramulator 2 counts nCL + nBL (one burst, 2.5 ns for DDR4-3200, later).
 //! - Open-page only: a row stays open until another row of its bank or a refresh needs the
@@ -219,7 +229,8 @@ pub struct QueuedDramCounters {
     pub watermark_drains: u64,
     /// Writes drained by the watermark.
     pub watermark_drained_writes: u64,
-    /// Writes drained into idle read-queue time.
+    /// Writes drained by the write mode an empty read queue started (to the low watermark, then
+    /// into the idle time).
     pub idle_drained_writes: u64,
     /// Arrivals further back than `reorder_window_cycles`, moved up.
     pub late_arrivals: u64,
@@ -263,7 +274,8 @@ fn ratio(a: u64, b: u64) -> f64 {
 #[derive(Clone, Copy, Debug)]
 struct QueuedRead {
     admit: u64,
-    /// Tick its READ issues (it leaves the queue).
+    /// Tick it leaves the read queue: its ACTIVATE, or its READ if it hits a row already open
+    /// or being opened (`Plan::committed_at` in `channel.rs`).
     leave: u64,
 }
 
@@ -292,14 +304,15 @@ fn insert_sorted<T>(q: &mut Window<T>, x: T, key: impl Fn(&T) -> u64) {
 #[derive(Clone, Debug)]
 struct ChannelState {
     cal: Channel,
-    /// Reads placed whose READ issues after `cutoff`, sorted by `leave` (pruned at the front).
+    /// Reads placed that leave the queue after `cutoff`, sorted by `leave` (pruned at the front).
     reads: Window<QueuedRead>,
     /// Admission tick of the last read that waited for a queue entry: reads arriving before it
     /// queue behind it (the request port is in order).
     read_floor: u64,
     /// Writes waiting in the write queue, oldest first.
     buffered: Vec<BufferedWrite>,
-    /// Writes drained whose WRITE issues after `cutoff`, sorted by `leave` (pruned at the front).
+    /// Writes drained that leave the queue after `cutoff`, sorted by `leave` (pruned at the
+    /// front).
     scheduled: Window<ScheduledWrite>,
     write_floor: u64,
     /// No placement may start before this tick: the calendar's history before it is pruned.
@@ -517,7 +530,7 @@ impl DramController {
             &mut st.reads,
             QueuedRead {
                 admit,
-                leave: plan.cas,
+                leave: plan.committed_at(),
             },
             |r| r.leave,
         );
@@ -643,8 +656,10 @@ impl DramController {
         self.scratch.order = order;
     }
 
-    /// Drain buffered writes into the time the read queue stood empty before `t`: as many as,
-    /// in drain order, have issued their ACTIVATE (a row hit: its WRITE) before `t`.
+    /// The write mode an empty read queue starts before `t`: the writes above the low
+    /// watermark drained from the tick the queue emptied (in drain order, whatever arrives
+    /// meanwhile), then as many of the rest as, in drain order, have issued their ACTIVATE (a
+    /// row hit: its WRITE) before `t`.
     fn idle_drain(&mut self, ch: usize, t: u64) {
         let st = &self.channels[ch];
         if st.buffered.is_empty() {
@@ -668,6 +683,11 @@ impl DramController {
             .all(|w| busy_until.max(w.arrival).max(cutoff) >= t)
         {
             return;
+        }
+        let excess = st.buffered.len().saturating_sub(self.low);
+        if excess > 0 {
+            self.c.idle_drained_writes += excess as u64;
+            self.drain(ch, busy_until.max(cutoff), excess);
         }
         self.drain_order(ch, busy_until);
         let order = std::mem::take(&mut self.scratch.order);
@@ -708,7 +728,7 @@ impl DramController {
             ScheduledWrite {
                 line: w.line,
                 admit: w.arrival,
-                leave: plan.cas,
+                leave: plan.committed_at(),
             },
             |w| w.leave,
         );
