@@ -15,7 +15,10 @@ at every interval (``--seed``, 1):
 
 - ``random_read``: reads of uniformly random lines in 1 GiB;
 - ``stream_read``: reads of consecutive lines from address 0 (wrapping at 1 GiB);
-- ``mix_2r1w``: random lines in 1 GiB, two reads then one write, repeated.
+- ``mix_2r1w``: random lines in 1 GiB, two reads then one write, repeated;
+- ``triad_2r1w``: STREAM's triad ``a[i] = b[i] + s * c[i]`` line by line over three arrays of a
+  third of 1 GiB each, allocated one after the other (a, b, c): read b's line, read c's line,
+  write a's line, repeated (a streaming 2:1 read/write mix).
 
 They are ``OUT/streams/<kind>_i<interval>_n<requests>_s<seed>.txt``; an existing file is
 reused. The offered bandwidth of interval i is 64 B x 2600 MHz / i = 166.4 / i GB/s.
@@ -108,7 +111,7 @@ SATURATION_TOLERANCE = 0.05  # saturation (highest delivered) bandwidth
 # xlat's dram_curve configuration matching ddr4_3200aa.yaml (its other settings are the
 # example's fixed DDR4-3200AA 1 x 1 x 4 x 4 system with queues of 32, watermarks 26 / 6).
 XLAT_ARGS = ["--mapping", "ro_ba_ra_co_ch", "--refresh", "on", "--core-mhz", str(CORE_MHZ)]
-KINDS = ["random_read", "stream_read", "mix_2r1w"]
+KINDS = ["random_read", "stream_read", "mix_2r1w", "triad_2r1w"]
 INTERVALS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 24, 32, 48, 64]
 
 
@@ -128,10 +131,27 @@ def stream_requests(kind: str, n: int, seed: int) -> list[tuple[int, str]]:
     [(0, 'R'), (64, 'R'), (128, 'R')]
     >>> [k for _, k in stream_requests("mix_2r1w", 6, 1)]
     ['R', 'R', 'W', 'R', 'R', 'W']
+    >>> [(hex(a), k) for a, k in stream_requests("triad_2r1w", 4, 1)]
+    [('0x15555540', 'R'), ('0x2aaaaa80', 'R'), ('0x0', 'W'), ('0x15555580', 'R')]
     """
     lines = FOOTPRINT // LINE
     if kind == "stream_read":
         return [((i % lines) * LINE, "R") for i in range(n)]
+    if kind == "triad_2r1w":
+        array = lines // 3
+        a, b, c = 0, array, 2 * array
+        out = []
+        for i in range(n):
+            line, k = divmod(i, 3)
+            line %= array
+            out.append(
+                ((b + line) * LINE, "R")
+                if k == 0
+                else ((c + line) * LINE, "R")
+                if k == 1
+                else ((a + line) * LINE, "W")
+            )
+        return out
     rng = random.Random(f"{kind}/{seed}")
     if kind == "random_read":
         return [(rng.randrange(lines) * LINE, "R") for _ in range(n)]

@@ -635,7 +635,7 @@ def test_speedups_between_designs_whose_runs_a_design_scoped_change_left_apart_a
 
     # Model version 6 moved LVM's runs only: a build of versions 6-8 gave radix's runs version 5,
     # the same model, so the speedup of LVM over radix is allowed (`make demo` compared every
-    # design this way). Today's build gives both version 10 (it moved every run): the store is
+    # design this way). Today's build gives both version 11 (it moved every run): the store is
     # made to hold what a version-8 build wrote.
     _, db = _sweep_of_gups(tmp_path, ["radix", "lvm"])
     from xlat import _core

@@ -91,10 +91,10 @@ def model_version_of(
 
     Examples
     --------
-    >>> model_version_of(1, 1)   # version 10 moved every run (the queued DRAM controller)
-    10
+    >>> model_version_of(1, 1)   # version 11 moved every run (the queued DRAM controller)
+    11
     >>> model_version_of(1, 1, "lvm", "memcached")   # later than 6 (LVM's) and 7 (memcached's)
-    10
+    11
     >>> model_version_of(4, 1, "radix", "memcached") == model_version()
     True
     """

@@ -19,7 +19,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// stored runs of another model version instead of reusing them (docs/sweeps.md, "Resuming").
 /// Version 1 is the model of 2026-11-29 (commit of the entry that introduced it); records
 /// without the key predate it.
-pub const MODEL_VERSION: u32 = 10;
+pub const MODEL_VERSION: u32 = 11;
 
 /// Which runs a model change can move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +68,9 @@ pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
     // read queue starts a write mode that drains to the low watermark (Ramulator 2's
     // `promote_to_active` and `set_write_mode`; mem/dram/controller.rs; CHANGELOG).
     (10, ModelScope::All),
+    // The queued DRAM controller drains writes ready first, then oldest (Ramulator 2's
+    // FR-FCFS; mem/dram/controller.rs; CHANGELOG).
+    (11, ModelScope::All),
 ];
 
 /// The model version of a run of `cores` cores and `processes` processes of design `design`
@@ -76,10 +79,10 @@ pub const MODEL_CHANGES: &[(u32, ModelScope)] = &[
 /// can.
 ///
 /// ```
-/// // Version 10 moved every run (as versions 3, 5 and 9 did): the latest change for all of them.
-/// assert_eq!(xlat::model_version_of(1, 1, "radix", "gups"), 10);
-/// assert_eq!(xlat::model_version_of(4, 4, "radix", "gups,kv,gups,kv"), 10);
-/// assert_eq!(xlat::model_version_of(1, 1, "lvm", "memcached"), 10);
+/// // Version 11 moved every run (as versions 3, 5, 9 and 10 did): the latest change for all.
+/// assert_eq!(xlat::model_version_of(1, 1, "radix", "gups"), 11);
+/// assert_eq!(xlat::model_version_of(4, 4, "radix", "gups,kv,gups,kv"), 11);
+/// assert_eq!(xlat::model_version_of(1, 1, "lvm", "memcached"), 11);
 /// assert_eq!(xlat::model_version_of(4, 1, "radix", "app.xlat"), xlat::MODEL_VERSION);
 /// // As of version 8: version 2 moved machines only; versions 4 and 8 only a multi-threaded
 /// // trace on several cores (one process); version 6 LVM's runs only; version 7 memcached's.

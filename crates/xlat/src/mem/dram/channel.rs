@@ -319,26 +319,6 @@ impl Channel {
         }
     }
 
-    /// Whether `row` of `bank` is open at `tick` (as far as the sessions from the one open at
-    /// the latest `cutoff` of [`Channel::prune`] tell).
-    pub fn row_open_at(&self, bank: usize, row: u64, tick: u64) -> bool {
-        let s = &self.sessions[bank];
-        let cur = s.partition_point_from_back(|x| x.act <= tick);
-        if cur == 0 {
-            return false;
-        }
-        if tick < self.cutoff {
-            // A stale session (one a full prune would have dropped) does not count.
-            let live = s
-                .partition_point_from_back(|x| x.act <= self.cutoff)
-                .saturating_sub(1);
-            if cur - 1 < live {
-                return false;
-            }
-        }
-        s[cur - 1].row == row && tick < self.close_bound(bank, cur - 1)
-    }
-
     /// The earliest placement of an access to `row` of `bank` (a WRITE if `write`) at or after
     /// `from`: a hit in the first session of its row that still has room, else a new session in
     /// the first gap long enough, trying sessions in time order from the one open at `from`.
@@ -603,7 +583,7 @@ impl Channel {
             ),
         }
         // The sessions before the one open at `cutoff` are stale: no placement looks at them
-        // (placements start at or after `cutoff`; `row_open_at` skips them).
+        // (placements start at or after `cutoff`).
         while sessions.len() >= 2 && sessions[1].act <= self.cutoff {
             sessions.pop_front();
         }

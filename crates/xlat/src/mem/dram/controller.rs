@@ -44,9 +44,10 @@
 //!   first entry to free.
 //! - Write queue (`write_queue_entries`): writes are posted (the caller gets the acceptance
 //!   time) and buffered; a drained write holds its entry until its ACTIVATE (a row hit: its
-//!   WRITE), as a read does. When `write_high_watermark_entries` wait, the oldest are drained
-//!   (writes to rows open at that time first, then oldest first, writes to the same row
-//!   together) until `write_low_watermark_entries` remain; reads arriving meanwhile find the
+//!   WRITE), as a read does. When `write_high_watermark_entries` wait, writes are drained
+//!   until `write_low_watermark_entries` remain, one at a time, each the one whose ACTIVATE (a
+//!   row hit: its WRITE) can issue first, the oldest among equals (Ramulator 2's FR-FCFS:
+//!   ready first, then oldest; every drain below picks so); reads arriving meanwhile find the
 //!   data bus and banks taken by the drain. When the read queue has been empty since some tick
 //!   before a request's arrival (a write mode, as Ramulator 2's `set_write_mode` enters
 //!   whenever its read queue is empty and leaves only once fewer than its low watermark's
@@ -54,9 +55,9 @@
 //!   from that tick on, whatever arrives meanwhile; then the rest into the idle time, as many
 //!   as are under way before the arrival: their ACTIVATE (a row hit: their WRITE) issues
 //!   before it, their WRITE may come after (Ramulator 2 finishes a request it has activated
-//!   first). Both count as `idle_drained_writes`. A read of a line waiting in the
-//!   write queue is served from it
-//!   (`controller_cycles`). A write to a line already buffered merges with it.
+//!   first). Both count as `idle_drained_writes`. A read of a line waiting in the write queue
+//!   is served from it (`controller_cycles`). A write to a line already buffered merges with
+//!   it.
 //! - Refresh (`refresh`): every rank refreshes all banks every tREFI (ranks staggered by
 //!   tREFI / ranks); from tRP before until tRFC after, the rank takes no command, and every row
 //!   is closed by it.
@@ -338,16 +339,6 @@ pub struct DramController {
     channels: Vec<ChannelState>,
     c: QueuedDramCounters,
     core_clock_mhz: u32,
-    /// Scratch space of `drain_order` and the drains, kept to avoid allocating per request.
-    scratch: Scratch,
-}
-
-#[derive(Clone, Debug, Default)]
-struct Scratch {
-    open: Vec<bool>,
-    taken: Vec<bool>,
-    order: Vec<usize>,
-    done: Vec<usize>,
 }
 
 impl DramController {
@@ -406,7 +397,6 @@ impl DramController {
                 ..QueuedDramCounters::default()
             },
             core_clock_mhz: cfg.core_clock_mhz,
-            scratch: Scratch::default(),
         })
     }
 
@@ -614,52 +604,55 @@ impl DramController {
         (at, DramService::Posted)
     }
 
-    /// The order writes leave the buffer in a drain starting at `from`: writes to rows open
-    /// then first, then the rest, oldest first, each write followed by the later ones to its row.
-    /// Left in `self.scratch.order`.
-    fn drain_order(&mut self, ch: usize, from: u64) {
-        let st = &self.channels[ch];
-        let w = &st.buffered;
-        let Scratch {
-            open, taken, order, ..
-        } = &mut self.scratch;
-        open.clear();
-        open.extend(w.iter().map(|x| st.cal.row_open_at(x.bank, x.row, from)));
-        taken.clear();
-        taken.resize(w.len(), false);
-        order.clear();
-        for open_rows_first in [true, false] {
-            for i in 0..w.len() {
-                if taken[i] || (open_rows_first && !open[i]) {
-                    continue;
-                }
-                for j in i..w.len() {
-                    if !taken[j] && w[j].bank == w[i].bank && w[j].row == w[i].row {
-                        taken[j] = true;
-                        order.push(j);
-                    }
-                }
-            }
-        }
+    /// Write `count` buffered writes to the banks, from `from` on, ready first
+    /// ([`Self::drain_ready_first`]).
+    fn drain(&mut self, ch: usize, from: u64, count: usize) {
+        self.drain_ready_first(ch, from, count, None);
     }
 
-    /// Write `count` buffered writes to the banks, from `from` on, in drain order.
-    fn drain(&mut self, ch: usize, from: u64, count: usize) {
-        self.drain_order(ch, from);
-        let mut order = std::mem::take(&mut self.scratch.order);
-        order.truncate(count);
-        for &i in &order {
-            let w = self.channels[ch].buffered[i];
-            self.place_write(ch, &w, from.max(w.arrival));
+    /// Drain buffered writes from `from` on, one at a time, each the write whose ACTIVATE (a
+    /// row hit: its WRITE) can issue first, the oldest among equals (Ramulator 2's FR-FCFS:
+    /// requests ready to issue first, then the oldest): `count` of them, and with `before =
+    /// Some(t)` only while that command issues before `t`. The number drained.
+    fn drain_ready_first(
+        &mut self,
+        ch: usize,
+        from: u64,
+        count: usize,
+        before: Option<u64>,
+    ) -> usize {
+        let mut drained = 0;
+        while drained < count {
+            let st = &self.channels[ch];
+            let mut best: Option<(u64, usize, Plan)> = None;
+            for (i, w) in st.buffered.iter().enumerate() {
+                let start = from.max(w.arrival).max(st.cutoff);
+                if before.is_some_and(|t| start >= t) {
+                    continue;
+                }
+                let plan = st.cal.plan(w.bank, w.row, true, start);
+                let at = plan.committed_at();
+                if best.as_ref().is_none_or(|b| at < b.0) {
+                    best = Some((at, i, plan));
+                }
+            }
+            let Some((at, i, plan)) = best else {
+                break;
+            };
+            if before.is_some_and(|t| at >= t) {
+                break;
+            }
+            let w = self.channels[ch].buffered.remove(i);
+            self.commit_write(ch, &w, &plan);
+            drained += 1;
         }
-        self.remove_buffered(ch, &mut order);
-        self.scratch.order = order;
+        drained
     }
 
     /// The write mode an empty read queue starts before `t`: the writes above the low
-    /// watermark drained from the tick the queue emptied (in drain order, whatever arrives
-    /// meanwhile), then as many of the rest as, in drain order, have issued their ACTIVATE (a
-    /// row hit: its WRITE) before `t`.
+    /// watermark drained from the tick the queue emptied (ready first, whatever arrives
+    /// meanwhile), then, ready first, as many of the rest as issue their ACTIVATE (a row hit:
+    /// their WRITE) before `t`.
     fn idle_drain(&mut self, ch: usize, t: u64) {
         let st = &self.channels[ch];
         if st.buffered.is_empty() {
@@ -689,35 +682,10 @@ impl DramController {
             self.c.idle_drained_writes += excess as u64;
             self.drain(ch, busy_until.max(cutoff), excess);
         }
-        self.drain_order(ch, busy_until);
-        let order = std::mem::take(&mut self.scratch.order);
-        let mut done = std::mem::take(&mut self.scratch.done);
-        done.clear();
-        for &i in &order {
-            let w = self.channels[ch].buffered[i];
-            let start = busy_until.max(w.arrival).max(self.channels[ch].cutoff);
-            if start >= t {
-                continue;
-            }
-            let plan = self.channels[ch].cal.plan(w.bank, w.row, true, start);
-            // A write whose ACTIVATE (a row hit: its WRITE) issues in the idle time is under
-            // way when the next request arrives, though its WRITE may come after.
-            if plan.committed_at() >= t {
-                break;
-            }
-            self.commit_write(ch, &w, &plan);
-            self.c.idle_drained_writes += 1;
-            done.push(i);
-        }
-        self.remove_buffered(ch, &mut done);
-        self.scratch.order = order;
-        self.scratch.done = done;
-    }
-
-    fn place_write(&mut self, ch: usize, w: &BufferedWrite, from: u64) {
-        let st = &self.channels[ch];
-        let plan = st.cal.plan(w.bank, w.row, true, from.max(st.cutoff));
-        self.commit_write(ch, w, &plan);
+        // A write whose ACTIVATE (a row hit: its WRITE) issues in the idle time is under way
+        // when the next request arrives, though its WRITE may come after.
+        let drained = self.drain_ready_first(ch, busy_until, usize::MAX, Some(t));
+        self.c.idle_drained_writes += drained as u64;
     }
 
     fn commit_write(&mut self, ch: usize, w: &BufferedWrite, plan: &Plan) {
@@ -733,22 +701,6 @@ impl DramController {
             |w| w.leave,
         );
         self.count_bank_access(ch, plan, true);
-    }
-
-    /// Remove the buffered writes at `indices` (distinct; left sorted).
-    fn remove_buffered(&mut self, ch: usize, indices: &mut [usize]) {
-        if indices.is_empty() {
-            return;
-        }
-        indices.sort_unstable();
-        let buffered = &mut self.channels[ch].buffered;
-        let (mut k, mut i) = (0, 0);
-        buffered.retain(|_| {
-            let gone = indices.get(k) == Some(&i);
-            k += gone as usize;
-            i += 1;
-            !gone
-        });
     }
 
     fn count_bank_access(&mut self, ch: usize, plan: &Plan, write: bool) {
