@@ -24,8 +24,9 @@ then the comparison of the default grant (``ooo_time``) with ChampSim in per cen
 and STLB miss latencies, xlat's ``dram.queued`` read latency and queueing, timed walks).
 ``--models`` picks the xlat models run (all four by default); ``--extra-patch FILE`` applies a
 further patch to ChampSim after the xlat-match patch (e.g.
-``scripts/champsim/srrip-long-insertion.patch``: ChampSim's SRRIP inserting fills at RRPV 2, see
-docs/timing.md).
+``scripts/champsim/srrip-long-insertion.patch``: ChampSim's SRRIP inserting fills at RRPV 2;
+``scripts/champsim/column-pipelining.patch``: a ChampSim bank issuing row hits tCCD_L apart
+instead of one request at a time; both repeatable, see docs/timing.md).
 
 xlat: IPC of the measured part = (instructions(full) - instructions(prologue)) /
 (cycles(full) - cycles(prologue)), from a run of the whole trace and a run stopped after the
