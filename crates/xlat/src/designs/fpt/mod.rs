@@ -393,6 +393,29 @@ impl Design for Fpt {
         }
     }
 
+    /// A walk's last read is the entry of the lowest node it reaches, which misses the host's
+    /// caches on a large table; the nodes above are few and stay cached. Follows the upper
+    /// nodes (read only) and prefetches that entry without reading it.
+    #[inline]
+    fn prefetch(&self, asid: Asid, vpn: Vpn, mem: &MemSystem) {
+        let Some(&root) = self.roots.get(asid as usize).filter(|r| **r != NO_NODE) else {
+            return;
+        };
+        let mut id = root;
+        loop {
+            let n = self.node(id);
+            if n.shift == 0 {
+                crate::prefetch::host_prefetch(&n.entries[n.index(vpn)]);
+                mem.prefetch(self.entry_addr(id, vpn));
+                return;
+            }
+            match self.read(id, vpn) {
+                Read::Next(child) => id = child,
+                Read::Leaf(_) | Read::Empty => return,
+            }
+        }
+    }
+
     #[inline]
     fn walk(&mut self, asid: Asid, vpn: Vpn, mem: &mut MemSystem) -> WalkResult {
         self.walks += 1;

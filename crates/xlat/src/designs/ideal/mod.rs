@@ -96,6 +96,14 @@ impl Design for Ideal {
         }
     }
 
+    /// The walk reads one entry, the one radix's walk ends at: prefetch it as radix does.
+    #[inline]
+    fn prefetch(&self, asid: Asid, vpn: Vpn, mem: &MemSystem) {
+        if let Some(pa) = self.table.prefetch(asid, vpn) {
+            mem.prefetch(pa);
+        }
+    }
+
     fn footprint(&self) -> PtFootprint {
         self.table.footprint()
     }
