@@ -363,7 +363,10 @@ fn a_record_carries_the_model_version_of_its_run_one_core_or_a_machine() {
     assert_eq!(of(1, 1, "lvm", "gups"), 11);
     assert_eq!(of(2, 2, "radix", "kv,memcached"), 11);
     assert_eq!(crate::stats::model_version_as_of(1, 1, "lvm", "gups", 9), 9);
-    assert_eq!(crate::stats::model_version_as_of(1, 1, "lvm", "gups", 10), 10);
+    assert_eq!(
+        crate::stats::model_version_as_of(1, 1, "lvm", "gups", 10),
+        10
+    );
     let lvm = run_workload(&multi("lvm", "gups", &[])).unwrap();
     assert_eq!(lvm["model_version"], 11);
     let mc = run_workload(&multi("radix", "kv,memcached", &[])).unwrap();

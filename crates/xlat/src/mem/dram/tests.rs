@@ -942,7 +942,11 @@ fn a_drain_takes_the_write_that_can_issue_first_before_an_older_one() {
     d.access(&rd(line_of(1, 9, 0), 3));
     let c = d.counters();
     assert_eq!(c.channels[0].writes, 1);
-    assert_eq!(c.write_row, [0, 1, 0], "the write to the idle bank, not the conflict");
+    assert_eq!(
+        c.write_row,
+        [0, 1, 0],
+        "the write to the idle bank, not the conflict"
+    );
 }
 
 // Bit-identity of the queued model's answers: a hash of every answer and the final counters
