@@ -10,10 +10,41 @@ use xlat::trace::champsim::{write_champsim, ChampSimReader, Variant};
 use xlat::trace::native::{NativeReader, NativeWriter};
 use xlat::trace::{open, AccessKind, Event, EventSource, SourceError, TraceFormat};
 
+/// A path in this test process's scratch folder. The tests run as threads of one process with no
+/// teardown, so the folder outlives the run (about 44 MB); the first call removes the folders of
+/// earlier runs whose process is gone, so that repeated runs keep one, not one each.
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xlat-trace-tests-{}", std::process::id()));
+    const PREFIX: &str = "xlat-trace-tests-";
+    static CLEANED: std::sync::Once = std::sync::Once::new();
+    let base = std::env::temp_dir();
+    CLEANED.call_once(|| remove_stale_scratch(&base, PREFIX));
+    let dir = base.join(format!("{PREFIX}{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
+}
+
+/// Remove `base/PREFIX<pid>` folders whose process no longer runs (Linux: no `/proc/<pid>`;
+/// elsewhere nothing is removed).
+fn remove_stale_scratch(base: &std::path::Path, prefix: &str) {
+    if !std::path::Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 fn cfg(refs: u64) -> Config {
