@@ -18,6 +18,12 @@ stops (``--any-cpu`` overrides, for a deliberate cross-comparison).
         --out tools/hostbench/results/xlat-turin-20261130.jsonl
     python3 scripts/host_predict.py --summarize tools/hostbench/results/xlat-quiet-20261128.jsonl
 
+An ablation adds settings to every run (``--set KEY=VALUE``, repeatable; each line records
+them in ``overrides`` and its ``command``), e.g. four page walkers on the chains' 16-chain points:
+
+    python3 scripts/host_predict.py --measured tools/hostbench/results/quiet-20261201.jsonl \
+        --only "mlp 16" --set core.page_walkers=4 --out out/host/walkers4.jsonl
+
 Conversions: ns = cycles / GHz at the preset's `mem.dram.core_clock_mhz` (the measured clock);
 a chase access is one load (`loads`), a gups update one load and one store (`loads`), a triad
 element two loads and a store (24 bytes by STREAM's count, as hostbench's `bw`).
@@ -217,8 +223,8 @@ def run(args) -> int:
             continue
         meas = measured_for(rows, name, footprint, pages)
         if name.startswith("mlp ") and not meas:
-            continue  # a results file without the `mlp` step (the Zen 3 host's)
-        cmd = xlat_cmd(args.xlat, workload, footprint, pages, sets, refs, args.preset)
+            continue  # a results file without the `mlp` step (the Zen 3 host's of 2026-11-28)
+        cmd = xlat_cmd(args.xlat, workload, footprint, pages, [*sets, *args.set], refs, args.preset)
         print("$", shlex.join(cmd), flush=True)
         t0 = time.time()
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -235,6 +241,7 @@ def run(args) -> int:
             "footprint": footprint,
             "pages": pages,
             "command": shlex.join(["xlat", *cmd[1:]]),
+            "overrides": list(args.set),
             "seconds": round(time.time() - t0, 1),
             "xlat": round(pred, 3),
             "unit": "GB/s" if name.startswith("triad") else "ns",
@@ -394,11 +401,22 @@ def main(argv=None) -> int:
         action="store_true",
         help="compare even when the measurements come from another CPU than the preset's",
     )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an xlat setting added to every run, after the case's own (an ablation)",
+    )
     ap.add_argument("--summarize", metavar="FILE")
     ap.add_argument(
         "--only", action="append", help="run only cases whose 'name size pages' holds this"
     )
     args = ap.parse_args(argv)
+    bad = [kv for kv in args.set if "=" not in kv or kv.startswith("=")]
+    if bad:
+        print(f"error: --set takes KEY=VALUE, got {bad[0]!r}", file=sys.stderr)
+        return 2
     if args.summarize:
         summarize(args.summarize)
         return 0

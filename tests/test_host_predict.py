@@ -59,3 +59,28 @@ def test_the_committed_predictions_summarize_with_the_chains_table(hp, capsys):
     chains = table[table.index("| chains (mlp) |") :].split("\n\n")[0].splitlines()[2:]
     assert len(chains) == 24
     assert sum("| pass |" in ln for ln in chains) == 20
+
+
+def test_an_ablation_adds_its_settings_after_each_cases_own(hp, tmp_path, monkeypatch):
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(cmd, **_kw):
+        seen.append(cmd)
+        raise Stop
+
+    monkeypatch.setattr(hp.subprocess, "run", fake_run)
+    args = ["--measured", str(RESULTS / "quiet-20261201.jsonl"), "--out", str(tmp_path / "a")]
+    args += ["--xlat", "xlat", "--only", "mlp 16 1GiB 4k", "--set", "core.page_walkers=4"]
+    with pytest.raises(Stop):
+        hp.main(args)
+    cmd = seen[0]
+    assert cmd[-4:] == ["--set", "workload.chains=16", "--set", "core.page_walkers=4"]
+
+
+def test_a_setting_without_a_value_is_refused(hp, tmp_path, capsys):
+    args = ["--measured", str(RESULTS / "quiet-20261201.jsonl"), "--out", str(tmp_path / "a")]
+    assert hp.main([*args, "--set", "core.page_walkers"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
