@@ -44,10 +44,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "tools" / "hostbench"
 GIB = 1 << 30
-STEPS = ("clock", "bw", "chase", "gups", "ladder", "reach", "mlp", "rob", "walks")
+STEPS = ("clock", "bw", "chase", "gups", "ladder", "reach", "mlp", "rob", "walks", "share")
 
 # `chase --chains`: independent chases at once (memory-level parallelism; docs/host.md).
 MLP_CHAINS = "1,2,3,4,6,8,12,16,24,32"
+
+# The `share` step: chases through regions around the guest's L3 share with 1-16 chains. A line
+# of a region is reused every (lines x ns per access); on the Zen 3 host whether it is still in
+# the L3 depended on that time, not on the region's size (docs/host.md, "The share is a
+# retention time").
+SHARE_SIZES = ("2M", "4M", "8M", "16M")
+SHARE_CHAINS = "1,2,4,8,16"
 
 
 def sh(cmd: list[str]) -> str:
@@ -290,6 +297,15 @@ def plan(args: argparse.Namespace, big_ok: bool) -> list[tuple[str, list[str]]]:
                         + ["--seconds", short],
                     )
                 )
+    if "share" in args.only:
+        for size in SHARE_SIZES[:2] if args.smoke else SHARE_SIZES:
+            cmds.append(
+                (
+                    "share",
+                    ["./chase", "--size", size, "--pages", "2m", "--chains", SHARE_CHAINS]
+                    + ["--seconds", short],
+                )
+            )
     if "rob" in args.only:
         # The window: NOPs (the reorder buffer) and register-writing LEAs (the register file).
         for filler in ("nop", "lea"):
@@ -340,6 +356,30 @@ def table(head: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def share_table(runs: list[dict]) -> str:
+    """The `share` step's table: per region and chain count, the latency each load had in flight
+    (chains x ns per access: every chain has one load outstanding) and how long a line waited
+    between two uses (the region's lines x ns per access).
+
+    >>> print(share_table([{"region_bytes": 4 << 20, "chains": 2, "ns_per_access": 10.0}]))
+    | region (2 MiB pages) | chains | ns/access | latency in flight, ns | line reused every, ms |
+    |---|---|---|---|---|
+    | 4 MiB | 2 | 10.0 | 20.0 | 0.66 |
+    """
+    rows = [
+        [
+            fmt_size(r["region_bytes"]),
+            r.get("chains", 1),
+            r["ns_per_access"],
+            f"{r.get('chains', 1) * r['ns_per_access']:.1f}",
+            f"{r['region_bytes'] // 64 * r['ns_per_access'] / 1e6:.2f}",
+        ]
+        for r in sorted(runs, key=lambda r: (r["region_bytes"], r.get("chains", 1)))
+    ]
+    head = ["region (2 MiB pages)", "chains", "ns/access"]
+    return table(head + ["latency in flight, ns", "line reused every, ms"], rows)
 
 
 def summarize(path: Path) -> str:
@@ -525,6 +565,8 @@ def summarize(path: Path) -> str:
                 rows,
             )
         )
+    if by["share"]:
+        out.append(share_table(by["share"]))
     if by["rob"]:
         out.append(
             table(
