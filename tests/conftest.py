@@ -51,6 +51,25 @@ def xlat(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return proc
 
 
+def load_script(path: str | Path, name: str | None = None):
+    """The module of the Python file at `path` (relative to the repository root), loaded by
+    path: the scripts under scripts/ and tools/ are not a package. `name` (default: the file's
+    stem) is also registered in `sys.modules`, so that dataclasses and pickling inside it work.
+
+    >>> load_script("scripts/host_predict.py").__name__
+    'host_predict'
+    """
+    import importlib.util
+
+    path = ROOT / path
+    name = name or path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture
 def run_json():
     """Run `xlat run ... --json` and return the parsed record."""

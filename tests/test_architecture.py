@@ -5,22 +5,16 @@ docs/architecture.md draws exist. The rules of the graph (what counts as an edge
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "crates" / "xlat" / "src"
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location(
-        "rust_imports", ROOT / "scripts" / "rust_imports.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["rust_imports"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("scripts/rust_imports.py")
 
 
 def test_no_two_files_of_the_core_import_each_other_even_through_others():

@@ -3,18 +3,15 @@ plans its chases and summarizes them as latency in flight and reuse time."""
 
 import argparse
 import doctest
-import importlib.util
 import json
 
 import pytest
+from conftest import load_script
 
 
 @pytest.fixture(scope="module")
 def hm():
-    spec = importlib.util.spec_from_file_location("host_measure", "scripts/host_measure.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/host_measure.py")
 
 
 def test_the_scripts_examples_hold(hm):

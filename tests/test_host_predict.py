@@ -2,21 +2,18 @@
 (issue 35; docs/host.md, "The Zen 5 host"), and its tables hold the chains (`mlp`) step."""
 
 import doctest
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 RESULTS = Path("tools/hostbench/results")
 
 
 @pytest.fixture(scope="module")
 def hp():
-    spec = importlib.util.spec_from_file_location("host_predict", "scripts/host_predict.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/host_predict.py")
 
 
 def rows(name):

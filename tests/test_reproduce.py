@@ -7,7 +7,7 @@ import math
 import re
 
 import pytest
-from conftest import xlat
+from conftest import load_script, xlat
 from xlat import reproduce
 from xlat.store import TABLE, Store
 
@@ -689,7 +689,6 @@ def test_a_paper_tables_set_replaces_what_the_footprint_would_scale(tmp_path, mo
 def test_paper_scale_figures_are_recorded_only_for_claims_whose_experiments_all_scale(
     tmp_path, monkeypatch
 ):
-    import importlib.util
     import types
 
     text = _tps_without_paper_scale()
@@ -706,9 +705,7 @@ def test_paper_scale_figures_are_recorded_only_for_claims_whose_experiments_all_
         {"p": reproduce.recorded("p")}
     )
     # scripts/record_full.py --paper-scale, from a result whose every claim has a figure.
-    spec = importlib.util.spec_from_file_location("record_full", "scripts/record_full.py")
-    record_full = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(record_full)
+    record_full = load_script("scripts/record_full.py")
     result = reproduce.recorded("p")
     for row in result["claims"]:
         row["ours"] = 1.15

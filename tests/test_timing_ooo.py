@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import SMALL, xlat
+from conftest import SMALL, load_script, xlat
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITER = ROOT / "tools" / "champsim_trace_writer.py"
@@ -88,12 +88,9 @@ def test_the_trace_writer_rejects_an_unknown_pattern(tmp_path):
 
 def test_the_trace_writers_issue_35_patterns_are_seeded_and_shaped_as_documented():
     import collections
-    import importlib.util
     import io
 
-    spec = importlib.util.spec_from_file_location("champsim_trace_writer", WRITER)
-    w = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(w)
+    w = load_script(WRITER)
 
     def loads(pattern, records=3000, footprint=1 << 30):
         buf = io.BytesIO()

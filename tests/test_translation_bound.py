@@ -2,22 +2,18 @@
 baseline runs (issue 41, item 4)."""
 
 import doctest
-import importlib.util
 import json
 
 import pytest
 import xlat
+from conftest import load_script
 from xlat import reproduce
 from xlat.store import frame_from_records
 
 
 @pytest.fixture(scope="module")
 def tb():
-    spec = importlib.util.spec_from_file_location("translation_bound",
-                                                  "scripts/translation_bound.py")  # fmt: skip
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/translation_bound.py")
 
 
 def test_the_scripts_examples_hold(tb):
