@@ -2,7 +2,8 @@
 """xlat's prediction of each hostbench measurement (issue 35), beside the measurement.
 
 Runs `xlat run --preset PRESET` (``--preset``: configs/host-kvm.toml, the `host-milan-kvm` CPU
-preset, or configs/host-kvm-turin.toml, `host-turin-kvm`; both nested, host pages 4 KiB) once per
+preset, configs/host-kvm-turin.toml, `host-turin-kvm`, or configs/host-kvm-genoa.toml,
+`host-genoa-kvm`; all nested, host pages 4 KiB) once per
 measured case, one run at a time, and writes one JSON line per run (the command, the measured
 figure it is compared with, and the record's figures that explain it) to ``--out``.
 ``--summarize FILE`` prints the Markdown tables of docs/host.md from such a file.
@@ -46,6 +47,7 @@ PRESET = "configs/host-kvm.toml"
 PRESET_CPU = {
     "host-milan-kvm": (25, 1),  # AMD EPYC 7003 "Milan" (Zen 3)
     "host-turin-kvm": (26, 2),  # AMD EPYC 9005 "Turin" (Zen 5)
+    "host-genoa-kvm": (25, 17),  # AMD EPYC 9004 "Genoa" (Zen 4)
 }
 GIB = 1 << 30
 

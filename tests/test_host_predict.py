@@ -37,7 +37,7 @@ def test_each_results_file_names_the_cpu_it_was_measured_on(hp):
 def test_each_host_preset_names_the_cpu_its_file_describes(hp):
     assert hp.preset_cpu_name("configs/host-kvm.toml") == "host-milan-kvm"
     assert hp.preset_cpu_name("configs/host-kvm-turin.toml") == "host-turin-kvm"
-    assert set(hp.PRESET_CPU) == {"host-milan-kvm", "host-turin-kvm"}
+    assert set(hp.PRESET_CPU) == {"host-milan-kvm", "host-turin-kvm", "host-genoa-kvm"}
 
 
 def test_a_preset_is_refused_against_another_cpus_measurements_unless_asked(hp, tmp_path, capsys):
