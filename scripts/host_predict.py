@@ -6,7 +6,8 @@ preset, configs/host-kvm-turin.toml, `host-turin-kvm`, or configs/host-kvm-genoa
 `host-genoa-kvm`; all nested, host pages 4 KiB) once per
 measured case, one run at a time, and writes one JSON line per run (the command, the measured
 figure it is compared with, and the record's figures that explain it) to ``--out``.
-``--summarize FILE`` prints the Markdown tables of docs/host.md from such a file.
+``--summarize FILE`` prints the Markdown tables of docs/host.md from such a file, each followed
+by its tally (e.g. "**5 of 15** predicted figures within 25 %.").
 
 The guest has run on more than one host CPU (docs/host.md): the measurements' CPU (family and
 model, from the results file's host record) must be the one the preset describes, or the run
@@ -278,11 +279,23 @@ def run(args) -> int:
     return 0
 
 
+def _count(tally: list[int], verdict: str) -> None:
+    """Adds one verdict ("pass" or "**fail**") to a ``[passed, compared]`` tally."""
+    tally[0] += verdict == "pass"
+    tally[1] += 1
+
+
+def _tally_line(what: str, tally: list[int]) -> str:
+    """The sentence under a table: ``_tally_line("x", [5, 14])`` is ``"**5 of 14** x."``."""
+    return f"**{tally[0]} of {tally[1]}** {what}."
+
+
 def summarize(path: str) -> None:
     lines = [json.loads(x) for x in open(path)]
     print("| measurement | region | pages | measured | xlat | xlat / measured | within 25 % |")
     print("|---|---|---|---|---|---|---|")
     by = {}
+    tally = {"figures": [0, 0], "ratios": [0, 0], "chains": [0, 0]}  # [passed, compared]
     mlp = [ln for ln in lines if ln["case"].startswith("mlp ")]
     lines = [ln for ln in lines if not ln["case"].startswith("mlp ")]
     for ln in lines:
@@ -322,11 +335,14 @@ def summarize(path: str) -> None:
                 )
                 continue
             ok = "pass" if abs(r - 1) <= 0.25 else "**fail**"
+            _count(tally["figures"], ok)
             print(
                 f"| {label} | {ln['footprint']} | {ln['pages']} | {meas} {unit} | "
                 f"{ln['xlat']:.1f} {unit} | {r:.2f} | {ok} |"
             )
             by[(label, ln["footprint"], ln["pages"])] = (meas, ln["xlat"])
+    print()
+    print(_tally_line("predicted figures within 25 %", tally["figures"]))
     print()
     print(
         "| measurement | region | 4 KiB / 2 MiB measured | xlat | xlat / measured | within 15 % |"
@@ -338,7 +354,10 @@ def summarize(path: str) -> None:
         m2, x2 = by[(label, fp, "2m")]
         rm, rx = m4 / m2, x4 / x2
         ok = "pass" if abs(rx / rm - 1) <= 0.15 else "**fail**"
+        _count(tally["ratios"], ok)
         print(f"| {label} | {fp} | {rm:.2f} | {rx:.2f} | {rx / rm:.2f} | {ok} |")
+    print()
+    print(_tally_line("4 KiB / 2 MiB ratios within 15 %", tally["ratios"]))
     if mlp:
         print()
         print(
@@ -357,6 +376,7 @@ def summarize(path: str) -> None:
             meas, f = ln["measured"][0]["ns_per_access"], ln["figures"]
             r = ln["xlat"] / meas
             ok = "pass" if abs(r - 1) <= 0.25 else "**fail**"
+            _count(tally["chains"], ok)
             base = one.get((ln["footprint"], ln["pages"]))
             flight = (
                 f"{base['measured'][0]['ns_per_access'] / meas:.1f} / "
@@ -369,6 +389,8 @@ def summarize(path: str) -> None:
                 f"{ln['xlat']:.1f} | {r:.2f} | {ok} | {flight} | "
                 f"{f['avg_outstanding_misses'] or 0:.1f} / {f['avg_outstanding_walks'] or 0:.1f} |"
             )
+        print()
+        print(_tally_line("chain points within 25 %", tally["chains"]))
     print()
     print(
         "| run | cycles/op | L2 TLB misses/op | walk cycles (functional / timed) | walk refs | "

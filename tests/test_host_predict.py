@@ -58,6 +58,25 @@ def test_the_committed_predictions_summarize_with_the_chains_table(hp, capsys):
     assert sum("| pass |" in ln for ln in chains) == 20
 
 
+@pytest.mark.parametrize("name", ["xlat-turin-20261130.jsonl", "xlat-genoa-20261202.jsonl"])
+def test_each_table_ends_with_the_tally_of_its_own_verdicts(hp, capsys, name):
+    hp.summarize(str(RESULTS / name))
+    blocks = capsys.readouterr().out.split("\n\n")
+    tallies = [(i, b.strip()) for i, b in enumerate(blocks) if b.startswith("**")]
+    assert len(tallies) == 3
+    for i, line in tallies:
+        rows = blocks[i - 1].splitlines()
+        passed = sum(r.endswith("| pass |") or "| pass | " in r for r in rows)
+        failed = sum("| **fail** |" in r for r in rows)
+        assert line.startswith(f"**{passed} of {passed + failed}** "), (line, passed, failed)
+    if name.startswith("xlat-genoa"):
+        assert [t for _, t in tallies] == [
+            "**5 of 15** predicted figures within 25 %.",
+            "**5 of 6** 4 KiB / 2 MiB ratios within 15 %.",
+            "**17 of 24** chain points within 25 %.",
+        ]
+
+
 def test_an_ablation_adds_its_settings_after_each_cases_own(hp, tmp_path, monkeypatch):
     seen = []
 
