@@ -150,7 +150,9 @@ impl DesignVisitor for Conformance {
                     let (asid, m) = live[nth % live.len()];
                     let vpn = Vpn(m.vpn.0 + offset % m.size.base_pages());
                     // The engine calls `prefetch` ahead of walks, on any address: it must not
-                    // panic on any table state, nor change what the walk finds.
+                    // panic on any table state, nor change what the walk finds; the same for
+                    // `prefetch_early`, called further ahead.
+                    d.prefetch_early(asid, vpn);
                     d.prefetch(asid, vpn, &mem);
                     let got = d.walk(asid, vpn, &mut mem).mapping;
                     if got != Some(m) {
@@ -163,6 +165,7 @@ impl DesignVisitor for Conformance {
                     let vpn =
                         aslr_vpn(self.aslr, asid, vpn, Vpn(vpn + 0x10_0000), PageSize::Size4K);
                     let want = reference_lookup(&live, asid, vpn);
+                    d.prefetch_early(asid, vpn);
                     d.prefetch(asid, vpn, &mem);
                     let got = d.walk(asid, vpn, &mut mem).mapping;
                     if got != want {
@@ -182,6 +185,7 @@ impl DesignVisitor for Conformance {
         }
         for (asid, m) in live.drain(..) {
             d.unmap(&mut phys, asid, m);
+            d.prefetch_early(asid, m.vpn);
             d.prefetch(asid, m.vpn, &mem);
             if d.walk(asid, m.vpn, &mut mem).mapping.is_some() {
                 return Err(format!("{m:?} still translates after unmap"));

@@ -214,6 +214,12 @@ pub trait Design: Sized + Send {
     /// page-table lines). Must not change any state a walk can observe.
     #[inline]
     fn prefetch(&self, _asid: Asid, _vpn: Vpn, _mem: &MemSystem) {}
+    /// Speed hint, some events before [`Design::prefetch`] of the same page: prefetch into the
+    /// host's caches what that call will itself read to find its addresses (e.g. a radix
+    /// table's upper-level entry), so that it does not wait for them. Must not change any state
+    /// a walk can observe.
+    #[inline]
+    fn prefetch_early(&self, _asid: Asid, _vpn: Vpn) {}
     /// OS cycles the design spent on its page tables so far beyond page-fault handling (e.g.
     /// allocating contiguous table memory); the engine adds them to `timing.os_cycles`.
     fn os_cycles(&self) -> u64 {

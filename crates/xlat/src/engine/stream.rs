@@ -19,32 +19,64 @@ pub(super) const CHUNK: usize = 512;
 /// those became compact: they stay in the host's L2.) Speed only; results do not depend on it.
 pub(super) const PREFETCH_DISTANCE: usize = 8;
 
+/// How many events ahead the engine prefetches what the hint at [`PREFETCH_DISTANCE`] will
+/// itself read to find its addresses (the page map's region slot, a radix table's upper-level
+/// entry): at paper-scale footprints those lookups miss the host's caches too, and the hint
+/// waited for them (docs/performance.md, "Two-stage look-ahead"). Speed only.
+pub(super) const PREFETCH_EARLY_DISTANCE: usize = 2 * PREFETCH_DISTANCE;
+
 /// Pages remembered as prefetched: enough for a loop over a few arrays at once.
 const PREFETCH_RECENT_PAGES: usize = 4;
 
-/// The last few pages prefetched.
+/// The last few pages one look-ahead stage hinted.
 #[derive(Clone, Copy)]
-pub(super) struct RecentPages {
+struct PageRing {
     vpns: [u64; PREFETCH_RECENT_PAGES],
     next: usize,
 }
 
-impl RecentPages {
-    pub(super) fn new() -> Self {
-        RecentPages {
-            vpns: [u64::MAX; PREFETCH_RECENT_PAGES],
-            next: 0,
-        }
-    }
+impl PageRing {
+    const EMPTY: PageRing = PageRing {
+        vpns: [u64::MAX; PREFETCH_RECENT_PAGES],
+        next: 0,
+    };
 
-    /// Whether `vpn` is new (and remember it).
     #[inline]
-    pub(super) fn admit(&mut self, vpn: Vpn) -> bool {
+    fn admit(&mut self, vpn: Vpn) -> bool {
         if self.vpns.contains(&vpn.0) {
             return false;
         }
         self.vpns[self.next] = vpn.0;
         self.next = (self.next + 1) % PREFETCH_RECENT_PAGES;
         true
+    }
+}
+
+/// The last few pages prefetched, per look-ahead stage.
+#[derive(Clone, Copy)]
+pub(super) struct RecentPages {
+    near: PageRing,
+    /// The early stage's ([`PREFETCH_EARLY_DISTANCE`]).
+    early: PageRing,
+}
+
+impl RecentPages {
+    pub(super) fn new() -> Self {
+        RecentPages {
+            near: PageRing::EMPTY,
+            early: PageRing::EMPTY,
+        }
+    }
+
+    /// Whether `vpn` is new (and remember it).
+    #[inline]
+    pub(super) fn admit(&mut self, vpn: Vpn) -> bool {
+        self.near.admit(vpn)
+    }
+
+    /// Whether `vpn` is new to the early stage (and remember it there).
+    #[inline]
+    pub(super) fn admit_early(&mut self, vpn: Vpn) -> bool {
+        self.early.admit(vpn)
     }
 }

@@ -609,6 +609,24 @@ impl Os {
         }
     }
 
+    /// Whether process `asid`'s page map is large enough for the engine's early look-ahead
+    /// stage to pay ([`PageMap::is_large`]).
+    #[inline]
+    pub fn wants_early_prefetch(&self, asid: Asid) -> bool {
+        self.procs
+            .get(asid as usize)
+            .is_some_and(|p| p.pages.is_large())
+    }
+
+    /// Speed hint, some events before [`Os::prefetch`] of the same page: prefetch (host
+    /// caches) what that call reads to find the entry, so that it does not wait for it.
+    #[inline]
+    pub fn prefetch_early(&self, asid: Asid, vpn: Vpn) {
+        if let Some(p) = self.procs.get(asid as usize) {
+            p.pages.prefetch_early(vpn);
+        }
+    }
+
     /// The MMU walked to the page starting at `vpn` (sets its accessed bit for reclaim).
     #[inline]
     pub fn note_walk(&mut self, asid: Asid, m: &Mapping) {

@@ -100,6 +100,11 @@ struct RegionTable {
     len: usize,
 }
 
+/// Region-table slots from which [`PageMap::is_large`] holds: 16 Ki slots (256 KiB of keys
+/// and values), reached past 8 Ki mapped 2 MiB regions (16 GiB with every region mapped; the
+/// table stays at most half full).
+const EARLY_PREFETCH_MIN_REGION_SLOTS: usize = 1 << 14;
+
 /// A free slot of [`RegionTable`] (no region number reaches it).
 const FREE: u64 = u64::MAX;
 
@@ -153,6 +158,14 @@ impl RegionTable {
 
     fn contains(&self, key: u64) -> bool {
         self.find(key).1
+    }
+
+    /// Prefetch (host caches) the home slot of `key`, where [`RegionTable::find`] starts.
+    #[inline(always)]
+    fn prefetch_home(&self, key: u64) {
+        let i = self.home(key);
+        crate::prefetch::host_prefetch(&self.keys[i]);
+        crate::prefetch::host_prefetch(&self.vals[i]);
     }
 
     /// Insert or replace; returns the previous value.
@@ -341,6 +354,22 @@ impl PageMap {
                 &self.small[block * REGION_PAGES + (vpn.0 & 511) as usize],
             );
         }
+    }
+
+    /// Prefetch (host caches) the region slot [`PageMap::prefetch`] and `get` of `vpn` start
+    /// from (issued earlier than `prefetch`, which reads it).
+    #[inline]
+    pub fn prefetch_early(&self, vpn: Vpn) {
+        self.regions.prefetch_home(vpn.0 >> 9);
+    }
+
+    /// Whether the region table has outgrown the host's mid-level caches, so that an early
+    /// prefetch of its slots (and of the designs' upper-level entries, which grow alike) pays
+    /// for itself: at 1 GiB it cost gups 7 % with nothing to hide (docs/performance.md,
+    /// "Two-stage look-ahead").
+    #[inline]
+    pub fn is_large(&self) -> bool {
+        self.regions.keys.len() >= EARLY_PREFETCH_MIN_REGION_SLOTS
     }
 
     /// The mapping containing `vpn`.
@@ -728,6 +757,25 @@ mod tests {
         p.remove(m(5, 77, PageSize::Size4K));
         assert_eq!(p.get(Vpn(5)), None);
         assert!(!p.region_in_use(Vpn(5)));
+    }
+
+    #[test]
+    fn early_prefetches_of_any_page_leave_every_lookup_unchanged() {
+        // The engine calls `prefetch_early` on pages the oracle has not seen yet, far past the
+        // table's capacity: the home slot must be in range for every key.
+        let mut p = PageMap::default();
+        for v in (0..4096u64).step_by(7) {
+            p.insert(m(v * 513, 10 + v, PageSize::Size4K));
+        }
+        let probes = [0, 1, 513, 1 << 20, (1 << 36) - 1, u64::MAX >> 12];
+        let before: Vec<_> = probes.iter().map(|&v| p.get(Vpn(v))).collect();
+        for &v in &probes {
+            p.prefetch_early(Vpn(v));
+            p.prefetch(Vpn(v));
+        }
+        let after: Vec<_> = probes.iter().map(|&v| p.get(Vpn(v))).collect();
+        assert_eq!(before, after);
+        assert_eq!(p.get(Vpn(7 * 513)), Some(m(7 * 513, 17, PageSize::Size4K)));
     }
 
     proptest! {

@@ -469,6 +469,11 @@ impl Design for Et {
         self.radix.prefetch(asid, vpn, mem)
     }
 
+    #[inline]
+    fn prefetch_early(&self, asid: Asid, vpn: Vpn) {
+        self.radix.prefetch_early(asid, vpn)
+    }
+
     fn footprint(&self) -> PtFootprint {
         self.radix.footprint()
     }

@@ -104,6 +104,10 @@ impl Design for Ideal {
         }
     }
 
+    fn prefetch_early(&self, asid: Asid, vpn: Vpn) {
+        self.table.prefetch_upper(asid, vpn);
+    }
+
     fn footprint(&self) -> PtFootprint {
         self.table.footprint()
     }

@@ -385,6 +385,10 @@ impl Design for Radix {
         }
     }
 
+    fn prefetch_early(&self, asid: Asid, vpn: Vpn) {
+        self.table.prefetch_upper(asid, vpn);
+    }
+
     fn footprint(&self) -> PtFootprint {
         self.table.footprint()
     }
@@ -478,6 +482,10 @@ macro_rules! forward_to_inner_radix {
             mem: &$crate::mem::MemSystem,
         ) {
             self.radix.prefetch(asid, vpn, mem)
+        }
+
+        fn prefetch_early(&self, asid: $crate::addr::Asid, vpn: $crate::addr::Vpn) {
+            self.radix.prefetch_early(asid, vpn)
         }
 
         fn footprint(&self) -> $crate::designs::PtFootprint {

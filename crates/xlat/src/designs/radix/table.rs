@@ -232,7 +232,8 @@ impl RadixTable {
 
     /// Prefetch (host caches) the entry a walk of `vpn` ends at; returns its physical address
     /// (for prefetching the simulated caches), or `None` when the walk would end above the
-    /// last level. Upper-level nodes are few and stay cached, so only the last read misses.
+    /// last level. The levels above are few and stay cached, except at large footprints the
+    /// one above the last, which the engine prefetches earlier ([`RadixTable::prefetch_upper`]).
     #[inline]
     pub fn prefetch(&self, asid: Asid, vpn: Vpn) -> Option<Paddr> {
         let mut node = self.root(asid)?;
@@ -244,6 +245,26 @@ impl RadixTable {
         }
         crate::prefetch::host_prefetch(&self.entries[Self::slot(node, vpn, 0)]);
         Some(self.entry_addr(node, vpn, 0))
+    }
+
+    /// Prefetch (host caches) the entry of the level above the last that a walk of `vpn`
+    /// reads, the one [`RadixTable::prefetch`] reads to find the last level's node: at large
+    /// footprints that level too outgrows the host's caches. The levels above it stay cached.
+    #[inline]
+    pub fn prefetch_upper(&self, asid: Asid, vpn: Vpn) {
+        let Some(mut node) = self.root(asid) else {
+            return;
+        };
+        if self.levels < 2 {
+            return;
+        }
+        for level in (2..self.levels).rev() {
+            match self.read(node, vpn, level) {
+                Step::Next(child) => node = child,
+                _ => return,
+            }
+        }
+        crate::prefetch::host_prefetch(&self.entries[Self::slot(node, vpn, 1)]);
     }
 
     /// Software lookup (no timing): the translation and the address of its leaf entry.

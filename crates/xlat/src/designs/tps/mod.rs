@@ -225,6 +225,11 @@ impl Design for Tps {
         self.radix.prefetch(asid, vpn, mem)
     }
 
+    #[inline]
+    fn prefetch_early(&self, asid: Asid, vpn: Vpn) {
+        self.radix.prefetch_early(asid, vpn)
+    }
+
     fn footprint(&self) -> crate::designs::PtFootprint {
         self.radix.footprint()
     }

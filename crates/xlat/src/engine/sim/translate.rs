@@ -13,7 +13,7 @@ use crate::addr::{Mapping, PageSize, Vaddr, Vpn, BASE_PAGE_SHIFT};
 use crate::designs::Design;
 use crate::engine::counters::walk_hist_bucket;
 use crate::engine::error::SimError;
-use crate::engine::stream::PREFETCH_DISTANCE;
+use crate::engine::stream::{PREFETCH_DISTANCE, PREFETCH_EARLY_DISTANCE};
 use crate::mmu::TlbOutcome;
 use crate::timing::ooo::CoreRef;
 use crate::trace::{AccessKind, Event};
@@ -477,6 +477,13 @@ impl<D: Design> Sim<D> {
     /// (streams) find everything cached already, and the hint would only cost them time.
     #[inline]
     fn prefetch_ahead(&mut self) {
+        if let Some(Event::Access { va, .. }) = self.buf.get(self.pos + PREFETCH_EARLY_DISTANCE) {
+            let vpn = va.vpn();
+            if self.os.wants_early_prefetch(self.asid) && self.prefetched.admit_early(vpn) {
+                self.os.prefetch_early(self.asid, vpn);
+                self.design.prefetch_early(self.asid, vpn);
+            }
+        }
         if let Some(Event::Access { va, .. }) = self.buf.get(self.pos + PREFETCH_DISTANCE) {
             let vpn = va.vpn();
             if self.prefetched.admit(vpn) {
